@@ -1,0 +1,76 @@
+//! The `rehearse` command line: parsing and dispatch. Each subcommand lives in its own file
+//! and returns a [`CliError`] whose one-line message names the cause and the fix.
+
+use clap::{Parser, Subcommand};
+
+pub mod buckets;
+pub mod cluster;
+pub mod probe;
+pub mod receipts;
+pub mod report;
+
+/// An error the user can act on: printed as one line, exit code non-zero.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CliError {
+    pub message: String,
+    /// Process exit code (2 = bad input or environment, 1 = a rehearsal verdict failed).
+    pub code: i32,
+}
+
+impl CliError {
+    /// Bad input or environment: the message names the cause and the fix.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 2,
+        }
+    }
+    /// The command ran and its verdict is negative.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 1,
+        }
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rehearse",
+    version,
+    about = "Rehearse a game-server operator's riskiest operations and prove the outcome"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start or manage a cluster (`cluster up --embedded`).
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
+    /// Probe a game server (`probe minecraft --addr HOST:PORT`).
+    #[command(subcommand)]
+    Probe(probe::ProbeCommand),
+    /// Verify receipt journals (`receipts verify BUNDLE`).
+    #[command(subcommand)]
+    Receipts(receipts::ReceiptsCommand),
+    /// Render a qualification report from one or more bundles.
+    Report(report::ReportArgs),
+    /// Check the bucket manifest against `cargo nextest list`.
+    #[command(subcommand)]
+    Buckets(buckets::BucketsCommand),
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Cluster(c) => cluster::run(c).await,
+        Command::Probe(c) => probe::run(c).await,
+        Command::Receipts(c) => receipts::run(c).await,
+        Command::Report(a) => report::run(a).await,
+        Command::Buckets(c) => buckets::run(c).await,
+    }
+}

@@ -1,0 +1,21 @@
+//! Rehearsal: rehearses a game-server operator's riskiest operations on a real cluster and
+//! hands back evidence a reviewer can trust.
+//!
+//! Layers, bottom up (data flows one way: cluster → observations → receipts → report):
+//! - [`process`]: the only place that spawns host processes; records argv, exit code, output.
+//! - [`backend`]: cluster backends (`embedded`, `kind`, `existing`) behind one trait.
+//! - [`wait`], [`faults`], [`probe`]: watch-based waits, fault injectors and probes, all via kube.
+//! - [`evidence`]: hash-chained receipts, PVC UID tables and bundles.
+//! - [`report`]: qualification reports rendered from bundles only.
+//! - [`buckets`]: the bucket manifest and its check against `cargo nextest list`.
+//! - [`cli`]: the `rehearse` command.
+
+pub mod backend;
+pub mod buckets;
+pub mod cli;
+pub mod evidence;
+pub mod faults;
+pub mod probe;
+pub mod process;
+pub mod report;
+pub mod wait;
