@@ -1,0 +1,521 @@
+//! The image catalogue: what an image reference means on the embedded node.
+//!
+//! There is no registry and no image store. An image reference (`repo:tag` or `repo@sha256:…`)
+//! maps to a local executable plus the parts of an image config the kubelet needs (entrypoint,
+//! cmd, env). The digest is derived from the executable's bytes and that config, so it is stable
+//! for a given build and changes when the binary changes, like a real image digest. A reference
+//! the catalogue does not know is what a failed pull is on a real node: `ErrImagePull`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+
+/// What an image reference resolves to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// The host executable the image stands for; it is bound read-only at its own path.
+    pub executable: PathBuf,
+    /// The image's ENTRYPOINT (empty: none).
+    pub entrypoint: Vec<String>,
+    /// The image's CMD.
+    pub cmd: Vec<String>,
+    /// The image's ENV, before the container's own env.
+    pub env: Vec<(String, String)>,
+    /// A host directory that becomes `/bin` in the sandbox (busybox's applets), if any.
+    pub bin_dir: Option<PathBuf>,
+    /// `sha256:<hex>` over the executable's bytes and the config above.
+    pub digest: String,
+}
+
+impl Image {
+    /// An image for `executable` with the given config; the digest is computed here.
+    pub fn new(
+        executable: impl Into<PathBuf>,
+        entrypoint: Vec<String>,
+        cmd: Vec<String>,
+        env: Vec<(String, String)>,
+    ) -> std::io::Result<Self> {
+        let executable = executable.into();
+        let digest = digest_of(&executable, &entrypoint, &cmd, &env)?;
+        Ok(Self {
+            executable,
+            entrypoint,
+            cmd,
+            env,
+            bin_dir: None,
+            digest,
+        })
+    }
+}
+
+/// An image reference resolved against the catalogue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedImage {
+    /// The image.
+    pub image: Image,
+    /// `<repo>@sha256:…`, reported as the container status' `imageID`.
+    pub image_id: String,
+}
+
+/// Maps image references to local executables. Cheap to clone; clones share entries, so an
+/// image inserted while the cluster runs is pullable from then on.
+#[derive(Clone, Debug, Default)]
+pub struct ImageCatalogue {
+    entries: Arc<RwLock<HashMap<String, Image>>>,
+}
+
+/// The name of a reference without tag or digest, after Docker Hub normalisation.
+fn split_reference(reference: &str) -> (String, Option<String>, Option<String>) {
+    let mut rest = reference.trim();
+    for prefix in [
+        "docker.io/library/",
+        "docker.io/",
+        "index.docker.io/library/",
+    ] {
+        if let Some(stripped) = rest.strip_prefix(prefix) {
+            rest = stripped;
+            break;
+        }
+    }
+    let (name_tag, digest) = match rest.split_once('@') {
+        Some((a, d)) => (a, Some(d.to_string())),
+        None => (rest, None),
+    };
+    // A colon after the last slash is a tag; one before it belongs to a registry port.
+    let last_slash = name_tag.rfind('/').map(|i| i + 1).unwrap_or(0);
+    match name_tag[last_slash..].rfind(':') {
+        Some(i) => (
+            name_tag[..last_slash + i].to_string(),
+            Some(name_tag[last_slash + i + 1..].to_string()),
+            digest,
+        ),
+        None => (name_tag.to_string(), None, digest),
+    }
+}
+
+impl ImageCatalogue {
+    /// An empty catalogue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The catalogue with busybox, restic and the workspace's own images (those whose binary
+    /// is found; see [`locate_workspace_binary`]).
+    pub fn with_defaults() -> Self {
+        let catalogue = Self::new();
+        let busybox = Path::new("/usr/bin/busybox");
+        if busybox.exists() {
+            match busybox_image(busybox) {
+                Ok(image) => catalogue.insert("busybox:*", image),
+                Err(error) => tracing::warn!(%error, "busybox image unavailable"),
+            }
+        } else {
+            tracing::warn!(
+                "/usr/bin/busybox not found: image busybox:* is unknown (install Debian package `busybox`)"
+            );
+        }
+        let restic = Path::new("/usr/bin/restic");
+        if restic.exists() {
+            match Image::new(restic, vec!["/usr/bin/restic".into()], vec![], vec![]) {
+                Ok(image) => catalogue.insert("restic/restic:*", image),
+                Err(error) => tracing::warn!(%error, "restic image unavailable"),
+            }
+        } else {
+            tracing::warn!(
+                "/usr/bin/restic not found: image restic/restic:* is unknown (install Debian package `restic`)"
+            );
+        }
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let game: [(&str, Vec<(String, String)>); 5] = [
+            (
+                "1.0",
+                env(&[("FIXTURE_MODE", "normal"), ("FIXTURE_GAME_VERSION", "1.0")]),
+            ),
+            (
+                "1.1-compat",
+                env(&[("FIXTURE_MODE", "compat"), ("FIXTURE_GAME_VERSION", "1.1")]),
+            ),
+            (
+                "2.0-format",
+                env(&[("FIXTURE_MODE", "format"), ("FIXTURE_GAME_VERSION", "2.0")]),
+            ),
+            (
+                "http-only",
+                env(&[
+                    ("FIXTURE_MODE", "http-only"),
+                    ("FIXTURE_GAME_VERSION", "1.0"),
+                ]),
+            ),
+            (
+                "crash",
+                env(&[("FIXTURE_MODE", "crash"), ("FIXTURE_GAME_VERSION", "1.0")]),
+            ),
+        ];
+        let workspace: Vec<(String, &str, Vec<String>, Vec<(String, String)>)> = game
+            .into_iter()
+            .map(|(tag, env)| {
+                (
+                    format!("rehearsal.local/fixture-game:{tag}"),
+                    "fixture-game",
+                    vec!["serve".to_string()],
+                    env,
+                )
+            })
+            .chain([
+                (
+                    "rehearsal.local/fixture-agent:1.0".to_string(),
+                    "fixture-game",
+                    vec!["agent".to_string()],
+                    vec![],
+                ),
+                (
+                    "rehearsal.local/fixture-agent:legacy".to_string(),
+                    "fixture-game",
+                    vec!["agent".to_string()],
+                    env(&[("FIXTURE_AGENT_LEGACY", "1")]),
+                ),
+                (
+                    "rehearsal.local/reference-operator:dev".to_string(),
+                    "reference-operator",
+                    vec![],
+                    vec![],
+                ),
+            ])
+            .collect();
+        for (reference, binary, cmd, env) in workspace {
+            let Some(path) = locate_workspace_binary(binary) else {
+                tracing::warn!(
+                    binary,
+                    image = %reference,
+                    "workspace binary not found (build it with `cargo build -p {binary}` or set REHEARSAL_BIN_DIR): the image is unknown"
+                );
+                continue;
+            };
+            let entrypoint = vec![path.to_string_lossy().into_owned()];
+            match Image::new(&path, entrypoint, cmd, env) {
+                Ok(image) => catalogue.insert(&reference, image),
+                Err(error) => {
+                    tracing::warn!(%error, path = %path.display(), "cannot read workspace binary")
+                }
+            }
+        }
+        catalogue
+    }
+
+    /// Adds or replaces an image. `reference` is `repo:tag`, `repo@sha256:…` or `repo:*`
+    /// (every tag of `repo`).
+    pub fn insert(&self, reference: &str, image: Image) {
+        let (repo, tag, digest) = split_reference(reference);
+        let key = match (tag, digest) {
+            (_, Some(digest)) => format!("{repo}@{digest}"),
+            (Some(tag), None) => format!("{repo}:{tag}"),
+            (None, None) => format!("{repo}:latest"),
+        };
+        self.entries
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, image);
+    }
+
+    /// Resolves a reference, or `None` when the node could not pull it.
+    pub fn resolve(&self, reference: &str) -> Option<ResolvedImage> {
+        let (repo, tag, digest) = split_reference(reference);
+        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        let found = match &digest {
+            // A digest pins content: any entry of this repo with that digest matches.
+            Some(digest) => entries.get(&format!("{repo}@{digest}")).or_else(|| {
+                entries
+                    .iter()
+                    .filter(|(key, _)| key_repo(key) == repo)
+                    .map(|(_, image)| image)
+                    .find(|image| &image.digest == digest)
+            }),
+            None => {
+                let tag = tag.unwrap_or_else(|| "latest".to_string());
+                entries
+                    .get(&format!("{repo}:{tag}"))
+                    .or_else(|| entries.get(&format!("{repo}:*")))
+            }
+        }?;
+        Some(ResolvedImage {
+            image_id: format!("{repo}@{}", found.digest),
+            image: found.clone(),
+        })
+    }
+
+    /// Every reference the catalogue holds, sorted.
+    pub fn references(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .entries
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    }
+}
+
+fn key_repo(key: &str) -> &str {
+    match key.split_once('@') {
+        Some((repo, _)) => repo,
+        None => {
+            let last_slash = key.rfind('/').map(|i| i + 1).unwrap_or(0);
+            match key[last_slash..].rfind(':') {
+                Some(i) => &key[..last_slash + i],
+                None => key,
+            }
+        }
+    }
+}
+
+/// Finds a binary built by this workspace: `$REHEARSAL_BIN_DIR`, next to the running
+/// executable, in its parent (test binaries live in `target/debug/deps/`), then `$PATH`.
+pub fn locate_workspace_binary(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = std::env::var_os("REHEARSAL_BIN_DIR") {
+        dirs.push(PathBuf::from(dir));
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        dirs.push(dir.to_path_buf());
+        if let Some(parent) = dir.parent() {
+            dirs.push(parent.to_path_buf());
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.into_iter()
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Applets linked into busybox's `/bin`, so `sh`, `httpd` or `nc` mean busybox as in its image.
+const BUSYBOX_APPLETS: &[&str] = &[
+    "sh",
+    "ash",
+    "sleep",
+    "echo",
+    "cat",
+    "ls",
+    "httpd",
+    "nc",
+    "wget",
+    "touch",
+    "mkdir",
+    "rm",
+    "cp",
+    "mv",
+    "test",
+    "[",
+    "[[",
+    "true",
+    "false",
+    "env",
+    "date",
+    "grep",
+    "sed",
+    "awk",
+    "head",
+    "tail",
+    "wc",
+    "printf",
+    "kill",
+    "ps",
+    "id",
+    "hostname",
+    "tar",
+    "gzip",
+    "gunzip",
+    "find",
+    "stat",
+    "df",
+    "du",
+    "chmod",
+    "chown",
+    "ln",
+    "sync",
+    "tee",
+    "yes",
+    "seq",
+    "uname",
+    "whoami",
+    "sha256sum",
+    "md5sum",
+    "xargs",
+    "cut",
+    "sort",
+    "uniq",
+    "tr",
+    "basename",
+    "dirname",
+    "readlink",
+    "realpath",
+    "pwd",
+    "timeout",
+    "nslookup",
+    "ping",
+    "netstat",
+    "vi",
+    "dd",
+    "od",
+    "hexdump",
+    "base64",
+    "expr",
+    "usleep",
+    "watch",
+    "nohup",
+    "which",
+    "busybox",
+    "rmdir",
+    "mktemp",
+    "diff",
+    "cmp",
+    "less",
+    "more",
+    "top",
+    "free",
+    "uptime",
+    "nproc",
+    "sha1sum",
+    "xxd",
+    "fold",
+    "rev",
+    "nl",
+];
+
+fn busybox_image(busybox: &Path) -> std::io::Result<Image> {
+    let mut image = Image::new(
+        busybox,
+        vec![],
+        vec!["sh".into()],
+        vec![("PATH".into(), "/bin:/sbin:/usr/bin:/usr/sbin".into())],
+    )?;
+    let hex = image.digest.trim_start_matches("sha256:");
+    let dir = std::env::temp_dir()
+        .join("rehearsal-embedded")
+        .join("images")
+        .join(format!("busybox-{}", &hex[..12]))
+        .join("bin");
+    if !dir.join("busybox").exists() {
+        std::fs::create_dir_all(&dir)?;
+        for applet in BUSYBOX_APPLETS {
+            let link = dir.join(applet);
+            // Parallel test processes create the same links: an existing one is fine.
+            match std::os::unix::fs::symlink("/usr/bin/busybox", &link) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    image.bin_dir = Some(dir);
+    Ok(image)
+}
+
+type DigestCache = Mutex<HashMap<(PathBuf, u64, SystemTime), String>>;
+
+/// Hash of an executable's bytes; cached per (path, size, mtime) because the workspace
+/// binaries are tens of megabytes and a process starts several clusters.
+fn file_hash(path: &Path) -> std::io::Result<String> {
+    static CACHE: OnceLock<DigestCache> = OnceLock::new();
+    let meta = std::fs::metadata(path)?;
+    let key = (path.to_path_buf(), meta.len(), meta.modified()?);
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hash) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(hash.clone());
+    }
+    let bytes = std::fs::read(path)?;
+    let hash = hex::encode(Sha256::digest(&bytes));
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, hash.clone());
+    Ok(hash)
+}
+
+fn digest_of(
+    executable: &Path,
+    entrypoint: &[String],
+    cmd: &[String],
+    env: &[(String, String)],
+) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    hasher.update(file_hash(executable)?.as_bytes());
+    let config = serde_json::json!({ "entrypoint": entrypoint, "cmd": cmd, "env": env });
+    hasher.update(config.to_string().as_bytes());
+    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh_image(env: &str) -> Image {
+        Image::new(
+            "/usr/bin/busybox",
+            vec![],
+            vec!["sh".into()],
+            vec![("X".into(), env.into())],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn tags_wildcards_and_digests_resolve() {
+        let catalogue = ImageCatalogue::new();
+        catalogue.insert("example.local:5000/app:1.0", sh_image("a"));
+        catalogue.insert("busybox:*", sh_image("b"));
+        let app = catalogue.resolve("example.local:5000/app:1.0").unwrap();
+        assert!(app.image_id.starts_with("example.local:5000/app@sha256:"));
+        let by_digest = catalogue
+            .resolve(&format!("example.local:5000/app@{}", app.image.digest))
+            .unwrap();
+        assert_eq!(by_digest.image, app.image);
+        assert_eq!(
+            catalogue
+                .resolve("docker.io/library/busybox:1.36")
+                .unwrap()
+                .image
+                .env[0]
+                .1,
+            "b"
+        );
+        assert_eq!(catalogue.resolve("busybox").unwrap().image.env[0].1, "b");
+        assert!(catalogue.resolve("example.local:5000/app:2.0").is_none());
+        assert!(catalogue.resolve("nosuch/image:1").is_none());
+        assert!(
+            catalogue
+                .resolve("example.local:5000/app@sha256:0000")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn digest_is_stable_and_depends_on_config() {
+        assert_eq!(sh_image("a").digest, sh_image("a").digest);
+        assert_ne!(sh_image("a").digest, sh_image("b").digest);
+        assert!(sh_image("a").digest.starts_with("sha256:"));
+    }
+
+    #[test]
+    fn defaults_include_busybox_and_restic() {
+        let catalogue = ImageCatalogue::with_defaults();
+        let busybox = catalogue.resolve("busybox:1.36").unwrap();
+        assert_eq!(busybox.image.cmd, vec!["sh".to_string()]);
+        assert!(busybox.image.bin_dir.unwrap().join("httpd").exists());
+        let restic = catalogue.resolve("restic/restic:0.17.0").unwrap();
+        assert_eq!(restic.image.entrypoint, vec!["/usr/bin/restic".to_string()]);
+    }
+}

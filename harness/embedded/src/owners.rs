@@ -1,0 +1,141 @@
+//! The owner registry: which process runs which embedded cluster, so a start after a crash
+//! can end the sandboxes the dead run left behind.
+//!
+//! `$TMPDIR/rehearsal-embedded/owners/<pid>-<n>` names the state directory of cluster `n` of
+//! process `pid` and that process' start time (PIDs are reused). `bwrap --die-with-parent`
+//! already ends sandboxes when their cluster dies; this sweep is the second line of defence,
+//! for a sandbox that escaped it (for instance a re-parented one).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::sandbox::STATE_MARKER_ENV;
+
+/// The directory all embedded clusters of this machine share.
+pub fn root_dir() -> PathBuf {
+    std::env::temp_dir().join("rehearsal-embedded")
+}
+
+/// A registered owner record; removing it (on shutdown) unregisters the cluster.
+#[derive(Debug)]
+pub struct OwnerRecord {
+    path: PathBuf,
+}
+
+impl OwnerRecord {
+    /// Registers this process as the owner of `state_dir`.
+    pub fn register(state_dir: &Path, remove_state: bool) -> std::io::Result<Self> {
+        static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+        let dir = root_dir().join("owners");
+        std::fs::create_dir_all(&dir)?;
+        let pid = std::process::id();
+        let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("{pid}-{n}"));
+        let start = start_time(pid).unwrap_or_default();
+        std::fs::write(
+            &path,
+            format!(
+                "{start}\n{}\n{}\n",
+                if remove_state { "remove" } else { "keep" },
+                state_dir.display()
+            ),
+        )?;
+        Ok(Self { path })
+    }
+
+    /// Removes the record.
+    pub fn remove(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// What [`reap_dead_owners`] ended.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reaped {
+    /// Sandbox PIDs killed.
+    pub killed: Vec<u32>,
+    /// State directories removed.
+    pub removed: Vec<PathBuf>,
+}
+
+/// The process' start time (field 22 of `/proc/<pid>/stat`), to tell a reused PID apart.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn owner_alive(pid: u32, start: u64) -> bool {
+    if kill(Pid::from_raw(pid as i32), None).is_err() {
+        return false;
+    }
+    start == 0 || start_time(pid) == Some(start)
+}
+
+/// Whether `pid` is a `bwrap` we started for `state_dir` (its command line carries the marker).
+fn is_our_sandbox(pid: u32, state_dir: &Path) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let is_bwrap = args.first().is_some_and(|a| a.ends_with(b"bwrap"));
+    let state = state_dir.as_os_str().as_encoded_bytes();
+    let marked = args
+        .windows(2)
+        .any(|w| w[0] == STATE_MARKER_ENV.as_bytes() && w[1] == state);
+    is_bwrap && marked
+}
+
+/// For every registered owner that is dead: kills its recorded sandboxes (after checking each
+/// PID really is our `bwrap`), removes its state directory if it was a temporary one, and
+/// drops the record.
+pub fn reap_dead_owners() -> Reaped {
+    let mut reaped = Reaped::default();
+    let Ok(entries) = std::fs::read_dir(root_dir().join("owners")) else {
+        return reaped;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        let start: u64 = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+        let remove_state = lines.next() == Some("remove");
+        let Some(state_dir) = lines.next().map(PathBuf::from) else {
+            continue;
+        };
+        if owner_alive(pid, start) {
+            continue;
+        }
+        if let Ok(records) = std::fs::read_dir(state_dir.join("sandboxes")) {
+            for record in records.flatten() {
+                let Ok(sandbox) = record.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                if is_our_sandbox(sandbox, &state_dir) {
+                    tracing::warn!(
+                        sandbox,
+                        owner = pid,
+                        "killing sandbox left by a dead cluster"
+                    );
+                    let _ = kill(Pid::from_raw(sandbox as i32), Signal::SIGKILL);
+                    reaped.killed.push(sandbox);
+                }
+                let _ = std::fs::remove_file(record.path());
+            }
+        }
+        if remove_state && std::fs::remove_dir_all(&state_dir).is_ok() {
+            reaped.removed.push(state_dir);
+        }
+        let _ = std::fs::remove_file(entry.path());
+    }
+    reaped
+}

@@ -1,0 +1,447 @@
+//! Sandboxed processes: the only place the embedded node spawns anything.
+//!
+//! A container is a `bwrap` process tree: the outer `bwrap` (our child), its PID-namespace init,
+//! and the container's command (PID 2 inside). The host's `/usr` and `/etc` form a read-only root,
+//! the image's executable and each volume are bound at their paths, and `--die-with-parent`
+//! ends the tree when the process running the cluster dies. Every outer `bwrap` PID is recorded
+//! in `<state>/sandboxes/<pid>` so a later start can end what a crashed run left behind.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::sync::watch;
+
+/// Environment variable set in every sandbox; its value (the state directory) on the `bwrap`
+/// command line lets a later run recognise the process as one of ours.
+pub const STATE_MARKER_ENV: &str = "REHEARSAL_EMBEDDED_STATE";
+
+/// A host path bound into the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bind {
+    /// Host path.
+    pub source: PathBuf,
+    /// Path inside the sandbox.
+    pub dest: String,
+    /// `--ro-bind` instead of `--bind`.
+    pub read_only: bool,
+}
+
+/// Everything needed to start one sandboxed process.
+#[derive(Clone, Debug, Default)]
+pub struct SandboxSpec {
+    /// Host executables bound read-only at their own paths (outside `/usr`).
+    pub executables: Vec<PathBuf>,
+    /// A host directory that becomes `/bin` (instead of the `/usr/bin` symlink).
+    pub bin_dir: Option<PathBuf>,
+    /// The command and its arguments; a bare name is looked up in the sandbox's `PATH`.
+    pub argv: Vec<String>,
+    /// The complete environment.
+    pub env: Vec<(String, String)>,
+    /// Volume binds, applied in order (parents before children).
+    pub binds: Vec<Bind>,
+    /// Working directory inside the sandbox.
+    pub workdir: Option<String>,
+}
+
+/// Why a sandbox could not be started or run.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// `bwrap` could not be executed.
+    #[error("cannot start bwrap for {argv:?}: {source} (install Debian package `bubblewrap`)")]
+    Spawn {
+        /// The container command.
+        argv: Vec<String>,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The log file could not be opened.
+    #[error("cannot open log file {path}: {source}")]
+    Log {
+        /// The log file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The container command is empty.
+    #[error("container has no command: neither the image nor the pod spec gives one")]
+    NoCommand,
+}
+
+/// The result of a command run to completion (exec probes).
+#[derive(Debug)]
+pub struct ExecOutput {
+    /// Exit code (128 + signal when killed); `None` when the timeout hit.
+    pub exit_code: Option<i32>,
+    /// Combined output, for probe failure messages.
+    pub output: String,
+}
+
+/// Starts sandboxes and keeps the set of live ones, so the cluster can end them all.
+#[derive(Clone, Debug)]
+pub struct Sandboxes {
+    state_dir: PathBuf,
+    live: Arc<Mutex<HashSet<u32>>>,
+}
+
+/// A running sandbox. Dropping the handle does not stop it; [`Sandboxes::kill_all`] does.
+#[derive(Clone, Debug)]
+pub struct SandboxHandle {
+    /// PID of the outer `bwrap`.
+    pub pid: u32,
+    exit: watch::Receiver<Option<i32>>,
+}
+
+impl SandboxHandle {
+    /// Waits for the process to end and returns its exit code (128 + signal when killed).
+    pub async fn wait(&self) -> i32 {
+        let mut exit = self.exit.clone();
+        loop {
+            if let Some(code) = *exit.borrow_and_update() {
+                return code;
+            }
+            if exit.changed().await.is_err() {
+                // The waiter task ended without a code: the runtime is shutting down.
+                return 137;
+            }
+        }
+    }
+
+    /// The exit code, if the process has ended.
+    pub fn exit_code(&self) -> Option<i32> {
+        *self.exit.borrow()
+    }
+
+    /// Sends `signal` to the container's command (PID 2 inside); before it exists, to `bwrap`.
+    pub fn signal(&self, signal: Signal) {
+        if self.exit_code().is_some() {
+            return;
+        }
+        let target = command_pid(self.pid).unwrap_or(self.pid);
+        let _ = kill(Pid::from_raw(target as i32), signal);
+    }
+
+    /// Ends the process like a container runtime: SIGTERM, up to `grace`, then SIGKILL of the
+    /// whole tree. Returns the exit code.
+    pub async fn stop(&self, grace: Duration) -> i32 {
+        if let Some(code) = self.exit_code() {
+            return code;
+        }
+        if !grace.is_zero() {
+            self.signal(Signal::SIGTERM);
+            if let Ok(code) = tokio::time::timeout(grace, self.wait()).await {
+                return code;
+            }
+        }
+        if self.exit_code().is_none() {
+            // Killing the outer bwrap takes the PID namespace with it (--die-with-parent).
+            let _ = kill(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
+        }
+        self.wait().await
+    }
+}
+
+/// The host PID of the container command: the child of bwrap's namespace init.
+fn command_pid(bwrap_pid: u32) -> Option<u32> {
+    let children = |pid: u32| -> Option<u32> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+        text.split_whitespace().next()?.parse().ok()
+    };
+    let init = children(bwrap_pid)?;
+    children(init)
+}
+
+impl Sandboxes {
+    /// Sandboxes recorded under `<state_dir>/sandboxes/`.
+    pub fn new(state_dir: &Path) -> std::io::Result<Self> {
+        std::fs::create_dir_all(state_dir.join("sandboxes"))?;
+        Ok(Self {
+            state_dir: state_dir.to_path_buf(),
+            live: Arc::default(),
+        })
+    }
+
+    /// PIDs of the outer `bwrap` of every live sandbox.
+    pub fn live_pids(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> = self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        pids.sort();
+        pids
+    }
+
+    fn command(&self, spec: &SandboxSpec) -> Result<tokio::process::Command, SandboxError> {
+        if spec.argv.is_empty() {
+            return Err(SandboxError::NoCommand);
+        }
+        let mut cmd = tokio::process::Command::new("bwrap");
+        cmd.args([
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--new-session",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]);
+        match &spec.bin_dir {
+            Some(dir) => {
+                cmd.arg("--ro-bind").arg(dir).arg("/bin");
+            }
+            None => {
+                cmd.args(["--symlink", "usr/bin", "/bin"]);
+            }
+        }
+        cmd.args(["--symlink", "usr/lib", "/lib"]);
+        if Path::new("/lib64").exists() {
+            cmd.args(["--symlink", "usr/lib64", "/lib64"]);
+        }
+        cmd.args([
+            "--symlink",
+            "usr/sbin",
+            "/sbin",
+            "--ro-bind",
+            "/etc",
+            "/etc",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+        ]);
+        for exe in &spec.executables {
+            if !exe.starts_with("/usr") {
+                cmd.arg("--ro-bind").arg(exe).arg(exe);
+            }
+        }
+        for bind in &spec.binds {
+            let flag = if bind.read_only {
+                "--ro-bind"
+            } else {
+                "--bind"
+            };
+            cmd.arg(flag).arg(&bind.source).arg(&bind.dest);
+        }
+        cmd.arg("--chdir")
+            .arg(spec.workdir.as_deref().unwrap_or("/"));
+        cmd.arg("--setenv")
+            .arg(STATE_MARKER_ENV)
+            .arg(&self.state_dir);
+        cmd.arg("--").args(&spec.argv);
+        cmd.env_clear();
+        cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        cmd.stdin(Stdio::null());
+        cmd.kill_on_drop(false);
+        Ok(cmd)
+    }
+
+    /// Starts `spec` with stdout and stderr appended to `log`.
+    pub fn spawn(&self, spec: &SandboxSpec, log: &Path) -> Result<SandboxHandle, SandboxError> {
+        let mut cmd = self.command(spec)?;
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| SandboxError::Log {
+                path: log.to_path_buf(),
+                source,
+            })?;
+        }
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|source| SandboxError::Log {
+                path: log.to_path_buf(),
+                source,
+            })?;
+        let err = out.try_clone().map_err(|source| SandboxError::Log {
+            path: log.to_path_buf(),
+            source,
+        })?;
+        cmd.stdout(out).stderr(err);
+        let mut child = cmd.spawn().map_err(|source| SandboxError::Spawn {
+            argv: spec.argv.clone(),
+            source,
+        })?;
+        let pid = child.id().unwrap_or_default();
+        let record = self.state_dir.join("sandboxes").join(pid.to_string());
+        let _ = std::fs::write(&record, spec.argv.join(" "));
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pid);
+        let (tx, rx) = watch::channel(None);
+        let live = self.live.clone();
+        tokio::spawn(async move {
+            let code = match child.wait().await {
+                Ok(status) => exit_code(status),
+                Err(_) => 137,
+            };
+            live.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+            let _ = std::fs::remove_file(&record);
+            let _ = tx.send(Some(code));
+        });
+        tracing::debug!(pid, argv = ?spec.argv, "sandbox started");
+        Ok(SandboxHandle { pid, exit: rx })
+    }
+
+    /// Runs `spec` to completion (an exec probe), killing it after `timeout`.
+    pub async fn exec(
+        &self,
+        spec: &SandboxSpec,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        let mut cmd = self.command(spec)?;
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.kill_on_drop(true);
+        let child = cmd.spawn().map_err(|source| SandboxError::Spawn {
+            argv: spec.argv.clone(),
+            source,
+        })?;
+        match tokio::time::timeout(timeout, child.wait_with_output()).await {
+            Ok(Ok(output)) => {
+                let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+                text.push_str(&String::from_utf8_lossy(&output.stderr));
+                Ok(ExecOutput {
+                    exit_code: Some(exit_code(output.status)),
+                    output: text,
+                })
+            }
+            Ok(Err(source)) => Err(SandboxError::Spawn {
+                argv: spec.argv.clone(),
+                source,
+            }),
+            // Dropping the future drops the child, which kill_on_drop ends.
+            Err(_) => Ok(ExecOutput {
+                exit_code: None,
+                output: format!("command timed out after {timeout:?}"),
+            }),
+        }
+    }
+
+    /// SIGKILLs every live sandbox now (Drop of the cluster; no grace).
+    pub fn kill_all(&self) {
+        for pid in self.live_pids() {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            let _ = std::fs::remove_file(self.state_dir.join("sandboxes").join(pid.to_string()));
+        }
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(255)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(script: &str) -> SandboxSpec {
+        SandboxSpec {
+            argv: vec![
+                "/usr/bin/busybox".into(),
+                "sh".into(),
+                "-c".into(),
+                script.into(),
+            ],
+            env: vec![("GREETING".into(), "hello".into())],
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn runs_binds_and_reports_exit_codes() {
+        let state = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let sandboxes = Sandboxes::new(state.path()).unwrap();
+        let mut s = spec("echo $GREETING > /data/out; cd /data && pwd; exit 3");
+        s.binds.push(Bind {
+            source: data.path().to_path_buf(),
+            dest: "/data".into(),
+            read_only: false,
+        });
+        let log = state.path().join("log/0.log");
+        let handle = sandboxes.spawn(&s, &log).unwrap();
+        assert_eq!(handle.wait().await, 3);
+        assert_eq!(
+            std::fs::read_to_string(data.path().join("out")).unwrap(),
+            "hello\n"
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "/data\n");
+        assert!(sandboxes.live_pids().is_empty());
+    }
+
+    #[tokio::test]
+    async fn read_only_bind_refuses_writes() {
+        let state = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let sandboxes = Sandboxes::new(state.path()).unwrap();
+        let mut s = spec("echo x > /data/out");
+        s.binds.push(Bind {
+            source: data.path().to_path_buf(),
+            dest: "/data".into(),
+            read_only: true,
+        });
+        let out = sandboxes.exec(&s, Duration::from_secs(10)).await.unwrap();
+        assert_ne!(out.exit_code, Some(0), "write to read-only bind succeeded");
+        assert!(!data.path().join("out").exists());
+    }
+
+    #[tokio::test]
+    async fn stop_sends_sigterm_then_sigkill() {
+        let state = tempfile::tempdir().unwrap();
+        let sandboxes = Sandboxes::new(state.path()).unwrap();
+        let log = state.path().join("a.log");
+        // Handles SIGTERM: exits 0 after a message.
+        let polite = sandboxes
+            .spawn(
+                &spec("trap 'echo bye; exit 0' TERM; echo up; while true; do sleep 0.1; done"),
+                &log,
+            )
+            .unwrap();
+        wait_for_log(&log, "up").await;
+        assert_eq!(polite.stop(Duration::from_secs(10)).await, 0);
+        assert!(std::fs::read_to_string(&log).unwrap().contains("bye"));
+        // Ignores SIGTERM: killed after the grace period.
+        let log2 = state.path().join("b.log");
+        let stubborn = sandboxes
+            .spawn(
+                &spec("trap '' TERM; echo up; while true; do sleep 0.1; done"),
+                &log2,
+            )
+            .unwrap();
+        wait_for_log(&log2, "up").await;
+        assert_eq!(stubborn.stop(Duration::from_millis(300)).await, 137);
+        assert!(
+            std::fs::read_dir(state.path().join("sandboxes"))
+                .unwrap()
+                .next()
+                .is_none()
+        );
+    }
+
+    async fn wait_for_log(path: &Path, needle: &str) {
+        for _ in 0..200 {
+            if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!(
+            "log {} never contained {needle:?}; it holds {:?}",
+            path.display(),
+            std::fs::read_to_string(path)
+        );
+    }
+}
