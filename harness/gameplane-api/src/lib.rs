@@ -1,1 +1,46 @@
-//! (being built)
+//! Typed Gameplane `v1alpha1` API as `CONTRACT.md` (parts A and B) states it.
+//!
+//! The harness drives and observes Gameplane through these types, and the reference operator
+//! serves them. Field names follow the real Gameplane CRDs (camelCase) where the two overlap;
+//! the Part B additions (`Backup.status.source`, `Backup.status.consistency`, the
+//! `Unquiesced` condition and its reasons) are the behaviour the rehearsal cases prove.
+//!
+//! ```
+//! use gameplane_api::{names, GameServer};
+//! use kube::Resource;
+//! assert_eq!(GameServer::plural(&()), "gameservers");
+//! assert_eq!(names::mods_pvc("lobby", "1.21.4"), "lobby-mods-1-21-4");
+//! ```
+
+// `#[kube(printcolumn(...))]` repeats `type_ = "string"` by design; clippy reads that as a
+// duplicated attribute.
+#![allow(clippy::duplicated_attributes)]
+
+pub mod backup;
+pub mod conditions;
+pub mod crds;
+pub mod gameserver;
+pub mod gametemplate;
+pub mod names;
+pub mod restore;
+
+pub use backup::{
+    Backup, BackupPhase, BackupSpec, BackupStatus, Consistency, RepoRef, ServerRef, SourceRecord,
+    SourceState,
+};
+pub use gameserver::{
+    ExtraVolume, GameServer, GameServerPhase, GameServerSpec, GameServerStatus, IdleSpec,
+    IdleStatus, StorageSpec, TemplateRef,
+};
+pub use gametemplate::{
+    AgentSpec, GamePort, GameTemplate, GameTemplateSpec, GameVersion, QuiesceCapability, RconSpec,
+    SecretKeyRef, TemplateCapabilities, TemplateStorage,
+};
+pub use restore::{BackupRef, Restore, RestorePhase, RestoreSpec, RestoreStatus};
+
+/// The API group of every Gameplane kind.
+pub const GROUP: &str = "gameplane.local";
+/// The only served version.
+pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` as it appears in manifests.
+pub const API_VERSION: &str = "gameplane.local/v1alpha1";
