@@ -1,0 +1,282 @@
+//! `fixture-game agent`: a Gameplane-compatible sidecar on :8090 that quiesces the game over
+//! RCON, plus the pod-bound routes of the newer contract (CONTRACT.md A "Agent", B1).
+//!
+//! | route | effect | replies |
+//! |---|---|---|
+//! | `GET /healthz` | none | 200 `{"ok":true}` |
+//! | `POST /quiesce` | `save-off`, `save-all flush` | 200 `{"quiesced":true}`, 502 `{"error":…}` |
+//! | `POST /unquiesce` | `save-on` | 200 `{"quiesced":false}`, 502 `{"error":…}` |
+//! | `GET /pods/{uid}/identity` | `fixture-incarnation` over RCON | 200 `{"podUID","gameIncarnation","agentIncarnation"}` |
+//! | `POST /pods/{uid}/quiesce`, `…/unquiesce` | as above, bound to the pod | as above |
+//!
+//! A pod-bound route for a UID that is not this pod's answers 409 with `{"error","podUID",
+//! "requested"}` and sends nothing to the game; so does a pod-bound quiesce or unquiesce
+//! whose optional `?gameIncarnation=` query no longer matches the running game. The game
+//! incarnation is learned over RCON (the fixture-only `fixture-incarnation` command), so the
+//! agent needs no access to the data volume. With `--legacy` the pod-bound routes do not
+//! exist (404), like agents from before the identity contract.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::rcon::{RconClient, RconError};
+
+/// Settings of `fixture-game agent`; every flag has an environment twin.
+#[derive(Clone, Debug, clap::Args)]
+pub struct AgentArgs {
+    /// Address to listen on (the pod IP from the downward API).
+    #[arg(long, env = "POD_IP", default_value = "127.0.0.1")]
+    pub listen: IpAddr,
+    /// HTTP port; 0 picks a free port.
+    #[arg(long, env = "FIXTURE_AGENT_PORT", default_value_t = 8090)]
+    pub port: u16,
+    /// The game's RCON address [default: <LISTEN>:25575].
+    #[arg(long, env = "FIXTURE_RCON_ADDR")]
+    pub rcon_addr: Option<SocketAddr>,
+    /// RCON password.
+    #[arg(long, env = "RCON_PASSWORD", hide_env_values = true)]
+    pub rcon_password: Option<String>,
+    /// File holding the RCON password (used when no password is given directly).
+    #[arg(long, env = "RCON_PASSWORD_FILE")]
+    pub rcon_password_file: Option<PathBuf>,
+    /// This pod's UID (downward API `metadata.uid`); pod-bound routes refuse any other.
+    #[arg(long, env = "POD_UID")]
+    pub pod_uid: Option<String>,
+    /// Behave like an older agent: no pod-bound routes.
+    #[arg(long, env = "FIXTURE_AGENT_LEGACY", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
+    pub legacy: bool,
+    /// Timeout of one RCON exchange.
+    #[arg(long, env = "FIXTURE_AGENT_RCON_TIMEOUT_MS", default_value_t = 5000)]
+    pub rcon_timeout_ms: u64,
+}
+
+/// Why the agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// No RCON password configured.
+    #[error("no RCON password: set RCON_PASSWORD (or --rcon-password, or --rcon-password-file)")]
+    NoPassword,
+    /// The password file could not be read.
+    #[error("cannot read the RCON password file {path}: {source}")]
+    PasswordFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The HTTP port could not be bound.
+    #[error("cannot listen on {addr}: {source} (is the port taken, or POD_IP not this host's?)")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    /// The HTTP server failed.
+    #[error("agent HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+struct Agent {
+    rcon_addr: SocketAddr,
+    password: String,
+    pod_uid: Option<String>,
+    incarnation: String,
+    timeout: Duration,
+}
+
+#[derive(Debug, Deserialize)]
+struct BoundQuery {
+    #[serde(rename = "gameIncarnation")]
+    game_incarnation: Option<String>,
+}
+
+/// Run the agent until the process ends.
+pub async fn run(args: AgentArgs) -> Result<(), AgentError> {
+    let password = match (&args.rcon_password, &args.rcon_password_file) {
+        (Some(p), _) => p.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map(|p| p.trim_end_matches(['\r', '\n']).to_owned())
+            .map_err(|source| AgentError::PasswordFile {
+                path: path.clone(),
+                source,
+            })?,
+        (None, None) => return Err(AgentError::NoPassword),
+    };
+    let agent = Arc::new(Agent {
+        rcon_addr: args
+            .rcon_addr
+            .unwrap_or(SocketAddr::new(args.listen, 25575)),
+        password,
+        pod_uid: args.pod_uid.clone(),
+        incarnation: uuid::Uuid::new_v4().to_string(),
+        timeout: Duration::from_millis(args.rcon_timeout_ms.max(1)),
+    });
+    let mut app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/quiesce", post(quiesce))
+        .route("/unquiesce", post(unquiesce));
+    if !args.legacy {
+        app = app
+            .route("/pods/{uid}/identity", get(identity))
+            .route("/pods/{uid}/quiesce", post(bound_quiesce))
+            .route("/pods/{uid}/unquiesce", post(bound_unquiesce));
+    }
+    let addr = SocketAddr::new(args.listen, args.port);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| AgentError::Bind { addr, source })?;
+    let bound = listener.local_addr().expect("bound socket has an address");
+    println!(
+        "{}",
+        json!({
+            "event": "listening",
+            "agent": bound.to_string(),
+            "agentIncarnation": agent.incarnation,
+            "legacy": args.legacy,
+            "rcon": agent.rcon_addr.to_string(),
+        })
+    );
+    axum::serve(listener, app.with_state(agent))
+        .await
+        .map_err(AgentError::Serve)
+}
+
+/// A failed RCON step, answered with 502.
+struct Upstream(String);
+
+impl From<RconError> for Upstream {
+    fn from(e: RconError) -> Self {
+        Upstream(e.to_string())
+    }
+}
+
+impl IntoResponse for Upstream {
+    fn into_response(self) -> Response {
+        (StatusCode::BAD_GATEWAY, Json(json!({ "error": self.0 }))).into_response()
+    }
+}
+
+impl Agent {
+    /// Run commands in order on one RCON session; a reply that reports failure stops it.
+    async fn run_commands(&self, commands: &[&str]) -> Result<(), Upstream> {
+        let mut rcon =
+            RconClient::connect_with_timeout(self.rcon_addr, &self.password, self.timeout).await?;
+        for command in commands {
+            let reply = rcon.command(command).await?;
+            if reply.starts_with("Unable to save") || reply.starts_with("Unknown or incomplete") {
+                return Err(Upstream(format!(
+                    "RCON command {command:?} at {} failed: {reply}",
+                    self.rcon_addr
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn game_incarnation(&self) -> Result<String, Upstream> {
+        let mut rcon =
+            RconClient::connect_with_timeout(self.rcon_addr, &self.password, self.timeout).await?;
+        Ok(rcon.command("fixture-incarnation").await?)
+    }
+
+    /// `None` if `uid` is this pod's; otherwise the 409 refusal.
+    fn refuse_foreign(&self, uid: &str) -> Option<Response> {
+        let reason = match &self.pod_uid {
+            Some(own) if own == uid => return None,
+            Some(own) => {
+                format!("this agent serves pod {own}, not {uid}; nothing was sent to the game")
+            }
+            None => format!(
+                "this agent was not given its pod UID (set POD_UID from metadata.uid), so it cannot vouch for pod {uid}"
+            ),
+        };
+        let body = json!({ "error": reason, "podUID": self.pod_uid, "requested": uid });
+        Some((StatusCode::CONFLICT, Json(body)).into_response())
+    }
+
+    /// `None` if the caller named no incarnation or the game still runs it.
+    async fn refuse_other_incarnation(
+        &self,
+        query: &BoundQuery,
+    ) -> Result<Option<Response>, Upstream> {
+        let Some(expected) = &query.game_incarnation else {
+            return Ok(None);
+        };
+        let current = self.game_incarnation().await?;
+        if &current == expected {
+            return Ok(None);
+        }
+        let body = json!({
+            "error": format!("the game now runs incarnation {current}, not {expected}; nothing was sent to the game"),
+            "gameIncarnation": current,
+            "requested": expected,
+        });
+        Ok(Some((StatusCode::CONFLICT, Json(body)).into_response()))
+    }
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "ok": true }))
+}
+
+async fn quiesce(State(agent): State<Arc<Agent>>) -> Result<Json<serde_json::Value>, Upstream> {
+    agent.run_commands(&["save-off", "save-all flush"]).await?;
+    Ok(Json(json!({ "quiesced": true })))
+}
+
+async fn unquiesce(State(agent): State<Arc<Agent>>) -> Result<Json<serde_json::Value>, Upstream> {
+    agent.run_commands(&["save-on"]).await?;
+    Ok(Json(json!({ "quiesced": false })))
+}
+
+async fn identity(
+    State(agent): State<Arc<Agent>>,
+    Path(uid): Path<String>,
+) -> Result<Response, Upstream> {
+    if let Some(refusal) = agent.refuse_foreign(&uid) {
+        return Ok(refusal);
+    }
+    let game = agent.game_incarnation().await?;
+    Ok(Json(json!({
+        "podUID": uid,
+        "gameIncarnation": game,
+        "agentIncarnation": agent.incarnation,
+    }))
+    .into_response())
+}
+
+async fn bound_quiesce(
+    State(agent): State<Arc<Agent>>,
+    Path(uid): Path<String>,
+    Query(query): Query<BoundQuery>,
+) -> Result<Response, Upstream> {
+    if let Some(refusal) = agent.refuse_foreign(&uid) {
+        return Ok(refusal);
+    }
+    if let Some(refusal) = agent.refuse_other_incarnation(&query).await? {
+        return Ok(refusal);
+    }
+    Ok(quiesce(State(agent)).await?.into_response())
+}
+
+async fn bound_unquiesce(
+    State(agent): State<Arc<Agent>>,
+    Path(uid): Path<String>,
+    Query(query): Query<BoundQuery>,
+) -> Result<Response, Upstream> {
+    if let Some(refusal) = agent.refuse_foreign(&uid) {
+        return Ok(refusal);
+    }
+    if let Some(refusal) = agent.refuse_other_incarnation(&query).await? {
+        return Ok(refusal);
+    }
+    Ok(unquiesce(State(agent)).await?.into_response())
+}

@@ -1,0 +1,178 @@
+//! Saving: the periodic two-step autosave while saving is on, and the synchronous full save
+//! behind `save-all flush`, `stop` and SIGTERM.
+//!
+//! One lock covers every save, so a full save never interleaves with an autosave: it asks a
+//! running autosave to skip the rest of its gap, waits for it to finish step 2, then writes a
+//! complete save of its own. After `save-off` no new autosave starts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::{Mutex, Notify};
+
+use crate::world::{World, WorldError};
+
+/// What a world looks like right now (for `fixture-status` and the HTTP-only marker page).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WorldSummary {
+    /// World name (`world` for the primary world).
+    pub name: String,
+    /// Format version.
+    pub format: u32,
+    /// Marker value.
+    pub marker: String,
+    /// Generation of the last completed save.
+    pub generation: u64,
+}
+
+/// Owns the worlds and every write to them.
+pub struct Saver {
+    worlds: Mutex<Vec<World>>,
+    /// A copy of the world states readable while an autosave holds `worlds` through its gap.
+    published: std::sync::Mutex<Vec<WorldSummary>>,
+    game_version: String,
+    save_on: AtomicBool,
+    /// Wakes an autosave waiting between its two steps.
+    hurry: Notify,
+    interval: Duration,
+    gap: Duration,
+    /// Print a JSON line per save step (`--log-saves`), so tests can wait on steps.
+    log_steps: bool,
+}
+
+impl Saver {
+    /// Take ownership of the opened worlds (the primary world first).
+    pub fn new(worlds: Vec<World>, game_version: &str, interval: Duration, gap: Duration) -> Self {
+        Self::with_step_log(worlds, game_version, interval, gap, false)
+    }
+
+    /// Like [`Saver::new`], printing `{"event":"save-step",…}` lines to stdout when `log_steps`.
+    pub fn with_step_log(
+        worlds: Vec<World>,
+        game_version: &str,
+        interval: Duration,
+        gap: Duration,
+        log_steps: bool,
+    ) -> Self {
+        Saver {
+            published: std::sync::Mutex::new(summarize(&worlds)),
+            worlds: Mutex::new(worlds),
+            game_version: game_version.to_owned(),
+            save_on: AtomicBool::new(true),
+            hurry: Notify::new(),
+            interval,
+            gap,
+            log_steps,
+        }
+    }
+
+    /// Whether autosave is on.
+    pub fn save_on(&self) -> bool {
+        self.save_on.load(Ordering::SeqCst)
+    }
+
+    /// Turn autosave on or off; returns the previous setting.
+    pub fn set_save_on(&self, on: bool) -> bool {
+        self.save_on.swap(on, Ordering::SeqCst)
+    }
+
+    /// Write a complete, consistent save of every world (both steps back to back).
+    pub async fn save_all(&self) -> Result<(), WorldError> {
+        self.hurry.notify_one();
+        let mut worlds = self.worlds.lock().await;
+        for world in worlds.iter_mut() {
+            world.save_step_region(&self.game_version).await?;
+            self.log_step("full", "region", world);
+            world.save_step_manifest().await?;
+            self.log_step("full", "manifest", world);
+        }
+        self.publish(&worlds);
+        Ok(())
+    }
+
+    fn publish(&self, worlds: &[World]) {
+        *self.published.lock().expect("summary lock") = summarize(worlds);
+    }
+
+    /// One autosave: region files of every world, the gap, then every manifest.
+    async fn autosave_once(&self) -> Result<(), WorldError> {
+        let mut worlds = self.worlds.lock().await;
+        for world in worlds.iter_mut() {
+            world.save_step_region(&self.game_version).await?;
+            self.log_step("autosave", "region", world);
+        }
+        if !self.gap.is_zero() {
+            // A full save waiting for the lock cuts the gap short.
+            let _ = tokio::time::timeout(self.gap, self.hurry.notified()).await;
+        }
+        for world in worlds.iter_mut() {
+            world.save_step_manifest().await?;
+            self.log_step("autosave", "manifest", world);
+        }
+        self.publish(&worlds);
+        Ok(())
+    }
+
+    fn log_step(&self, save: &str, step: &str, world: &World) {
+        if self.log_steps {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "event": "save-step",
+                    "save": save,
+                    "step": step,
+                    "world": world.name(),
+                    "generation": world.state().generation,
+                })
+            );
+        }
+    }
+
+    /// Autosave every interval while saving is on; runs until the task is dropped.
+    pub async fn run_autosave(self: Arc<Self>) {
+        let mut ticks = tokio::time::interval(self.interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            if !self.save_on() {
+                continue;
+            }
+            if let Err(e) = self.autosave_once().await {
+                tracing::error!("autosave failed: {e}");
+            }
+        }
+    }
+
+    /// Set the marker of the named world (written by the next save); false if no such world.
+    pub async fn set_marker(&self, world: &str, marker: &str) -> bool {
+        let mut worlds = self.worlds.lock().await;
+        match worlds.iter_mut().find(|w| w.name() == world) {
+            Some(w) => {
+                w.set_marker(marker);
+                self.publish(&worlds);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The state of every world as of the last completed save or marker change.
+    pub fn summary(&self) -> Vec<WorldSummary> {
+        self.published.lock().expect("summary lock").clone()
+    }
+}
+
+fn summarize(worlds: &[World]) -> Vec<WorldSummary> {
+    worlds
+        .iter()
+        .map(|w| WorldSummary {
+            name: w.name().to_owned(),
+            format: w.state().format,
+            marker: w.state().marker.clone(),
+            generation: w.state().generation,
+        })
+        .collect()
+}

@@ -1,0 +1,224 @@
+//! Shared test support: spawn the real `fixture-game` binary on free ports in a tempdir, wait
+//! for observable conditions with a bound, and kill every child on drop (and on our death).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+pub const PASSWORD: &str = "test-secret";
+pub const START: Duration = Duration::from_secs(20);
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_fixture-game")
+}
+
+/// A `fixture-game` command whose child dies with the test process.
+pub fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe; it only arranges SIGKILL when the parent dies.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// A running child with its stdout lines on a channel; killed on drop.
+pub struct Proc {
+    pub child: Child,
+    lines: Receiver<String>,
+    pub seen: Vec<String>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Proc {
+    pub fn spawn(mut cmd: Command) -> Proc {
+        let mut child = cmd.spawn().expect("spawn fixture-game");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr_text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr = child.stderr.take().expect("stderr piped");
+        let sink = stderr_text.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Proc {
+            child,
+            lines: rx,
+            seen: Vec::new(),
+            stderr: stderr_text,
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Wait for a stdout line matching `pred`, reporting what was seen on timeout.
+    pub fn wait_line(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "no stdout line for {what} within {timeout:?}; stdout so far: {:?}; stderr: {}",
+                    self.seen,
+                    self.stderr()
+                ),
+                Err(RecvTimeoutError::Disconnected) => panic!(
+                    "process exited before {what}; stdout: {:?}; stderr: {}",
+                    self.seen,
+                    self.stderr()
+                ),
+            }
+        }
+    }
+
+    /// Wait for the process to exit (its stdout closes), bounded.
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "process still running after {timeout:?}; stdout: {:?}; stderr: {}",
+                    self.seen,
+                    self.stderr()
+                ),
+            }
+        }
+        self.child.wait().expect("wait for child")
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A running game server.
+pub struct Game {
+    pub proc: Proc,
+    pub data: PathBuf,
+    pub game: SocketAddr,
+    pub rcon: SocketAddr,
+    pub incarnation: String,
+}
+
+/// Start `fixture-game serve` on free ports with `data` as its data directory.
+pub fn serve(data: &Path, args: &[&str], envs: &[(&str, &str)]) -> Game {
+    let mut cmd = serve_command(data, args, envs);
+    cmd.env("RCON_PASSWORD", PASSWORD);
+    let mut proc = Proc::spawn(cmd);
+    let line = proc.wait_line("the listening line", START, |l| {
+        l.contains("\"event\":\"listening\"")
+    });
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    Game {
+        game: v["game"].as_str().unwrap().parse().unwrap(),
+        rcon: v["rcon"].as_str().unwrap().parse().unwrap(),
+        incarnation: v["incarnation"].as_str().unwrap().to_owned(),
+        data: data.to_owned(),
+        proc,
+    }
+}
+
+/// The `serve` command without spawning it (for tests that expect it to exit).
+pub fn serve_command(data: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
+    let mut cmd = command(&["serve"]);
+    cmd.args(["--data-dir", data.to_str().unwrap()])
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--game-port",
+            "0",
+            "--rcon-port",
+            "0",
+        ])
+        .args(args);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Run `fixture-game inspect PATH…` and parse its JSON lines.
+pub fn inspect(paths: &[&Path]) -> Vec<fixture_game::inspect::Inspection> {
+    let out = Command::new(bin())
+        .arg("inspect")
+        .args(paths)
+        .output()
+        .expect("run inspect");
+    assert!(
+        out.status.success(),
+        "inspect failed: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad inspect line {l:?}: {e}")))
+        .collect()
+}
+
+/// Copy a directory tree (what a backup job does, without quiescing anything).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
