@@ -1,1 +1,41 @@
-//! (being built)
+//! An in-process Kubernetes API server for the embedded cluster.
+//!
+//! [`ApiServer::start`] serves plain HTTP/1.1 on 127.0.0.1 with enough of kube-apiserver's
+//! behaviour that kube-rs, the Python client and `kubectl` 1.37 work against it unchanged:
+//! discovery (aggregated and legacy), OpenAPI v3 for `kubectl apply`, generic object storage
+//! with real metadata semantics, watches, patches, CRDs with schema validation, Table output,
+//! garbage collection and `metav1.Status` errors.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use rehearsal_apiserver::{ApiServer, ApiServerConfig};
+//! let server = ApiServer::start(ApiServerConfig::default()).await?;
+//! server.write_kubeconfig("/tmp/kubeconfig")?;
+//! let config = kube::Config::new(server.url().parse()?);
+//! # let _ = config;
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod crd;
+mod defaults;
+mod discovery;
+mod handler;
+mod logs;
+mod meta;
+mod negotiate;
+mod protobuf_bridge;
+mod registry;
+mod schema;
+mod selector;
+mod server;
+mod smp_bridge;
+mod state;
+mod status;
+// Some of the printer helpers exist for other users of the module.
+#[allow(dead_code)]
+mod table;
+mod watch;
+
+pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
+pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};

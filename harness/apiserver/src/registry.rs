@@ -1,0 +1,410 @@
+//! The resource registry: which group/version/resources this server serves, with the facts
+//! discovery publishes about each (kind, scope, short names, subresources) and, for custom
+//! resources, the schema and printer columns taken from their CustomResourceDefinition.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::schema::StructuralSchema;
+
+/// Where objects of a resource live in the store, shared by all versions of that resource.
+pub type StorageKey = Arc<str>;
+
+/// One served resource at one version.
+#[derive(Debug, Clone)]
+pub struct ResourceInfo {
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+    pub singular: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    /// Serves a `status` subresource (and main writes ignore status).
+    pub status: bool,
+    /// Serves `log` (pods only).
+    pub log: bool,
+    pub storage: StorageKey,
+    /// Set for resources defined by a CustomResourceDefinition.
+    pub custom: Option<CustomInfo>,
+}
+
+/// What a CRD version adds to a resource.
+#[derive(Debug, Clone)]
+pub struct CustomInfo {
+    pub schema: Option<Arc<StructuralSchema>>,
+    /// `additionalPrinterColumns` as written in the CRD.
+    pub printer_columns: Vec<Value>,
+}
+
+impl ResourceInfo {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `pods` or `gameservers.gameplane.local`, as error messages name a resource.
+    pub fn qualified_plural(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// `Pod` or `GameServer.gameplane.local`, as 422 messages name a kind.
+    pub fn qualified_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+
+    pub fn is_custom(&self) -> bool {
+        self.custom.is_some()
+    }
+}
+
+pub fn storage_key(group: &str, plural: &str) -> StorageKey {
+    Arc::from(format!("{group}/{plural}").as_str())
+}
+
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    status: bool,
+}
+
+const BUILTINS: &[Builtin] = &[
+    b(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        false,
+        &["ns"],
+        &[],
+        true,
+    ),
+    b("", "v1", "pods", "Pod", true, &["po"], &["all"], true),
+    b(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        true,
+        &["pvc"],
+        &[],
+        true,
+    ),
+    b(
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        false,
+        &["pv"],
+        &[],
+        true,
+    ),
+    b(
+        "",
+        "v1",
+        "services",
+        "Service",
+        true,
+        &["svc"],
+        &["all"],
+        true,
+    ),
+    b(
+        "",
+        "v1",
+        "endpoints",
+        "Endpoints",
+        true,
+        &["ep"],
+        &[],
+        false,
+    ),
+    b(
+        "",
+        "v1",
+        "configmaps",
+        "ConfigMap",
+        true,
+        &["cm"],
+        &[],
+        false,
+    ),
+    b("", "v1", "secrets", "Secret", true, &[], &[], false),
+    b(
+        "",
+        "v1",
+        "serviceaccounts",
+        "ServiceAccount",
+        true,
+        &["sa"],
+        &[],
+        false,
+    ),
+    b("", "v1", "events", "Event", true, &["ev"], &[], false),
+    b("", "v1", "nodes", "Node", false, &["no"], &[], true),
+    b(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        true,
+        &["sts"],
+        &["all"],
+        true,
+    ),
+    b(
+        "apps",
+        "v1",
+        "controllerrevisions",
+        "ControllerRevision",
+        true,
+        &[],
+        &[],
+        false,
+    ),
+    b("batch", "v1", "jobs", "Job", true, &[], &["all"], true),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "storageclasses",
+        "StorageClass",
+        false,
+        &["sc"],
+        &[],
+        false,
+    ),
+    b(
+        "coordination.k8s.io",
+        "v1",
+        "leases",
+        "Lease",
+        true,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        "events.k8s.io",
+        "v1",
+        "events",
+        "Event",
+        true,
+        &["ev"],
+        &[],
+        false,
+    ),
+    b(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        false,
+        &["crd", "crds"],
+        &["api-extensions"],
+        true,
+    ),
+];
+
+#[allow(clippy::too_many_arguments)]
+const fn b(
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    status: bool,
+) -> Builtin {
+    Builtin {
+        group,
+        version,
+        plural,
+        kind,
+        namespaced,
+        short_names,
+        categories,
+        status,
+    }
+}
+
+/// Built-in groups in the order real discovery lists them; CRD groups follow, sorted.
+const GROUP_ORDER: &[&str] = &[
+    "",
+    "apps",
+    "events.k8s.io",
+    "batch",
+    "storage.k8s.io",
+    "coordination.k8s.io",
+    "apiextensions.k8s.io",
+];
+
+/// All served resources, keyed by (group, version, plural).
+#[derive(Debug, Clone)]
+pub struct Registry {
+    resources: BTreeMap<(String, String, String), Arc<ResourceInfo>>,
+    /// Bumped on every change, so published documents (openapi hashes) change with content.
+    pub revision: u64,
+}
+
+impl Registry {
+    pub fn with_builtins() -> Self {
+        let mut resources = BTreeMap::new();
+        for bi in BUILTINS {
+            let info = ResourceInfo {
+                group: bi.group.into(),
+                version: bi.version.into(),
+                plural: bi.plural.into(),
+                singular: bi.kind.to_lowercase(),
+                kind: bi.kind.into(),
+                list_kind: format!("{}List", bi.kind),
+                namespaced: bi.namespaced,
+                short_names: bi.short_names.iter().map(|s| s.to_string()).collect(),
+                categories: bi.categories.iter().map(|s| s.to_string()).collect(),
+                status: bi.status,
+                log: bi.plural == "pods" && bi.group.is_empty(),
+                storage: storage_key(bi.group, bi.plural),
+                custom: None,
+            };
+            resources.insert(
+                (
+                    info.group.clone(),
+                    info.version.clone(),
+                    info.plural.clone(),
+                ),
+                Arc::new(info),
+            );
+        }
+        Registry {
+            resources,
+            revision: 1,
+        }
+    }
+
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        self.resources
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    /// Replaces every version served for `group/plural` (one CRD) with `infos`.
+    pub fn set_custom(&mut self, group: &str, plural: &str, infos: Vec<ResourceInfo>) {
+        self.resources
+            .retain(|(g, _, p), _| !(g == group && p == plural));
+        for info in infos {
+            self.resources.insert(
+                (
+                    info.group.clone(),
+                    info.version.clone(),
+                    info.plural.clone(),
+                ),
+                Arc::new(info),
+            );
+        }
+        self.revision += 1;
+    }
+
+    pub fn remove_custom(&mut self, group: &str, plural: &str) {
+        self.set_custom(group, plural, Vec::new());
+    }
+
+    /// Groups with their versions (preferred first) and resources, in discovery order.
+    pub fn groups(&self) -> Vec<GroupView> {
+        let mut by_group: BTreeMap<&str, BTreeMap<&str, Vec<Arc<ResourceInfo>>>> = BTreeMap::new();
+        for ((g, v, _), info) in &self.resources {
+            by_group
+                .entry(g.as_str())
+                .or_default()
+                .entry(v.as_str())
+                .or_default()
+                .push(info.clone());
+        }
+        let mut groups: Vec<GroupView> = by_group
+            .into_iter()
+            .map(|(g, versions)| {
+                let mut versions: Vec<(String, Vec<Arc<ResourceInfo>>)> = versions
+                    .into_iter()
+                    .map(|(v, r)| (v.to_string(), r))
+                    .collect();
+                versions.sort_by(|a, b| compare_versions(&a.0, &b.0));
+                GroupView {
+                    name: g.to_string(),
+                    versions,
+                }
+            })
+            .collect();
+        groups.sort_by(|a, b| {
+            let pa = GROUP_ORDER
+                .iter()
+                .position(|g| *g == a.name)
+                .unwrap_or(usize::MAX);
+            let pb = GROUP_ORDER
+                .iter()
+                .position(|g| *g == b.name)
+                .unwrap_or(usize::MAX);
+            pa.cmp(&pb).then_with(|| a.name.cmp(&b.name))
+        });
+        groups
+    }
+
+    pub fn group(&self, name: &str) -> Option<GroupView> {
+        self.groups().into_iter().find(|g| g.name == name)
+    }
+}
+
+/// One API group as discovery shows it.
+#[derive(Debug, Clone)]
+pub struct GroupView {
+    pub name: String,
+    /// Preferred version first.
+    pub versions: Vec<(String, Vec<Arc<ResourceInfo>>)>,
+}
+
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+/// Kubernetes version priority: GA before beta before alpha, higher numbers first.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    fn key(v: &str) -> (u8, u64, u64, String) {
+        let re = regex::Regex::new(r"^v(\d+)(?:(alpha|beta)(\d+))?$").expect("static regex");
+        match re.captures(v) {
+            Some(c) => {
+                let major: u64 = c[1].parse().unwrap_or(0);
+                let (stage, minor) = match c.get(2).map(|m| m.as_str()) {
+                    None => (0, 0),
+                    Some("beta") => (1, c[3].parse().unwrap_or(0)),
+                    Some(_) => (2, c[3].parse().unwrap_or(0)),
+                };
+                (stage, u64::MAX - major, u64::MAX - minor, String::new())
+            }
+            None => (3, 0, 0, v.to_string()),
+        }
+    }
+    key(a).cmp(&key(b))
+}

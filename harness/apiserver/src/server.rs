@@ -1,0 +1,233 @@
+//! [`ApiServer`]: binds the listener, serves HTTP/1.1 connections, writes kubeconfigs and
+//! shuts down gracefully (ending every watch) when asked or dropped.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::logs::PodLogSource;
+use crate::state::{Settings, State};
+
+/// The kubeconfig cluster, context and user name [`ApiServer::write_kubeconfig`] uses.
+pub const DEFAULT_CONTEXT: &str = "rehearsal-embedded";
+
+/// How to run the server.
+#[derive(Debug, Clone)]
+pub struct ApiServerConfig {
+    /// Where to listen; port 0 picks a free port.
+    pub bind: SocketAddr,
+    /// Events retained for watches resuming from a resourceVersion; older ones get 410.
+    pub watch_history: usize,
+    /// Request bodies above this get 413 (etcd's own limit is 1.5 MiB).
+    pub max_body_bytes: usize,
+    /// How often a watch that allows bookmarks receives one.
+    pub bookmark_interval: Duration,
+    /// Pods bound to a node are deleted gracefully (deletionTimestamp, then removal when
+    /// deleted again with gracePeriodSeconds=0, as a kubelet does); off = immediate removal.
+    pub graceful_pod_deletion: bool,
+}
+
+impl Default for ApiServerConfig {
+    fn default() -> Self {
+        ApiServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            watch_history: 10_000,
+            max_body_bytes: 3 * 1024 * 1024,
+            bookmark_interval: Duration::from_secs(60),
+            graceful_pod_deletion: true,
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {source}; pick another address or port 0 for a free one")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot read the address the API server listens on: {0}")]
+    LocalAddr(std::io::Error),
+}
+
+/// What request handlers share.
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    pub logs: RwLock<Option<Arc<dyn PodLogSource>>>,
+    pub shutdown: watch::Receiver<bool>,
+    pub config: ApiServerConfig,
+    pub addr: SocketAddr,
+}
+
+impl Shared {
+    /// The store, also after a handler panicked while holding it (panics are answered with
+    /// a 500 and must not take the server down).
+    pub fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// An in-process Kubernetes API server on plain HTTP.
+pub struct ApiServer {
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ApiServer {
+    /// Binds and starts serving; must run inside a tokio runtime.
+    pub async fn start(config: ApiServerConfig) -> Result<ApiServer, StartError> {
+        let listener = tokio::net::TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: config.bind,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(StartError::LocalAddr)?;
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let state = State::new(Settings {
+            history: config.watch_history,
+            graceful_pod_deletion: config.graceful_pod_deletion,
+        });
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            logs: RwLock::new(None),
+            shutdown: shutdown_rx,
+            config,
+            addr,
+        });
+        let task = tokio::spawn(serve(listener, shared.clone()));
+        Ok(ApiServer {
+            shared,
+            shutdown: shutdown_tx,
+            task: Some(task),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.shared.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.shared.addr)
+    }
+
+    /// A kubeconfig whose cluster, context and user are all named `context_name`.
+    pub fn kubeconfig_yaml(&self, context_name: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\npreferences: {{}}\nclusters:\n- name: {n}\n  cluster:\n    server: {url}\n\
+             contexts:\n- name: {n}\n  context:\n    cluster: {n}\n    user: {n}\n    namespace: default\n\
+             current-context: {n}\nusers:\n- name: {n}\n  user: {{}}\n",
+            n = context_name,
+            url = self.url()
+        )
+    }
+
+    /// Writes [`Self::kubeconfig_yaml`] with the [`DEFAULT_CONTEXT`] name to `path`.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> Result<(), KubeconfigError> {
+        let path = path.as_ref();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| KubeconfigError {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        std::fs::write(path, self.kubeconfig_yaml(DEFAULT_CONTEXT)).map_err(|source| {
+            KubeconfigError {
+                path: path.to_path_buf(),
+                source,
+            }
+        })
+    }
+
+    /// Attaches the source `GET …/pods/NAME/log` reads from (the kubelet).
+    pub fn set_pod_logs(&self, source: Arc<dyn PodLogSource>) {
+        *self.shared.logs.write().unwrap_or_else(|p| p.into_inner()) = Some(source);
+    }
+
+    /// Stops accepting, ends every watch and waits (bounded) for open requests to finish.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Writing the kubeconfig failed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the kubeconfig {path}: {source}; check that the directory is writable")]
+pub struct KubeconfigError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+/// Resolves once shutdown was requested.
+pub(crate) async fn stopped(mut shutdown: watch::Receiver<bool>) {
+    let stop = shutdown.wait_for(|stop| *stop).await.is_ok();
+    // A dropped sender means the server is gone: stop too.
+    let _ = stop;
+}
+
+async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+    let shutdown = shared.shutdown.clone();
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                // Watch events are small writes; Nagle would hold them back.
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                let conn_shutdown = shared.shutdown.clone();
+                connections.spawn(async move {
+                    let svc_shared = shared.clone();
+                    let svc = service_fn(move |req| {
+                        let shared = svc_shared.clone();
+                        async move { Ok::<_, Infallible>(crate::handler::handle(shared, req).await) }
+                    });
+                    let conn = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = stopped(conn_shutdown) => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+                        }
+                    }
+                });
+            }
+            _ = stopped(shutdown.clone()) => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drain = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(6), drain)
+        .await
+        .is_err()
+    {
+        connections.abort_all();
+    }
+}

@@ -1,0 +1,917 @@
+//! The object store and its lifecycle rules: one global resourceVersion, metadata the server
+//! owns (uid, creationTimestamp, generation), status-subresource isolation, finalizers and
+//! deletionTimestamp, ownerReference garbage collection, namespace termination, CRD
+//! registration, and the event history that watches replay from.
+//!
+//! All of it runs under one lock held for the duration of a request's store work; events
+//! are broadcast while the lock is held so every watcher sees them in resourceVersion order.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::crd;
+use crate::defaults;
+use crate::meta::{self, meta_mut};
+use crate::registry::{Registry, ResourceInfo, StorageKey, storage_key};
+use crate::status::ApiError;
+
+pub const CRD_STORAGE: &str = "apiextensions.k8s.io/customresourcedefinitions";
+pub const NAMESPACE_STORAGE: &str = "/namespaces";
+const POD_STORAGE: &str = "/pods";
+const FOREGROUND: &str = "foregroundDeletion";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change to one object, as history keeps it and watches receive it.
+#[derive(Debug)]
+pub struct Event {
+    pub rv: u64,
+    pub storage: StorageKey,
+    pub namespace: String,
+    pub kind: EventType,
+    pub object: Arc<Value>,
+    /// The state before a modification, so a selector-filtered watch can tell an object
+    /// entering its selection (ADDED) from one leaving it (DELETED).
+    pub old: Option<Arc<Value>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjRef {
+    pub storage: StorageKey,
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+/// DeleteOptions from the body and query of a DELETE.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub propagation: Option<Propagation>,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub grace_period: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Main,
+    Status,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Events kept for watches that resume from a resourceVersion.
+    pub history: usize,
+    /// Pods bound to a node are deleted gracefully: deletionTimestamp first, removal when the
+    /// kubelet deletes them again with a zero grace period (as in a real cluster).
+    pub graceful_pod_deletion: bool,
+}
+
+enum Work {
+    Delete(ObjRef, Propagation, Option<i64>),
+    /// Remove from the store; the optional value is the final state to report.
+    Remove(ObjRef, Option<Box<Value>>),
+    ClearForeground(ObjRef),
+    CheckNamespace(String),
+    Unregister(String, String),
+}
+
+pub struct State {
+    pub registry: Registry,
+    objects: HashMap<StorageKey, BTreeMap<(String, String), Arc<Value>>>,
+    rv: u64,
+    history: VecDeque<Arc<Event>>,
+    /// Events with a resourceVersion up to this one are no longer in `history`.
+    floor: u64,
+    uids: HashMap<String, ObjRef>,
+    /// Owner uid → objects naming it in an ownerReference.
+    dependents: HashMap<String, BTreeSet<ObjRef>>,
+    tx: broadcast::Sender<Arc<Event>>,
+    settings: Settings,
+    next_ip: u32,
+}
+
+fn set_meta(obj: &mut Value, key: &str, value: Value) {
+    meta_mut(obj).insert(key.to_string(), value);
+}
+
+fn copy_meta(from: &Value, to: &mut Value, key: &str) {
+    match meta::meta(from).and_then(|m| m.get(key)).cloned() {
+        Some(v) => set_meta(to, key, v),
+        None => {
+            meta_mut(to).remove(key);
+        }
+    }
+}
+
+/// Whether an update changes what `generation` counts: the spec, or for kinds without one,
+/// everything outside metadata and status.
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    if old.get("spec").is_some() || new.get("spec").is_some() {
+        return old.get("spec") != new.get("spec");
+    }
+    let strip = |v: &Value| -> Value {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            for k in ["metadata", "status", "apiVersion", "kind"] {
+                m.remove(k);
+            }
+        }
+        v
+    };
+    strip(old) != strip(new)
+}
+
+fn grace_seconds(obj: &Value) -> i64 {
+    meta::meta(obj)
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+impl State {
+    pub fn new(settings: Settings) -> Self {
+        let (tx, _) = broadcast::channel(65_536);
+        let mut state = State {
+            registry: Registry::with_builtins(),
+            objects: HashMap::new(),
+            rv: 1,
+            history: VecDeque::new(),
+            floor: 1,
+            uids: HashMap::new(),
+            dependents: HashMap::new(),
+            tx,
+            settings,
+            next_ip: 10,
+        };
+        let ns_info = state
+            .registry
+            .get("", "v1", "namespaces")
+            .expect("namespaces are built in");
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            state
+                .create(&ns_info, "", obj)
+                .expect("built-in namespaces are valid");
+        }
+        state
+    }
+
+    pub fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+
+    /// Events after `rv` still in history, or 410 Expired.
+    pub fn events_after(&self, rv: u64) -> Result<Vec<Arc<Event>>, ApiError> {
+        if rv < self.floor {
+            return Err(ApiError::expired(rv, self.floor + 1));
+        }
+        let start = self.history.partition_point(|e| e.rv <= rv);
+        Ok(self.history.range(start..).cloned().collect())
+    }
+
+    fn lookup(&self, r: &ObjRef) -> Option<&Arc<Value>> {
+        self.objects
+            .get(&r.storage)
+            .and_then(|m| m.get(&(r.namespace.clone(), r.name.clone())))
+    }
+
+    fn obj_ref(info: &ResourceInfo, ns: &str, name: &str) -> ObjRef {
+        ObjRef {
+            storage: info.storage.clone(),
+            namespace: if info.namespaced {
+                ns.to_string()
+            } else {
+                String::new()
+            },
+            name: name.to_string(),
+        }
+    }
+
+    pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.lookup(&Self::obj_ref(info, ns, name)).cloned()
+    }
+
+    pub fn namespace(&self, ns: &str) -> Option<Arc<Value>> {
+        self.objects
+            .get(NAMESPACE_STORAGE)
+            .and_then(|m| m.get(&(String::new(), ns.to_string())))
+            .cloned()
+    }
+
+    /// Objects of a resource, in one namespace or all, ordered by namespace and name.
+    pub fn list(&self, info: &ResourceInfo, ns: Option<&str>) -> Vec<Arc<Value>> {
+        let Some(map) = self.objects.get(&info.storage) else {
+            return Vec::new();
+        };
+        match ns {
+            Some(ns) if info.namespaced => map
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, v)| v.clone())
+                .collect(),
+            _ => map.values().cloned().collect(),
+        }
+    }
+
+    fn refs_in_namespace(&self, ns: &str) -> Vec<ObjRef> {
+        let mut refs = Vec::new();
+        for (storage, map) in &self.objects {
+            for ((n, name), _) in map
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+            {
+                refs.push(ObjRef {
+                    storage: storage.clone(),
+                    namespace: n.clone(),
+                    name: name.clone(),
+                });
+            }
+        }
+        refs
+    }
+
+    fn emit(&mut self, event: Event) {
+        let event = Arc::new(event);
+        self.history.push_back(event.clone());
+        while self.history.len() > self.settings.history.max(1) {
+            if let Some(old) = self.history.pop_front() {
+                self.floor = old.rv;
+            }
+        }
+        // No receivers is fine: nobody is watching.
+        let _ = self.tx.send(event);
+    }
+
+    fn index(&mut self, r: &ObjRef, old: Option<&Value>, new: &Value) {
+        let old_owners: BTreeSet<String> = old
+            .map(meta::owner_uids)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let new_owners: BTreeSet<String> = meta::owner_uids(new).into_iter().collect();
+        for gone in old_owners.difference(&new_owners) {
+            if let Some(set) = self.dependents.get_mut(gone) {
+                set.remove(r);
+                if set.is_empty() {
+                    self.dependents.remove(gone);
+                }
+            }
+        }
+        for added in new_owners.difference(&old_owners) {
+            self.dependents
+                .entry(added.clone())
+                .or_default()
+                .insert(r.clone());
+        }
+        if old.is_none() {
+            self.uids.insert(meta::uid(new).to_string(), r.clone());
+        }
+    }
+
+    fn unindex(&mut self, r: &ObjRef, old: &Value) {
+        for owner in meta::owner_uids(old) {
+            if let Some(set) = self.dependents.get_mut(&owner) {
+                set.remove(r);
+                if set.is_empty() {
+                    self.dependents.remove(&owner);
+                }
+            }
+        }
+        self.uids.remove(meta::uid(old));
+    }
+
+    /// Stores `obj` with a new resourceVersion and emits the event.
+    fn put(&mut self, r: &ObjRef, mut obj: Value, old: Option<Arc<Value>>) -> Arc<Value> {
+        self.rv += 1;
+        set_meta(
+            &mut obj,
+            "resourceVersion",
+            Value::String(self.rv.to_string()),
+        );
+        self.index(r, old.as_deref(), &obj);
+        let arc = Arc::new(obj);
+        self.objects
+            .entry(r.storage.clone())
+            .or_default()
+            .insert((r.namespace.clone(), r.name.clone()), arc.clone());
+        let kind = if old.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.emit(Event {
+            rv: self.rv,
+            storage: r.storage.clone(),
+            namespace: r.namespace.clone(),
+            kind,
+            object: arc.clone(),
+            old,
+        });
+        arc
+    }
+
+    fn check_namespace_for_create(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        match self.namespace(ns) {
+            None => Err(ApiError::namespace_not_found(ns)),
+            Some(n) if meta::is_deleting(&n) => Err(ApiError::forbidden(format!(
+                "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
+                info.qualified_plural(),
+                name,
+                ns
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn default_storage_class(&self) -> Option<String> {
+        let map = self.objects.get("storage.k8s.io/storageclasses")?;
+        map.values()
+            .find(|sc| {
+                sc.pointer("/metadata/annotations/storageclass.kubernetes.io~1is-default-class")
+                    .and_then(Value::as_str)
+                    == Some("true")
+            })
+            .map(|sc| meta::name(sc).to_string())
+    }
+
+    fn admit_custom(info: &ResourceInfo, name: &str, obj: &mut Value) -> Result<(), ApiError> {
+        if let Some(schema) = info.custom.as_ref().and_then(|c| c.schema.as_ref()) {
+            schema
+                .admit(obj)
+                .map_err(|errors| ApiError::invalid(info, name, &errors))?;
+        }
+        Ok(())
+    }
+
+    /// Creates an object whose apiVersion and kind the caller has already checked.
+    pub fn create(
+        &mut self,
+        info: &ResourceInfo,
+        ns: &str,
+        mut obj: Value,
+    ) -> Result<Arc<Value>, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
+        let name = match meta::meta_str(&obj, "name") {
+            Some(n) => n.to_string(),
+            None => match meta::meta_str(&obj, "generateName") {
+                Some(prefix) => {
+                    let prefix = prefix.to_string();
+                    loop {
+                        let candidate = meta::generated_name(&prefix);
+                        if self.get(info, ns, &candidate).is_none() {
+                            break candidate;
+                        }
+                    }
+                }
+                None => {
+                    return Err(ApiError::invalid_field(
+                        info,
+                        "",
+                        "metadata.name",
+                        "FieldValueRequired",
+                        "Required value: name or generateName is required",
+                    ));
+                }
+            },
+        };
+        let label_only = &*info.storage == NAMESPACE_STORAGE;
+        if let Some(why) = meta::invalid_name(&name, label_only) {
+            return Err(ApiError::invalid_field(
+                info,
+                &name,
+                "metadata.name",
+                "FieldValueInvalid",
+                &why,
+            ));
+        }
+        if info.namespaced {
+            if let Some(body_ns) = meta::meta_str(&obj, "namespace")
+                && body_ns != ns
+            {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            self.check_namespace_for_create(info, ns, &name)?;
+        }
+        let r = Self::obj_ref(info, ns, &name);
+        if self.lookup(&r).is_some() {
+            return Err(ApiError::already_exists(info, &name));
+        }
+        {
+            let m = meta_mut(&mut obj);
+            m.insert("name".into(), Value::String(name.clone()));
+            if info.namespaced {
+                m.insert("namespace".into(), Value::String(ns.to_string()));
+            } else {
+                m.remove("namespace");
+            }
+            for k in [
+                "resourceVersion",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "selfLink",
+            ] {
+                m.remove(k);
+            }
+            m.insert("uid".into(), Value::String(meta::new_uid()));
+            m.insert(
+                "creationTimestamp".into(),
+                Value::String(meta::now_rfc3339()),
+            );
+            m.insert("generation".into(), json!(1));
+        }
+        if info.is_custom() && info.status {
+            obj.as_object_mut().expect("object").remove("status");
+        }
+        let default_sc = self.default_storage_class();
+        let mut ip = self.next_ip;
+        let mut next_cluster_ip = || {
+            ip += 1;
+            format!("10.96.{}.{}", ip / 250, ip % 250 + 1)
+        };
+        defaults::on_create(
+            info,
+            &mut obj,
+            &mut defaults::Context {
+                default_storage_class: default_sc.as_deref(),
+                next_cluster_ip: &mut next_cluster_ip,
+            },
+        );
+        self.next_ip = ip;
+        Self::admit_custom(info, &name, &mut obj)?;
+        let definition = if &*info.storage == CRD_STORAGE {
+            let def = crd::definition(&obj).map_err(|e| ApiError::invalid(info, &name, &e))?;
+            crd::set_status(&mut obj, None);
+            Some(def)
+        } else {
+            None
+        };
+        let arc = self.put(&r, obj, None);
+        if let Some(def) = definition {
+            self.registry
+                .set_custom(&def.group, &def.plural, def.resources);
+        }
+        Ok(arc)
+    }
+
+    /// Replaces an object (PUT or the result of a PATCH) through the main resource or its
+    /// status subresource.
+    pub fn update(
+        &mut self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        mut body: Value,
+        target: Target,
+    ) -> Result<Arc<Value>, ApiError> {
+        let r = Self::obj_ref(info, ns, name);
+        let old = self
+            .lookup(&r)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(info, name))?;
+        if !body.is_object() {
+            return Err(ApiError::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
+        if let Some(body_name) = meta::meta_str(&body, "name")
+            && body_name != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if info.namespaced
+            && let Some(body_ns) = meta::meta_str(&body, "namespace")
+            && body_ns != ns
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        if let Some(rv) = meta::resource_version(&body)
+            && Some(rv) != meta::resource_version(&old)
+        {
+            return Err(ApiError::stale(info, name));
+        }
+        let mut new = match target {
+            Target::Main => {
+                if info.status {
+                    match old.get("status") {
+                        Some(s) => body["status"] = s.clone(),
+                        None => {
+                            body.as_object_mut().expect("object").remove("status");
+                        }
+                    }
+                }
+                body
+            }
+            Target::Status => {
+                let mut n = (*old).clone();
+                match body.get("status") {
+                    Some(s) => n["status"] = s.clone(),
+                    None => {
+                        n.as_object_mut().expect("object").remove("status");
+                    }
+                }
+                n
+            }
+        };
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "namespace",
+            "name",
+            "generation",
+            "resourceVersion",
+        ] {
+            copy_meta(&old, &mut new, k);
+        }
+        if &*info.storage == "/secrets" {
+            defaults::fold_string_data(&mut new);
+        }
+        Self::admit_custom(info, name, &mut new)?;
+        let definition = if &*info.storage == CRD_STORAGE {
+            let def = crd::definition(&new).map_err(|e| ApiError::invalid(info, name, &e))?;
+            crd::set_status(&mut new, Some(&old));
+            Some(def)
+        } else {
+            None
+        };
+        if new == *old {
+            return Ok(old);
+        }
+        if spec_changed(&old, &new) {
+            let generation = meta::meta(&old)
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            set_meta(&mut new, "generation", json!(generation + 1));
+        }
+        if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() && grace_seconds(&new) == 0
+        {
+            let removed = self.run(vec![Work::Remove(r.clone(), Some(Box::new(new)))]);
+            let last = removed.into_iter().find(|(x, _)| *x == r).map(|(_, v)| v);
+            return last.ok_or_else(|| ApiError::not_found(info, name));
+        }
+        let arc = self.put(&r, new, Some(old));
+        if let Some(def) = definition {
+            self.registry
+                .set_custom(&def.group, &def.plural, def.resources);
+        }
+        Ok(arc)
+    }
+
+    /// Deletes an object: returns its state afterwards and whether it is gone already
+    /// (false while finalizers or a graceful pod termination hold it).
+    pub fn delete(
+        &mut self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Arc<Value>, bool), ApiError> {
+        let r = Self::obj_ref(info, ns, name);
+        let current = self
+            .lookup(&r)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(info, name))?;
+        if let Some(uid) = &opts.uid
+            && uid != meta::uid(&current)
+        {
+            return Err(ApiError::conflict(
+                info,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta::uid(&current)
+                ),
+            ));
+        }
+        if let Some(rv) = &opts.resource_version
+            && Some(rv.as_str()) != meta::resource_version(&current)
+        {
+            return Err(ApiError::conflict(
+                info,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in meta: {}",
+                    meta::resource_version(&current).unwrap_or("")
+                ),
+            ));
+        }
+        let policy = opts.propagation.unwrap_or(Propagation::Background);
+        let removed = self.run(vec![Work::Delete(r.clone(), policy, opts.grace_period)]);
+        match self.lookup(&r) {
+            Some(obj) => Ok((obj.clone(), false)),
+            None => {
+                let last = removed
+                    .into_iter()
+                    .find(|(x, _)| *x == r)
+                    .map(|(_, v)| v)
+                    .unwrap_or(current);
+                Ok((last, true))
+            }
+        }
+    }
+
+    fn run(&mut self, mut work: Vec<Work>) -> Vec<(ObjRef, Arc<Value>)> {
+        let mut removed = Vec::new();
+        while let Some(item) = work.pop() {
+            match item {
+                Work::Delete(r, policy, grace) => self.step_delete(r, policy, grace, &mut work),
+                Work::Remove(r, last) => {
+                    if let Some(obj) = self.step_remove(&r, last.map(|b| *b), &mut work) {
+                        removed.push((r, obj));
+                    }
+                }
+                Work::ClearForeground(r) => self.step_clear_foreground(r, &mut work),
+                Work::CheckNamespace(ns) => {
+                    let Some(obj) = self.namespace(&ns) else {
+                        continue;
+                    };
+                    if meta::is_deleting(&obj)
+                        && meta::finalizers(&obj).is_empty()
+                        && self.refs_in_namespace(&ns).is_empty()
+                    {
+                        let r = ObjRef {
+                            storage: storage_key("", "namespaces"),
+                            namespace: String::new(),
+                            name: ns,
+                        };
+                        work.push(Work::Remove(r, None));
+                    }
+                }
+                Work::Unregister(group, plural) => self.registry.remove_custom(&group, &plural),
+            }
+        }
+        removed
+    }
+
+    fn step_delete(
+        &mut self,
+        r: ObjRef,
+        policy: Propagation,
+        grace: Option<i64>,
+        work: &mut Vec<Work>,
+    ) {
+        let Some(current) = self.lookup(&r).cloned() else {
+            return;
+        };
+        let mut obj = (*current).clone();
+        let is_pod = &*r.storage == POD_STORAGE;
+        if is_pod {
+            let bound = obj
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            let phase = obj
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let terminal = phase == "Succeeded" || phase == "Failed";
+            let grace = if self.settings.graceful_pod_deletion && bound && !terminal {
+                grace
+                    .or_else(|| {
+                        obj.pointer("/spec/terminationGracePeriodSeconds")
+                            .and_then(Value::as_i64)
+                    })
+                    .unwrap_or(30)
+                    .max(0)
+            } else {
+                0
+            };
+            if meta::is_deleting(&obj) {
+                if grace < grace_seconds(&obj) {
+                    set_meta(&mut obj, "deletionGracePeriodSeconds", json!(grace));
+                    if grace == 0 && meta::finalizers(&obj).is_empty() {
+                        work.push(Work::Remove(r, Some(Box::new(obj))));
+                    } else {
+                        self.put(&r, obj, Some(current));
+                    }
+                }
+                return;
+            }
+            if grace > 0 {
+                let when = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(grace);
+                set_meta(
+                    &mut obj,
+                    "deletionTimestamp",
+                    json!(meta::timestamp_rfc3339(when)),
+                );
+                set_meta(&mut obj, "deletionGracePeriodSeconds", json!(grace));
+                self.put(&r, obj, Some(current));
+                return;
+            }
+        }
+        if meta::is_deleting(&obj) {
+            return;
+        }
+        let uid = meta::uid(&obj).to_string();
+        let dependents: Vec<ObjRef> = self
+            .dependents
+            .get(&uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        let mut finalizers = meta::finalizers(&obj);
+        match policy {
+            Propagation::Orphan => {
+                for dep in &dependents {
+                    let Some(d) = self.lookup(dep).cloned() else {
+                        continue;
+                    };
+                    let mut nd = (*d).clone();
+                    let refs = meta::owner_refs(&nd)
+                        .into_iter()
+                        .filter(|x| x.get("uid").and_then(Value::as_str) != Some(uid.as_str()))
+                        .collect();
+                    meta::set_owner_refs(&mut nd, refs);
+                    self.put(dep, nd, Some(d));
+                }
+            }
+            Propagation::Foreground
+                if !dependents.is_empty() && !finalizers.iter().any(|f| f == FOREGROUND) =>
+            {
+                finalizers.push(FOREGROUND.to_string());
+                meta::set_finalizers(&mut obj, finalizers.clone());
+            }
+            _ => {}
+        }
+        let now = json!(meta::now_rfc3339());
+        if &*r.storage == NAMESPACE_STORAGE {
+            set_meta(&mut obj, "deletionTimestamp", now);
+            set_meta(&mut obj, "deletionGracePeriodSeconds", json!(0));
+            obj["status"] = json!({"phase": "Terminating"});
+            self.put(&r, obj, Some(current));
+            work.push(Work::CheckNamespace(r.name.clone()));
+            for content in self.refs_in_namespace(&r.name) {
+                work.push(Work::Delete(content, Propagation::Background, None));
+            }
+            return;
+        }
+        if finalizers.is_empty() {
+            work.push(Work::Remove(r, None));
+            return;
+        }
+        set_meta(&mut obj, "deletionTimestamp", now);
+        set_meta(&mut obj, "deletionGracePeriodSeconds", json!(0));
+        self.put(&r, obj, Some(current));
+        if policy == Propagation::Foreground {
+            for dep in dependents {
+                work.push(Work::Delete(dep, Propagation::Foreground, None));
+            }
+        }
+    }
+
+    fn step_remove(
+        &mut self,
+        r: &ObjRef,
+        last: Option<Value>,
+        work: &mut Vec<Work>,
+    ) -> Option<Arc<Value>> {
+        let old = self
+            .objects
+            .get_mut(&r.storage)?
+            .remove(&(r.namespace.clone(), r.name.clone()))?;
+        let mut last = last.unwrap_or_else(|| (*old).clone());
+        self.rv += 1;
+        set_meta(
+            &mut last,
+            "resourceVersion",
+            Value::String(self.rv.to_string()),
+        );
+        self.unindex(r, &old);
+        let last = Arc::new(last);
+        self.emit(Event {
+            rv: self.rv,
+            storage: r.storage.clone(),
+            namespace: r.namespace.clone(),
+            kind: EventType::Deleted,
+            object: last.clone(),
+            old: Some(old.clone()),
+        });
+        let uid = meta::uid(&old).to_string();
+        if &*r.storage == CRD_STORAGE {
+            let group = old
+                .pointer("/spec/group")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let plural = old
+                .pointer("/spec/names/plural")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let key = storage_key(&group, &plural);
+            work.push(Work::Unregister(group, plural));
+            if let Some(map) = self.objects.get(&key) {
+                for (ns, name) in map.keys() {
+                    let r = ObjRef {
+                        storage: key.clone(),
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                    };
+                    work.push(Work::Remove(r, None));
+                }
+            }
+        }
+        if !r.namespace.is_empty() {
+            work.push(Work::CheckNamespace(r.namespace.clone()));
+        }
+        for owner in meta::owner_uids(&old) {
+            if let Some(owner_ref) = self.uids.get(&owner) {
+                work.push(Work::ClearForeground(owner_ref.clone()));
+            }
+        }
+        if let Some(deps) = self.dependents.remove(&uid) {
+            for dep in deps {
+                let Some(d) = self.lookup(&dep).cloned() else {
+                    continue;
+                };
+                let remaining: Vec<Value> = meta::owner_refs(&d)
+                    .into_iter()
+                    .filter(|x| x.get("uid").and_then(Value::as_str) != Some(uid.as_str()))
+                    .collect();
+                let alive = remaining.iter().any(|x| {
+                    x.get("uid")
+                        .and_then(Value::as_str)
+                        .is_some_and(|u| self.uids.contains_key(u))
+                });
+                if alive {
+                    let mut nd = (*d).clone();
+                    meta::set_owner_refs(&mut nd, remaining);
+                    self.put(&dep, nd, Some(d));
+                } else {
+                    work.push(Work::Delete(dep, Propagation::Background, None));
+                }
+            }
+        }
+        Some(last)
+    }
+
+    fn step_clear_foreground(&mut self, r: ObjRef, work: &mut Vec<Work>) {
+        let Some(current) = self.lookup(&r).cloned() else {
+            return;
+        };
+        let mut finalizers = meta::finalizers(&current);
+        if !meta::is_deleting(&current) || !finalizers.iter().any(|f| f == FOREGROUND) {
+            return;
+        }
+        if self
+            .dependents
+            .get(meta::uid(&current))
+            .is_some_and(|d| !d.is_empty())
+        {
+            return;
+        }
+        finalizers.retain(|f| f != FOREGROUND);
+        let mut obj = (*current).clone();
+        meta::set_finalizers(&mut obj, finalizers.clone());
+        if finalizers.is_empty() {
+            work.push(Work::Remove(r, Some(Box::new(obj))));
+        } else {
+            self.put(&r, obj, Some(current));
+        }
+    }
+}

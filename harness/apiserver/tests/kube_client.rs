@@ -1,0 +1,737 @@
+//! kube-rs against the embedded API server over real HTTP: typed CRUD, conflicts, dynamic
+//! objects of a CRD, watchers, await_condition, finalizers, garbage collection, status
+//! isolation, selectors and expired resourceVersions.
+
+mod common;
+
+use common::{start, start_with, status_of, within};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams, PropagationPolicy, WatchEvent, WatchParams,
+};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::runtime::{WatchStreamExt, watcher};
+use rehearsal_apiserver::ApiServerConfig;
+use serde_json::json;
+
+const PP: PatchParams = PatchParams {
+    dry_run: false,
+    force: false,
+    field_manager: None,
+    field_validation: None,
+};
+
+fn configmap(name: &str, data: serde_json::Value) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).unwrap()
+}
+
+#[tokio::test]
+async fn typed_configmap_crud_with_server_metadata() {
+    let (_server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let created = cms
+        .create(&PostParams::default(), &configmap("one", json!({"a": "1"})))
+        .await
+        .unwrap();
+    let meta = &created.metadata;
+    assert!(
+        meta.uid.as_deref().is_some_and(|u| u.len() == 36),
+        "uid set: {meta:?}"
+    );
+    assert!(
+        meta.creation_timestamp.is_some(),
+        "creationTimestamp set: {meta:?}"
+    );
+    assert_eq!(meta.generation, Some(1));
+    assert_eq!(meta.namespace.as_deref(), Some("default"));
+
+    let got = cms.get("one").await.unwrap();
+    assert_eq!(got.data.unwrap()["a"], "1");
+
+    let dup = status_of(
+        cms.create(&PostParams::default(), &configmap("one", json!({})))
+            .await,
+    );
+    assert_eq!((dup.code, dup.reason.as_str()), (409, "AlreadyExists"));
+    assert_eq!(dup.message, "configmaps \"one\" already exists");
+
+    let patched = cms
+        .patch(
+            "one",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"b": "2"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.data.as_ref().unwrap().len(), 2);
+    assert_eq!(
+        patched.metadata.generation,
+        Some(2),
+        "data change bumps generation of a spec-less kind"
+    );
+    let rv = patched.metadata.resource_version.clone();
+    let same = cms
+        .patch(
+            "one",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"b": "2"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        same.metadata.resource_version, rv,
+        "a no-op patch keeps the resourceVersion"
+    );
+
+    let listed = cms.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert!(listed.metadata.resource_version.is_some());
+
+    cms.delete("one", &DeleteParams::default()).await.unwrap();
+    let missing = status_of(cms.get("one").await);
+    assert_eq!((missing.code, missing.reason.as_str()), (404, "NotFound"));
+    assert_eq!(missing.message, "configmaps \"one\" not found");
+}
+
+#[tokio::test]
+async fn stale_update_conflicts_and_generate_name_works() {
+    let (_server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let mut generated: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).unwrap();
+    generated = cms
+        .create(&PostParams::default(), &generated)
+        .await
+        .unwrap();
+    let name = generated.metadata.name.clone().unwrap();
+    assert!(
+        name.starts_with("gen-") && name.len() == 9,
+        "generated name {name}"
+    );
+
+    let mut first = cms.get(&name).await.unwrap();
+    let mut second = first.clone();
+    first.data = Some([("k".to_string(), "first".to_string())].into());
+    cms.replace(&name, &PostParams::default(), &first)
+        .await
+        .unwrap();
+    second.data = Some([("k".to_string(), "second".to_string())].into());
+    let conflict = status_of(cms.replace(&name, &PostParams::default(), &second).await);
+    assert_eq!((conflict.code, conflict.reason.as_str()), (409, "Conflict"));
+    assert!(conflict.message.starts_with(&format!(
+        "Operation cannot be fulfilled on configmaps \"{name}\""
+    )));
+}
+
+#[tokio::test]
+async fn pods_get_defaults_and_missing_namespace_is_404() {
+    let (_server, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p1", "labels": {"app": "mc"}},
+        "spec": {"containers": [{"name": "game", "image": "fixture/game:1"}]}
+    }))
+    .unwrap();
+    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+    let spec = created.spec.unwrap();
+    assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(
+        spec.containers[0].termination_message_path.as_deref(),
+        Some("/dev/termination-log")
+    );
+    assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
+
+    let nowhere: Api<Pod> = Api::namespaced(client, "nope");
+    let missing = status_of(nowhere.create(&PostParams::default(), &pod).await);
+    assert_eq!(
+        (missing.code, missing.message.as_str()),
+        (404, "namespaces \"nope\" not found")
+    );
+}
+
+#[tokio::test]
+async fn label_and_field_selectors_filter_lists() {
+    let (_server, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for (name, app, node) in [("a", "mc", "n1"), ("b", "mc", "n2"), ("c", "web", "n1")] {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"app": app, "tier": if name == "a" { "x" } else { "y" }}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i:1"}]}
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let names = |list: kube::core::ObjectList<Pod>| -> Vec<String> {
+        list.items
+            .into_iter()
+            .map(|p| p.metadata.name.unwrap())
+            .collect()
+    };
+    assert_eq!(
+        names(
+            pods.list(&ListParams::default().labels("app=mc"))
+                .await
+                .unwrap()
+        ),
+        ["a", "b"]
+    );
+    assert_eq!(
+        names(
+            pods.list(&ListParams::default().labels("app in (web),tier"))
+                .await
+                .unwrap()
+        ),
+        ["c"]
+    );
+    assert_eq!(
+        names(
+            pods.list(&ListParams::default().labels("tier notin (x),app!=web"))
+                .await
+                .unwrap()
+        ),
+        ["b"]
+    );
+    assert_eq!(
+        names(
+            pods.list(&ListParams::default().labels("!tier"))
+                .await
+                .unwrap()
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        names(
+            pods.list(&ListParams::default().fields("spec.nodeName=n1"))
+                .await
+                .unwrap()
+        ),
+        ["a", "c"]
+    );
+    assert_eq!(
+        names(
+            pods.list(&ListParams::default().fields("metadata.name!=a,status.phase=Pending"))
+                .await
+                .unwrap()
+        ),
+        ["b", "c"]
+    );
+    let bad = status_of(pods.list(&ListParams::default().labels("app in mc")).await);
+    assert_eq!((bad.code, bad.reason.as_str()), (400, "BadRequest"));
+    let bad = status_of(
+        pods.list(&ListParams::default().fields("spec.bogus=1"))
+            .await,
+    );
+    assert_eq!(bad.code, 400);
+}
+
+fn crd(status: bool) -> CustomResourceDefinition {
+    let mut version = json!({
+        "name": "v1alpha1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "required": ["templateRef"], "properties": {
+                "templateRef": {"type": "object", "properties": {"name": {"type": "string"}}},
+                "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                "suspend": {"type": "boolean"}
+            }},
+            "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
+        }}},
+        "additionalPrinterColumns": [{"name": "Phase", "type": "string", "jsonPath": ".status.phase"}]
+    });
+    if status {
+        version["subresources"] = json!({"status": {}});
+    }
+    serde_json::from_value(json!({
+        "metadata": {"name": "gameservers.test.rehearsal"},
+        "spec": {"group": "test.rehearsal", "scope": "Namespaced",
+                 "names": {"plural": "gameservers", "singular": "gameserver", "kind": "GameServer", "shortNames": ["gs"]},
+                 "versions": [version]}
+    }))
+    .unwrap()
+}
+
+async fn register_crd(client: &kube::Client, status: bool) -> Api<DynamicObject> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &crd(status))
+        .await
+        .unwrap();
+    let established = await_condition(
+        crds,
+        "gameservers.test.rehearsal",
+        conditions::is_crd_established(),
+    );
+    within("the CRD to be established", established)
+        .await
+        .unwrap();
+    let gvk = GroupVersionKind::gvk("test.rehearsal", "v1alpha1", "GameServer");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "gameservers");
+    Api::namespaced_with(client.clone(), "default", &resource)
+}
+
+fn game_server(name: &str, spec: serde_json::Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "test.rehearsal/v1alpha1", "kind": "GameServer",
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn dynamic_objects_of_a_crd_are_validated_defaulted_and_pruned() {
+    let (_server, client) = start().await;
+    let gs = register_crd(&client, true).await;
+    let created = gs
+        .create(
+            &PostParams::default(),
+            &game_server("mc1", json!({"templateRef": {"name": "t"}, "junk": 1})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created.data["spec"]["replicas"], 1,
+        "default applied: {:?}",
+        created.data
+    );
+    assert!(
+        created.data["spec"].get("junk").is_none(),
+        "unknown field pruned: {:?}",
+        created.data
+    );
+
+    let invalid = status_of(
+        gs.create(
+            &PostParams::default(),
+            &game_server("bad", json!({"replicas": 2})),
+        )
+        .await,
+    );
+    assert_eq!((invalid.code, invalid.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        invalid.message,
+        "GameServer.test.rehearsal \"bad\" is invalid: spec.templateRef: Required value"
+    );
+    let causes = invalid.details.unwrap().causes;
+    assert_eq!(causes[0].field, "spec.templateRef");
+    assert_eq!(causes[0].reason, "FieldValueRequired");
+
+    let smp = status_of(
+        gs.patch(
+            "mc1",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"suspend": true}})),
+        )
+        .await,
+    );
+    assert_eq!(smp.code, 415);
+
+    let listed = gs.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+
+    // Deleting the CRD removes its objects and stops serving the resource.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.delete("gameservers.test.rehearsal", &DeleteParams::default())
+        .await
+        .unwrap();
+    let gone = status_of(gs.list(&ListParams::default()).await);
+    assert_eq!(gone.code, 404);
+}
+
+#[tokio::test]
+async fn status_subresource_is_isolated_from_main_writes() {
+    let (_server, client) = start().await;
+    let gs = register_crd(&client, true).await;
+    let created = gs
+        .create(
+            &PostParams::default(),
+            &game_server("mc1", json!({"templateRef": {"name": "t"}})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        created.data.get("status").is_none(),
+        "status is dropped on create"
+    );
+    let pp = PatchParams::default();
+    let after_status = gs
+        .patch_status(
+            "mc1",
+            &pp,
+            &Patch::Merge(json!({"status": {"phase": "Running"}, "spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(after_status.data["status"]["phase"], "Running");
+    assert_eq!(
+        after_status.data["spec"]["replicas"], 1,
+        "status writes ignore spec"
+    );
+    assert_eq!(
+        after_status.metadata.generation,
+        Some(1),
+        "status writes keep the generation"
+    );
+
+    let after_main = gs
+        .patch(
+            "mc1",
+            &pp,
+            &Patch::Merge(json!({"status": {"phase": "Failed"}, "spec": {"replicas": 0}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        after_main.data["status"]["phase"], "Running",
+        "main writes ignore status"
+    );
+    assert_eq!(after_main.data["spec"]["replicas"], 0);
+    assert_eq!(
+        after_main.metadata.generation,
+        Some(2),
+        "spec change bumps the generation"
+    );
+}
+
+#[tokio::test]
+async fn watcher_sees_added_modified_and_deleted() {
+    let (_server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.create(&PostParams::default(), &configmap("before", json!({})))
+        .await
+        .unwrap();
+    let mut events = watcher(
+        cms.clone(),
+        watcher::Config::default().labels("watched=yes"),
+    )
+    .touched_objects()
+    .boxed();
+    let writer = async {
+        let mut cm = configmap("w1", json!({"v": "1"}));
+        cm.metadata.labels = Some([("watched".to_string(), "yes".to_string())].into());
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+        cms.patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "2"}})),
+        )
+        .await
+        .unwrap();
+    };
+    let reader = async {
+        let mut seen = Vec::new();
+        while let Some(cm) = events.try_next().await.unwrap() {
+            seen.push(
+                cm.data
+                    .unwrap_or_default()
+                    .get("v")
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            if seen.last().map(String::as_str) == Some("2") {
+                break;
+            }
+        }
+        seen
+    };
+    let (_, seen) = within("the watcher to see w1 at v=2", async {
+        tokio::join!(writer, reader)
+    })
+    .await;
+    assert_eq!(seen.last().unwrap(), "2", "saw {seen:?}");
+    assert!(!seen.is_empty());
+
+    // Raw watch: deletion arrives as DELETED.
+    let stream = cms
+        .watch(&WatchParams::default().fields("metadata.name=before"), "0")
+        .await
+        .unwrap();
+    let mut stream = stream.boxed();
+    let first = within("the synthetic ADDED", stream.try_next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(first, WatchEvent::Added(_)),
+        "first event {first:?}"
+    );
+    cms.delete("before", &DeleteParams::default())
+        .await
+        .unwrap();
+    let next = within("the DELETED event", stream.try_next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(next, WatchEvent::Deleted(_)),
+        "second event {next:?}"
+    );
+}
+
+#[tokio::test]
+async fn await_condition_wakes_on_status_change() {
+    let (_server, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    )
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let waiter = tokio::spawn(await_condition(
+        pods.clone(),
+        "p",
+        conditions::is_pod_running(),
+    ));
+    pods.patch_status(
+        "p",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Running"}})),
+    )
+    .await
+    .unwrap();
+    let pod = within("pod p to be Running", waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(pod.status.unwrap().phase.as_deref(), Some("Running"));
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion_until_removed() {
+    let (_server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut cm = configmap("held", json!({}));
+    cm.metadata.finalizers = Some(vec!["rehearsal.test/hold".into()]);
+    let created = cms.create(&PostParams::default(), &cm).await.unwrap();
+    let uid = created.metadata.uid.unwrap();
+    let deleted = cms.delete("held", &DeleteParams::default()).await.unwrap();
+    let pending = deleted
+        .left()
+        .expect("the object comes back while finalizers remain");
+    assert!(pending.metadata.deletion_timestamp.is_some());
+    assert!(
+        cms.get("held")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+
+    let gone = await_condition(cms.clone(), "held", conditions::is_deleted(&uid));
+    let unfinalize = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    let release = cms.patch("held", &PP, &unfinalize);
+    let (gone, released) =
+        within("held to be deleted", async { tokio::join!(gone, release) }).await;
+    released.unwrap();
+    gone.unwrap();
+    assert_eq!(status_of(cms.get("held").await).code, 404);
+}
+
+fn owned_by(name: &str, owner: &ConfigMap, finalizer: Option<&str>) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "finalizers": finalizer.map(|f| vec![f]).unwrap_or_default(),
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
+                                 "uid": owner.metadata.uid, "controller": true, "blockOwnerDeletion": true}]
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn garbage_collection_background_foreground_and_orphan() {
+    let (_server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let pp = PostParams::default();
+
+    // Background: the dependent goes with its owner.
+    let owner = cms
+        .create(&pp, &configmap("owner-bg", json!({})))
+        .await
+        .unwrap();
+    cms.create(&pp, &owned_by("dep-bg", &owner, None))
+        .await
+        .unwrap();
+    cms.delete("owner-bg", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert_eq!(
+        status_of(cms.get("dep-bg").await).code,
+        404,
+        "background GC removed the dependent"
+    );
+
+    // Orphan: the dependent stays without the ownerReference.
+    let owner = cms
+        .create(&pp, &configmap("owner-or", json!({})))
+        .await
+        .unwrap();
+    cms.create(&pp, &owned_by("dep-or", &owner, None))
+        .await
+        .unwrap();
+    cms.delete("owner-or", &DeleteParams::orphan())
+        .await
+        .unwrap();
+    let orphan = cms.get("dep-or").await.unwrap();
+    assert!(
+        orphan
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    );
+
+    // Foreground: the owner waits (foregroundDeletion) until its dependent is gone.
+    let owner = cms
+        .create(&pp, &configmap("owner-fg", json!({})))
+        .await
+        .unwrap();
+    cms.create(
+        &pp,
+        &owned_by("dep-fg", &owner, Some("rehearsal.test/slow")),
+    )
+    .await
+    .unwrap();
+    let dp = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Foreground),
+        ..Default::default()
+    };
+    cms.delete("owner-fg", &dp).await.unwrap();
+    let waiting = cms.get("owner-fg").await.unwrap();
+    assert_eq!(
+        waiting.metadata.finalizers.unwrap_or_default(),
+        ["foregroundDeletion"]
+    );
+    assert!(
+        cms.get("dep-fg")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    let owner_uid = owner.metadata.uid.clone().unwrap();
+    let owner_gone = await_condition(cms.clone(), "owner-fg", conditions::is_deleted(&owner_uid));
+    let unfinalize = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    let release = cms.patch("dep-fg", &PP, &unfinalize);
+    let (gone, released) = within("the foreground owner to go", async {
+        tokio::join!(owner_gone, release)
+    })
+    .await;
+    released.unwrap();
+    gone.unwrap();
+}
+
+#[tokio::test]
+async fn namespace_deletion_terminates_then_removes_contents() {
+    let (_server, client) = start().await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap();
+    let created = namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    assert_eq!(created.status.unwrap().phase.as_deref(), Some("Active"));
+    assert_eq!(
+        created.metadata.labels.unwrap()["kubernetes.io/metadata.name"],
+        "doomed"
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "doomed");
+    let mut held = configmap("held", json!({}));
+    held.metadata.finalizers = Some(vec!["rehearsal.test/hold".into()]);
+    cms.create(&PostParams::default(), &held).await.unwrap();
+    cms.create(&PostParams::default(), &configmap("free", json!({})))
+        .await
+        .unwrap();
+
+    namespaces
+        .delete("doomed", &DeleteParams::default())
+        .await
+        .unwrap();
+    let terminating = namespaces.get("doomed").await.unwrap();
+    assert_eq!(
+        terminating.status.unwrap().phase.as_deref(),
+        Some("Terminating")
+    );
+    assert_eq!(status_of(cms.get("free").await).code, 404);
+    let refused = status_of(
+        cms.create(&PostParams::default(), &configmap("late", json!({})))
+            .await,
+    );
+    assert_eq!((refused.code, refused.reason.as_str()), (403, "Forbidden"));
+
+    let uid = terminating.metadata.uid.unwrap();
+    let gone = await_condition(namespaces.clone(), "doomed", conditions::is_deleted(&uid));
+    let unfinalize = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    let release = cms.patch("held", &PP, &unfinalize);
+    let (gone, released) = within("namespace doomed to go", async {
+        tokio::join!(gone, release)
+    })
+    .await;
+    released.unwrap();
+    gone.unwrap();
+}
+
+#[tokio::test]
+async fn watch_from_an_expired_resource_version_gets_410() {
+    let config = ApiServerConfig {
+        watch_history: 5,
+        ..Default::default()
+    };
+    let (_server, client) = start_with(config).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let first = cms
+        .create(&PostParams::default(), &configmap("c0", json!({})))
+        .await
+        .unwrap();
+    let old_rv = first.metadata.resource_version.unwrap();
+    for i in 1..20 {
+        cms.create(
+            &PostParams::default(),
+            &configmap(&format!("c{i}"), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let mut stream = cms
+        .watch(&WatchParams::default(), &old_rv)
+        .await
+        .unwrap()
+        .boxed();
+    match within("the watch's first event", stream.try_next())
+        .await
+        .unwrap()
+    {
+        Some(WatchEvent::Error(status)) => {
+            assert_eq!(
+                (status.code, status.reason.as_str()),
+                (410, "Expired"),
+                "{status:?}"
+            );
+        }
+        other => panic!("expected a 410 ERROR event, got {other:?}"),
+    }
+    // A recent resourceVersion still replays.
+    let recent = cms
+        .get("c18")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = cms
+        .watch(&WatchParams::default(), &recent)
+        .await
+        .unwrap()
+        .boxed();
+    match within("the replayed event", stream.try_next())
+        .await
+        .unwrap()
+    {
+        Some(WatchEvent::Added(cm)) => assert_eq!(cm.metadata.name.as_deref(), Some("c19")),
+        other => panic!("expected ADDED c19, got {other:?}"),
+    }
+}
