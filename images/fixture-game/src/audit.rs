@@ -137,7 +137,7 @@ impl AuditLog {
             incarnation: self.incarnation.clone(),
             remote: Some(remote.to_string()),
             command: Some(command.to_owned()),
-            reply: Some(reply.to_owned()),
+            reply: Some(abbreviate(reply)),
             game_version: None,
             mode: None,
         })
@@ -155,6 +155,20 @@ impl AuditLog {
                 source,
             })
     }
+}
+
+/// Replies longer than this are logged as their start and their length.
+const MAX_LOGGED_REPLY: usize = 1024;
+
+fn abbreviate(reply: &str) -> String {
+    if reply.len() <= MAX_LOGGED_REPLY {
+        return reply.to_owned();
+    }
+    let mut end = 256;
+    while !reply.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &reply[..end], reply.len())
 }
 
 /// Read every line of an audit log (for the harness and tests).

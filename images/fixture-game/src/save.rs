@@ -6,7 +6,7 @@
 //! complete save of its own. After `save-off` no new autosave starts.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -34,8 +34,11 @@ pub struct Saver {
     published: std::sync::Mutex<Vec<WorldSummary>>,
     game_version: String,
     save_on: AtomicBool,
-    /// Wakes an autosave waiting between its two steps.
+    /// Wakes an autosave waiting between its two steps when a full save wants the lock.
     hurry: Notify,
+    /// Full saves waiting for the lock (a count, not a stored permit, so no stale wake-up
+    /// cuts a later autosave's gap short).
+    full_saves_waiting: AtomicUsize,
     interval: Duration,
     gap: Duration,
     /// Print a JSON line per save step (`--log-saves`), so tests can wait on steps.
@@ -62,6 +65,7 @@ impl Saver {
             game_version: game_version.to_owned(),
             save_on: AtomicBool::new(true),
             hurry: Notify::new(),
+            full_saves_waiting: AtomicUsize::new(0),
             interval,
             gap,
             log_steps,
@@ -80,8 +84,10 @@ impl Saver {
 
     /// Write a complete, consistent save of every world (both steps back to back).
     pub async fn save_all(&self) -> Result<(), WorldError> {
-        self.hurry.notify_one();
+        self.full_saves_waiting.fetch_add(1, Ordering::SeqCst);
+        self.hurry.notify_waiters();
         let mut worlds = self.worlds.lock().await;
+        self.full_saves_waiting.fetch_sub(1, Ordering::SeqCst);
         for world in worlds.iter_mut() {
             world.save_step_region(&self.game_version).await?;
             self.log_step("full", "region", world);
@@ -99,13 +105,23 @@ impl Saver {
     /// One autosave: region files of every world, the gap, then every manifest.
     async fn autosave_once(&self) -> Result<(), WorldError> {
         let mut worlds = self.worlds.lock().await;
+        // `save-off` may have arrived while this autosave waited for a full save's lock.
+        if !self.save_on() {
+            return Ok(());
+        }
         for world in worlds.iter_mut() {
             world.save_step_region(&self.game_version).await?;
             self.log_step("autosave", "region", world);
         }
         if !self.gap.is_zero() {
-            // A full save waiting for the lock cuts the gap short.
-            let _ = tokio::time::timeout(self.gap, self.hurry.notified()).await;
+            // A full save waiting for the lock cuts the gap short. Register for the wake-up
+            // before checking the count, so a full save arriving in between is not missed.
+            let hurry = self.hurry.notified();
+            tokio::pin!(hurry);
+            hurry.as_mut().enable();
+            if self.full_saves_waiting.load(Ordering::SeqCst) == 0 {
+                let _ = tokio::time::timeout(self.gap, hurry).await;
+            }
         }
         for world in worlds.iter_mut() {
             world.save_step_manifest().await?;

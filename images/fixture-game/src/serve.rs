@@ -229,6 +229,8 @@ async fn open_worlds(args: &ServeArgs) -> Result<Vec<World>, ServeError> {
 
 /// Run the server until it stops; errors are start-up failures.
 pub async fn serve(args: ServeArgs) -> Result<Stopped, ServeError> {
+    // Installed first, so a SIGTERM at any point after start-up still saves and exits 0.
+    let signals = Signals::install();
     let password = password(&args)?;
     let worlds = open_worlds(&args).await?;
     if let Some(dir) = &args.mods_dir {
@@ -296,7 +298,7 @@ pub async fn serve(args: ServeArgs) -> Result<Stopped, ServeError> {
     }
     announce(&args.data_dir, game_addr, rcon_addr, &incarnation)?;
 
-    let stopped = wait_for_stop(&stop).await;
+    let stopped = signals.wait_for_stop(&stop).await;
     match stopped {
         Stopped::StopCommand => saver.save_all().await?,
         Stopped::Signal if saver.save_on() => saver.save_all().await?,
@@ -326,13 +328,25 @@ fn announce(
     Ok(())
 }
 
-async fn wait_for_stop(stop: &Notify) -> Stopped {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-    tokio::select! {
-        _ = stop.notified() => Stopped::StopCommand,
-        _ = term.recv() => Stopped::Signal,
-        _ = int.recv() => Stopped::Signal,
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals {
+            term: signal(SignalKind::terminate()).expect("install SIGTERM handler"),
+            int: signal(SignalKind::interrupt()).expect("install SIGINT handler"),
+        }
+    }
+
+    async fn wait_for_stop(mut self, stop: &Notify) -> Stopped {
+        tokio::select! {
+            _ = stop.notified() => Stopped::StopCommand,
+            _ = self.term.recv() => Stopped::Signal,
+            _ = self.int.recv() => Stopped::Signal,
+        }
     }
 }

@@ -20,8 +20,18 @@ pub fn bin() -> &'static str {
 /// A `fixture-game` command whose child dies with the test process.
 pub fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
+    // Settings come from flags only, never from the environment the tests run in.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("FIXTURE_") {
+            cmd.env_remove(key);
+        }
+    }
     cmd.args(args)
         .env("RUST_LOG", "warn")
+        .env_remove("RCON_PASSWORD")
+        .env_remove("RCON_PASSWORD_FILE")
+        .env_remove("POD_IP")
+        .env_remove("POD_UID")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -189,6 +199,32 @@ pub fn serve_command(data: &Path, args: &[&str], envs: &[(&str, &str)]) -> Comma
     cmd
 }
 
+/// A running agent.
+pub struct Agent {
+    pub proc: Proc,
+    pub addr: SocketAddr,
+    pub incarnation: String,
+}
+
+/// Start `fixture-game agent` on a free port, talking RCON to `rcon`.
+pub fn agent(rcon: SocketAddr, args: &[&str]) -> Agent {
+    let mut cmd = command(&["agent", "--listen", "127.0.0.1", "--port", "0"]);
+    cmd.args(["--rcon-addr", &rcon.to_string()])
+        .args(args)
+        .env("RCON_PASSWORD", PASSWORD)
+        .env("FIXTURE_AGENT_RCON_TIMEOUT_MS", "3000");
+    let mut proc = Proc::spawn(cmd);
+    let line = proc.wait_line("the agent's listening line", START, |l| {
+        l.contains("\"event\":\"listening\"")
+    });
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    Agent {
+        addr: v["agent"].as_str().unwrap().parse().unwrap(),
+        incarnation: v["agentIncarnation"].as_str().unwrap().to_owned(),
+        proc,
+    }
+}
+
 /// Run `fixture-game inspect PATH…` and parse its JSON lines.
 pub fn inspect(paths: &[&Path]) -> Vec<fixture_game::inspect::Inspection> {
     let out = Command::new(bin())
@@ -221,4 +257,31 @@ pub fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).unwrap();
         }
     }
+}
+
+/// A tiny HTTP/1.1 client (one request per connection), enough for the agent and marker routes.
+pub async fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut raw))
+        .await
+        .unwrap_or_else(|_| panic!("{method} {path} on {addr}: no complete response in 20s"))
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("not an HTTP response: {text:?}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {head:?}"));
+    (status, body.to_owned())
 }
