@@ -1,10 +1,189 @@
-//! `rehearse buckets` (being built).
+//! `rehearse buckets`: show the bucket manifest, print a bucket's nextest filter, and verify the
+//! manifest against `cargo nextest list` (the CI gate).
+
+use std::path::{Path, PathBuf};
 
 use super::CliError;
+use crate::buckets::{DEFAULT_MANIFEST, Manifest, NextestList, verify};
 
 #[derive(Debug, clap::Subcommand)]
-pub enum BucketsCommand {}
+pub enum BucketsCommand {
+    /// Prove that every scenario case is in exactly one bucket and every bucket entry exists.
+    Verify {
+        #[command(flatten)]
+        manifest: ManifestArg,
+        /// Read `cargo nextest list --message-format json` output from FILE instead of running it.
+        #[arg(long, value_name = "FILE")]
+        nextest_list_json: Option<PathBuf>,
+    },
+    /// Print each bucket and its cases.
+    List {
+        #[command(flatten)]
+        manifest: ManifestArg,
+        /// Print the manifest as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the nextest filterset that selects BUCKET's cases (its profile's default-filter).
+    NextestFilter {
+        /// Bucket name, e.g. `backup`.
+        bucket: String,
+        #[command(flatten)]
+        manifest: ManifestArg,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManifestArg {
+    /// The bucket manifest [default: scenarios/buckets.toml in this or a parent directory].
+    #[arg(
+        long = "manifest",
+        value_name = "PATH",
+        env = "REHEARSAL_BUCKET_MANIFEST"
+    )]
+    path: Option<PathBuf>,
+}
+
+impl ManifestArg {
+    fn load(&self) -> Result<Manifest, CliError> {
+        let path = match &self.path {
+            Some(p) => p.clone(),
+            None => find_default_manifest(),
+        };
+        Manifest::load(&path).map_err(|e| CliError::usage(e.to_string()))
+    }
+}
+
+/// `scenarios/buckets.toml` in the current directory or the nearest ancestor that has one, so
+/// the command works from anywhere in the workspace; the plain relative path otherwise (its
+/// read error then names it).
+fn find_default_manifest() -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| {
+            cwd.ancestors()
+                .map(|dir| dir.join(DEFAULT_MANIFEST))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_MANIFEST))
+}
 
 pub async fn run(command: BucketsCommand) -> Result<(), CliError> {
-    match command {}
+    match command {
+        BucketsCommand::Verify {
+            manifest,
+            nextest_list_json,
+        } => {
+            let manifest = manifest.load()?;
+            let list = match nextest_list_json {
+                Some(file) => {
+                    NextestList::load(&file).map_err(|e| CliError::usage(e.to_string()))?
+                }
+                None => run_nextest_list(&manifest).await?,
+            };
+            match verify(&manifest, &list) {
+                Ok(summary) => {
+                    println!("{summary}");
+                    Ok(())
+                }
+                Err(e) => {
+                    // One line per problem first, so a long list stays readable; then the
+                    // one-line verdict.
+                    for problem in &e.problems {
+                        eprintln!("rehearse: {problem}");
+                    }
+                    Err(CliError::failed(e.to_string()))
+                }
+            }
+        }
+        BucketsCommand::List { manifest, json } => {
+            let manifest = manifest.load()?;
+            if json {
+                let text = serde_json::to_string_pretty(&manifest)
+                    .map_err(|e| CliError::failed(format!("cannot render the manifest: {e}")))?;
+                println!("{text}");
+            } else {
+                for bucket in &manifest.buckets {
+                    println!(
+                        "{} ({} cases): {}",
+                        bucket.name,
+                        bucket.cases.len(),
+                        bucket.description
+                    );
+                    for case in &bucket.cases {
+                        let mutants = if case.mutants.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" [catches: {}]", case.mutants.join(", "))
+                        };
+                        println!(
+                            "  {}::{}  {}{}",
+                            case.binary, case.test, case.contract, mutants
+                        );
+                    }
+                }
+            }
+            Ok(())
+        }
+        BucketsCommand::NextestFilter { bucket, manifest } => {
+            let manifest = manifest.load()?;
+            let filter = manifest
+                .nextest_filter(&bucket)
+                .map_err(|e| CliError::usage(e.to_string()))?;
+            println!("{filter}");
+            Ok(())
+        }
+    }
+}
+
+/// Runs `cargo nextest list -p <package> --message-format json` in the manifest's workspace.
+///
+/// A plain `std::process::Command` on purpose: `crate::process` records cluster-facing
+/// processes as evidence, and this build-time listing is not evidence; cargo's own progress
+/// goes straight to the user's terminal (stderr inherited).
+async fn run_nextest_list(manifest: &Manifest) -> Result<NextestList, CliError> {
+    let workspace = workspace_of(&manifest.path);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let package = manifest.package.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&cargo)
+            .args(["nextest", "list", "-p", &package, "--message-format", "json"])
+            .current_dir(&workspace)
+            // A profile chosen in the environment could carry a default-filter that hides
+            // cases; the check must see every test.
+            .env_remove("NEXTEST_PROFILE")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .output()
+    })
+    .await
+    .map_err(|e| CliError::failed(format!("cargo nextest list did not finish: {e}")))?
+    .map_err(|e| {
+        CliError::usage(format!(
+            "cannot run `cargo nextest list`: {e}; install cargo-nextest (cargo install cargo-nextest --locked) or pass --nextest-list-json FILE"
+        ))
+    })?;
+    if !output.status.success() {
+        return Err(CliError::failed(format!(
+            "`cargo nextest list -p {} --message-format json` failed ({}); fix the build or config error shown above, or pass --nextest-list-json FILE",
+            manifest.package, output.status
+        )));
+    }
+    let json = String::from_utf8_lossy(&output.stdout);
+    NextestList::from_json("`cargo nextest list` output", &json)
+        .map_err(|e| CliError::failed(e.to_string()))
+}
+
+/// The workspace root for a manifest at `<root>/scenarios/buckets.toml`; the current directory
+/// when the manifest lives elsewhere.
+fn workspace_of(manifest: &Path) -> PathBuf {
+    let abs = std::path::absolute(manifest).unwrap_or_else(|_| manifest.to_owned());
+    if abs.ends_with(DEFAULT_MANIFEST) {
+        abs.parent()
+            .and_then(Path::parent)
+            .map(Path::to_owned)
+            .unwrap_or_else(|| PathBuf::from("."))
+    } else {
+        PathBuf::from(".")
+    }
 }

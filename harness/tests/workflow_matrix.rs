@@ -1,0 +1,221 @@
+//! The CI workflow agrees with the bucket manifest (a new bucket cannot be forgotten in CI) and
+//! keeps its supply-chain rules: actions pinned by commit, least privilege, no untrusted input
+//! interpolated into shell.
+
+use std::path::{Path, PathBuf};
+
+use rehearsal::buckets::Manifest;
+use serde_yaml::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn workflow_text() -> String {
+    std::fs::read_to_string(workspace().join(".github/workflows/rehearsal.yml"))
+        .expect(".github/workflows/rehearsal.yml")
+}
+
+fn workflow() -> Value {
+    serde_yaml::from_str(&workflow_text()).expect("workflow is YAML")
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_sequence()
+        .unwrap_or_else(|| panic!("expected a list, got {v:?}"))
+        .iter()
+        .map(|s| s.as_str().expect("string").to_owned())
+        .collect()
+}
+
+fn rehearse_matrix(wf: &Value) -> &Value {
+    &wf["jobs"]["rehearse"]["strategy"]["matrix"]
+}
+
+#[test]
+fn bucket_matrix_equals_the_manifest() {
+    let manifest = Manifest::load(&workspace().join("scenarios/buckets.toml")).unwrap();
+    let wf = workflow();
+    assert_eq!(
+        strings(&rehearse_matrix(&wf)["bucket"]),
+        manifest.bucket_names(),
+        "jobs.rehearse.strategy.matrix.bucket in .github/workflows/rehearsal.yml must list the buckets of scenarios/buckets.toml, in order"
+    );
+}
+
+#[test]
+fn every_bucket_runs_on_amd64_and_arm64_runners() {
+    let wf = workflow();
+    let matrix = rehearse_matrix(&wf);
+    assert_eq!(
+        strings(&matrix["runner"]),
+        ["ubuntu-24.04", "ubuntu-24.04-arm"]
+    );
+    let arch_of: Vec<(String, String)> = matrix["include"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["runner"].as_str().unwrap().to_owned(),
+                e["arch"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        arch_of,
+        [
+            ("ubuntu-24.04".to_owned(), "amd64".to_owned()),
+            ("ubuntu-24.04-arm".to_owned(), "arm64".to_owned())
+        ]
+    );
+    // Images and the nextest archive exist for the same architectures.
+    for job in ["images", "build"] {
+        let arches: Vec<&str> = wf["jobs"][job]["strategy"]["matrix"]["include"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|e| e["arch"].as_str().unwrap())
+            .collect();
+        assert_eq!(arches, ["amd64", "arm64"], "job {job}");
+    }
+}
+
+#[test]
+fn bucket_job_runs_the_bucket_profile_from_the_archive_and_always_uploads() {
+    let wf = workflow();
+    let job = &wf["jobs"]["rehearse"];
+    assert_eq!(strings(&job["needs"]), ["images", "build"]);
+    assert_eq!(job["env"]["BUCKET"].as_str(), Some("${{ matrix.bucket }}"));
+    assert_eq!(job["env"]["REHEARSAL_CLUSTER"].as_str(), Some("kind"));
+    let steps = job["steps"].as_sequence().unwrap();
+    let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
+    assert!(runs.iter().any(|r| r.contains("cluster up --kind")));
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("--archive-file") && r.contains("--profile \"$BUCKET\""))
+    );
+    let upload = steps
+        .iter()
+        .find(|s| s["name"].as_str() == Some("Upload bundle, JUnit and logs"))
+        .expect("upload step");
+    assert_eq!(upload["if"].as_str(), Some("always()"));
+    let path = upload["with"]["path"].as_str().unwrap();
+    assert!(
+        path.contains("reports/") && path.contains("junit.xml"),
+        "{path}"
+    );
+    let report = &wf["jobs"]["report"];
+    assert_eq!(report["if"].as_str(), Some("always()"));
+    assert!(
+        report["steps"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["run"].as_str())
+            .any(|r| r.contains("rehearse\" report") && r.contains("GITHUB_STEP_SUMMARY"))
+    );
+}
+
+#[test]
+fn third_party_actions_are_pinned_by_commit_with_a_version_comment() {
+    let text = workflow_text();
+    let mut seen = 0;
+    for (n, line) in text.lines().enumerate() {
+        let Some(rest) = line
+            .trim_start()
+            .trim_start_matches("- ")
+            .strip_prefix("uses: ")
+        else {
+            continue;
+        };
+        seen += 1;
+        let (action, comment) = rest.split_once(" # ").unwrap_or((rest, ""));
+        let (_, reference) = action
+            .split_once('@')
+            .unwrap_or_else(|| panic!("line {}: `{action}` has no @ref", n + 1));
+        assert!(
+            reference.len() == 40 && reference.chars().all(|c| c.is_ascii_hexdigit()),
+            "line {}: `{action}` must be pinned by a full commit SHA",
+            n + 1
+        );
+        let version = comment.trim().trim_start_matches('v');
+        let parts: Vec<&str> = version
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .split('.')
+            .collect();
+        assert!(
+            parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()),
+            "line {}: `{action}` needs a `# vX.Y.Z` comment naming the pinned version",
+            n + 1
+        );
+    }
+    assert!(seen >= 10, "found only {seen} `uses:` lines");
+}
+
+#[test]
+fn permissions_are_read_only() {
+    let wf = workflow();
+    let top = wf["permissions"]
+        .as_mapping()
+        .expect("top-level permissions");
+    assert_eq!(top.len(), 1);
+    assert_eq!(wf["permissions"]["contents"].as_str(), Some("read"));
+    for (name, job) in wf["jobs"].as_mapping().unwrap() {
+        if let Some(p) = job.get("permissions") {
+            for (scope, level) in p.as_mapping().unwrap() {
+                assert_ne!(
+                    level.as_str(),
+                    Some("write"),
+                    "job {name:?} asks for {scope:?}: write"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn no_expression_is_interpolated_into_shell() {
+    let wf = workflow();
+    for (name, job) in wf["jobs"].as_mapping().unwrap() {
+        for step in job["steps"].as_sequence().unwrap() {
+            if let Some(run) = step["run"].as_str() {
+                assert!(
+                    !run.contains("${{"),
+                    "job {name:?}, step {:?}: pass values through `env:`, not `${{{{ }}}}` in `run:`",
+                    step["name"]
+                );
+            }
+        }
+    }
+    // The one untrusted input reaches the shell only as an env var.
+    assert_eq!(
+        wf["jobs"]["rehearse"]["env"]["CHART_PATH"].as_str(),
+        Some("${{ inputs.chart-path }}")
+    );
+}
+
+#[test]
+fn kind_is_pinned_and_checksum_verified() {
+    let wf = workflow();
+    let env = &wf["env"];
+    assert_eq!(env["KIND_VERSION"].as_str(), Some("v0.30.0"));
+    for key in ["KIND_SHA256_AMD64", "KIND_SHA256_ARM64"] {
+        let sum = env[key].as_str().unwrap();
+        assert!(
+            sum.len() == 64 && sum.chars().all(|c| c.is_ascii_hexdigit()),
+            "{key}"
+        );
+    }
+    let node = env["REHEARSAL_KIND_NODE_IMAGE"].as_str().unwrap();
+    assert!(
+        node.starts_with("kindest/node:v1.34.0@sha256:") && node.len() == 28 + 64,
+        "{node}"
+    );
+    assert!(workflow_text().contains("sha256sum --check --strict"));
+}
