@@ -4,6 +4,8 @@
 //! Layers, bottom up (data flows one way: cluster → observations → receipts → report):
 //! - [`process`]: the only place that spawns host processes; records argv, exit code, output.
 //! - [`backend`]: cluster backends (`embedded`, `kind`, `existing`) behind one trait.
+//! - [`deploy`]: the operator under test (Helm chart, or the reference operator).
+//! - [`namespaces`]: per-case namespaces and the startup sweep of leftovers.
 //! - [`wait`], [`faults`], [`probe`]: watch-based waits, fault injectors and probes, all via kube.
 //! - [`evidence`]: hash-chained receipts, PVC UID tables and bundles.
 //! - [`report`]: qualification reports rendered from bundles only.
@@ -13,8 +15,10 @@
 pub mod backend;
 pub mod buckets;
 pub mod cli;
+pub mod deploy;
 pub mod evidence;
 pub mod faults;
+pub mod namespaces;
 pub mod probe;
 pub mod process;
 pub mod report;

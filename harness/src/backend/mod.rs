@@ -1,1 +1,233 @@
-//! (being built)
+//! Cluster backends behind one trait: [`embedded::Embedded`] (the in-process cluster with the
+//! reference operator), [`kind::Kind`] (the `kind` CLI plus bollard for node containers) and
+//! [`existing::Existing`] (a kubeconfig and an explicitly named context).
+//!
+//! Everything above this layer talks to the cluster only through the [`kube::Client`] a backend
+//! hands out, so one rehearsal case runs unchanged on all three. The few things kube cannot do
+//! portably (restart one container of a pod in place, reach a pod's port from the host, load
+//! images, export node logs) are the trait's methods.
+//!
+//! The trait is object-safe (methods return boxed futures) so callers hold a `Box<dyn Backend>`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+// pub mod embedded; (enabled once rehearsal-embedded lands)
+pub mod existing;
+pub mod kind;
+pub mod kubeconfig;
+pub mod node_engine;
+pub mod port_forward;
+
+pub use port_forward::PortForward;
+
+/// A boxed, sendable future: what the [`Backend`] methods return (keeps the trait object-safe).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Which backend a cluster comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Embedded,
+    Kind,
+    Existing,
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendKind::Embedded => "embedded",
+            BackendKind::Kind => "kind",
+            BackendKind::Existing => "existing",
+        })
+    }
+}
+
+/// A node architecture in Kubernetes' spelling (`amd64`, `arm64`, …).
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct Arch(pub String);
+
+impl Arch {
+    /// Normalises kernel (`uname -m`) and Rust spellings to Kubernetes' (`x86_64` → `amd64`).
+    pub fn normalize(raw: &str) -> Self {
+        let raw = raw.trim();
+        Arch(
+            match raw {
+                "x86_64" | "amd64" => "amd64",
+                "aarch64" | "arm64" => "arm64",
+                "armv7l" | "arm" => "arm",
+                "s390x" => "s390x",
+                "ppc64le" | "powerpc64le" => "ppc64le",
+                other => other,
+            }
+            .to_string(),
+        )
+    }
+
+    /// The architecture of the machine the harness runs on.
+    pub fn host() -> Self {
+        Self::normalize(std::env::consts::ARCH)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Arch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a backend operation failed; each variant names the object or tool and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Process(#[from] crate::process::ProcessError),
+    #[error(transparent)]
+    Kubeconfig(#[from] kubeconfig::KubeconfigError),
+    #[error(transparent)]
+    Engine(#[from] node_engine::EngineError),
+    #[error("Kubernetes API call failed ({what}): {source}")]
+    Kube {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("pod {namespace}/{pod} has no {what}; is it scheduled and running?")]
+    PodState {
+        namespace: String,
+        pod: String,
+        what: String,
+    },
+    #[error("pod {namespace}/{pod} has no container named `{container}` (it has: {available})")]
+    NoSuchContainer {
+        namespace: String,
+        pod: String,
+        container: String,
+        available: String,
+    },
+    #[error("{backend} backend cannot {operation}: {why}")]
+    Unsupported {
+        backend: BackendKind,
+        operation: String,
+        why: String,
+    },
+    #[error("cannot {what} at {path}: {source}")]
+    Io {
+        what: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl BackendError {
+    pub(crate) fn kube(what: impl Into<String>, source: kube::Error) -> Self {
+        BackendError::Kube {
+            what: what.into(),
+            source,
+        }
+    }
+    pub(crate) fn io(what: impl Into<String>, path: &Path, source: std::io::Error) -> Self {
+        BackendError::Io {
+            what: what.into(),
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Where a pod's port can be reached from the harness. Keep it alive while connecting:
+/// on Kind and existing clusters it owns the port-forward listener.
+#[derive(Debug)]
+pub struct Reach {
+    /// Connect here.
+    pub addr: SocketAddr,
+    /// The port-forward, when one was needed (dropped → listener closed).
+    pub forward: Option<PortForward>,
+}
+
+/// One cluster the harness rehearses on.
+pub trait Backend: Send + Sync {
+    /// Which backend this is.
+    fn kind(&self) -> BackendKind;
+    /// The cluster's name (Kind cluster name, kube context, or the embedded state dir's name).
+    fn name(&self) -> &str;
+    /// A client pinned to this cluster's context.
+    fn client(&self) -> kube::Client;
+    /// The kubeconfig file that `kubectl`/`helm` should use, and the context to pin.
+    fn kubeconfig(&self) -> (&Path, &str);
+    /// The nodes' architecture (from the Node object, else the host's).
+    fn arch(&self) -> BoxFuture<'_, Result<Arch, BackendError>> {
+        let client = self.client();
+        Box::pin(async move { node_arch(&client).await })
+    }
+    /// Restarts one container of a pod in place (same pod UID, new container ID, restartCount+1).
+    fn restart_container<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        container: &'a str,
+    ) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// An address on which the harness can connect to `port` of a pod.
+    fn reach<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<Reach, BackendError>>;
+    /// Makes locally built images available to the cluster's nodes.
+    fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// Writes node/cluster logs into `dir` (part of a failure bundle).
+    fn export_logs<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// Processes this backend ran (argv, exit code, output) for the evidence bundle.
+    fn process_records(&self) -> Vec<crate::process::ProcessRecord>;
+    /// Tears the cluster down; with `keep` it is left running for inspection.
+    fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, Result<(), BackendError>>;
+}
+
+/// The architecture of the cluster's first node (`status.nodeInfo.architecture`); the host's
+/// when the cluster reports no node.
+pub async fn node_arch(client: &kube::Client) -> Result<Arch, BackendError> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let list = nodes
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| BackendError::kube("list nodes", e))?;
+    Ok(list
+        .items
+        .iter()
+        .filter_map(|n| n.status.as_ref()?.node_info.as_ref())
+        .map(|info| Arch::normalize(&info.architecture))
+        .next()
+        .unwrap_or_else(Arch::host))
+}
+
+/// A kube client for `context` of the kubeconfig at `path`, never the file's current-context.
+pub async fn pinned_client(path: &Path, context: &str) -> Result<kube::Client, BackendError> {
+    let kubeconfig = Kubeconfig::read_from(path)
+        .map_err(|e| kubeconfig::KubeconfigError::Read(path.to_path_buf(), e.to_string()))?;
+    kubeconfig::require_context(&kubeconfig, path, context)?;
+    let options = KubeConfigOptions {
+        context: Some(context.to_string()),
+        ..Default::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| kubeconfig::KubeconfigError::Load(path.to_path_buf(), e.to_string()))?;
+    kube::Client::try_from(config)
+        .map_err(|e| BackendError::kube(format!("build a client for context {context}"), e))
+}

@@ -1,0 +1,137 @@
+//! The existing-cluster backend: a kubeconfig and an explicitly named context.
+//!
+//! It refuses to act without `--context` (the kubeconfig's current-context is never followed) and
+//! refuses a context the file does not contain; both messages list the available contexts.
+//! The harness cannot reach into the nodes of a cluster it did not make, so in-place container
+//! restarts and image loading are refused with a message saying what to use instead.
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::api::ListParams;
+
+use super::kubeconfig::explicit_context;
+use super::{Backend, BackendError, BackendKind, BoxFuture, PortForward, Reach};
+use crate::process::ProcessRecord;
+
+/// A cluster the harness did not create.
+pub struct Existing {
+    kubeconfig: PathBuf,
+    context: String,
+    client: kube::Client,
+}
+
+impl std::fmt::Debug for Existing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Existing")
+            .field("kubeconfig", &self.kubeconfig)
+            .field("context", &self.context)
+            .finish()
+    }
+}
+
+impl Existing {
+    /// Connects to `context` of `kubeconfig`; `None` is refused (pass `--context`).
+    pub async fn connect(kubeconfig: &Path, context: Option<&str>) -> Result<Self, BackendError> {
+        let context = explicit_context(kubeconfig, context)?;
+        let client = super::pinned_client(kubeconfig, &context).await?;
+        Ok(Self {
+            kubeconfig: kubeconfig.to_path_buf(),
+            context,
+            client,
+        })
+    }
+
+    /// The pinned context.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+}
+
+impl Backend for Existing {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Existing
+    }
+
+    fn name(&self) -> &str {
+        &self.context
+    }
+
+    fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    fn kubeconfig(&self) -> (&Path, &str) {
+        (&self.kubeconfig, &self.context)
+    }
+
+    fn restart_container<'a>(
+        &'a self,
+        _namespace: &'a str,
+        _pod: &'a str,
+        container: &'a str,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            Err(BackendError::Unsupported {
+                backend: BackendKind::Existing,
+                operation: format!("restart container `{container}` in place"),
+                why: "the harness has no access to the nodes' container runtime; run this case on --kind or --embedded".into(),
+            })
+        })
+    }
+
+    fn reach<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<Reach, BackendError>> {
+        Box::pin(async move {
+            let forward = PortForward::start(self.client.clone(), namespace, pod, port).await?;
+            Ok(Reach {
+                addr: forward.addr(),
+                forward: Some(forward),
+            })
+        })
+    }
+
+    fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            if images.is_empty() {
+                return Ok(());
+            }
+            Err(BackendError::Unsupported {
+                backend: BackendKind::Existing,
+                operation: format!("load images ({})", images.join(", ")),
+                why: "push them to a registry the cluster pulls from and reference them by digest"
+                    .into(),
+            })
+        })
+    }
+
+    fn export_logs<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            // Node logs are out of reach; the Node objects (conditions, versions) are not.
+            let nodes: Api<Node> = Api::all(self.client.clone());
+            let list = nodes
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| BackendError::kube("list nodes", e))?;
+            let path = dir.join("nodes.json");
+            let json = serde_json::to_vec_pretty(&list.items)
+                .map_err(|e| BackendError::Setup(format!("cannot encode nodes: {e}")))?;
+            std::fs::create_dir_all(dir).map_err(|e| BackendError::io("create", dir, e))?;
+            std::fs::write(&path, json).map_err(|e| BackendError::io("write", &path, e))
+        })
+    }
+
+    fn process_records(&self) -> Vec<ProcessRecord> {
+        Vec::new()
+    }
+
+    fn teardown(self: Box<Self>, _keep: bool) -> BoxFuture<'static, Result<(), BackendError>> {
+        // Never deletes anything: the cluster is not ours.
+        Box::pin(async { Ok(()) })
+    }
+}

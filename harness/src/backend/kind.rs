@@ -1,0 +1,449 @@
+//! The Kind backend: a cluster made with the `kind` CLI from a config the harness writes, its
+//! node containers driven through the container engine ([`super::node_engine`]).
+//!
+//! - The node image is pinned by digest ([`NodeImage::for_arch`]).
+//! - An existing cluster of the same name is reused (CI creates it once per job).
+//! - On a failed create the nodes are kept when `keep_on_failure` is set (`--retain`).
+//! - Images are loaded per node as a single-platform archive imported with `ctr`, avoiding the
+//!   multi-platform `kind load` failure.
+//! - A container restart in place is `crictl stop` inside the pod's node.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use serde::Serialize;
+
+use super::node_engine::{NodeEngine, cri_container_id};
+use super::{Arch, Backend, BackendError, BackendKind, BoxFuture, PortForward, Reach};
+use crate::process::{Cmd, ProcessLog, ProcessRecord};
+
+/// The Kind release whose node image the harness pins (Kubernetes 1.33.1).
+pub const KIND_RELEASE: &str = "v0.29.0";
+
+/// Label Kind puts on every node container of a cluster.
+pub const CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
+
+/// Where the backup repository directory appears inside the node.
+pub const NODE_BACKUP_REPO: &str = "/var/lib/rehearsal/backup-repo";
+
+/// A node image reference pinned by digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeImage {
+    pub reference: String,
+}
+
+impl NodeImage {
+    /// The pinned `kindest/node` image for a node architecture.
+    ///
+    /// Kind publishes one multi-platform index per release; pinning that index digest fixes the
+    /// content for every architecture (the engine picks the entry for the node's platform), so the
+    /// table below maps each supported architecture to the digest kind v0.29.0 released for
+    /// Kubernetes 1.33.1. Unknown architectures are refused rather than guessed.
+    pub fn for_arch(arch: &Arch) -> Result<Self, BackendError> {
+        const V1_33_1: &str = "kindest/node:v1.33.1@sha256:050072256b9a903bd914c0b2866828150cb229cea0efe5892e2b644d5dd3b34f";
+        match arch.as_str() {
+            "amd64" | "arm64" => Ok(Self {
+                reference: V1_33_1.to_string(),
+            }),
+            other => Err(BackendError::Setup(format!(
+                "no pinned kindest/node image for architecture {other}; run on amd64 or arm64, or use --embedded"
+            ))),
+        }
+    }
+}
+
+/// What the harness needs from a Kind cluster.
+#[derive(Debug, Clone)]
+pub struct KindOptions {
+    /// Cluster name (`kind create cluster --name`).
+    pub cluster_name: String,
+    /// Where the config, kubeconfig and logs go.
+    pub state_dir: PathBuf,
+    /// Node architecture (decides the node image); the host's by default.
+    pub arch: Arch,
+    /// A host directory mounted into the node for the backup repository.
+    pub backup_repo_dir: Option<PathBuf>,
+    /// Keep nodes of a failed create (`--retain`) and do not delete on teardown failure paths.
+    pub keep_on_failure: bool,
+    /// How long `kind create` may wait for the control plane.
+    pub wait: Duration,
+    /// The `kind` program (name on PATH or a path; `REHEARSAL_KIND` overrides the default).
+    pub kind_program: String,
+}
+
+impl KindOptions {
+    pub fn new(cluster_name: impl Into<String>, state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            cluster_name: cluster_name.into(),
+            state_dir: state_dir.into(),
+            arch: Arch::host(),
+            backup_repo_dir: None,
+            keep_on_failure: false,
+            wait: Duration::from_secs(300),
+            kind_program: std::env::var("REHEARSAL_KIND").unwrap_or_else(|_| "kind".into()),
+        }
+    }
+
+    /// The kube context Kind names for this cluster.
+    pub fn context(&self) -> String {
+        format!("kind-{}", self.cluster_name)
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.state_dir.join("kind-config.yaml")
+    }
+
+    pub fn kubeconfig_path(&self) -> PathBuf {
+        self.state_dir.join("kubeconfig")
+    }
+
+    /// The Kind cluster config as YAML.
+    pub fn render_config(&self) -> Result<String, BackendError> {
+        let image = NodeImage::for_arch(&self.arch)?;
+        let config = ClusterConfig {
+            kind: "Cluster",
+            api_version: "kind.x-k8s.io/v1alpha4",
+            name: &self.cluster_name,
+            networking: Networking {
+                api_server_address: "127.0.0.1",
+            },
+            nodes: vec![NodeConfig {
+                role: "control-plane",
+                image: image.reference,
+                extra_mounts: self
+                    .backup_repo_dir
+                    .iter()
+                    .map(|dir| Mount {
+                        host_path: dir.display().to_string(),
+                        container_path: NODE_BACKUP_REPO.to_string(),
+                    })
+                    .collect(),
+            }],
+        };
+        serde_yaml::to_string(&config)
+            .map_err(|e| BackendError::Setup(format!("cannot render the kind config: {e}")))
+    }
+
+    /// `kind create cluster` argv.
+    pub fn create_argv(&self) -> Vec<String> {
+        let mut argv = vec![
+            self.kind_program.clone(),
+            "create".into(),
+            "cluster".into(),
+            "--name".into(),
+            self.cluster_name.clone(),
+            "--config".into(),
+            self.config_path().display().to_string(),
+            "--kubeconfig".into(),
+            self.kubeconfig_path().display().to_string(),
+            "--wait".into(),
+            format!("{}s", self.wait.as_secs()),
+        ];
+        if self.keep_on_failure {
+            argv.push("--retain".into());
+        }
+        argv
+    }
+
+    /// `kind export kubeconfig` argv (reusing a cluster made earlier).
+    pub fn export_kubeconfig_argv(&self) -> Vec<String> {
+        vec![
+            self.kind_program.clone(),
+            "export".into(),
+            "kubeconfig".into(),
+            "--name".into(),
+            self.cluster_name.clone(),
+            "--kubeconfig".into(),
+            self.kubeconfig_path().display().to_string(),
+        ]
+    }
+
+    /// `kind delete cluster` argv.
+    pub fn delete_argv(&self) -> Vec<String> {
+        vec![
+            self.kind_program.clone(),
+            "delete".into(),
+            "cluster".into(),
+            "--name".into(),
+            self.cluster_name.clone(),
+            "--kubeconfig".into(),
+            self.kubeconfig_path().display().to_string(),
+        ]
+    }
+
+    /// `kind export logs` argv.
+    pub fn export_logs_argv(&self, dir: &Path) -> Vec<String> {
+        vec![
+            self.kind_program.clone(),
+            "export".into(),
+            "logs".into(),
+            dir.display().to_string(),
+            "--name".into(),
+            self.cluster_name.clone(),
+        ]
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ClusterConfig<'a> {
+    kind: &'a str,
+    api_version: &'a str,
+    name: &'a str,
+    networking: Networking<'a>,
+    nodes: Vec<NodeConfig<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Networking<'a> {
+    api_server_address: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeConfig<'a> {
+    role: &'a str,
+    image: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    extra_mounts: Vec<Mount>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Mount {
+    host_path: String,
+    container_path: String,
+}
+
+fn cmd(argv: &[String]) -> Cmd {
+    Cmd::new(argv[0].clone()).args(argv[1..].iter().cloned())
+}
+
+/// How the cluster came to be (recorded; decides what teardown deletes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    Created,
+    Reused,
+}
+
+/// A Kind cluster the harness created or reused.
+pub struct Kind {
+    options: KindOptions,
+    kubeconfig_path: PathBuf,
+    context: String,
+    client: kube::Client,
+    engine: NodeEngine,
+    log: ProcessLog,
+    provenance: Provenance,
+}
+
+impl std::fmt::Debug for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kind")
+            .field("cluster", &self.options.cluster_name)
+            .field("context", &self.context)
+            .field("provenance", &self.provenance)
+            .finish()
+    }
+}
+
+impl Kind {
+    /// Creates the cluster (or reuses one of the same name) and connects to it.
+    pub async fn up(options: KindOptions) -> Result<Self, BackendError> {
+        let log = ProcessLog::default();
+        crate::process::find_program(&options.kind_program)?;
+        let engine = NodeEngine::connect().await?;
+        std::fs::create_dir_all(&options.state_dir)
+            .map_err(|e| BackendError::io("create the state directory", &options.state_dir, e))?;
+
+        let clusters = Cmd::new(options.kind_program.clone())
+            .args(["get", "clusters"])
+            .run_checked(&log)
+            .await?;
+        let exists = clusters
+            .stdout
+            .lines()
+            .any(|l| l.trim() == options.cluster_name);
+        let provenance = if exists {
+            cmd(&options.export_kubeconfig_argv())
+                .run_checked(&log)
+                .await?;
+            Provenance::Reused
+        } else {
+            let config = options.render_config()?;
+            let path = options.config_path();
+            std::fs::write(&path, config)
+                .map_err(|e| BackendError::io("write the kind config", &path, e))?;
+            if let Err(e) = cmd(&options.create_argv()).run_checked(&log).await {
+                if !options.keep_on_failure {
+                    let _ = cmd(&options.delete_argv()).run(&log).await;
+                }
+                return Err(e.into());
+            }
+            Provenance::Created
+        };
+        let context = options.context();
+        let client = super::pinned_client(&options.kubeconfig_path(), &context).await?;
+        Ok(Self {
+            kubeconfig_path: options.kubeconfig_path(),
+            options,
+            context,
+            client,
+            engine,
+            log,
+            provenance,
+        })
+    }
+
+    pub fn provenance(&self) -> Provenance {
+        self.provenance
+    }
+
+    pub fn options(&self) -> &KindOptions {
+        &self.options
+    }
+
+    /// Node container names of this cluster.
+    pub async fn nodes(&self) -> Result<Vec<String>, BackendError> {
+        Ok(self
+            .engine
+            .containers_with_label(CLUSTER_LABEL, &self.options.cluster_name)
+            .await?)
+    }
+}
+
+/// Finds the node and CRI container ID of `container` in a pod.
+pub async fn locate_container(
+    client: &kube::Client,
+    namespace: &str,
+    pod: &str,
+    container: &str,
+) -> Result<(String, String), BackendError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let p = pods
+        .get(pod)
+        .await
+        .map_err(|e| BackendError::kube(format!("get pod {namespace}/{pod}"), e))?;
+    let state = |what: &str| BackendError::PodState {
+        namespace: namespace.into(),
+        pod: pod.into(),
+        what: what.into(),
+    };
+    let node = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .ok_or_else(|| state("node (spec.nodeName)"))?;
+    let statuses = p
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.clone())
+        .unwrap_or_default();
+    let status = statuses
+        .iter()
+        .find(|c| c.name == container)
+        .ok_or_else(|| BackendError::NoSuchContainer {
+            namespace: namespace.into(),
+            pod: pod.into(),
+            container: container.into(),
+            available: statuses
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    let id = status
+        .container_id
+        .as_deref()
+        .ok_or_else(|| state(&format!("container ID for `{container}`")))?;
+    Ok((node, cri_container_id(id).to_string()))
+}
+
+impl Backend for Kind {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Kind
+    }
+
+    fn name(&self) -> &str {
+        &self.options.cluster_name
+    }
+
+    fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    fn kubeconfig(&self) -> (&Path, &str) {
+        (&self.kubeconfig_path, &self.context)
+    }
+
+    fn restart_container<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        container: &'a str,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let (node, id) = locate_container(&self.client, namespace, pod, container).await?;
+            self.engine.crictl_stop(&node, &id).await?;
+            Ok(())
+        })
+    }
+
+    fn reach<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<Reach, BackendError>> {
+        Box::pin(async move {
+            let forward = PortForward::start(self.client.clone(), namespace, pod, port).await?;
+            Ok(Reach {
+                addr: forward.addr(),
+                forward: Some(forward),
+            })
+        })
+    }
+
+    fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            for node in self.nodes().await? {
+                let arch = self.engine.node_arch(&node).await?;
+                for (i, image) in images.iter().enumerate() {
+                    let archive = self.engine.save_image(image, &node, &arch).await?;
+                    self.engine
+                        .import_into_node(&node, &format!("image-{i}.tar"), archive, &arch)
+                        .await?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn export_logs<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            cmd(&self.options.export_logs_argv(dir))
+                .run_checked(&self.log)
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn process_records(&self) -> Vec<ProcessRecord> {
+        self.log.records()
+    }
+
+    fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, Result<(), BackendError>> {
+        Box::pin(async move {
+            if !keep {
+                cmd(&self.options.delete_argv())
+                    .run_checked(&self.log)
+                    .await?;
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,9 @@
+//! Putting the operator under test into a cluster: Gameplane's Helm chart ([`helm`]) on Kind and
+//! existing clusters, and the reference operator ([`reference_operator`]) as a host process on
+//! the embedded cluster or as an image plus manifests on Kind.
+
+pub mod helm;
+pub mod reference_operator;
+
+/// The namespace the operator is installed into (the chart's and the reference operator's).
+pub const SYSTEM_NAMESPACE: &str = "gameplane-system";

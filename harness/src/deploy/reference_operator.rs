@@ -1,0 +1,181 @@
+//! The reference operator, deployed two ways:
+//! - on the embedded cluster as a host process (`reference-operator --kubeconfig P [--mutant M]`)
+//!   held by a [`ChildGuard`]; it is ready when it has written the file named by
+//!   `REHEARSAL_READY_FILE` (it does so once its watches are established);
+//! - on Kind from its manifests (`images/reference-operator/deploy/`, applied with kubectl 1.37
+//!   and the context pinned) with its image loaded into the nodes; ready when the Deployment is
+//!   Available.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Api;
+
+use crate::process::{ChildGuard, Cmd, ProcessError, ProcessLog, kubectl_path};
+use crate::wait::{WaitError, await_condition, conditions};
+
+/// Environment variable naming the file the operator writes once it is ready.
+pub const READY_FILE_ENV: &str = "REHEARSAL_READY_FILE";
+/// Name of the Deployment its Kind manifests create (in [`super::SYSTEM_NAMESPACE`]).
+pub const DEPLOYMENT: &str = "reference-operator";
+/// The image its Kind manifests reference.
+pub const IMAGE: &str = "rehearsal.local/reference-operator:dev";
+
+/// Why the reference operator could not be deployed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error(transparent)]
+    Wait(#[from] WaitError),
+    #[error(
+        "reference operator exited with {code:?} before it was ready; last log lines from {log}:\n{tail}"
+    )]
+    ExitedEarly {
+        code: Option<i32>,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error(
+        "reference operator did not write its ready file {ready_file} within {bound:?}; last log lines from {log}:\n{tail}"
+    )]
+    NotReady {
+        ready_file: PathBuf,
+        bound: Duration,
+        log: PathBuf,
+        tail: String,
+    },
+}
+
+/// The program: `REHEARSAL_REFERENCE_OPERATOR`, else a sibling of the running executable
+/// (cargo puts workspace binaries side by side), else `reference-operator` on PATH.
+pub fn program() -> String {
+    if let Ok(p) = std::env::var("REHEARSAL_REFERENCE_OPERATOR") {
+        return p;
+    }
+    let sibling = std::env::current_exe().ok().and_then(|exe| {
+        // Test binaries live in target/<profile>/deps; binaries in target/<profile>.
+        let dir = exe.parent()?;
+        [
+            dir.join("reference-operator"),
+            dir.parent()?.join("reference-operator"),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+    });
+    sibling
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "reference-operator".into())
+}
+
+/// The argv the embedded deployment runs.
+pub fn process_argv(program: &str, kubeconfig: &Path, mutant: Option<&str>) -> Vec<String> {
+    let mut argv = vec![
+        program.to_string(),
+        "--kubeconfig".into(),
+        kubeconfig.display().to_string(),
+    ];
+    if let Some(m) = mutant {
+        argv.push("--mutant".into());
+        argv.push(m.into());
+    }
+    argv
+}
+
+/// Starts the reference operator as a child process and waits (bounded) until it is ready.
+/// Its output goes to `<state_dir>/reference-operator.log`.
+pub async fn start_process(
+    kubeconfig: &Path,
+    mutant: Option<&str>,
+    state_dir: &Path,
+    bound: Duration,
+    log: &ProcessLog,
+) -> Result<ChildGuard, DeployError> {
+    let ready_file = state_dir.join("reference-operator.ready");
+    let _ = std::fs::remove_file(&ready_file);
+    let log_file = state_dir.join("reference-operator.log");
+    let argv = process_argv(&program(), kubeconfig, mutant);
+    let mut child = Cmd::new(argv[0].clone())
+        .args(argv[1..].iter().cloned())
+        .env(READY_FILE_ENV, &ready_file)
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .spawn(&log_file, log)?;
+    let start = Instant::now();
+    // The ready file is written by another process; a short bounded poll observes it.
+    loop {
+        if ready_file.exists() {
+            return Ok(child);
+        }
+        if let Some(code) = child.try_exit() {
+            return Err(DeployError::ExitedEarly {
+                code,
+                tail: tail(&log_file),
+                log: log_file,
+            });
+        }
+        if start.elapsed() > bound {
+            return Err(DeployError::NotReady {
+                ready_file,
+                bound,
+                tail: tail(&log_file),
+                log: log_file,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// `kubectl apply` argv for the Kind manifests, context pinned.
+pub fn apply_argv(
+    kubectl: &Path,
+    kubeconfig: &Path,
+    context: &str,
+    manifests: &Path,
+) -> Vec<String> {
+    vec![
+        kubectl.display().to_string(),
+        "--kubeconfig".into(),
+        kubeconfig.display().to_string(),
+        "--context".into(),
+        context.into(),
+        "apply".into(),
+        "--server-side".into(),
+        "-f".into(),
+        manifests.display().to_string(),
+    ]
+}
+
+/// Applies the manifests in `manifests` and waits for the Deployment to become Available.
+pub async fn deploy_manifests(
+    client: &kube::Client,
+    kubeconfig: &Path,
+    context: &str,
+    manifests: &Path,
+    bound: Duration,
+    log: &ProcessLog,
+) -> Result<(), DeployError> {
+    let argv = apply_argv(&kubectl_path()?, kubeconfig, context, manifests);
+    Cmd::new(argv[0].clone())
+        .args(argv[1..].iter().cloned())
+        .run_checked(log)
+        .await?;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), super::SYSTEM_NAMESPACE);
+    await_condition(
+        &deployments,
+        DEPLOYMENT,
+        conditions::deployment_available(),
+        bound,
+    )
+    .await?;
+    Ok(())
+}

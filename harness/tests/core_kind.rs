@@ -1,0 +1,113 @@
+//! The Kind path as far as a machine without Kind allows: the config the harness writes, the
+//! argv it runs, the Helm invocation (insta snapshots), and the error when `kind` is missing.
+
+use std::path::PathBuf;
+
+use rehearsal::backend::Arch;
+use rehearsal::backend::kind::{Kind, KindOptions};
+use rehearsal::deploy::helm::{HelmConfig, HelmInstall, ImageOverride};
+
+fn options(arch: &str) -> KindOptions {
+    let mut o = KindOptions::new("rehearsal", "/var/tmp/rehearsal-state");
+    o.arch = Arch::normalize(arch);
+    o.kind_program = "kind".into();
+    o.backup_repo_dir = Some(PathBuf::from("/var/tmp/rehearsal-backups"));
+    o
+}
+
+#[test]
+fn kind_config_amd64() {
+    insta::assert_snapshot!(options("x86_64").render_config().unwrap());
+}
+
+#[test]
+fn kind_config_arm64_pins_the_same_release() {
+    // Both architectures use the node image of the same pinned Kind release.
+    assert_eq!(
+        options("aarch64").render_config().unwrap(),
+        options("amd64").render_config().unwrap()
+    );
+}
+
+#[test]
+fn kind_config_refuses_an_unpinned_architecture() {
+    let err = options("riscv64").render_config().unwrap_err().to_string();
+    assert!(
+        err.contains("riscv64") && err.contains("--embedded"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kind_argv() {
+    let mut o = options("amd64");
+    o.keep_on_failure = true;
+    let argv = serde_json::json!({
+        "create": o.create_argv(),
+        "export_kubeconfig": o.export_kubeconfig_argv(),
+        "export_logs": o.export_logs_argv(std::path::Path::new("/bundle/kind-logs")),
+        "delete": o.delete_argv(),
+        "context": o.context(),
+    });
+    insta::assert_json_snapshot!(argv);
+}
+
+#[test]
+fn helm_invocation() {
+    let config = HelmConfig {
+        release: "gameplane".into(),
+        chart: "/src/gameplane/charts/gameplane".into(),
+        values: vec!["/src/rehearsal/fixtures/helm/values-kind.yaml".into()],
+        images: vec![
+            ImageOverride {
+                key: "controller.image".into(),
+                reference: "rehearsal.local/gameplane:candidate@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into(),
+            },
+            ImageOverride {
+                key: "agent.image".into(),
+                reference: "rehearsal.local/fixture-agent:1.0".into(),
+            },
+        ],
+        timeout_secs: 300,
+    };
+    let mut install = HelmInstall::new(config, "/state/kubeconfig".as_ref(), "kind-rehearsal");
+    install.helm_program = "helm".into();
+    insta::assert_json_snapshot!(install.argv());
+}
+
+#[test]
+fn helm_config_parses_from_yaml_and_rejects_unknown_keys() {
+    let ok: HelmConfig =
+        serde_yaml::from_str("chart: charts/gameplane\nvalues: [a.yaml]\n").unwrap();
+    assert_eq!(ok.release, "gameplane");
+    assert_eq!(ok.timeout_secs, 300);
+    let bad = serde_yaml::from_str::<HelmConfig>("chart: x\nvaluez: []\n").unwrap_err();
+    assert!(bad.to_string().contains("valuez"), "{bad}");
+}
+
+#[tokio::test]
+async fn missing_kind_is_one_line_naming_what_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = KindOptions::new("rehearsal", dir.path());
+    o.kind_program = dir.path().join("kind").display().to_string();
+    let err = Kind::up(o).await.unwrap_err().to_string();
+    assert!(!err.contains('\n'), "{err}");
+    assert!(
+        err.contains("install kind") && err.contains("--embedded"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn missing_helm_is_one_line_naming_what_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let config: HelmConfig = serde_yaml::from_str("chart: charts/gameplane\n").unwrap();
+    let mut install = HelmInstall::new(config, &dir.path().join("kubeconfig"), "kind-x");
+    install.helm_program = dir.path().join("helm").display().to_string();
+    let err = install
+        .run(&rehearsal::process::ProcessLog::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains('\n') && err.contains("helm"), "{err}");
+}

@@ -1,0 +1,136 @@
+//! Wait conditions: what counts as met, pending and terminal, and how the last observed state is
+//! described (pure; the watch itself is exercised against the embedded API server in
+//! `core_wait_live.rs`).
+
+use k8s_openapi::api::core::v1::Pod;
+use rehearsal::wait::{Verdict, conditions, describe};
+use serde_json::json;
+
+fn pod(v: serde_json::Value) -> Pod {
+    serde_json::from_value(v).unwrap()
+}
+
+fn waiting(reason: &str) -> Pod {
+    pod(json!({
+        "metadata": {"name": "mc-0", "uid": "u1"},
+        "status": {"phase": "Pending", "containerStatuses": [
+            {"name": "game", "image": "rehearsal.local/unpullable@sha256:00", "imageID": "", "ready": false,
+             "restartCount": 0, "state": {"waiting": {"reason": reason}}}
+        ]}
+    }))
+}
+
+fn running(uid: &str, id: &str, restarts: i32, ready: bool) -> Pod {
+    pod(json!({
+        "metadata": {"name": "mc-0", "uid": uid},
+        "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}],
+            "containerStatuses": [
+            {"name": "game", "image": "g", "imageID": "g@sha256:1", "ready": ready, "containerID": id,
+             "restartCount": restarts, "state": {"running": {"startedAt": "2026-11-29T12:00:00Z"}}}
+        ]}
+    }))
+}
+
+#[test]
+fn pod_ready_fails_fast_on_image_pull_backoff() {
+    let c = conditions::pod_ready();
+    let Verdict::Terminal(reason) = c.check(Some(&waiting("ImagePullBackOff"))) else {
+        panic!("expected terminal")
+    };
+    assert!(
+        reason.contains("ImagePullBackOff") && reason.contains("game"),
+        "{reason}"
+    );
+    assert_eq!(
+        c.check(Some(&waiting("ContainerCreating"))),
+        Verdict::Pending
+    );
+    assert_eq!(c.check(None), Verdict::Pending);
+    assert_eq!(
+        c.check(Some(&running("u1", "containerd://a", 0, false))),
+        Verdict::Pending
+    );
+    assert_eq!(
+        c.check(Some(&running("u1", "containerd://a", 0, true))),
+        Verdict::Met
+    );
+}
+
+#[test]
+fn image_pull_failure_is_what_an_unpullable_candidate_must_show() {
+    let c = conditions::pod_image_pull_failed();
+    assert_eq!(c.check(Some(&waiting("ErrImagePull"))), Verdict::Met);
+    assert!(matches!(
+        c.check(Some(&running("u1", "x", 0, true))),
+        Verdict::Terminal(_)
+    ));
+}
+
+#[test]
+fn container_restart_in_place_versus_pod_replacement() {
+    let c = conditions::container_restarted("u1", "game", "containerd://a");
+    assert_eq!(
+        c.check(Some(&running("u1", "containerd://a", 0, true))),
+        Verdict::Pending
+    );
+    assert_eq!(
+        c.check(Some(&running("u1", "containerd://b", 1, false))),
+        Verdict::Met
+    );
+    assert!(matches!(
+        c.check(Some(&running("u2", "containerd://b", 0, true))),
+        Verdict::Terminal(_)
+    ));
+    let r = conditions::pod_replaced("u1");
+    assert_eq!(
+        r.check(Some(&running("u1", "a", 0, true))),
+        Verdict::Pending
+    );
+    assert_eq!(r.check(Some(&running("u2", "a", 0, true))), Verdict::Met);
+}
+
+#[test]
+fn phase_conditions_fail_fast_on_failed() {
+    let backup = |phase: &str| json!({"metadata": {"name": "b"}, "status": {"phase": phase}});
+    let c = conditions::succeeded::<serde_json::Value>();
+    assert_eq!(c.check(Some(&backup("Running"))), Verdict::Pending);
+    assert_eq!(c.check(Some(&backup("Succeeded"))), Verdict::Met);
+    assert!(matches!(
+        c.check(Some(&backup("Failed"))),
+        Verdict::Terminal(_)
+    ));
+    // Waiting for Failed itself is allowed.
+    let f = conditions::gameserver_phase::<serde_json::Value>("Failed");
+    assert_eq!(f.check(Some(&backup("Failed"))), Verdict::Met);
+    let cond = conditions::status_condition::<serde_json::Value>("Completed", "False");
+    let obj = json!({"status": {"conditions": [{"type": "Completed", "status": "False", "reason": "SourceChanged"}]}});
+    assert_eq!(cond.check(Some(&obj)), Verdict::Met);
+}
+
+#[test]
+fn job_failed_is_terminal() {
+    let job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(json!({
+        "metadata": {"name": "b"},
+        "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
+    })).unwrap();
+    let Verdict::Terminal(r) = conditions::job_complete().check(Some(&job)) else {
+        panic!()
+    };
+    assert!(r.contains("BackoffLimitExceeded"));
+}
+
+#[test]
+fn last_observed_state_names_phase_conditions_and_containers() {
+    let d = describe(Some(&waiting("ImagePullBackOff")));
+    assert_eq!(
+        d,
+        "uid=u1 phase=Pending containers=[game:waiting:ImagePullBackOff,restarts=0]"
+    );
+    let d = describe(Some(&running("u1", "containerd://a", 2, true)));
+    assert_eq!(
+        d,
+        "uid=u1 phase=Running conditions=[Ready=True] containers=[game:running,ready,restarts=2]"
+    );
+    assert_eq!(describe::<Pod>(None), "absent");
+}
