@@ -202,3 +202,90 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Inspec
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, bytes: &[u8]) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn digest_ignores_top_level_logs_but_not_other_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "world/a", b"1");
+        let (base, files) = digest(dir.path()).unwrap();
+        assert_eq!(files, 1);
+        write(dir.path(), "logs/rcon-audit.jsonl", b"{}");
+        assert_eq!(
+            digest(dir.path()).unwrap().0,
+            base,
+            "logs/ is not world data"
+        );
+        write(dir.path(), "world/logs/x", b"");
+        assert_ne!(
+            digest(dir.path()).unwrap().0,
+            base,
+            "only the top-level logs/ is skipped"
+        );
+    }
+
+    #[test]
+    fn kinds_are_told_apart() {
+        let empty = tempfile::tempdir().unwrap();
+        write(empty.path(), "logs/incarnation", b"x");
+        assert_eq!(inspect(empty.path()).unwrap().kind, Kind::Empty);
+
+        let mods = tempfile::tempdir().unwrap();
+        crate::mods::ensure_package(mods.path(), "m-1", "1.0").unwrap();
+        let report = inspect(mods.path()).unwrap();
+        assert_eq!(
+            (report.kind, report.marker.as_deref()),
+            (Kind::Mods, Some("m-1"))
+        );
+
+        let other = tempfile::tempdir().unwrap();
+        write(other.path(), "lost+found/x", b"");
+        assert_eq!(inspect(other.path()).unwrap().kind, Kind::Other);
+
+        let missing = other.path().join("nope");
+        assert!(matches!(
+            inspect(&missing),
+            Err(InspectError::Missing { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_cut_short_region_is_torn_and_a_complete_save_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) =
+            world::World::open_or_create("world", &dir.path().join("world"), "w", "1.0")
+                .await
+                .unwrap();
+        let report = inspect(dir.path()).unwrap();
+        assert_eq!(report.kind, Kind::World);
+        assert!(!report.torn, "{report:?}");
+        assert_eq!(
+            (report.marker.as_deref(), report.generation),
+            (Some("w"), Some(1))
+        );
+
+        world.save_step_region("1.0").await.unwrap();
+        let between = inspect(dir.path()).unwrap();
+        assert!(between.torn, "{between:?}");
+
+        world.save_step_manifest().await.unwrap();
+        let region = dir.path().join("world").join(REGION_FILE);
+        let bytes = std::fs::read(&region).unwrap();
+        std::fs::write(&region, &bytes[..bytes.len() / 2]).unwrap();
+        let cut = inspect(dir.path()).unwrap();
+        assert!(cut.torn, "{cut:?}");
+        assert_eq!(
+            cut.problem.as_deref(),
+            Some("region checksum does not match the manifest")
+        );
+    }
+}

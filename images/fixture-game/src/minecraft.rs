@@ -124,6 +124,13 @@ impl MinecraftServer {
                     .await
                     .map_err(write_err)?;
                     let _ = conn.writer.shutdown().await;
+                    // Closing with the client's Hello still unread can turn our FIN into an
+                    // RST that discards the reason; drain until the client closes (bounded).
+                    let _ = tokio::time::timeout(
+                        Duration::from_secs(2),
+                        drain(&mut conn.reader.raw.read_stream),
+                    )
+                    .await;
                     return Ok(());
                 }
                 let hello = loop {
@@ -216,6 +223,12 @@ impl MinecraftServer {
             enforces_secure_chat: Some(false),
         }
     }
+}
+
+async fn drain(stream: &mut tokio::net::tcp::OwnedReadHalf) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
 }
 
 fn rand_entity_id() -> i32 {

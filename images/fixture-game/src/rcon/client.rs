@@ -46,6 +46,7 @@ pub enum RconError {
 }
 
 /// An authenticated RCON connection.
+#[derive(Debug)]
 pub struct RconClient {
     addr: SocketAddr,
     stream: TcpStream,
