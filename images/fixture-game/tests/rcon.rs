@@ -72,8 +72,7 @@ async fn wrong_password_is_refused_and_nothing_is_audited() {
     let game = support::serve(dir.path(), &[], &[]);
     let err = RconClient::connect(game.rcon, "not-the-password")
         .await
-        .err()
-        .expect("a wrong password is refused");
+        .expect_err("a wrong password is refused");
     assert!(matches!(err, RconError::BadPassword { .. }), "{err}");
     let lines = read_audit(&dir.path().join("logs/rcon-audit.jsonl")).unwrap();
     assert_eq!(lines.len(), 1, "only the start line: {lines:?}");
