@@ -304,6 +304,15 @@ impl Node {
     fn apply_defaults(&self, value: &mut Value) {
         match value {
             Value::Object(map) => {
+                // As upstream, a null in a non-nullable field without a default is dropped
+                // rather than rejected (PruneNonNullableNullsWithoutDefaults).
+                map.retain(|name, child| {
+                    let schema = self.property(name).or(match &self.additional {
+                        Additional::Schema(sub) => Some(sub),
+                        _ => None,
+                    });
+                    !(child.is_null() && schema.is_some_and(|s| !s.nullable && s.default.is_none()))
+                });
                 for (name, sub) in &self.properties {
                     if let Some(default) = &sub.default {
                         let missing = match map.get(name) {
@@ -322,6 +331,12 @@ impl Node {
                 if let Additional::Schema(sub) = &self.additional {
                     for (name, child) in map.iter_mut() {
                         if self.property(name).is_none() {
+                            if child.is_null()
+                                && !sub.nullable
+                                && let Some(default) = &sub.default
+                            {
+                                *child = default.clone();
+                            }
                             sub.apply_defaults(child);
                         }
                     }

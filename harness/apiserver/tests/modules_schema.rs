@@ -188,13 +188,24 @@ fn a_wrong_type_reads_like_the_real_server() {
         error.message,
         r#"Invalid value: "number": spec.replicas in body must be of type integer: "number""#
     );
-    // Non-nullable fields reject null, nullable ones accept it.
+    // A null in a non-nullable field is dropped (or defaulted), as upstream does; a nullable
+    // one keeps it; a null list item is a type error.
+    let mut object = widget(
+        json!({"templateRef": {"name": "a"}, "enabled": null, "replicas": null, "note": null}),
+    );
+    schema.admit(&mut object).unwrap();
+    assert!(object["spec"].get("enabled").is_none(), "{object}");
+    assert_eq!(object["spec"]["replicas"], json!(1));
+    assert_eq!(object["spec"]["note"], Value::Null);
     let error = only_error(
         &schema,
-        widget(json!({"templateRef": {"name": "a"}, "enabled": null})),
+        widget(json!({"templateRef": {"name": "a"}, "tags": [null]})),
     );
-    assert_eq!(error.field, "spec.enabled");
-    assert!(error.message.contains("must be of type boolean"), "{error}");
+    assert_eq!(error.field, "spec.tags[0]");
+    assert_eq!(
+        error.message,
+        r#"Invalid value: "null": spec.tags[0] in body must be of type string: "null""#
+    );
 }
 
 #[test]
