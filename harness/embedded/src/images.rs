@@ -60,6 +60,9 @@ pub struct ResolvedImage {
     pub image_id: String,
 }
 
+/// A workspace image: reference, binary name, cmd, env.
+type WorkspaceImage = (String, &'static str, Vec<String>, Vec<(String, String)>);
+
 /// Maps image references to local executables. Cheap to clone; clones share entries, so an
 /// image inserted while the cluster runs is pullable from then on.
 #[derive(Clone, Debug, Default)]
@@ -159,7 +162,7 @@ impl ImageCatalogue {
                 env(&[("FIXTURE_MODE", "crash"), ("FIXTURE_GAME_VERSION", "1.0")]),
             ),
         ];
-        let workspace: Vec<(String, &str, Vec<String>, Vec<(String, String)>)> = game
+        let workspace: Vec<WorkspaceImage> = game
             .into_iter()
             .map(|(tag, env)| {
                 (

@@ -1,6 +1,22 @@
-//! The embedded cluster's node: controllers and a kubelet that runs pods as bubblewrap sandboxes.
+//! The embedded cluster's node: controllers and a kubelet that runs pods as bubblewrap
+//! sandboxes, started together with the embedded API server by [`EmbeddedCluster`].
+//!
+//! - [`images`]: image references → local executables with stable digests.
+//! - [`sandbox`]: the only module that spawns processes (`bwrap`).
+//! - [`kubelet`]: runs the node's pods and reports their status; serves their logs.
+//! - [`controllers`]: scheduler, StatefulSet, Job and volume provisioning.
+//! - [`owners`]: which process owns which cluster, for the clean-up after a crash.
+//! - [`pod_ips`]: one loopback address per pod.
 
+pub mod cluster;
+pub mod controllers;
 pub mod images;
+pub mod kubelet;
 pub mod owners;
 pub mod pod_ips;
 pub mod sandbox;
+
+pub use cluster::{EmbeddedCluster, EmbeddedConfig, EmbeddedError, client_for};
+pub use images::{Image, ImageCatalogue, ResolvedImage, locate_workspace_binary};
+pub use kubelet::{Backoff, RestartError, RestartedContainer};
+pub use rehearsal_apiserver::ApiServerConfig;

@@ -1,0 +1,314 @@
+//! The Job controller: runs pods until `completions` succeed or `backoffLimit` is exceeded,
+//! with the status counts and conditions of Kubernetes 1.37 (`SuccessCriteriaMet` then
+//! `Complete`; `FailureTarget` then `Failed` with reason `BackoffLimitExceeded`).
+//!
+//! Failed pods are replaced after an exponential back-off (the node's crash-loop schedule).
+//! Pods of a deleted Job go by ownerReference garbage collection in the API server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::Store;
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+use tokio::sync::Notify;
+
+use super::{benign, controlled_by, controller_ref, reflect, run_loop};
+use crate::kubelet::{Backoff, status_now};
+
+/// Runs the Job controller until aborted; `backoff` spaces replacements of failed pods.
+pub async fn run(client: Client, backoff: Backoff) {
+    let wake = Arc::new(Notify::new());
+    let (jobs, _j) = reflect(Api::<Job>::all(client.clone()), wake.clone());
+    let (pods, _p) = reflect(Api::<Pod>::all(client.clone()), wake.clone());
+    let _ = jobs.wait_until_ready().await;
+    let _ = pods.wait_until_ready().await;
+    run_loop(wake, || async {
+        let mut retry: Option<Duration> = None;
+        for job in jobs.state() {
+            match reconcile(&client, &job, &pods, backoff).await {
+                Ok(Some(after)) => retry = Some(retry.map_or(after, |r| r.min(after))),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, job = %job.name_any(), "reconcile failed; retrying");
+                    retry = Some(Duration::from_millis(500));
+                }
+            }
+        }
+        retry
+    })
+    .await;
+}
+
+fn phase(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref())
+}
+
+fn finished_at(pod: &Pod) -> Option<jiff::Timestamp> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
+        .map(|t| t.0)
+        .max()
+}
+
+fn condition(type_: &str, reason: Option<&str>, message: Option<&str>, now: &Time) -> JobCondition {
+    JobCondition {
+        type_: type_.into(),
+        status: "True".into(),
+        reason: reason.map(str::to_string),
+        message: message.map(str::to_string),
+        last_probe_time: Some(now.clone()),
+        last_transition_time: Some(now.clone()),
+    }
+}
+
+async fn reconcile(
+    client: &Client,
+    job: &Job,
+    pods: &Store<Pod>,
+    backoff: Backoff,
+) -> Result<Option<Duration>, kube::Error> {
+    if job.metadata.deletion_timestamp.is_some() {
+        return Ok(None);
+    }
+    let ns = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    let uid = job.uid().unwrap_or_default();
+    let spec = job.spec.clone().unwrap_or_default();
+    let old = job.status.clone().unwrap_or_default();
+    let finished = old
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True");
+    let pod_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let owned: Vec<Arc<Pod>> = pods
+        .state()
+        .into_iter()
+        .filter(|p| {
+            p.namespace().as_deref() == Some(ns.as_str()) && controlled_by(p.as_ref(), &uid)
+        })
+        .collect();
+    let active: Vec<&Arc<Pod>> = owned
+        .iter()
+        .filter(|p| {
+            !matches!(phase(p), Some("Succeeded") | Some("Failed"))
+                && p.metadata.deletion_timestamp.is_none()
+        })
+        .collect();
+    if finished {
+        for pod in &active {
+            let _ = pod_api
+                .delete(&pod.name_any(), &DeleteParams::default())
+                .await;
+        }
+        return Ok(None);
+    }
+    let succeeded = owned
+        .iter()
+        .filter(|p| phase(p) == Some("Succeeded"))
+        .count() as i32;
+    let failed_pods: Vec<&Arc<Pod>> = owned
+        .iter()
+        .filter(|p| phase(p) == Some("Failed"))
+        .collect();
+    let on_failure = spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        == Some("OnFailure");
+    // With OnFailure the kubelet restarts in place; those restarts count against the limit.
+    let restarts: i32 = if on_failure {
+        active
+            .iter()
+            .flat_map(|p| {
+                p.status
+                    .iter()
+                    .flat_map(|s| s.container_statuses.iter().flatten())
+            })
+            .map(|c| c.restart_count)
+            .sum()
+    } else {
+        0
+    };
+    let failed = failed_pods.len() as i32;
+    let completions = spec.completions.unwrap_or(1);
+    let parallelism = spec.parallelism.unwrap_or(1);
+    let backoff_limit = spec.backoff_limit.unwrap_or(6);
+    let now = status_now();
+    let mut status = JobStatus {
+        start_time: old.start_time.clone().or_else(|| Some(now.clone())),
+        active: Some(active.len() as i32),
+        succeeded: Some(succeeded),
+        failed: Some(failed),
+        ready: Some(
+            active
+                .iter()
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+                })
+                .count() as i32,
+        ),
+        terminating: Some(0),
+        uncounted_terminated_pods: Some(Default::default()),
+        conditions: old.conditions.clone(),
+        completion_time: old.completion_time.clone(),
+        ..Default::default()
+    };
+    let mut requeue = None;
+    if succeeded >= completions {
+        for pod in &active {
+            let _ = pod_api
+                .delete(&pod.name_any(), &DeleteParams::default())
+                .await;
+        }
+        status.active = Some(0);
+        status.completion_time = Some(now.clone());
+        status.conditions = Some(vec![
+            condition(
+                "SuccessCriteriaMet",
+                Some("CompletionsReached"),
+                Some("Reached expected number of succeeded pods"),
+                &now,
+            ),
+            condition(
+                "Complete",
+                Some("CompletionsReached"),
+                Some("Reached expected number of succeeded pods"),
+                &now,
+            ),
+        ]);
+    } else if failed + restarts > backoff_limit {
+        for pod in &active {
+            let _ = pod_api
+                .delete(&pod.name_any(), &DeleteParams::default())
+                .await;
+        }
+        status.active = Some(0);
+        let message = "Job has reached the specified backoff limit";
+        status.conditions = Some(vec![
+            condition(
+                "FailureTarget",
+                Some("BackoffLimitExceeded"),
+                Some(message),
+                &now,
+            ),
+            condition("Failed", Some("BackoffLimitExceeded"), Some(message), &now),
+        ]);
+    } else if spec.suspend != Some(true) {
+        let wanted = parallelism.min(completions - succeeded) - active.len() as i32;
+        if wanted > 0 {
+            // Replacements of failed pods wait out an exponential back-off.
+            let mut delay = None;
+            for _ in 0..failed {
+                delay = Some(backoff.next(delay));
+            }
+            let last_failure = failed_pods.iter().filter_map(|p| finished_at(p)).max();
+            let wait = match (delay, last_failure) {
+                (Some(d), Some(at)) => {
+                    let elapsed = jiff::Timestamp::now().duration_since(at).unsigned_abs();
+                    d.checked_sub(elapsed)
+                }
+                _ => None,
+            };
+            match wait {
+                Some(w) if !w.is_zero() => requeue = Some(w),
+                _ => {
+                    for _ in 0..wanted {
+                        let pod = new_pod(job);
+                        match pod_api.create(&PostParams::default(), &pod).await {
+                            Ok(_) => {}
+                            Err(e) if benign(&e) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let changed = {
+        let mut a = serde_json::to_value(&status).unwrap_or_default();
+        let mut b = serde_json::to_value(&old).unwrap_or_default();
+        // Transition/probe times of unchanged conditions are not a change.
+        for v in [&mut a, &mut b] {
+            if let Some(conditions) = v.get_mut("conditions").and_then(|c| c.as_array_mut()) {
+                for c in conditions {
+                    if let Some(obj) = c.as_object_mut() {
+                        obj.remove("lastProbeTime");
+                        obj.remove("lastTransitionTime");
+                    }
+                }
+            }
+            if let Some(obj) = v.as_object_mut() {
+                obj.remove("completionTime");
+            }
+        }
+        a != b
+    };
+    if changed {
+        let api: Api<Job> = Api::namespaced(client.clone(), &ns);
+        match api
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"status": status})),
+            )
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if benign(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(requeue)
+}
+
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    uuid::Uuid::new_v4()
+        .as_bytes()
+        .iter()
+        .take(5)
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}
+
+fn new_pod(job: &Job) -> Pod {
+    let name = job.name_any();
+    let uid = job.uid().unwrap_or_default();
+    let spec = job.spec.clone().unwrap_or_default();
+    let template_meta = spec.template.metadata.clone().unwrap_or_default();
+    let mut labels = template_meta.labels.clone().unwrap_or_default();
+    labels.insert("job-name".into(), name.clone());
+    labels.insert("batch.kubernetes.io/job-name".into(), name.clone());
+    labels.insert("controller-uid".into(), uid.clone());
+    labels.insert("batch.kubernetes.io/controller-uid".into(), uid);
+    let mut pod_spec = spec.template.spec.clone().unwrap_or_default();
+    if pod_spec.restart_policy.is_none() {
+        pod_spec.restart_policy = Some("Never".into());
+    }
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}-{}", random_suffix())),
+            namespace: job.namespace(),
+            labels: Some(labels),
+            annotations: template_meta.annotations,
+            owner_references: Some(vec![controller_ref(job)]),
+            ..Default::default()
+        },
+        spec: Some(pod_spec),
+        status: None,
+    }
+}

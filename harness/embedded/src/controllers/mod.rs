@@ -1,0 +1,97 @@
+//! The controllers of the embedded cluster, each a kube-rs client of the API server: watch
+//! into reflector stores, reconcile from the stores, write through the API (status via the
+//! status subresource), exactly as they would against any API server.
+
+pub mod job;
+pub mod scheduler;
+pub mod statefulset;
+pub mod volumes;
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+/// The name of the single node.
+pub const NODE_NAME: &str = "rehearsal-node";
+/// The provisioner of the default StorageClass.
+pub const PROVISIONER: &str = "rehearsal.local/local-path";
+
+/// Mirrors every object of `api` into a store and wakes `wake` on each change.
+pub fn reflect<K>(api: Api<K>, wake: Arc<Notify>) -> (Store<K>, tokio::task::JoinHandle<()>)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    );
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => wake.notify_one(),
+                Err(error) => {
+                    tracing::warn!(%error, kind = %K::kind(&()), "watch failed; retrying")
+                }
+            }
+        }
+    });
+    (reader, task)
+}
+
+/// Runs `reconcile` whenever `wake` fires, or after the delay it asks for.
+pub async fn run_loop<F, Fut>(wake: Arc<Notify>, mut reconcile: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<Duration>>,
+{
+    loop {
+        match reconcile().await {
+            Some(delay) => {
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
+/// The controller ownerReference of `owner`.
+pub fn controller_ref<K: Resource<DynamicType = ()>>(
+    owner: &K,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+        api_version: K::api_version(&()).into_owned(),
+        kind: K::kind(&()).into_owned(),
+        name: owner.meta().name.clone().unwrap_or_default(),
+        uid: owner.meta().uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// Whether `obj` is controlled by the object with `uid`.
+pub fn controlled_by<K: Resource>(obj: &K, uid: &str) -> bool {
+    obj.meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == uid)
+}
+
+/// Whether an API error is "already exists" / "not found" / "conflict" (benign races
+/// between a stale store and the server).
+pub fn benign(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(e) if e.code == 409 || e.code == 404)
+}

@@ -1,0 +1,328 @@
+//! The volume controller: local-path style provisioning for the `standard` StorageClass.
+//!
+//! A claim of a class provisioned by [`PROVISIONER`] is bound when it may be (at once for
+//! `Immediate`, once the scheduler marked it with its selected node for
+//! `WaitForFirstConsumer`): PV `pvc-<claim uid>` backed by `<state>/volumes/pvc-<claim uid>`,
+//! `claimRef`, both `Bound`. A claim without a class gets the default class first, as the
+//! DefaultStorageClass admission plugin does. When a claim goes away, its PV and directory go
+//! with it (reclaim `Delete`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    HostPathVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, ObjectReference,
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, VolumeNodeAffinity,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+use tokio::sync::Notify;
+
+use super::{NODE_NAME, PROVISIONER, benign, reflect, run_loop};
+
+/// Runs the volume controller until aborted.
+pub async fn run(client: Client, state_dir: PathBuf) {
+    let wake = Arc::new(Notify::new());
+    let (claims, _c) = reflect(
+        Api::<PersistentVolumeClaim>::all(client.clone()),
+        wake.clone(),
+    );
+    let (volumes, _v) = reflect(Api::<PersistentVolume>::all(client.clone()), wake.clone());
+    let (classes, _s) = reflect(Api::<StorageClass>::all(client.clone()), wake.clone());
+    let _ = claims.wait_until_ready().await;
+    let _ = volumes.wait_until_ready().await;
+    let _ = classes.wait_until_ready().await;
+    run_loop(wake, || {
+        reconcile(&client, &state_dir, &claims, &volumes, &classes)
+    })
+    .await;
+}
+
+fn default_class(classes: &Store<StorageClass>) -> Option<Arc<StorageClass>> {
+    classes.state().into_iter().find(|c| {
+        c.annotations()
+            .get("storageclass.kubernetes.io/is-default-class")
+            .is_some_and(|v| v == "true")
+    })
+}
+
+/// The directory backing the PV of claim `uid`.
+pub fn volume_dir(state_dir: &Path, claim_uid: &str) -> PathBuf {
+    state_dir.join("volumes").join(format!("pvc-{claim_uid}"))
+}
+
+async fn reconcile(
+    client: &Client,
+    state_dir: &Path,
+    claims: &Store<PersistentVolumeClaim>,
+    volumes: &Store<PersistentVolume>,
+    classes: &Store<StorageClass>,
+) -> Option<Duration> {
+    let mut retry = None;
+    for claim in claims.state() {
+        if claim.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let ns = claim.namespace().unwrap_or_default();
+        let name = claim.name_any();
+        let uid = claim.uid().unwrap_or_default();
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+        let spec = claim.spec.clone().unwrap_or_default();
+        let class = match &spec.storage_class_name {
+            Some(name) => classes.get(&ObjectRef::new(name)),
+            None => {
+                if let Some(default) = default_class(classes) {
+                    let patch = json!({"spec": {"storageClassName": default.name_any()}});
+                    if let Err(error) = api
+                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        && !benign(&error)
+                    {
+                        tracing::warn!(%error, claim = %name, "cannot set the default storage class");
+                    }
+                }
+                continue;
+            }
+        };
+        let Some(class) = class else {
+            continue;
+        };
+        if class.provisioner != PROVISIONER {
+            continue;
+        }
+        let pv_name = format!("pvc-{uid}");
+        let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref());
+        if spec.volume_name.is_some() && phase == Some("Bound") {
+            continue;
+        }
+        let wffc = class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer");
+        if wffc
+            && !claim
+                .annotations()
+                .contains_key("volume.kubernetes.io/selected-node")
+        {
+            if phase != Some("Pending") {
+                let patch = json!({"status": {"phase": "Pending"}});
+                let _ = api
+                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await;
+            }
+            continue;
+        }
+        if let Err(error) = provision(client, state_dir, &claim, &class, &pv_name, volumes).await {
+            tracing::warn!(%error, claim = %name, "provisioning failed; retrying");
+            retry = Some(Duration::from_millis(500));
+            continue;
+        }
+        let storage = spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage").cloned())
+            .unwrap_or_else(|| Quantity("1Gi".into()));
+        let bind = json!({
+            "metadata": {"annotations": {
+                "pv.kubernetes.io/bind-completed": "yes",
+                "pv.kubernetes.io/bound-by-controller": "yes",
+                "volume.beta.kubernetes.io/storage-provisioner": PROVISIONER,
+                "volume.kubernetes.io/storage-provisioner": PROVISIONER,
+            }},
+            "spec": {"volumeName": pv_name},
+        });
+        if let Err(error) = api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&bind))
+            .await
+        {
+            if !benign(&error) {
+                tracing::warn!(%error, claim = %name, "cannot bind claim");
+                retry = Some(Duration::from_millis(500));
+            }
+            continue;
+        }
+        let status = json!({"status": {
+            "phase": "Bound",
+            "accessModes": spec.access_modes.clone().unwrap_or_else(|| vec!["ReadWriteOnce".into()]),
+            "capacity": {"storage": storage},
+        }});
+        if let Err(error) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            && !benign(&error)
+        {
+            tracing::warn!(%error, claim = %name, "cannot set claim status");
+            retry = Some(Duration::from_millis(500));
+        }
+    }
+    // Reclaim: a provisioned PV whose claim is gone goes, with its directory.
+    let pv_api: Api<PersistentVolume> = Api::all(client.clone());
+    for pv in volumes.state() {
+        let spec = pv.spec.clone().unwrap_or_default();
+        let provisioned = pv
+            .annotations()
+            .get("pv.kubernetes.io/provisioned-by")
+            .is_some_and(|p| p == PROVISIONER);
+        if !provisioned || pv.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let Some(claim_ref) = spec.claim_ref else {
+            continue;
+        };
+        let key = ObjectRef::new(claim_ref.name.as_deref().unwrap_or_default())
+            .within(claim_ref.namespace.as_deref().unwrap_or_default());
+        let claim_alive = claims
+            .get(&key)
+            .is_some_and(|c| c.uid() == claim_ref.uid && c.metadata.deletion_timestamp.is_none());
+        if claim_alive {
+            continue;
+        }
+        // The store may lag a fresh claim: confirm with the server before deleting data.
+        let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(
+            client.clone(),
+            claim_ref.namespace.as_deref().unwrap_or_default(),
+        );
+        match claims_api
+            .get_opt(claim_ref.name.as_deref().unwrap_or_default())
+            .await
+        {
+            Ok(Some(c)) if c.uid() == claim_ref.uid && c.metadata.deletion_timestamp.is_none() => {
+                continue;
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "cannot check claim of a volume");
+                retry = Some(Duration::from_secs(1));
+                continue;
+            }
+        }
+        if spec.persistent_volume_reclaim_policy.as_deref() == Some("Delete") {
+            let name = pv.name_any();
+            if let Some(path) = spec.host_path.as_ref().map(|h| PathBuf::from(&h.path))
+                && path.starts_with(state_dir)
+            {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+            match pv_api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => tracing::debug!(pv = %name, "reclaimed volume of deleted claim"),
+                Err(error) if benign(&error) => {}
+                Err(error) => {
+                    tracing::warn!(%error, pv = %name, "cannot delete released volume");
+                    retry = Some(Duration::from_secs(1));
+                }
+            }
+        } else if pv.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Released") {
+            let patch = json!({"status": {"phase": "Released"}});
+            let _ = pv_api
+                .patch_status(
+                    &pv.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await;
+        }
+    }
+    retry
+}
+
+async fn provision(
+    client: &Client,
+    state_dir: &Path,
+    claim: &PersistentVolumeClaim,
+    class: &StorageClass,
+    pv_name: &str,
+    volumes: &Store<PersistentVolume>,
+) -> Result<(), kube::Error> {
+    let api: Api<PersistentVolume> = Api::all(client.clone());
+    let uid = claim.uid().unwrap_or_default();
+    let dir = volume_dir(state_dir, &uid);
+    if let Err(error) = std::fs::create_dir_all(&dir) {
+        tracing::warn!(%error, dir = %dir.display(), "cannot create volume directory");
+    }
+    if volumes.get(&ObjectRef::new(pv_name)).is_none() && api.get_opt(pv_name).await?.is_none() {
+        let spec = claim.spec.clone().unwrap_or_default();
+        let storage = spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage").cloned())
+            .unwrap_or_else(|| Quantity("1Gi".into()));
+        let pv = PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(pv_name.to_string()),
+                annotations: Some(BTreeMap::from([
+                    (
+                        "pv.kubernetes.io/provisioned-by".to_string(),
+                        PROVISIONER.to_string(),
+                    ),
+                    (
+                        "local.path.provisioner/selected-node".to_string(),
+                        NODE_NAME.to_string(),
+                    ),
+                ])),
+                finalizers: None,
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                access_modes: Some(
+                    spec.access_modes
+                        .clone()
+                        .unwrap_or_else(|| vec!["ReadWriteOnce".into()]),
+                ),
+                capacity: Some(BTreeMap::from([("storage".to_string(), storage)])),
+                claim_ref: Some(ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("PersistentVolumeClaim".into()),
+                    name: claim.metadata.name.clone(),
+                    namespace: claim.metadata.namespace.clone(),
+                    uid: Some(uid.clone()),
+                    resource_version: claim.metadata.resource_version.clone(),
+                    ..Default::default()
+                }),
+                host_path: Some(HostPathVolumeSource {
+                    path: dir.to_string_lossy().into_owned(),
+                    type_: Some("DirectoryOrCreate".into()),
+                }),
+                node_affinity: Some(VolumeNodeAffinity {
+                    required: Some(NodeSelector {
+                        node_selector_terms: vec![NodeSelectorTerm {
+                            match_expressions: Some(vec![NodeSelectorRequirement {
+                                key: "kubernetes.io/hostname".into(),
+                                operator: "In".into(),
+                                values: Some(vec![NODE_NAME.into()]),
+                            }]),
+                            ..Default::default()
+                        }],
+                    }),
+                }),
+                persistent_volume_reclaim_policy: Some(
+                    class
+                        .reclaim_policy
+                        .clone()
+                        .unwrap_or_else(|| "Delete".into()),
+                ),
+                storage_class_name: Some(class.name_any()),
+                volume_mode: Some(
+                    spec.volume_mode
+                        .clone()
+                        .unwrap_or_else(|| "Filesystem".into()),
+                ),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        match api.create(&PostParams::default(), &pv).await {
+            Ok(_) => {}
+            Err(error) if benign(&error) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let status = json!({"status": {"phase": "Bound"}});
+    api.patch_status(pv_name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,353 @@
+//! The kubelet: runs the pods bound to this node as sandboxed processes and reports their
+//! status through the API server, like the real kubelet (watch → sync → status subresource).
+//!
+//! One task per pod (`pod_worker`) owns that pod's containers; this module watches pods,
+//! starts and feeds workers, and offers the node's fault operation (restart a container).
+
+mod container_spec;
+mod fields;
+pub mod logs;
+mod pod_worker;
+mod probes;
+mod status;
+mod volumes;
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::images::ImageCatalogue;
+use crate::pod_ips::PodIps;
+use crate::sandbox::Sandboxes;
+pub use logs::{LogIndex, LogLookupError, LogQuery};
+pub use status::now as status_now;
+
+/// An exponential back-off: `initial`, doubling, capped at `max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// First delay.
+    pub initial: Duration,
+    /// Cap.
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// Kubernetes' schedule: 10 s doubling to 300 s.
+    pub const KUBERNETES: Backoff = Backoff {
+        initial: Duration::from_secs(10),
+        max: Duration::from_secs(300),
+    };
+
+    /// The delay after `previous` (none: `initial`).
+    pub fn next(&self, previous: Option<Duration>) -> Duration {
+        match previous {
+            None => self.initial,
+            Some(d) => (d * 2).min(self.max),
+        }
+    }
+}
+
+/// The node's fixed settings.
+#[derive(Clone, Debug)]
+pub struct NodeSettings {
+    /// The Node name pods are bound to.
+    pub name: String,
+    /// The cluster's state directory (pods live in `<state>/pods/<uid>`).
+    pub state_dir: PathBuf,
+    /// The image catalogue.
+    pub images: ImageCatalogue,
+    /// First pod IP.
+    pub first_pod_ip: Ipv4Addr,
+    /// Back-off between failed image pulls (`ImagePullBackOff`).
+    pub image_pull_backoff: Backoff,
+    /// Back-off between container restarts (`CrashLoopBackOff`).
+    pub crash_loop_backoff: Backoff,
+}
+
+/// The result of an in-place container restart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestartedContainer {
+    /// The container ID that was stopped.
+    pub old_id: String,
+    /// The container ID of the new start.
+    pub new_id: String,
+    /// `restartCount` after the restart.
+    pub restart_count: i32,
+}
+
+/// Why an in-place restart failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RestartError {
+    /// No such pod on this node.
+    #[error("pod {namespace}/{pod} is not running on node {node}")]
+    NoSuchPod {
+        namespace: String,
+        pod: String,
+        node: String,
+    },
+    /// The pod has no running container of that name.
+    #[error("container {container:?} of pod {namespace}/{pod} is not running ({state})")]
+    NotRunning {
+        namespace: String,
+        pod: String,
+        container: String,
+        state: String,
+    },
+    /// The restart policy kept it stopped.
+    #[error(
+        "container {container:?} of pod {namespace}/{pod} stopped and was not restarted (restartPolicy {policy}, {state})"
+    )]
+    NotRestarted {
+        namespace: String,
+        pod: String,
+        container: String,
+        policy: String,
+        state: String,
+    },
+    /// The pod ended while restarting.
+    #[error("pod {namespace}/{pod} went away during the restart")]
+    PodGone { namespace: String, pod: String },
+}
+
+pub(crate) enum PodCommand {
+    Restart {
+        container: String,
+        reply: oneshot::Sender<Result<RestartedContainer, RestartError>>,
+    },
+    /// End every container now with this grace (cluster shutdown) and stop the worker.
+    Shutdown {
+        grace: Duration,
+        done: oneshot::Sender<()>,
+    },
+}
+
+struct PodEntry {
+    namespace: String,
+    name: String,
+    updates: watch::Sender<Option<Pod>>,
+    commands: mpsc::UnboundedSender<PodCommand>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Shared state of the node.
+pub(crate) struct Node {
+    pub client: Client,
+    pub settings: NodeSettings,
+    pub sandboxes: Sandboxes,
+    pub ips: PodIps,
+    pub logs: LogIndex,
+    pods: Mutex<HashMap<String, PodEntry>>,
+    /// Pods this node terminated and deleted; later events for them (finalizers still
+    /// pending) must not start them again.
+    finished: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Node {
+    pub(crate) fn mark_finished(&self, uid: &str) {
+        self.finished
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uid.to_string());
+    }
+}
+
+/// The kubelet of the embedded node.
+#[derive(Clone)]
+pub struct Kubelet {
+    node: Arc<Node>,
+}
+
+impl Kubelet {
+    /// A kubelet for `settings` that talks to the API server through `client`.
+    pub fn new(client: Client, settings: NodeSettings, sandboxes: Sandboxes) -> Self {
+        let ips = PodIps::new(settings.first_pod_ip);
+        Self {
+            node: Arc::new(Node {
+                client,
+                settings,
+                sandboxes,
+                ips,
+                logs: LogIndex::default(),
+                pods: Mutex::new(HashMap::new()),
+                finished: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The container log index (backs `pods/log`).
+    pub fn logs(&self) -> LogIndex {
+        self.node.logs.clone()
+    }
+
+    /// Watches pods and runs those bound to this node until the task is aborted.
+    pub async fn run(self) {
+        let api: Api<Pod> = Api::all(self.node.client.clone());
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        let mut seen_in_init: Option<std::collections::HashSet<String>> = None;
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(watcher::Event::Apply(pod)) => self.observe(pod),
+                Ok(watcher::Event::Delete(pod)) => {
+                    if let Some(uid) = pod.metadata.uid.as_deref() {
+                        self.forget(uid);
+                    }
+                }
+                Ok(watcher::Event::Init) => seen_in_init = Some(Default::default()),
+                Ok(watcher::Event::InitApply(pod)) => {
+                    if let (Some(seen), Some(uid)) =
+                        (seen_in_init.as_mut(), pod.metadata.uid.as_ref())
+                    {
+                        seen.insert(uid.clone());
+                    }
+                    self.observe(pod);
+                }
+                Ok(watcher::Event::InitDone) => {
+                    // Pods that vanished while the watch was re-listing are gone.
+                    if let Some(seen) = seen_in_init.take() {
+                        let gone: Vec<String> = self
+                            .lock()
+                            .keys()
+                            .filter(|uid| !seen.contains(*uid))
+                            .cloned()
+                            .collect();
+                        for uid in gone {
+                            self.forget(&uid);
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "kubelet pod watch failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, PodEntry>> {
+        self.node.pods.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn observe(&self, pod: Pod) {
+        let on_node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+            == Some(self.node.settings.name.as_str());
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return;
+        };
+        if !on_node
+            || self
+                .node
+                .finished
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&uid)
+        {
+            return;
+        }
+        let mut pods = self.lock();
+        if let Some(entry) = pods.get(&uid) {
+            let _ = entry.updates.send(Some(pod));
+            return;
+        }
+        // A pod that already finished before this kubelet saw it is left alone.
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded") | Some("Failed"))
+            && pod.metadata.deletion_timestamp.is_none()
+        {
+            return;
+        }
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let (updates, updates_rx) = watch::channel(Some(pod.clone()));
+        let (commands, commands_rx) = mpsc::unbounded_channel();
+        let node = self.node.clone();
+        let task_uid = uid.clone();
+        let task = tokio::spawn(async move {
+            pod_worker::run(node.clone(), pod, updates_rx, commands_rx).await;
+            node.pods
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&task_uid);
+        });
+        pods.insert(
+            uid,
+            PodEntry {
+                namespace,
+                name,
+                updates,
+                commands,
+                task,
+            },
+        );
+    }
+
+    fn forget(&self, uid: &str) {
+        if let Some(entry) = self.lock().get(uid) {
+            let _ = entry.updates.send(None);
+        }
+    }
+
+    /// Restarts one container of a running pod in place (`crictl stop` on a Kind node).
+    pub async fn restart_container(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+    ) -> Result<RestartedContainer, RestartError> {
+        let sender = self
+            .lock()
+            .values()
+            .find(|e| e.namespace == namespace && e.name == pod)
+            .map(|e| e.commands.clone());
+        let gone = || RestartError::PodGone {
+            namespace: namespace.to_string(),
+            pod: pod.to_string(),
+        };
+        let Some(sender) = sender else {
+            return Err(RestartError::NoSuchPod {
+                namespace: namespace.to_string(),
+                pod: pod.to_string(),
+                node: self.node.settings.name.clone(),
+            });
+        };
+        let (reply, answer) = oneshot::channel();
+        sender
+            .send(PodCommand::Restart {
+                container: container.to_string(),
+                reply,
+            })
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    /// Ends every pod's containers (SIGTERM, up to `grace`, SIGKILL) and stops the workers.
+    pub async fn shutdown(&self, grace: Duration) {
+        let entries: Vec<(mpsc::UnboundedSender<PodCommand>, tokio::task::AbortHandle)> = self
+            .lock()
+            .values()
+            .map(|e| (e.commands.clone(), e.task.abort_handle()))
+            .collect();
+        let waits = entries.into_iter().map(|(sender, abort)| async move {
+            let (done, finished) = oneshot::channel();
+            if sender.send(PodCommand::Shutdown { grace, done }).is_ok() {
+                let _ = tokio::time::timeout(grace + Duration::from_secs(5), finished).await;
+            }
+            abort.abort();
+        });
+        futures::future::join_all(waits).await;
+    }
+
+    /// Aborts every pod worker (their sandboxes are killed by the caller).
+    pub fn abort(&self) {
+        for entry in self.lock().values() {
+            entry.task.abort();
+        }
+    }
+}

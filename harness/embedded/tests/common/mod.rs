@@ -1,0 +1,140 @@
+//! Helpers shared by the node tests: a cluster per test process and bounded waits that
+//! report the last observed object.
+
+#![allow(dead_code)]
+
+use std::fmt::Debug;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::wait::{Condition, await_condition};
+use kube::{Api, Resource};
+use rehearsal_embedded::{Backoff, EmbeddedCluster, EmbeddedConfig};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// How long any single wait may take before the test fails with the last observed state.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// A first pod IP of this process' own /24, so parallel test processes never share an
+/// address:port.
+pub fn first_pod_ip() -> Ipv4Addr {
+    let pid = std::process::id();
+    Ipv4Addr::new(127, 20 + ((pid / 256) % 200) as u8, (pid % 256) as u8, 1)
+}
+
+/// Test configuration: short back-offs, per-process pod IPs.
+pub fn config() -> EmbeddedConfig {
+    EmbeddedConfig {
+        first_pod_ip: first_pod_ip(),
+        image_pull_backoff: Backoff {
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(4),
+        },
+        crash_loop_backoff: Backoff {
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(4),
+        },
+        shutdown_grace: Duration::from_secs(2),
+        ..EmbeddedConfig::default()
+    }
+}
+
+pub async fn start() -> EmbeddedCluster {
+    let _ = tracing_subscriber_init();
+    EmbeddedCluster::start(config())
+        .await
+        .expect("embedded cluster starts")
+}
+
+fn tracing_subscriber_init() -> Option<()> {
+    None
+}
+
+/// Waits until `cond` holds for object `name`; on timeout panics with the object as last seen.
+pub async fn wait_for<K>(api: &Api<K>, name: &str, what: &str, cond: impl Condition<K>) -> K
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Serialize + Send + 'static,
+{
+    match tokio::time::timeout(WAIT, await_condition(api.clone(), name, cond)).await {
+        Ok(Ok(Some(obj))) => obj,
+        Ok(Ok(None)) => panic!("{what}: {name} was deleted while waiting"),
+        Ok(Err(e)) => panic!("{what}: watch of {name} failed: {e}"),
+        Err(_) => {
+            let last = api.get_opt(name).await.ok().flatten();
+            panic!(
+                "{what}: {name} did not get there within {WAIT:?}; last observed: {}",
+                serde_json::to_string_pretty(&last).unwrap_or_default()
+            )
+        }
+    }
+}
+
+/// Waits until object `name` no longer exists.
+pub async fn wait_deleted<K>(api: &Api<K>, name: &str, what: &str)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Serialize + Send + 'static,
+{
+    let cond = |o: Option<&K>| o.is_none();
+    match tokio::time::timeout(WAIT, await_condition(api.clone(), name, cond)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => panic!("{what}: watch of {name} failed: {e}"),
+        Err(_) => {
+            let last = api.get_opt(name).await.ok().flatten();
+            panic!(
+                "{what}: {name} still exists after {WAIT:?}; last observed: {}",
+                serde_json::to_string_pretty(&last).unwrap_or_default()
+            )
+        }
+    }
+}
+
+pub fn is_pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Pod condition: Ready.
+pub fn pod_ready() -> impl Condition<Pod> {
+    |pod: Option<&Pod>| pod.is_some_and(is_pod_ready)
+}
+
+/// Pod condition: Ready with a UID other than `uid`.
+pub fn pod_ready_replaced(uid: String) -> impl Condition<Pod> {
+    move |pod: Option<&Pod>| {
+        pod.is_some_and(|p| p.metadata.uid.as_deref() != Some(uid.as_str()) && is_pod_ready(p))
+    }
+}
+
+pub fn json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_value(value).expect("valid manifest")
+}
+
+/// Polls the pod's log (through the API, kube-rs `Api::logs`) until it contains `needle`.
+pub async fn wait_for_log(
+    pods: &Api<Pod>,
+    name: &str,
+    params: &kube::api::LogParams,
+    needle: &str,
+) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut last = String::new();
+    while tokio::time::Instant::now() < deadline {
+        match pods.logs(name, params).await {
+            Ok(text) if text.contains(needle) => return text,
+            Ok(text) => last = text,
+            Err(e) => last = format!("error: {e}"),
+        }
+        // Logs have no watch; a short poll bounded by WAIT.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("log of pod {name} never contained {needle:?}; last read: {last:?}")
+}
+
+/// Whether a process with this PID exists.
+pub fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
