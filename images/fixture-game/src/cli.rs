@@ -72,7 +72,12 @@ fn run_serve(args: ServeArgs) -> ExitCode {
     }
     match runtime().block_on(serve::serve(args)) {
         Ok(stopped) => {
-            eprintln!("fixture-game: stopped ({stopped:?}), world saved");
+            let saved = if stopped.saved {
+                "world saved"
+            } else {
+                "saving was off, world left as last saved"
+            };
+            eprintln!("fixture-game: stopped by {:?}; {saved}", stopped.cause);
             ExitCode::SUCCESS
         }
         Err(e) => {

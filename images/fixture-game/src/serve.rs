@@ -170,11 +170,20 @@ impl ServeError {
 
 /// Why the server stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stopped {
+pub enum StopCause {
     /// The RCON `stop` command.
     StopCommand,
     /// SIGTERM or SIGINT.
     Signal,
+}
+
+/// How the server stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped {
+    /// What asked it to stop.
+    pub cause: StopCause,
+    /// Whether it wrote a final save (not after a signal while saving was off).
+    pub saved: bool,
 }
 
 fn password(args: &ServeArgs) -> Result<String, ServeError> {
@@ -298,14 +307,15 @@ pub async fn serve(args: ServeArgs) -> Result<Stopped, ServeError> {
     }
     announce(&args.data_dir, game_addr, rcon_addr, &incarnation)?;
 
-    let stopped = signals.wait_for_stop(&stop).await;
-    match stopped {
-        Stopped::StopCommand => saver.save_all().await?,
-        Stopped::Signal if saver.save_on() => saver.save_all().await?,
-        Stopped::Signal => {}
+    let cause = signals.wait_for_stop(&stop).await;
+    // `stop` always saves, like vanilla; a signal saves only if saving is on, so a quiesced
+    // world stays exactly as the last flush left it.
+    let saved = cause == StopCause::StopCommand || saver.save_on();
+    if saved {
+        saver.save_all().await?;
     }
     tasks.abort_all();
-    Ok(stopped)
+    Ok(Stopped { cause, saved })
 }
 
 fn announce(
@@ -342,11 +352,11 @@ impl Signals {
         }
     }
 
-    async fn wait_for_stop(mut self, stop: &Notify) -> Stopped {
+    async fn wait_for_stop(mut self, stop: &Notify) -> StopCause {
         tokio::select! {
-            _ = stop.notified() => Stopped::StopCommand,
-            _ = self.term.recv() => Stopped::Signal,
-            _ = self.int.recv() => Stopped::Signal,
+            _ = stop.notified() => StopCause::StopCommand,
+            _ = self.term.recv() => StopCause::Signal,
+            _ = self.int.recv() => StopCause::Signal,
         }
     }
 }
