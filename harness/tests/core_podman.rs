@@ -1,0 +1,560 @@
+//! Bollard node operations and a testcontainers service against a REAL container engine
+//! (podman's Docker API; CI runs `scripts/start-podman.sh` and exports DOCKER_HOST).
+//!
+//! No image can be pulled here, so the test image is built from a rootfs tar (busybox and its
+//! libraries from the host) imported through the engine API. A "node-like" container stands in
+//! for a Kind node: its init supervises one "container" process and restarts it when it ends
+//! (as the kubelet does), `crictl` in it stops that process by ID, and `ctr` in it is a
+//! stand-in that records what it was asked to import (argv, archive digest and listing) — the
+//! real containerd is not available in this image. Everything else is the real engine.
+
+use std::path::Path;
+
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, CreateImageOptions, RemoveContainerOptionsBuilder,
+    RemoveImageOptionsBuilder,
+};
+use bytes::Bytes;
+use futures::StreamExt;
+use rehearsal::backend::Arch;
+use rehearsal::backend::node_engine::NodeEngine;
+use rehearsal::process::{Cmd, ProcessLog};
+use testcontainers::core::WaitFor;
+use testcontainers::runners::AsyncRunner;
+use testcontainers::{GenericImage, ImageExt};
+
+const NODE_INIT: &str = r#"#!/bin/sh
+# A node stand-in: runs the "game" container process and restarts it whenever it ends.
+mkdir -p /run/cri /var/log
+mkfifo /run/cri/restarted
+n=0
+while true; do
+  sleep 3600 &
+  echo $! > /run/cri/game.pid
+  if [ "$n" -gt 0 ]; then
+    echo "$n" > /run/cri/game.restarts
+    # Blocks until the test reads it: the restart is observed, not timed.
+    echo restarted > /run/cri/restarted
+  fi
+  wait $!
+  n=$((n+1))
+done
+"#;
+
+const CRICTL: &str = r#"#!/bin/sh
+# crictl stand-in: `crictl stop ID` ends the container process with that ID.
+[ "$1" = stop ] || { echo "crictl stand-in supports only: stop ID" >&2; exit 2; }
+pid=$(cat "/run/cri/$2.pid") || { echo "no such container: $2" >&2; exit 1; }
+kill "$pid"
+echo "$2"
+"#;
+
+const CTR: &str = r#"#!/bin/sh
+# ctr stand-in (no containerd in this image): records the import request and the archive.
+for last; do :; done
+{
+  echo "argv: $*"
+  sha256sum "$last"
+  tar -tf "$last"
+} >> /var/log/ctr-imports.log
+"#;
+
+/// Fails (not skips) when no engine is configured: CI must provide one.
+fn require_engine() {
+    if std::env::var("DOCKER_HOST").is_err() {
+        panic!(
+            "DOCKER_HOST is not set: these tests need a real container engine; run `scripts/start-podman.sh` and export the DOCKER_HOST it prints"
+        );
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// A rootfs tar with busybox (+ its shared libraries) and the stand-in scripts.
+async fn rootfs_tar() -> Vec<u8> {
+    let busybox = Path::new("/usr/bin/busybox");
+    let ldd = Cmd::new("ldd")
+        .arg(busybox)
+        .run_checked(&ProcessLog::default())
+        .await
+        .expect("ldd /usr/bin/busybox");
+    let libs: Vec<String> = ldd
+        .stdout
+        .split_whitespace()
+        .filter(|w| w.starts_with('/'))
+        .map(str::to_string)
+        .collect();
+    let applets = Cmd::new("/usr/bin/busybox")
+        .arg("--list")
+        .run_checked(&ProcessLog::default())
+        .await
+        .unwrap()
+        .stdout;
+
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut seen = std::collections::HashSet::new();
+    let mut dir = |tar: &mut tar::Builder<Vec<u8>>, path: &str| {
+        if !seen.insert(path.trim_end_matches('/').to_string()) {
+            return;
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(0o755);
+        h.set_size(0);
+        h.set_cksum();
+        tar.append_data(&mut h, path, std::io::empty()).unwrap();
+    };
+    for d in [
+        "bin",
+        "usr",
+        "usr/local",
+        "usr/local/bin",
+        "tmp",
+        "run",
+        "var",
+        "var/log",
+        "etc",
+        "proc",
+        "sys",
+        "dev",
+        "www",
+    ] {
+        dir(&mut tar, d);
+    }
+    let mut file = |tar: &mut tar::Builder<Vec<u8>>, path: &str, bytes: &[u8], mode: u32| {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(mode);
+        h.set_cksum();
+        tar.append_data(&mut h, path.trim_start_matches('/'), bytes)
+            .unwrap();
+    };
+    file(
+        &mut tar,
+        "bin/busybox",
+        &std::fs::read(busybox).unwrap(),
+        0o755,
+    );
+    for lib in &libs {
+        let real = std::fs::canonicalize(lib).unwrap();
+        let mut parents = String::new();
+        for part in Path::new(lib).parent().unwrap().iter().skip(1) {
+            parents.push_str(part.to_str().unwrap());
+            parents.push('/');
+            dir(&mut tar, &parents);
+        }
+        file(&mut tar, lib, &std::fs::read(real).unwrap(), 0o755);
+    }
+    let applets: std::collections::BTreeSet<&str> =
+        applets.lines().filter(|a| *a != "busybox").collect();
+    for applet in applets {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        h.set_mode(0o777);
+        tar.append_link(&mut h, format!("bin/{applet}"), "busybox")
+            .unwrap();
+    }
+    file(
+        &mut tar,
+        "usr/local/bin/node-init",
+        NODE_INIT.as_bytes(),
+        0o755,
+    );
+    file(&mut tar, "usr/local/bin/crictl", CRICTL.as_bytes(), 0o755);
+    file(&mut tar, "usr/local/bin/ctr", CTR.as_bytes(), 0o755);
+    file(&mut tar, "www/marker", b"world-marker=alpha-7\n", 0o644);
+    tar.into_inner().unwrap()
+}
+
+/// Imports the rootfs as `repo:tag` through the engine API (`POST /images/create?fromSrc=-`).
+async fn import_test_image(engine: &NodeEngine, repo: &str, tag: &str) {
+    let options = CreateImageOptions {
+        from_src: Some("-".into()),
+        repo: Some(repo.into()),
+        tag: Some(tag.into()),
+        changes: vec!["ENV PATH=/usr/local/bin:/bin".into()],
+        ..Default::default()
+    };
+    let mut stream = engine.docker().create_image(
+        Some(options),
+        Some(bollard::body_full(Bytes::from(rootfs_tar().await))),
+        None,
+    );
+    while let Some(item) = stream.next().await {
+        item.expect("import rootfs");
+    }
+}
+
+/// Removes the container and image when the test ends, also on panic.
+struct Cleanup {
+    engine: NodeEngine,
+    containers: Vec<String>,
+    images: Vec<String>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let engine = self.engine.clone();
+        let containers = std::mem::take(&mut self.containers);
+        let images = std::mem::take(&mut self.images);
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(async move {
+                for c in containers {
+                    let _ = engine
+                        .docker()
+                        .remove_container(
+                            &c,
+                            Some(RemoveContainerOptionsBuilder::new().force(true).build()),
+                        )
+                        .await;
+                }
+                for i in images {
+                    let _ = engine
+                        .docker()
+                        .remove_image(
+                            &i,
+                            Some(RemoveImageOptionsBuilder::new().force(true).build()),
+                            None,
+                        )
+                        .await;
+                }
+            })
+        });
+    }
+}
+
+/// Starts a node-like container from `image`, labelled as a node of Kind cluster `cluster`.
+async fn start_node(engine: &NodeEngine, image: &str, name: &str, cluster: &str) {
+    engine
+        .docker()
+        .create_container(
+            Some(CreateContainerOptionsBuilder::new().name(name).build()),
+            ContainerCreateBody {
+                image: Some(image.to_string()),
+                cmd: Some(vec!["/usr/local/bin/node-init".into()]),
+                env: Some(vec!["PATH=/usr/local/bin:/bin".into()]),
+                labels: Some([("io.x-k8s.kind.cluster".to_string(), cluster.to_string())].into()),
+                host_config: Some(HostConfig {
+                    network_mode: Some("none".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("create node container");
+    engine
+        .docker()
+        .start_container(name, None)
+        .await
+        .expect("start node");
+}
+
+async fn exec_out(engine: &NodeEngine, c: &str, argv: &[&str]) -> String {
+    engine
+        .exec_checked(c, argv)
+        .await
+        .unwrap()
+        .stdout
+        .trim()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_container_arch_exec_image_import_and_in_place_restart() {
+    require_engine();
+    let engine = NodeEngine::connect().await.expect("engine answers");
+    // Podman's import ignores the tag parameter: the unique part goes into the repository.
+    let repo = format!("rehearsal.local/{}", unique("test-node"));
+    let repo = repo.as_str();
+    let tag = "latest".to_string();
+    let image = format!("{repo}:{tag}");
+    let node = unique("rehearsal-node");
+    let mut cleanup = Cleanup {
+        engine: engine.clone(),
+        containers: vec![],
+        images: vec![image.clone()],
+    };
+    import_test_image(&engine, repo, &tag).await;
+
+    start_node(&engine, &image, &node, &node).await;
+    cleanup.containers.push(node.clone());
+
+    // Discovery by the Kind cluster label, as the Kind backend finds its nodes.
+    assert_eq!(
+        engine
+            .containers_with_label("io.x-k8s.kind.cluster", &node)
+            .await
+            .unwrap(),
+        vec![node.clone()]
+    );
+
+    // Architecture as the node's kernel reports it.
+    let arch = engine.node_arch(&node).await.unwrap();
+    assert_eq!(arch, Arch::host());
+
+    // Exec: output and exit code, and a failure carries stderr.
+    let out = engine
+        .exec(&node, &["sh", "-c", "echo hi; echo oops >&2; exit 4"])
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.exit_code, out.stdout.as_str(), out.stderr.as_str()),
+        (Some(4), "hi\n", "oops\n")
+    );
+    let err = engine
+        .exec_checked(&node, &["sh", "-c", "echo broken >&2; exit 1"])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("broken"), "{err}");
+
+    // Save a single-platform archive of an image and import it into the node.
+    let archive = engine
+        .save_image(&image, &node, &arch)
+        .await
+        .expect("save image");
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&archive));
+    engine
+        .import_into_node(&node, "image-0.tar", archive, &arch)
+        .await
+        .expect("import into node");
+    let log = exec_out(&engine, &node, &["cat", "/var/log/ctr-imports.log"]).await;
+    assert!(log.contains(&format!("--platform linux/{arch}")), "{log}");
+    assert!(log.contains("--namespace=k8s.io"), "{log}");
+    assert!(log.contains(&digest), "archive digest differs: {log}");
+    assert!(
+        log.lines().any(|l| l.trim() == "manifest.json"),
+        "not a docker-save archive: {log}"
+    );
+    // The staged archive is removed after the import.
+    let staged = engine
+        .exec(&node, &["test", "-e", "/tmp/rehearsal-images/image-0.tar"])
+        .await
+        .unwrap();
+    assert_eq!(staged.exit_code, Some(1));
+
+    // A wrong-arch request is refused before anything is saved.
+    let other = Arch::normalize(if arch.as_str() == "amd64" {
+        "arm64"
+    } else {
+        "amd64"
+    });
+    let err = engine
+        .save_image(&image, &node, &other)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--platform"), "{err}");
+
+    // In-place restart: crictl stops the container process; the node's supervisor restarts it.
+    let before = exec_out(&engine, &node, &["cat", "/run/cri/game.pid"]).await;
+    engine
+        .crictl_stop(&node, "game")
+        .await
+        .expect("crictl stop");
+    // Reading the FIFO blocks until the supervisor has restarted the process (bounded).
+    let signal = exec_out(
+        &engine,
+        &node,
+        &["timeout", "30", "cat", "/run/cri/restarted"],
+    )
+    .await;
+    assert_eq!(signal, "restarted");
+    let after = exec_out(&engine, &node, &["cat", "/run/cri/game.pid"]).await;
+    let restarts = exec_out(&engine, &node, &["cat", "/run/cri/game.restarts"]).await;
+    assert_ne!(before, after, "the process was not replaced");
+    assert_eq!(restarts, "1");
+    // The node container itself is the same (the "pod" survived).
+    let inspect = engine
+        .docker()
+        .inspect_container(&node, None)
+        .await
+        .unwrap();
+    assert_eq!(inspect.state.and_then(|s| s.running), Some(true));
+    drop(cleanup);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn testcontainers_service_on_host_network_serves_the_marker() {
+    require_engine();
+    let engine = NodeEngine::connect().await.expect("engine answers");
+    let repo = format!("rehearsal.local/{}", unique("test-httpd"));
+    let repo = repo.as_str();
+    let tag = "latest".to_string();
+    let _cleanup = Cleanup {
+        engine: engine.clone(),
+        containers: vec![],
+        images: vec![format!("{repo}:{tag}")],
+    };
+    import_test_image(&engine, repo, &tag).await;
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    // httpd daemonises; the container reports READY once it answers its own request.
+    let script = format!(
+        "httpd -p 127.0.0.1:{port} -h /www && until wget -q -O /dev/null http://127.0.0.1:{port}/marker; do usleep 20000; done; echo READY; exec sleep 3600"
+    );
+    let container = GenericImage::new(repo, tag.as_str())
+        .with_wait_for(WaitFor::message_on_stdout("READY"))
+        .with_cmd(["sh", "-c", script.as_str()])
+        // Host networking (the only kind allowed here besides none); set directly because
+        // testcontainers would try to create a network named "host" on podman.
+        .with_host_config_modifier(|hc| hc.network_mode = Some("host".into()))
+        .start()
+        .await
+        .expect("start the service through testcontainers");
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let outcome = rehearsal::probe::http_marker::probe(
+        addr,
+        "/marker",
+        "world-marker=alpha-7",
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .expect("HTTP answer");
+    assert!(outcome.ok, "{outcome:?}");
+    let missing = rehearsal::probe::http_marker::probe(
+        addr,
+        "/marker",
+        "world-marker=beta",
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert!(!missing.ok);
+    container.rm().await.unwrap();
+}
+
+/// A `kind` stand-in that records its argv and writes the kubeconfig Kind would.
+fn fake_kind(dir: &Path) -> std::path::PathBuf {
+    let log = dir.join("kind-argv.log");
+    let clusters = dir.join("kind-clusters");
+    let script = format!(
+        r#"#!/bin/sh
+echo "$*" >> '{log}'
+kubeconfig() {{
+  name=""; kc=""
+  while [ $# -gt 0 ]; do
+    [ "$1" = --name ] && name="$2"
+    [ "$1" = --kubeconfig ] && kc="$2"
+    shift
+  done
+  cat > "$kc" <<EOF
+apiVersion: v1
+kind: Config
+current-context: kind-$name
+clusters:
+- name: kind-$name
+  cluster: {{server: "https://127.0.0.1:1"}}
+users:
+- name: kind-$name
+  user: {{token: fake}}
+contexts:
+- name: kind-$name
+  context: {{cluster: kind-$name, user: kind-$name}}
+EOF
+  echo "$name"
+}}
+case "$1 $2" in
+  "get clusters") cat '{clusters}' 2>/dev/null; exit 0 ;;
+  "create cluster") kubeconfig "$@" >> '{clusters}' ;;
+  "export kubeconfig") kubeconfig "$@" > /dev/null ;;
+  "delete cluster") : > '{clusters}' ;;
+  "export logs") mkdir -p "$3" && echo "fake kind logs" > "$3/kind-version.txt" ;;
+  *) echo "unexpected: $*" >&2; exit 2 ;;
+esac
+"#,
+        log = log.display(),
+        clusters = clusters.display()
+    );
+    let path = dir.join("kind");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
+    use rehearsal::backend::Backend;
+    use rehearsal::backend::kind::{Kind, KindOptions, Provenance};
+    require_engine();
+    let engine = NodeEngine::connect().await.expect("engine answers");
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let cluster = unique("rh");
+    let repo = format!("rehearsal.local/{}", unique("test-kind-node"));
+    let image = format!("{repo}:latest");
+    let node = format!("{cluster}-control-plane");
+    let _cleanup = Cleanup {
+        engine: engine.clone(),
+        containers: vec![node.clone()],
+        images: vec![image.clone()],
+    };
+    import_test_image(&engine, &repo, "latest").await;
+    start_node(&engine, &image, &node, &cluster).await;
+
+    let mut options = KindOptions::new(&cluster, dir.path().join("state"));
+    options.kind_program = kind.display().to_string();
+    options.backup_repo_dir = Some(dir.path().join("backups"));
+    let backend = Kind::up(options.clone()).await.expect("kind up");
+    assert_eq!(backend.provenance(), Provenance::Created);
+    assert_eq!(backend.kubeconfig().1, format!("kind-{cluster}"));
+    let written = std::fs::read_to_string(options.config_path()).unwrap();
+    assert!(
+        written.contains("kindest/node:v1.33.1@sha256:"),
+        "{written}"
+    );
+
+    // Images go to every node of the cluster as single-platform archives.
+    assert_eq!(backend.nodes().await.unwrap(), vec![node.clone()]);
+    backend
+        .load_images(std::slice::from_ref(&image))
+        .await
+        .expect("load images");
+    let imports = exec_out(&engine, &node, &["cat", "/var/log/ctr-imports.log"]).await;
+    assert!(
+        imports.contains(&format!("--platform linux/{}", Arch::host())),
+        "{imports}"
+    );
+
+    let logs = dir.path().join("bundle/kind-logs");
+    backend.export_logs(&logs).await.expect("export logs");
+    assert!(logs.join("kind-version.txt").exists());
+
+    // A second `up` of the same name reuses the cluster.
+    let again = Kind::up(options.clone()).await.expect("kind up again");
+    assert_eq!(again.provenance(), Provenance::Reused);
+    Box::new(again).teardown(true).await.unwrap();
+    let records = backend.process_records();
+    Box::new(backend).teardown(false).await.unwrap();
+
+    let argv = std::fs::read_to_string(dir.path().join("kind-argv.log")).unwrap();
+    let verbs: Vec<String> = argv
+        .lines()
+        .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        verbs,
+        [
+            "get clusters",
+            "create cluster",
+            "export logs",
+            "get clusters",
+            "export kubeconfig",
+            "delete cluster"
+        ],
+        "{argv}"
+    );
+    assert!(!argv.contains("--retain"), "{argv}");
+    assert!(records.iter().all(|r| r.success()), "{records:?}");
+}
