@@ -94,6 +94,9 @@ pub mod annotations {
     pub const QUIESCED_AT: &str = "backup.gameplane.local/quiesced-at";
     /// Set when the agent confirmed the unquiesce (RFC 3339 time).
     pub const UNQUIESCED_AT: &str = "backup.gameplane.local/unquiesced-at";
+    /// The game incarnation the agent's identity preflight reported; pod-bound quiesce and
+    /// unquiesce calls name it, so an agent now serving another game process refuses.
+    pub const GAME_INCARNATION: &str = "backup.gameplane.local/game-incarnation";
     /// The restic snapshot id a finished copy Job reported (written by the operator when it has
     /// read the Job's termination message, so a restart does not need the pod again).
     pub const SNAPSHOT_ID: &str = "backup.gameplane.local/snapshot-id";

@@ -1,0 +1,680 @@
+//! The Backup controller: prepare the source, copy with restic, judge the copy (CONTRACT A
+//! "Backup", B1, B2, B3).
+//!
+//! Every step persists what it learned before acting on it (status `source`, the quiesce
+//! annotations, the Job itself), so a restarted operator resumes where the last one stopped:
+//! it neither quiesces twice nor starts a second copy.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gameplane_api::conditions::{self, reasons, types};
+use gameplane_api::names::{self, annotations as ann, containers, labels};
+use gameplane_api::{
+    Backup, BackupPhase, BackupStatus, Consistency, GameServer, GameTemplate, SourceRecord,
+    SourceState,
+};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{Api, ListParams, LogParams};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use crate::agent::AgentError;
+use crate::context::Ctx;
+use crate::error::{Error, Result};
+use crate::gameserver::children::extra_names;
+use crate::incarnation::{self, Observation, Verdict};
+use crate::kubeutil::{self, get_opt, now, now_rfc3339};
+use crate::mutant::Mutant;
+use crate::restic::{self, JobOutcome, Repo, Summary};
+
+/// Reconciles one Backup.
+pub async fn reconcile(backup: Arc<Backup>, ctx: Arc<Ctx>) -> Result<Action> {
+    let run = Run::new(&backup, &ctx)?;
+    match backup.phase() {
+        Some(phase) if phase.is_terminal() => Ok(Action::await_change()),
+        None => {
+            let status = BackupStatus {
+                phase: Some(BackupPhase::Pending),
+                start_time: Some(now()),
+                observed_generation: backup.metadata.generation,
+                message: Some("preparing the source".into()),
+                ..Default::default()
+            };
+            run.patch_status(&status).await?;
+            Ok(Action::requeue(Duration::ZERO))
+        }
+        Some(BackupPhase::Pending) => run.prepare().await,
+        Some(BackupPhase::Running) => run.watch_copy().await,
+        Some(_) => Ok(Action::await_change()),
+    }
+}
+
+/// One reconcile pass over one Backup.
+struct Run<'a> {
+    ctx: &'a Ctx,
+    backup: &'a Backup,
+    ns: String,
+    name: String,
+    server: String,
+    status: BackupStatus,
+    backups: Api<Backup>,
+    pods: Api<Pod>,
+    jobs: Api<Job>,
+    /// Annotations written during this pass (the `backup` object predates them).
+    written: std::sync::Mutex<BTreeMap<String, Option<String>>>,
+}
+
+impl<'a> Run<'a> {
+    fn new(backup: &'a Backup, ctx: &'a Ctx) -> Result<Self> {
+        let ns = kubeutil::namespace_of(backup)?;
+        let client = ctx.client.clone();
+        Ok(Run {
+            ctx,
+            backup,
+            name: backup.name_any(),
+            server: backup.spec.server_ref.name.clone(),
+            status: backup.status.clone().unwrap_or_default(),
+            backups: Api::namespaced(client.clone(), &ns),
+            pods: Api::namespaced(client.clone(), &ns),
+            jobs: Api::namespaced(client, &ns),
+            written: Default::default(),
+            ns,
+        })
+    }
+
+    /// An annotation, including those written earlier in this pass.
+    fn annotation(&self, key: &str) -> Option<String> {
+        let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        match written.get(key) {
+            Some(value) => value.clone(),
+            None => self.backup.annotations().get(key).cloned(),
+        }
+    }
+
+    async fn patch_status(&self, status: &BackupStatus) -> Result<()> {
+        kubeutil::patch_status(&self.backups, &self.ns, &self.name, status).await
+    }
+
+    async fn annotate(&self, values: BTreeMap<&str, Option<String>>) -> Result<()> {
+        kubeutil::annotate(&self.backups, &self.ns, &self.name, values.clone()).await?;
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        for (k, v) in values {
+            written.insert(k.to_string(), v);
+        }
+        Ok(())
+    }
+
+    fn recheck(&self) -> Action {
+        Action::requeue(self.ctx.settings.recheck_interval)
+    }
+
+    async fn game_pod(&self) -> Result<Option<Pod>> {
+        get_opt(&self.pods, &self.ns, &names::pod(&self.server)).await
+    }
+
+    /// Why the recorded live source is no longer the one being copied, if it is not.
+    fn source_changed(&self, source: &SourceRecord, pod: Option<&Pod>) -> Option<String> {
+        if self.ctx.mutant(Mutant::IgnoreIncarnation)
+            && pod.and_then(|p| p.metadata.uid.as_deref()) == source.pod_uid.as_deref()
+        {
+            // The defect: the same pod is taken for the same game process.
+            return None;
+        }
+        match incarnation::compare(source, &incarnation::observe(pod), false) {
+            Verdict::Same(_) => None,
+            other => Some(other.describe(source)),
+        }
+    }
+
+    /// Pending: record the source, preflight and quiesce a live one, start the copy.
+    async fn prepare(&self) -> Result<Action> {
+        let client = self.ctx.client.clone();
+        let servers: Api<GameServer> = Api::namespaced(client.clone(), &self.ns);
+        let Some(server) = get_opt(&servers, &self.ns, &self.server).await? else {
+            let msg = format!(
+                "GameServer {}/{} not found: create it or fix spec.serverRef.name",
+                self.ns, self.server
+            );
+            return self.fail(reasons::INVALID_REFERENCE, msg, None).await;
+        };
+        let repo = match self.repo().await? {
+            Ok(repo) => repo,
+            Err(msg) => return self.fail(reasons::INVALID_REFERENCE, msg, None).await,
+        };
+        let pod = self.game_pod().await?;
+        let Some(source) = self.status.source.clone() else {
+            return self.record_source(&server, pod.as_ref()).await;
+        };
+        match source.state {
+            SourceState::Stopped => {
+                if pod.is_some() || !server.wants_stopped() {
+                    let msg = format!("GameServer {} started before its copy began", self.server);
+                    return self
+                        .fail(reasons::SOURCE_STARTED, msg, Some(Consistency::Invalidated))
+                        .await;
+                }
+            }
+            SourceState::Live => {
+                if let Some(why) = self.source_changed(&source, pod.as_ref()) {
+                    return self
+                        .fail(reasons::SOURCE_CHANGED, why, Some(Consistency::Invalidated))
+                        .await;
+                }
+                if self.backup.wants_quiesce() && self.annotation(ann::QUIESCED_AT).is_none() {
+                    let Observation::Running(live) = incarnation::observe(pod.as_ref()) else {
+                        return Ok(self.recheck());
+                    };
+                    if let Some(action) = self.quiesce(&live).await? {
+                        return Ok(action);
+                    }
+                    // Re-check after quiesce: the process we quiesced must still be the source.
+                    let pod = self.game_pod().await?;
+                    if let Some(why) = self.source_changed(&source, pod.as_ref()) {
+                        return self
+                            .fail(reasons::SOURCE_CHANGED, why, Some(Consistency::Invalidated))
+                            .await;
+                    }
+                }
+            }
+        }
+        self.start_copy(&server, &repo).await?;
+        let mut status = self.status.clone();
+        status.phase = Some(BackupPhase::Running);
+        status.message = Some(format!("copy Job {} runs", names::backup_job(&self.name)));
+        self.patch_status(&status).await?;
+        Ok(self.recheck())
+    }
+
+    /// Records the source (Live incarnation or Stopped), or waits for it within the deadline.
+    async fn record_source(&self, server: &GameServer, pod: Option<&Pod>) -> Result<Action> {
+        let observation = incarnation::observe(pod);
+        let source = match (&observation, server.wants_stopped()) {
+            (Observation::NoPod, true) => {
+                if self.ctx.mutant(Mutant::StoppedSourceNeedsAgent) && self.backup.wants_quiesce() {
+                    // The defect: a stopped server is treated like a live one.
+                    let msg = format!(
+                        "cannot quiesce GameServer {}: no agent pod answers (the server is stopped)",
+                        self.server
+                    );
+                    return self.fail(reasons::QUIESCE_FAILED, msg, None).await;
+                }
+                SourceRecord {
+                    state: SourceState::Stopped,
+                    ..Default::default()
+                }
+            }
+            (Observation::Running(live), false) => live.to_source(),
+            (waiting, _) => {
+                let elapsed = self
+                    .status
+                    .start_time
+                    .as_ref()
+                    .map(|t| k8s_openapi::jiff::Timestamp::now().duration_since(t.0))
+                    .and_then(|d| d.try_into().ok())
+                    .unwrap_or(Duration::ZERO);
+                if elapsed > self.ctx.settings.preparation_deadline {
+                    let msg = format!(
+                        "no running game incarnation of {} within {:?}; last observed: {waiting:?}",
+                        self.server, self.ctx.settings.preparation_deadline
+                    );
+                    return self.fail(reasons::PREPARATION_TIMEOUT, msg, None).await;
+                }
+                return Ok(self.recheck());
+            }
+        };
+        let mut status = self.status.clone();
+        status.message = Some(match source.state {
+            SourceState::Live => format!(
+                "bound to pod {} game container {}",
+                source.pod_uid.as_deref().unwrap_or_default(),
+                source.game_container_id.as_deref().unwrap_or_default()
+            ),
+            SourceState::Stopped => "the server is stopped: copying without a pod".into(),
+        });
+        status.source = Some(source);
+        self.patch_status(&status).await?;
+        Ok(Action::requeue(Duration::ZERO))
+    }
+
+    /// Identity preflight and quiesce of the recorded pod. `Some(action)` ends the pass.
+    async fn quiesce(&self, live: &incarnation::Incarnation) -> Result<Option<Action>> {
+        let agent = &self.ctx.agent;
+        let mut incarnation = None;
+        if !self.ctx.mutant(Mutant::NoIdentityPreflight) {
+            match agent.identity(&live.pod_ip, &live.pod_uid).await {
+                Ok(id) if id.pod_uid == live.pod_uid => incarnation = Some(id.game_incarnation),
+                Ok(id) => {
+                    let msg = format!(
+                        "identity preflight: the agent at {} serves pod {}, not {}; nothing was quiesced",
+                        live.pod_ip, id.pod_uid, live.pod_uid
+                    );
+                    return self
+                        .fail(reasons::IDENTITY_PREFLIGHT_FAILED, msg, None)
+                        .await
+                        .map(Some);
+                }
+                Err(e) => {
+                    let hint = if e.is_missing_route() {
+                        " (the agent is too old for pod-bound routes: upgrade it)"
+                    } else {
+                        ""
+                    };
+                    let msg = format!("identity preflight failed: {e}{hint}; nothing was quiesced");
+                    return self
+                        .fail(reasons::IDENTITY_PREFLIGHT_FAILED, msg, None)
+                        .await
+                        .map(Some);
+                }
+            }
+        }
+        // Persist the intent before the call: a restart then knows cleanup may be owed.
+        self.annotate(BTreeMap::from([
+            (ann::QUIESCE_ATTEMPTED, Some(now_rfc3339())),
+            (ann::GAME_INCARNATION, incarnation.clone()),
+        ]))
+        .await?;
+        let mut result = agent
+            .quiesce_bound(&live.pod_ip, &live.pod_uid, incarnation.as_deref())
+            .await;
+        if self.ctx.mutant(Mutant::NoIdentityPreflight)
+            && result.as_ref().is_err_and(AgentError::is_missing_route)
+        {
+            // The defect: fall back to the route that cannot prove which pod it serves.
+            result = agent.quiesce_unbound(&live.pod_ip).await;
+        }
+        if let Err(e) = result {
+            let msg = format!("quiesce of pod {} failed: {e}", live.pod_uid);
+            return self
+                .fail(reasons::QUIESCE_FAILED, msg, None)
+                .await
+                .map(Some);
+        }
+        self.annotate(BTreeMap::from([(ann::QUIESCED_AT, Some(now_rfc3339()))]))
+            .await?;
+        Ok(None)
+    }
+
+    /// The repository Secret, or the one-line reason it is unusable.
+    async fn repo(&self) -> Result<Result<Repo, String>> {
+        let Some(repo_ref) = &self.backup.spec.repo_ref else {
+            return Ok(Err(
+                "spec.repoRef is empty: name the Secret with keys repo and password".into(),
+            ));
+        };
+        let secrets: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &self.ns);
+        repo_from_secret(&secrets, &self.ns, &repo_ref.name, &repo_ref.key).await
+    }
+
+    async fn start_copy(&self, server: &GameServer, repo: &Repo) -> Result<()> {
+        let templates: Api<GameTemplate> = Api::all(self.ctx.client.clone());
+        let template = get_opt(&templates, "", &server.spec.template_ref.name).await?;
+        let extras = extra_names(server, template.as_ref());
+        let claims = restic::claims(
+            &self.server,
+            &extras,
+            !self.ctx.mutant(Mutant::BackupSkipsExtras),
+        );
+        let paths: Vec<String> = claims.iter().map(|c| c.path.clone()).collect();
+        let mut tags = vec![
+            "gameplane".to_string(),
+            format!("server={}", self.server),
+            format!("backup={}", self.name),
+        ];
+        tags.extend(self.backup.spec.tags.iter().cloned());
+        let owner = self
+            .backup
+            .controller_owner_ref(&())
+            .ok_or_else(|| Error::MissingField {
+                kind: "Backup",
+                name: self.name.clone(),
+                field: "metadata.uid",
+            })?;
+        let job = restic::job(restic::JobRequest {
+            name: names::backup_job(&self.name),
+            namespace: &self.ns,
+            owner,
+            labels: BTreeMap::from([
+                (labels::BACKUP.to_string(), self.name.clone()),
+                (labels::COMPONENT.to_string(), "backup".to_string()),
+            ]),
+            image: &self.ctx.settings.restic_image,
+            repo,
+            claims,
+            read_only: true,
+            script: restic::backup_script(&paths, &tags),
+        });
+        kubeutil::create_if_absent(&self.jobs, &job).await
+    }
+
+    /// Running: keep checking the source, then judge the finished copy.
+    async fn watch_copy(&self) -> Result<Action> {
+        let servers: Api<GameServer> = Api::namespaced(self.ctx.client.clone(), &self.ns);
+        let server = get_opt(&servers, &self.ns, &self.server).await?;
+        let pod = self.game_pod().await?;
+        let source = self.status.source.clone().unwrap_or_default();
+        match source.state {
+            SourceState::Stopped => {
+                let started = pod.is_some() || server.as_ref().is_none_or(|s| !s.wants_stopped());
+                if started {
+                    let msg = format!("GameServer {} started while its copy ran", self.server);
+                    return self
+                        .fail(reasons::SOURCE_STARTED, msg, Some(Consistency::Invalidated))
+                        .await;
+                }
+            }
+            SourceState::Live => {
+                if let Some(why) = self.source_changed(&source, pod.as_ref()) {
+                    return self
+                        .fail(reasons::SOURCE_CHANGED, why, Some(Consistency::Invalidated))
+                        .await;
+                }
+            }
+        }
+        let job_name = names::backup_job(&self.name);
+        let Some(job) = get_opt(&self.jobs, &self.ns, &job_name).await? else {
+            let msg = format!("copy Job {job_name} disappeared before it finished");
+            return self.fail(reasons::COPY_FAILED, msg, None).await;
+        };
+        match restic::outcome(&job) {
+            JobOutcome::Running => Ok(self.recheck()),
+            JobOutcome::Failed if !self.ctx.mutant(Mutant::SucceedOnFailedCopy) => {
+                let tail = self.job_log_tail().await;
+                let msg = format!("copy Job {job_name} failed: {tail}");
+                self.fail(reasons::COPY_FAILED, msg, None).await
+            }
+            outcome => {
+                let summary = if outcome == JobOutcome::Succeeded {
+                    match self.read_summary().await? {
+                        Some(s) => Some(s),
+                        None => {
+                            let msg = format!(
+                                "copy Job {job_name} succeeded but printed no restic summary"
+                            );
+                            return self.fail(reasons::COPY_FAILED, msg, None).await;
+                        }
+                    }
+                } else {
+                    None
+                };
+                self.succeed(&source, summary, server.as_ref()).await
+            }
+        }
+    }
+
+    async fn succeed(
+        &self,
+        source: &SourceRecord,
+        summary: Option<Summary>,
+        server: Option<&GameServer>,
+    ) -> Result<Action> {
+        let (u_ok, u_reason, u_msg) = self.unquiesce().await?;
+        let mut status = self.status.clone();
+        let t = now();
+        let generation = self.backup.metadata.generation;
+        status.phase = Some(BackupPhase::Succeeded);
+        status.completion_time = Some(t.clone());
+        status.consistency = Some(match source.state {
+            SourceState::Stopped => Consistency::Stopped,
+            SourceState::Live if self.backup.wants_quiesce() => Consistency::Quiesced,
+            SourceState::Live => Consistency::Unquiesced,
+        });
+        if let Some(s) = &summary {
+            status.snapshot_id = Some(s.snapshot_id.clone());
+            status.size = Some(Quantity(s.data_added.to_string()));
+        }
+        status.message = Some(match &summary {
+            Some(s) => format!("snapshot {} of {}", s.snapshot_id, self.server),
+            None => "copy finished".into(),
+        });
+        conditions::set(
+            &mut status.conditions,
+            types::COMPLETED,
+            true,
+            reasons::SUCCEEDED,
+            "",
+            generation,
+            t.clone(),
+        );
+        conditions::set(
+            &mut status.conditions,
+            types::UNQUIESCED,
+            u_ok,
+            u_reason,
+            &u_msg,
+            generation,
+            t.clone(),
+        );
+        self.patch_status(&status).await?;
+        if let Some(server) = server {
+            let servers: Api<GameServer> = Api::namespaced(self.ctx.client.clone(), &self.ns);
+            let patch = json!({ "lastBackupTime": t });
+            kubeutil::patch_status(&servers, &self.ns, &server.name_any(), patch).await?;
+        }
+        Ok(Action::await_change())
+    }
+
+    /// Ends the Backup Failed: drains the copy, returns the original process to save-on.
+    async fn fail(
+        &self,
+        reason: &str,
+        message: String,
+        consistency: Option<Consistency>,
+    ) -> Result<Action> {
+        tracing::info!(backup = %self.name, namespace = %self.ns, reason, %message, "backup failed");
+        kubeutil::delete_background(&self.jobs, &self.ns, &names::backup_job(&self.name)).await?;
+        let (u_ok, u_reason, u_msg) = self.unquiesce().await?;
+        let mut status = self.status.clone();
+        let t = now();
+        let generation = self.backup.metadata.generation;
+        status.phase = Some(BackupPhase::Failed);
+        status.completion_time = Some(t.clone());
+        status.message = Some(message.clone());
+        status.consistency = consistency;
+        if status.start_time.is_none() {
+            status.start_time = Some(t.clone());
+        }
+        conditions::set(
+            &mut status.conditions,
+            types::COMPLETED,
+            false,
+            reason,
+            &message,
+            generation,
+            t.clone(),
+        );
+        conditions::set(
+            &mut status.conditions,
+            types::UNQUIESCED,
+            u_ok,
+            u_reason,
+            &u_msg,
+            generation,
+            t,
+        );
+        self.patch_status(&status).await?;
+        Ok(Action::await_change())
+    }
+
+    /// Returns the original game process to save-on, if it was quiesced and still runs.
+    /// Never sends save-on to another pod or another game process.
+    async fn unquiesce(&self) -> Result<(bool, &'static str, String)> {
+        if self.annotation(ann::QUIESCE_ATTEMPTED).is_none() {
+            return Ok((true, reasons::NOT_QUIESCED, "nothing was quiesced".into()));
+        }
+        if let Some(at) = self.annotation(ann::UNQUIESCED_AT) {
+            return Ok((
+                true,
+                reasons::UNQUIESCE_SUCCEEDED,
+                format!("save-on confirmed at {at}"),
+            ));
+        }
+        let pod = self.game_pod().await?;
+        let observed = incarnation::observe(pod.as_ref());
+        let agent = &self.ctx.agent;
+        if self.ctx.mutant(Mutant::UnquiesceAnyPod) {
+            // The defect: whatever pod serves the server now gets save-on.
+            let Observation::Running(now) = observed else {
+                return Ok((
+                    true,
+                    reasons::ORIGINAL_PROCESS_EXITED,
+                    "no pod to unquiesce".into(),
+                ));
+            };
+            return Ok(
+                match agent.unquiesce_bound(&now.pod_ip, &now.pod_uid, None).await {
+                    Ok(()) => {
+                        self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
+                            .await?;
+                        (
+                            true,
+                            reasons::UNQUIESCE_SUCCEEDED,
+                            format!("save-on sent to pod {}", now.pod_uid),
+                        )
+                    }
+                    Err(e) => (false, reasons::UNQUIESCE_FAILED, e.to_string()),
+                },
+            );
+        }
+        let source = self.status.source.clone().unwrap_or_default();
+        let live = match incarnation::compare(&source, &observed, false) {
+            Verdict::Same(live) => live,
+            other => {
+                let msg = format!(
+                    "{}; save-on was not sent to any successor",
+                    other.describe(&source)
+                );
+                return Ok((true, reasons::ORIGINAL_PROCESS_EXITED, msg));
+            }
+        };
+        let inc = self.annotation(ann::GAME_INCARNATION);
+        let mut result = agent
+            .unquiesce_bound(&live.pod_ip, &live.pod_uid, inc.as_deref())
+            .await;
+        if self.ctx.mutant(Mutant::NoIdentityPreflight)
+            && result.as_ref().is_err_and(AgentError::is_missing_route)
+        {
+            result = agent.unquiesce_unbound(&live.pod_ip).await;
+        }
+        Ok(match result {
+            Ok(()) => {
+                self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
+                    .await?;
+                (
+                    true,
+                    reasons::UNQUIESCE_SUCCEEDED,
+                    format!("save-on confirmed by the agent of pod {}", live.pod_uid),
+                )
+            }
+            Err(AgentError::Status {
+                status: 409, body, ..
+            }) => (
+                true,
+                reasons::ORIGINAL_PROCESS_EXITED,
+                format!(
+                    "the agent of pod {} refused: {body}; nothing was sent",
+                    live.pod_uid
+                ),
+            ),
+            Err(e) => (false, reasons::UNQUIESCE_FAILED, e.to_string()),
+        })
+    }
+
+    async fn job_pods(&self) -> Result<Vec<Pod>> {
+        let lp = ListParams::default().labels(&format!("{}={}", labels::BACKUP, self.name));
+        self.pods
+            .list(&lp)
+            .await
+            .map(|l| l.items)
+            .map_err(|source| Error::Kube {
+                action: "list pods of",
+                kind: "Job",
+                namespace: self.ns.clone(),
+                name: self.name.clone(),
+                source: Box::new(source),
+            })
+    }
+
+    /// The restic summary: termination message first, then the pod log.
+    async fn read_summary(&self) -> Result<Option<Summary>> {
+        for pod in self.job_pods().await? {
+            let message = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.name == containers::RESTIC))
+                .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone());
+            if let Some(summary) = message.as_deref().and_then(restic::parse_summary) {
+                return Ok(Some(summary));
+            }
+            let params = LogParams {
+                container: Some(containers::RESTIC.into()),
+                ..Default::default()
+            };
+            if let Ok(log) = self.pods.logs(&pod.name_any(), &params).await
+                && let Some(summary) = restic::parse_summary(&log)
+            {
+                return Ok(Some(summary));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn job_log_tail(&self) -> String {
+        let Ok(pods) = self.job_pods().await else {
+            return "no pod log".into();
+        };
+        for pod in pods {
+            let params = LogParams {
+                container: Some(containers::RESTIC.into()),
+                tail_lines: Some(5),
+                ..Default::default()
+            };
+            if let Ok(log) = self.pods.logs(&pod.name_any(), &params).await {
+                return log.lines().collect::<Vec<_>>().join(" | ");
+            }
+        }
+        "no pod log".into()
+    }
+}
+
+/// Reads the repository Secret: `Ok(Err(msg))` when it is missing or lacks a key.
+pub async fn repo_from_secret(
+    secrets: &Api<Secret>,
+    ns: &str,
+    name: &str,
+    key: &str,
+) -> Result<Result<Repo, String>> {
+    let Some(secret) = get_opt(secrets, ns, name).await? else {
+        return Ok(Err(format!(
+            "repository Secret {ns}/{name} not found: create it with keys {key} and password"
+        )));
+    };
+    let value = |k: &str| {
+        secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(k))
+            .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
+            .or_else(|| secret.string_data.as_ref().and_then(|d| d.get(k)).cloned())
+    };
+    let Some(url) = value(key) else {
+        return Ok(Err(format!(
+            "repository Secret {ns}/{name} has no key {key:?}: add the repository URL"
+        )));
+    };
+    if value(restic::PASSWORD_KEY).is_none() {
+        return Ok(Err(format!(
+            "repository Secret {ns}/{name} has no key \"password\": add the repository password"
+        )));
+    }
+    Ok(Ok(Repo {
+        secret: name.to_string(),
+        key: key.to_string(),
+        local_path: url.starts_with('/').then_some(url),
+    }))
+}

@@ -1,0 +1,143 @@
+//! Small, idempotent API steps the reconcilers are built from.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::error::{Error, KubeContext, Result};
+
+/// The field manager of every write.
+pub const MANAGER: &str = "gameplane-reference-operator";
+
+/// Now, as a Kubernetes time.
+pub fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// Now, formatted for an annotation.
+pub fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
+fn kind<K: Resource<DynamicType = ()>>() -> &'static str {
+    // `K::kind(&())` borrows from a static string for typed resources.
+    match K::kind(&()) {
+        std::borrow::Cow::Borrowed(k) => k,
+        std::borrow::Cow::Owned(_) => "object",
+    }
+}
+
+/// `GET`, with 404 as `None`.
+pub async fn get_opt<K>(api: &Api<K>, ns: &str, name: &str) -> Result<Option<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    api.get_opt(name).await.ctx("get", kind::<K>(), ns, name)
+}
+
+/// Creates `obj` unless an object of that name exists (then leaves it untouched).
+pub async fn create_if_absent<K>(api: &Api<K>, obj: &K) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
+{
+    let name = obj.name_any();
+    let ns = obj.namespace().unwrap_or_default();
+    match api
+        .create(
+            &PostParams {
+                field_manager: Some(MANAGER.into()),
+                ..Default::default()
+            },
+            obj,
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e).ctx("create", kind::<K>(), &ns, &name),
+    }
+}
+
+/// Merge-patches `status` of `name`.
+pub async fn patch_status<K>(
+    api: &Api<K>,
+    ns: &str,
+    name: &str,
+    status: impl Serialize,
+) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let patch = json!({ "status": status });
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .ctx("patch status of", kind::<K>(), ns, name)
+}
+
+/// Merge-patches annotations of `name` (`None` removes one).
+pub async fn annotate<K>(
+    api: &Api<K>,
+    ns: &str,
+    name: &str,
+    annotations: BTreeMap<&str, Option<String>>,
+) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let patch = json!({ "metadata": { "annotations": annotations } });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .ctx("annotate", kind::<K>(), ns, name)
+}
+
+/// Merge-patches `name` with `patch`.
+pub async fn merge_patch<K>(
+    api: &Api<K>,
+    ns: &str,
+    name: &str,
+    patch: serde_json::Value,
+) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .ctx("patch", kind::<K>(), ns, name)
+}
+
+/// Deletes `name` and its dependents in the background; a missing object is fine.
+pub async fn delete_background<K>(api: &Api<K>, ns: &str, name: &str) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let params = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..Default::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e).ctx("delete", kind::<K>(), ns, name),
+    }
+}
+
+/// The namespace of a namespaced object.
+pub fn namespace_of<K: Resource>(obj: &K) -> Result<String> {
+    obj.meta()
+        .namespace
+        .clone()
+        .ok_or_else(|| Error::MissingField {
+            kind: "object",
+            name: obj.meta().name.clone().unwrap_or_default(),
+            field: "metadata.namespace",
+        })
+}

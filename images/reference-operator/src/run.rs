@@ -1,0 +1,115 @@
+//! Wires the three controllers to the cluster and runs them until shutdown.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use gameplane_api::names::labels;
+use gameplane_api::{Backup, GameServer, Restore};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Client, ResourceExt};
+
+use crate::context::Ctx;
+use crate::error::Error;
+use crate::settings::Settings;
+
+fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+fn error_policy<K>(obj: Arc<K>, error: &Error, _ctx: Arc<Ctx>) -> Action
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    tracing::warn!(kind = %K::kind(&()), name = %obj.meta().name.as_deref().unwrap_or_default(), %error, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(1))
+}
+
+fn game_pods() -> watcher::Config {
+    watcher::Config::default().labels(labels::SERVER)
+}
+
+/// Runs the GameServer, Backup and Restore controllers until `shutdown` resolves, then lets
+/// in-flight reconciles finish.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    namespace: Option<String>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let ctx = Arc::new(Ctx::new(client.clone(), settings));
+    let ns = namespace.as_deref();
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let stop = move || {
+        let mut rx = rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
+
+    let servers = Controller::new(api::<GameServer>(&client, ns), watcher::Config::default())
+        .owns(api::<StatefulSet>(&client, ns), watcher::Config::default())
+        .owns(
+            api::<PersistentVolumeClaim>(&client, ns),
+            watcher::Config::default(),
+        )
+        .watches(api::<Pod>(&client, ns), game_pods(), |pod| {
+            let server = pod.labels().get(labels::SERVER).cloned();
+            let ns = pod.namespace();
+            server
+                .map(|s| ObjectRef::<GameServer>::new(&s).within(ns.as_deref().unwrap_or_default()))
+        })
+        .graceful_shutdown_on(stop())
+        .run(crate::gameserver::reconcile, error_policy, ctx.clone())
+        .for_each(|_| async {});
+
+    let backup_controller = Controller::new(api::<Backup>(&client, ns), watcher::Config::default())
+        .owns(api::<Job>(&client, ns), watcher::Config::default());
+    let store = backup_controller.store();
+    let backups = backup_controller
+        .watches(api::<Pod>(&client, ns), game_pods(), move |pod| {
+            // A game pod changed: every unfinished Backup of that server re-checks its source.
+            let server = pod
+                .labels()
+                .get(labels::SERVER)
+                .cloned()
+                .unwrap_or_default();
+            let ns = pod.namespace();
+            store
+                .state()
+                .into_iter()
+                .filter(|b| b.namespace() == ns && b.spec.server_ref.name == server)
+                .filter(|b| !b.phase().is_some_and(|p| p.is_terminal()))
+                .map(|b| ObjectRef::from_obj(b.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        .graceful_shutdown_on(stop())
+        .run(crate::backup::reconcile, error_policy, ctx.clone())
+        .for_each(|_| async {});
+
+    let restores = Controller::new(api::<Restore>(&client, ns), watcher::Config::default())
+        .owns(api::<Job>(&client, ns), watcher::Config::default())
+        .graceful_shutdown_on(stop())
+        .run(crate::restore::reconcile, error_policy, ctx.clone())
+        .for_each(|_| async {});
+
+    let trigger = async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing in-flight reconciles");
+        let _ = tx.send(true);
+    };
+    tokio::join!(servers, backups, restores, trigger);
+}
