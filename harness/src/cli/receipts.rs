@@ -1,10 +1,66 @@
-//! `rehearse receipts` (being built).
+//! `rehearse receipts verify BUNDLE`: checks a run's receipt chain and names the first bad entry.
+
+use std::path::{Path, PathBuf};
 
 use super::CliError;
+use crate::evidence::receipts::{self, VerifyError};
 
 #[derive(Debug, clap::Subcommand)]
-pub enum ReceiptsCommand {}
+pub enum ReceiptsCommand {
+    /// Verify a bundle's receipt chain (sequence, links, hashes); exit non-zero at the first
+    /// bad entry.
+    Verify {
+        /// A bundle directory (reports/<run-id>) or a receipts.jsonl file.
+        bundle: PathBuf,
+    },
+}
 
 pub async fn run(command: ReceiptsCommand) -> Result<(), CliError> {
-    match command {}
+    match command {
+        ReceiptsCommand::Verify { bundle } => {
+            let line = verify(&bundle)?;
+            println!("{line}");
+            Ok(())
+        }
+    }
+}
+
+/// The journal path for a bundle directory or a journal file.
+fn journal_path(bundle: &Path) -> PathBuf {
+    if bundle.is_dir() {
+        bundle.join(receipts::FILE_NAME)
+    } else {
+        bundle.to_path_buf()
+    }
+}
+
+/// Verifies and returns the one-line summary, or the one-line error naming the bad entry and
+/// what to do.
+pub fn verify(bundle: &Path) -> Result<String, CliError> {
+    let path = journal_path(bundle);
+    match receipts::verify(&path) {
+        Ok(journal) => {
+            let (run, arch) = journal
+                .receipts
+                .first()
+                .map(|r| (r.run_id.as_str(), r.arch.as_str()))
+                .unwrap_or(("-", "-"));
+            Ok(format!(
+                "{}: {} entries verify (run {run}, {arch}); head sha256 {}",
+                path.display(),
+                journal.receipts.len(),
+                journal.head
+            ))
+        }
+        Err(VerifyError::Io { path, source }) => Err(CliError::usage(format!(
+            "cannot read {}: {source}; pass a bundle directory (reports/<run-id>) or its receipts.jsonl",
+            path.display()
+        ))),
+        Err(e @ VerifyError::TruncatedTail { .. }) => Err(CliError::failed(format!(
+            "{e}; treat only those entries as evidence and rerun the case for a complete journal"
+        ))),
+        Err(e) => Err(CliError::failed(format!(
+            "{e}; do not trust this bundle: rerun the case and keep the original for investigation"
+        ))),
+    }
 }

@@ -1,15 +1,68 @@
-//! `rehearse report` (being built).
+//! `rehearse report BUNDLE… [--out DIR] [--format md,html,junit,json]`: renders one
+//! qualification report from one or more bundles (usually the amd64 and arm64 runs of a commit).
+
+use std::path::PathBuf;
 
 use super::CliError;
+use crate::report::{self, Format, Report};
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Bundle directories to render.
-    pub bundles: Vec<std::path::PathBuf>,
+    /// Bundle directories (reports/<run-id>) to render, one per architecture.
+    #[arg(required = true)]
+    pub bundles: Vec<PathBuf>,
+    /// Where to write report.md, report.html, junit.xml and summary.json.
+    #[arg(long, default_value = "reports/qualification")]
+    pub out: PathBuf,
+    /// Comma-separated formats: md, html, junit, json.
+    #[arg(long, default_value = "md,html,junit,json")]
+    pub format: String,
 }
 
-pub async fn run(_args: ReportArgs) -> Result<(), CliError> {
-    Err(CliError::usage(
-        "rehearse report is not available in this build",
-    ))
+pub async fn run(args: ReportArgs) -> Result<(), CliError> {
+    let formats = parse_formats(&args.format)?;
+    // Every bundle is loaded (and verified) before anything is rendered: a refused bundle
+    // leaves no partial report behind.
+    let mut bundles = Vec::with_capacity(args.bundles.len());
+    for dir in &args.bundles {
+        bundles.push(report::load(dir).map_err(|e| {
+            CliError::failed(format!(
+                "{e}; nothing was rendered (rerun the affected cases, or leave that bundle out)"
+            ))
+        })?);
+    }
+    let merged = Report::merge(bundles, &args.out).map_err(|e| CliError::usage(e.to_string()))?;
+    let written =
+        report::write(&merged, &formats, &args.out).map_err(|e| CliError::usage(e.to_string()))?;
+    for path in written {
+        println!("{}", path.display());
+    }
+    if !merged.disagreements.is_empty() {
+        eprintln!(
+            "rehearse: architectures disagree on {} case(s); see the top of the report",
+            merged.disagreements.len()
+        );
+    }
+    Ok(())
+}
+
+fn parse_formats(list: &str) -> Result<Vec<Format>, CliError> {
+    let mut formats = Vec::new();
+    for part in list.split(',').filter(|p| !p.trim().is_empty()) {
+        let format = Format::parse(part).ok_or_else(|| {
+            CliError::usage(format!(
+                "unknown report format {part:?}; use a comma-separated list of md, html, junit, json"
+            ))
+        })?;
+        if !formats.contains(&format) {
+            formats.push(format);
+        }
+    }
+    if formats.is_empty() {
+        return Err(CliError::usage(
+            "--format is empty; use a comma-separated list of md, html, junit, json",
+        ));
+    }
+    formats.sort();
+    Ok(formats)
 }

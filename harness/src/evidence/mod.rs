@@ -1,1 +1,27 @@
-//! (being built)
+//! Evidence a reviewer can trust: hash-chained receipts, PVC UID tables and run bundles.
+//!
+//! Data flows one way: a scenario observes the cluster, writes what it saw as [`receipts`]
+//! through a [`bundle::CaseRecorder`], and the report later renders only what the bundle holds.
+//!
+//! - [`receipts`]: the append-only, fsynced, SHA-256-chained journal and its verifier.
+//! - [`redact`]: the rule that keeps secrets out of receipts.
+//! - [`pvc_table`]: PVC UID tables (before/after) derived from receipts, not from the cluster.
+//! - [`bundle`]: the per-run directory (`reports/<run-id>/`) and the writer API scenarios use.
+//!
+//! ```no_run
+//! use rehearsal::evidence::bundle::{Bundle, BundleMeta, Verdict};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let meta = BundleMeta::new("run-1", "0123abcd", "reference-operator", "0.1.0", "amd64");
+//! let bundle = Bundle::create("reports/run-1", meta)?;
+//! let case = bundle.case("live-backup-agent-restart", "backups")?;
+//! case.step("backup-succeeded", serde_json::json!({"phase": "Succeeded"}))?;
+//! case.finish(Verdict::Passed)?;
+//! bundle.finalize(false)?;
+//! # Ok(()) }
+//! ```
+
+pub mod bundle;
+pub mod canonical;
+pub mod pvc_table;
+pub mod receipts;
+pub mod redact;

@@ -1,1 +1,118 @@
-//! (being built)
+//! Qualification reports, rendered only from bundles.
+//!
+//! Loading and rendering are separate layers: [`load`] verifies a bundle and extracts what the
+//! receipts prove (refusing the bundle outright if anything does not check), [`model`] merges
+//! architectures by case name into a [`Report`], and the renderers ([`markdown`], [`html`] with
+//! its SVG [`timeline`], JUnit via [`crate::evidence::bundle::junit`], [`json`]) are pure
+//! functions of a [`Report`]: no clock, no cluster, stable ordering, so the same bundles give
+//! byte-identical output.
+//!
+//! ```no_run
+//! use rehearsal::report::{self, Format};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let bundles = vec![report::load::load("reports/run-amd64")?, report::load::load("reports/run-arm64")?];
+//! let merged = report::Report::merge(bundles, std::path::Path::new("reports/qualification"))?;
+//! let markdown = report::render(&merged, Format::Markdown);
+//! # let _ = markdown; Ok(()) }
+//! ```
+
+pub mod html;
+pub mod json;
+pub mod links;
+pub mod load;
+pub mod markdown;
+pub mod model;
+pub mod timeline;
+
+pub use load::{LoadError, LoadedBundle, load};
+pub use model::{MergeError, Report};
+
+use std::path::{Path, PathBuf};
+
+/// An output format of `rehearse report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Format {
+    Markdown,
+    Html,
+    Junit,
+    Json,
+}
+
+impl Format {
+    /// Every format, in the order files are written.
+    pub const ALL: [Format; 4] = [Format::Markdown, Format::Html, Format::Junit, Format::Json];
+
+    /// The file the format is written to inside the output directory.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Format::Markdown => "report.md",
+            Format::Html => "report.html",
+            Format::Junit => "junit.xml",
+            Format::Json => "summary.json",
+        }
+    }
+
+    /// Parses `md`, `markdown`, `html`, `junit`, `json`.
+    pub fn parse(s: &str) -> Option<Format> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "md" | "markdown" => Some(Format::Markdown),
+            "html" => Some(Format::Html),
+            "junit" | "xml" => Some(Format::Junit),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+}
+
+/// Renders `report` in `format`.
+pub fn render(report: &Report, format: Format) -> String {
+    match format {
+        Format::Markdown => markdown::render(report),
+        Format::Html => html::render(report),
+        Format::Json => json::render(report),
+        Format::Junit => {
+            let runs: Vec<&crate::evidence::bundle::BundleSummary> =
+                report.summaries.values().collect();
+            crate::evidence::bundle::junit::render(&runs)
+        }
+    }
+}
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: cannot {action}: {source}; check that the output directory is writable")]
+pub struct WriteError {
+    pub path: PathBuf,
+    pub action: &'static str,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Writes each format into `out_dir` (created if needed). Each file is written to a temporary
+/// name, fsynced and renamed, so a reader never sees a half-written report.
+pub fn write(
+    report: &Report,
+    formats: &[Format],
+    out_dir: &Path,
+) -> Result<Vec<PathBuf>, WriteError> {
+    use std::io::Write;
+    let err = |path: &Path, action, source| WriteError {
+        path: path.to_path_buf(),
+        action,
+        source,
+    };
+    std::fs::create_dir_all(out_dir).map_err(|e| err(out_dir, "create", e))?;
+    let mut written = Vec::new();
+    for format in formats {
+        let path = out_dir.join(format.file_name());
+        let tmp = out_dir.join(format!(".{}.tmp", format.file_name()));
+        let text = render(report, *format);
+        let mut file = std::fs::File::create(&tmp).map_err(|e| err(&tmp, "create", e))?;
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| err(&tmp, "write", e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| err(&path, "rename into place", e))?;
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,310 @@
+//! `bundle.json`: the run's summary, derived only from its verified journal.
+//!
+//! The writer derives it at [`super::Bundle::finalize`]; the report loader derives it again
+//! from the receipts and refuses a bundle whose `bundle.json` disagrees, so the summary can
+//! never claim more than the chain proves.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::evidence::receipts::{FILE_NAME, Receipt, VerifiedJournal, kind};
+
+/// The layout version of a bundle.
+pub const FORMAT: u32 = 1;
+
+/// A case's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Passed,
+    Failed,
+    Skipped,
+    Interrupted,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Passed => "passed",
+            Verdict::Failed => "failed",
+            Verdict::Skipped => "skipped",
+            Verdict::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The operator under qualification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operator {
+    pub name: String,
+    pub version: String,
+}
+
+/// What a run is: written as the `run-started` receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleMeta {
+    pub run_id: String,
+    /// The commit of the operator (or harness) being qualified.
+    pub commit: String,
+    pub operator: Operator,
+    /// `amd64`, `arm64`, …
+    pub arch: String,
+}
+
+impl BundleMeta {
+    pub fn new(
+        run_id: &str,
+        commit: &str,
+        operator_name: &str,
+        operator_version: &str,
+        arch: &str,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            commit: commit.into(),
+            operator: Operator {
+                name: operator_name.into(),
+                version: operator_version.into(),
+            },
+            arch: arch.into(),
+        }
+    }
+}
+
+/// One case in `bundle.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseSummary {
+    pub name: String,
+    pub bucket: String,
+    pub verdict: Verdict,
+    /// From the `case-started` receipt to the `case-finished` receipt.
+    pub duration_ms: u64,
+    /// What the verdict rests on (e.g. "pod UID", "RCON audit log").
+    pub evidence_used: Vec<String>,
+    /// Why, when the case did not pass.
+    pub reason: Option<String>,
+    /// 1-based journal lines of the case's `case-started` and `case-finished` receipts.
+    pub lines: (usize, usize),
+}
+
+/// Where the journal ends, so entries cut from its end are noticed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalAnchor {
+    pub file: String,
+    pub entries: u64,
+    pub head_sha256: String,
+}
+
+/// The whole `bundle.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleSummary {
+    pub format: u32,
+    #[serde(flatten)]
+    pub meta: BundleMeta,
+    pub started: jiff::Timestamp,
+    pub finished: jiff::Timestamp,
+    pub interrupted: bool,
+    pub cases: Vec<CaseSummary>,
+    pub journal: JournalAnchor,
+    /// `kill-matrix.json` when the run wrote one, with its SHA-256.
+    pub kill_matrix: Option<FileRef>,
+}
+
+/// A file of the bundle and the SHA-256 its receipt recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRef {
+    pub path: String,
+    pub sha256: String,
+}
+
+/// Why a journal does not make a complete run.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    #[error(
+        "line 1: the journal does not start with a run-started receipt; it is not a bundle journal"
+    )]
+    NoRunStarted,
+    #[error("line {line} (seq {seq}): malformed {kind} receipt: {reason}")]
+    Malformed {
+        line: usize,
+        seq: u64,
+        kind: String,
+        reason: String,
+    },
+    #[error(
+        "case {case:?} (started at line {line}, seq {seq}) has no case-finished receipt: the run stopped before the case ended"
+    )]
+    CaseNotFinished { case: String, line: usize, seq: u64 },
+    #[error("line {line} (seq {seq}): case {case:?} was never started")]
+    CaseNotStarted { case: String, line: usize, seq: u64 },
+    #[error("line {line} (seq {seq}): case {case:?} started or finished twice")]
+    CaseTwice { case: String, line: usize, seq: u64 },
+    #[error(
+        "the journal's last entry (line {line}) is not run-finished: the run was not finalized"
+    )]
+    NotFinalized { line: usize },
+}
+
+fn malformed(line: usize, r: &Receipt, reason: impl std::fmt::Display) -> SummaryError {
+    SummaryError::Malformed {
+        line,
+        seq: r.seq,
+        kind: r.kind.clone(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Reads a `run-started` receipt's metadata.
+pub fn meta_of(receipt: &Receipt) -> Result<BundleMeta, SummaryError> {
+    if receipt.kind != kind::RUN_STARTED {
+        return Err(SummaryError::NoRunStarted);
+    }
+    serde_json::from_value(receipt.observed.clone()).map_err(|e| malformed(1, receipt, e))
+}
+
+struct Open {
+    bucket: String,
+    line: usize,
+    seq: u64,
+    time: jiff::Timestamp,
+}
+
+/// Derives the summary of a finalized run from its verified journal.
+pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryError> {
+    let receipts = &journal.receipts;
+    let first = receipts.first().ok_or(SummaryError::NoRunStarted)?;
+    let meta = meta_of(first)?;
+    let mut open: Vec<(String, Open)> = Vec::new();
+    let mut cases: Vec<CaseSummary> = Vec::new();
+    let mut kill_matrix = None;
+    let mut finished = None;
+    for (i, r) in receipts.iter().enumerate() {
+        let line = i + 1;
+        if finished.is_some() {
+            // run-finished must be last: anything after it was appended to a closed run.
+            return Err(SummaryError::NotFinalized {
+                line: receipts.len(),
+            });
+        }
+        match r.kind.as_str() {
+            kind::CASE_STARTED => {
+                let case = case_of(line, r)?;
+                if open.iter().any(|(n, _)| *n == case) || cases.iter().any(|c| c.name == case) {
+                    return Err(SummaryError::CaseTwice {
+                        case,
+                        line,
+                        seq: r.seq,
+                    });
+                }
+                let bucket = r
+                    .observed
+                    .get("bucket")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| malformed(line, r, "no bucket"))?;
+                open.push((
+                    case,
+                    Open {
+                        bucket: bucket.to_owned(),
+                        line,
+                        seq: r.seq,
+                        time: r.time,
+                    },
+                ));
+            }
+            kind::CASE_FINISHED => {
+                let case = case_of(line, r)?;
+                let Some(pos) = open.iter().position(|(n, _)| *n == case) else {
+                    return Err(if cases.iter().any(|c| c.name == case) {
+                        SummaryError::CaseTwice {
+                            case,
+                            line,
+                            seq: r.seq,
+                        }
+                    } else {
+                        SummaryError::CaseNotStarted {
+                            case,
+                            line,
+                            seq: r.seq,
+                        }
+                    });
+                };
+                let (name, started) = open.remove(pos);
+                let finish: FinishObserved = serde_json::from_value(r.observed.clone())
+                    .map_err(|e| malformed(line, r, e))?;
+                let duration_ms = r.time.duration_since(started.time).as_millis().max(0) as u64;
+                cases.push(CaseSummary {
+                    name,
+                    bucket: started.bucket,
+                    verdict: finish.verdict,
+                    duration_ms,
+                    evidence_used: finish.evidence_used,
+                    reason: finish.reason,
+                    lines: (started.line, line),
+                });
+            }
+            kind::KILL_MATRIX => {
+                kill_matrix = Some(
+                    serde_json::from_value::<FileRef>(r.observed.clone())
+                        .map_err(|e| malformed(line, r, e))?,
+                );
+            }
+            kind::RUN_FINISHED => {
+                let interrupted = r
+                    .observed
+                    .get("interrupted")
+                    .and_then(Value::as_bool)
+                    .ok_or_else(|| malformed(line, r, "no interrupted flag"))?;
+                finished = Some((r.time, interrupted));
+            }
+            _ => {}
+        }
+    }
+    if let Some((case, o)) = open.into_iter().next() {
+        return Err(SummaryError::CaseNotFinished {
+            case,
+            line: o.line,
+            seq: o.seq,
+        });
+    }
+    let Some((finished, interrupted)) = finished else {
+        return Err(SummaryError::NotFinalized {
+            line: receipts.len(),
+        });
+    };
+    Ok(BundleSummary {
+        format: FORMAT,
+        meta,
+        started: first.time,
+        finished,
+        interrupted,
+        cases,
+        journal: JournalAnchor {
+            file: FILE_NAME.into(),
+            entries: receipts.len() as u64,
+            head_sha256: journal.head.clone(),
+        },
+        kill_matrix,
+    })
+}
+
+fn case_of(line: usize, r: &Receipt) -> Result<String, SummaryError> {
+    r.case
+        .clone()
+        .ok_or_else(|| malformed(line, r, "no case name"))
+}
+
+/// The payload of a `case-finished` receipt.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FinishObserved {
+    pub verdict: Verdict,
+    #[serde(default)]
+    pub evidence_used: Vec<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}

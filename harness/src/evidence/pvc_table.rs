@@ -1,0 +1,245 @@
+//! PVC UID tables: which claims kept their identity across a case, built from receipts only.
+//!
+//! A case records what it saw with [`super::bundle::CaseRecorder::observe_pvcs`] (a
+//! `pvc-observation` receipt per phase); [`from_receipts`] pairs the first `before` observation
+//! with the last `after` observation of every claim. A claim whose UID (and volume) is the same
+//! on both sides is `unchanged`: the data was restored into the same object, not a new one.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::receipts::{Receipt, kind};
+
+/// What a claim holds, by Gameplane's naming (CONTRACT part A).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    PrimaryWorld,
+    ExtraWorld,
+    RebuildableMods,
+    Other,
+}
+
+impl Role {
+    /// Classifies claim `claim` of GameServer `server`: `<gs>-data`, `<gs>-extra-<name>`,
+    /// `<gs>-mods-<version>`.
+    pub fn classify(server: &str, claim: &str) -> Role {
+        match claim.strip_prefix(server).and_then(|r| r.strip_prefix('-')) {
+            Some("data") => Role::PrimaryWorld,
+            Some(rest) if rest.starts_with("extra-") => Role::ExtraWorld,
+            Some(rest) if rest.starts_with("mods-") => Role::RebuildableMods,
+            _ => Role::Other,
+        }
+    }
+
+    /// The label CONTRACT's tables use.
+    pub fn label(self) -> &'static str {
+        match self {
+            Role::PrimaryWorld => "Primary world",
+            Role::ExtraWorld => "Extra world",
+            Role::RebuildableMods => "Rebuildable mods",
+            Role::Other => "Other",
+        }
+    }
+}
+
+/// When PVCs were observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PvcPhase {
+    /// Before the risky operation (candidate, restore).
+    Before,
+    /// After it (and after any rollback).
+    After,
+}
+
+impl PvcPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PvcPhase::Before => "before",
+            PvcPhase::After => "after",
+        }
+    }
+}
+
+/// One claim as observed in the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PvcObservation {
+    pub claim: String,
+    pub role: Role,
+    pub uid: String,
+    /// The bound PersistentVolume's name, if bound.
+    pub volume: Option<String>,
+}
+
+impl PvcObservation {
+    /// An observation whose role is derived from Gameplane's claim naming for `server`.
+    pub fn classify(server: &str, claim: &str, uid: &str, volume: Option<&str>) -> Self {
+        Self {
+            claim: claim.to_owned(),
+            role: Role::classify(server, claim),
+            uid: uid.to_owned(),
+            volume: volume.map(str::to_owned),
+        }
+    }
+}
+
+/// The receipt payload of a `pvc-observation`.
+pub fn observation_json(phase: PvcPhase, claims: &[PvcObservation]) -> serde_json::Value {
+    json!({"phase": phase.as_str(), "claims": claims})
+}
+
+/// A claim's identity on one side of the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PvcSide {
+    pub uid: String,
+    pub volume: Option<String>,
+}
+
+/// One claim's row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PvcRow {
+    pub claim: String,
+    pub role: Role,
+    pub before: Option<PvcSide>,
+    pub after: Option<PvcSide>,
+    /// Observed on both sides with the same UID and volume.
+    pub unchanged: bool,
+}
+
+/// The table for one case, rows ordered by role then claim.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PvcTable {
+    pub rows: Vec<PvcRow>,
+}
+
+/// A `pvc-observation` receipt that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("receipt seq {seq}: malformed pvc-observation ({reason})")]
+pub struct PvcTableError {
+    pub seq: u64,
+    pub reason: String,
+}
+
+#[derive(Deserialize)]
+struct Observed {
+    phase: PvcPhase,
+    claims: Vec<PvcObservation>,
+}
+
+/// Builds the table from a case's receipts (other kinds are ignored).
+pub fn from_receipts<'a>(
+    receipts: impl IntoIterator<Item = &'a Receipt>,
+) -> Result<PvcTable, PvcTableError> {
+    let mut rows: BTreeMap<(Role, String), PvcRow> = BTreeMap::new();
+    for receipt in receipts {
+        if receipt.kind != kind::PVC_OBSERVATION {
+            continue;
+        }
+        let observed: Observed =
+            serde_json::from_value(receipt.observed.clone()).map_err(|e| PvcTableError {
+                seq: receipt.seq,
+                reason: e.to_string(),
+            })?;
+        for claim in observed.claims {
+            let row = rows
+                .entry((claim.role, claim.claim.clone()))
+                .or_insert_with(|| PvcRow {
+                    claim: claim.claim.clone(),
+                    role: claim.role,
+                    before: None,
+                    after: None,
+                    unchanged: false,
+                });
+            let side = PvcSide {
+                uid: claim.uid,
+                volume: claim.volume,
+            };
+            match observed.phase {
+                // The first "before" is the baseline; later ones must not move it.
+                PvcPhase::Before => {
+                    row.before.get_or_insert(side);
+                }
+                PvcPhase::After => row.after = Some(side),
+            }
+        }
+    }
+    let rows = rows
+        .into_values()
+        .map(|mut row| {
+            row.unchanged = matches!((&row.before, &row.after), (Some(b), Some(a)) if b == a);
+            row
+        })
+        .collect();
+    Ok(PvcTable { rows })
+}
+
+impl PvcTable {
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Whether every claim was observed on both sides and kept its identity.
+    pub fn all_unchanged(&self) -> bool {
+        self.rows.iter().all(|r| r.unchanged)
+    }
+
+    /// A GitHub-flavoured Markdown table in CONTRACT's shape.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::from(
+            "| PVC | Claim | Before | After | Volume | Unchanged |\n|---|---|---|---|---|---|\n",
+        );
+        for row in &self.rows {
+            out.push_str(&format!(
+                "| {} | `{}` | {} | {} | {} | {} |\n",
+                row.role.label(),
+                row.claim,
+                side_uid(&row.before),
+                side_uid(&row.after),
+                volume(row),
+                if row.unchanged { "yes" } else { "**no**" },
+            ));
+        }
+        out
+    }
+}
+
+fn side_uid(side: &Option<PvcSide>) -> String {
+    match side {
+        Some(s) => format!("`{}`", s.uid),
+        None => "not observed".into(),
+    }
+}
+
+/// The volume, or both when it changed.
+fn volume(row: &PvcRow) -> String {
+    let name = |s: &Option<PvcSide>| {
+        s.as_ref()
+            .and_then(|s| s.volume.clone())
+            .unwrap_or_else(|| "-".into())
+    };
+    let (b, a) = (name(&row.before), name(&row.after));
+    if b == a {
+        format!("`{b}`")
+    } else {
+        format!("`{b}` → `{a}`")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_gameplane_claims() {
+        assert_eq!(Role::classify("gs", "gs-data"), Role::PrimaryWorld);
+        assert_eq!(Role::classify("gs", "gs-extra-nether"), Role::ExtraWorld);
+        assert_eq!(
+            Role::classify("gs", "gs-mods-1-21-4"),
+            Role::RebuildableMods
+        );
+        assert_eq!(Role::classify("gs", "other-data"), Role::Other);
+    }
+}

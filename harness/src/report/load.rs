@@ -1,0 +1,347 @@
+//! Loading a bundle for reporting: everything is checked before anything is rendered.
+//!
+//! A bundle is refused (with the entry named) when its journal does not verify or ends in a
+//! partial line, when a case lacks its `case-finished` receipt, when `bundle.json` claims
+//! anything the receipts do not prove, or when a file a receipt names (PVC table, artifact,
+//! kill matrix) is missing or differs from the SHA-256 recorded for it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::evidence::bundle::summary::{self, BundleSummary, CaseSummary, SummaryError};
+use crate::evidence::bundle::{CASES_DIR, KillMatrix, PVC_TABLE_FILE, SUMMARY_FILE};
+use crate::evidence::pvc_table::{self, PvcTable};
+use crate::evidence::receipts::{self, FILE_NAME, Receipt, VerifyError, kind};
+
+/// Why a bundle is refused. Every message names the bundle and the bad entry or file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(
+        "{dir}: no {SUMMARY_FILE}: the run was not finalized (killed?); `rehearse receipts verify {dir}` shows how far its journal goes"
+    )]
+    NotFinalized { dir: PathBuf },
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a bundle summary: {reason}")]
+    BadSummary { path: PathBuf, reason: String },
+    #[error("refusing {dir}: {source}")]
+    Journal {
+        dir: PathBuf,
+        #[source]
+        source: Box<VerifyError>,
+    },
+    #[error("refusing {dir}: {FILE_NAME} {source}")]
+    Incomplete {
+        dir: PathBuf,
+        #[source]
+        source: SummaryError,
+    },
+    #[error(
+        "refusing {dir}: {SUMMARY_FILE} field `{field}` does not match what {FILE_NAME} proves; the summary was edited or belongs to another run"
+    )]
+    SummaryMismatch { dir: PathBuf, field: String },
+    #[error("refusing {dir}: {path} {problem}")]
+    FileMismatch {
+        dir: PathBuf,
+        path: String,
+        problem: String,
+    },
+}
+
+/// One receipt of a case as the report shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRecord {
+    /// 1-based line in `receipts.jsonl`.
+    pub line: usize,
+    pub seq: u64,
+    pub step: String,
+    pub kind: String,
+    /// Milliseconds from the case's start to this receipt.
+    pub at_ms: u64,
+    /// Milliseconds since the case's previous receipt: how long this step took.
+    pub took_ms: u64,
+}
+
+/// A restore found in the receipts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreRecord {
+    pub restore_id: String,
+    pub snapshot_id: String,
+    pub line: usize,
+}
+
+/// An artifact a receipt names, checked against its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactRecord {
+    /// Relative to the bundle directory.
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    pub line: usize,
+}
+
+/// A case with everything the report needs, from receipts only.
+#[derive(Debug, Clone)]
+pub struct LoadedCase {
+    pub summary: CaseSummary,
+    pub steps: Vec<StepRecord>,
+    pub pvc_table: PvcTable,
+    /// restic snapshot ids, first-seen order, without duplicates.
+    pub snapshots: Vec<String>,
+    pub restores: Vec<RestoreRecord>,
+    pub artifacts: Vec<ArtifactRecord>,
+}
+
+/// A verified bundle.
+#[derive(Debug, Clone)]
+pub struct LoadedBundle {
+    /// The directory as given.
+    pub dir: PathBuf,
+    pub summary: BundleSummary,
+    pub cases: Vec<LoadedCase>,
+    pub kill_matrix: Option<KillMatrix>,
+}
+
+/// Loads and checks the bundle in `dir`.
+pub fn load(dir: impl AsRef<Path>) -> Result<LoadedBundle, LoadError> {
+    let dir = dir.as_ref().to_path_buf();
+    let summary_path = dir.join(SUMMARY_FILE);
+    if !summary_path.exists() {
+        return Err(LoadError::NotFinalized { dir });
+    }
+    let text = read(&summary_path)?;
+    let claimed: BundleSummary =
+        serde_json::from_slice(&text).map_err(|e| LoadError::BadSummary {
+            path: summary_path.clone(),
+            reason: e.to_string(),
+        })?;
+    let journal = receipts::verify(dir.join(FILE_NAME)).map_err(|source| LoadError::Journal {
+        dir: dir.clone(),
+        source: Box::new(source),
+    })?;
+    let proven = summary::summarize(&journal).map_err(|source| LoadError::Incomplete {
+        dir: dir.clone(),
+        source,
+    })?;
+    if let Some(field) = first_difference(&claimed, &proven) {
+        return Err(LoadError::SummaryMismatch { dir, field });
+    }
+    let mut cases = Vec::with_capacity(proven.cases.len());
+    for case in &proven.cases {
+        cases.push(load_case(&dir, &journal.receipts, case)?);
+    }
+    let kill_matrix = match &proven.kill_matrix {
+        Some(file) => {
+            let bytes = checked_file(&dir, &file.path, &file.sha256)?;
+            Some(
+                serde_json::from_slice(&bytes).map_err(|e| LoadError::FileMismatch {
+                    dir: dir.clone(),
+                    path: file.path.clone(),
+                    problem: format!("is not a kill matrix: {e}"),
+                })?,
+            )
+        }
+        None => None,
+    };
+    Ok(LoadedBundle {
+        dir,
+        summary: proven,
+        cases,
+        kill_matrix,
+    })
+}
+
+fn load_case(
+    dir: &Path,
+    receipts: &[Receipt],
+    case: &CaseSummary,
+) -> Result<LoadedCase, LoadError> {
+    let (first_line, last_line) = case.lines;
+    let mine: Vec<(usize, &Receipt)> = receipts
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i + 1, r))
+        .filter(|(line, r)| {
+            *line >= first_line && *line <= last_line && r.case.as_deref() == Some(&case.name)
+        })
+        .collect();
+    let start = mine[0].1.time;
+    let mut steps = Vec::new();
+    let mut snapshots: Vec<String> = Vec::new();
+    let mut restores = Vec::new();
+    let mut artifacts = Vec::new();
+    let mut prev_ms = 0u64;
+    for (line, r) in &mine {
+        let at_ms = r.time.duration_since(start).as_millis().max(0) as u64;
+        if r.kind != kind::CASE_STARTED {
+            steps.push(StepRecord {
+                line: *line,
+                seq: r.seq,
+                step: r.step.clone(),
+                kind: r.kind.clone(),
+                at_ms,
+                took_ms: at_ms.saturating_sub(prev_ms),
+            });
+        }
+        prev_ms = at_ms;
+        collect_snapshot_ids(&r.observed, &mut snapshots);
+        match r.kind.as_str() {
+            kind::RESTIC_RESTORE => restores.push(RestoreRecord {
+                restore_id: str_field(&r.observed, "restore_id"),
+                snapshot_id: str_field(&r.observed, "snapshot_id"),
+                line: *line,
+            }),
+            kind::ARTIFACT => {
+                let record = ArtifactRecord {
+                    path: str_field(&r.observed, "path"),
+                    bytes: r.observed.get("bytes").and_then(Value::as_u64).unwrap_or(0),
+                    sha256: str_field(&r.observed, "sha256"),
+                    line: *line,
+                };
+                checked_file(dir, &record.path, &record.sha256)?;
+                artifacts.push(record);
+            }
+            _ => {}
+        }
+    }
+    let pvc_table = pvc_table::from_receipts(mine.iter().map(|(_, r)| *r)).map_err(|e| {
+        LoadError::FileMismatch {
+            dir: dir.to_path_buf(),
+            path: FILE_NAME.into(),
+            problem: e.to_string(),
+        }
+    })?;
+    let table_rel = format!("{CASES_DIR}/{}/{PVC_TABLE_FILE}", case.name);
+    let table_path = dir.join(&table_rel);
+    match (pvc_table.is_empty(), table_path.exists()) {
+        (true, false) => {}
+        (true, true) => {
+            return Err(LoadError::FileMismatch {
+                dir: dir.to_path_buf(),
+                path: table_rel,
+                problem: "exists but the receipts record no PVC observation".into(),
+            });
+        }
+        (false, false) => {
+            return Err(LoadError::FileMismatch {
+                dir: dir.to_path_buf(),
+                path: table_rel,
+                problem: "is missing, but the receipts record PVC observations".into(),
+            });
+        }
+        (false, true) => {
+            let stored: Result<PvcTable, _> = serde_json::from_slice(&read(&table_path)?);
+            if stored.as_ref().ok() != Some(&pvc_table) {
+                return Err(LoadError::FileMismatch {
+                    dir: dir.to_path_buf(),
+                    path: table_rel,
+                    problem: "differs from the table the receipts prove".into(),
+                });
+            }
+        }
+    }
+    Ok(LoadedCase {
+        summary: case.clone(),
+        steps,
+        pvc_table,
+        snapshots,
+        restores,
+        artifacts,
+    })
+}
+
+/// Snapshot ids anywhere in an observation: the harness's `snapshot_id` and Gameplane's
+/// `status.snapshotID`.
+fn collect_snapshot_ids(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                match (key.as_str(), child) {
+                    ("snapshot_id" | "snapshotID", Value::String(id)) if !id.is_empty() => {
+                        if !out.contains(id) {
+                            out.push(id.clone());
+                        }
+                    }
+                    _ => collect_snapshot_ids(child, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_snapshot_ids(v, out)),
+        _ => {}
+    }
+}
+
+fn str_field(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    std::fs::read(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Reads a bundle file a receipt names and checks its SHA-256.
+fn checked_file(dir: &Path, rel: &str, sha256: &str) -> Result<Vec<u8>, LoadError> {
+    let mismatch = |problem: String| LoadError::FileMismatch {
+        dir: dir.to_path_buf(),
+        path: rel.to_owned(),
+        problem,
+    };
+    if rel.split('/').any(|p| p == ".." || p.is_empty()) {
+        return Err(mismatch("is not a path inside the bundle".into()));
+    }
+    let bytes = std::fs::read(dir.join(rel))
+        .map_err(|e| mismatch(format!("named by a receipt cannot be read: {e}")))?;
+    let actual = receipts::sha256_hex(&bytes);
+    if actual != sha256 {
+        return Err(mismatch(format!(
+            "was changed after its receipt was written (SHA-256 {actual}, receipt says {sha256})"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The first top-level field (or case) where the claimed summary differs from the proven one.
+fn first_difference(claimed: &BundleSummary, proven: &BundleSummary) -> Option<String> {
+    let a = serde_json::to_value(claimed).ok()?;
+    let b = serde_json::to_value(proven).ok()?;
+    let (Value::Object(a), Value::Object(b)) = (&a, &b) else {
+        return Some("(whole file)".into());
+    };
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        if a.get(key) == b.get(key) {
+            continue;
+        }
+        if key == "cases"
+            && let (Some(Value::Array(ca)), Some(Value::Array(cb))) = (a.get(key), b.get(key))
+        {
+            for i in 0..ca.len().max(cb.len()) {
+                if ca.get(i) != cb.get(i) {
+                    let name = cb
+                        .get(i)
+                        .or(ca.get(i))
+                        .and_then(|c| c.get("name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("?");
+                    return Some(format!("cases[{i}] ({name})"));
+                }
+            }
+        }
+        return Some(key.clone());
+    }
+    None
+}

@@ -1,0 +1,229 @@
+//! The report's data: loaded bundles merged by case name across architectures.
+//!
+//! Everything a renderer prints is here, already ordered (cases by bucket then name,
+//! architectures by name), so every renderer is a pure function of a [`Report`] and the same
+//! bundles always give the same bytes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::evidence::bundle::{BundleSummary, KillMatrix, Operator, Verdict};
+
+use super::links;
+use super::load::{LoadedBundle, LoadedCase};
+
+/// Why bundles cannot be reported together.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("no bundles given: pass one or more bundle directories (reports/<run-id>)")]
+    Empty,
+    #[error(
+        "bundles {a} and {b} qualify different commits ({commit_a} vs {commit_b}); report one commit at a time"
+    )]
+    DifferentCommits {
+        a: String,
+        b: String,
+        commit_a: String,
+        commit_b: String,
+    },
+    #[error("bundles {a} and {b} are both {arch} runs; pass one bundle per architecture")]
+    DuplicateArch { a: String, b: String, arch: String },
+}
+
+/// One architecture's run.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub arch: String,
+    pub run_id: String,
+    pub operator: Operator,
+    pub started: jiff::Timestamp,
+    pub finished: jiff::Timestamp,
+    pub interrupted: bool,
+    pub entries: u64,
+    /// Relative link from the report directory to the bundle directory.
+    pub href: String,
+}
+
+/// A case's result on one architecture, with links already resolved.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub case: LoadedCase,
+    /// Relative link to this run's `receipts.jsonl`.
+    pub receipts_href: String,
+    /// Relative link to the bundle directory (artifact paths are relative to it).
+    pub bundle_href: String,
+}
+
+/// One case across architectures.
+#[derive(Debug, Clone)]
+pub struct MergedCase {
+    pub name: String,
+    pub bucket: String,
+    /// arch → result; an architecture that did not run the case is absent.
+    pub results: BTreeMap<String, CaseResult>,
+}
+
+impl MergedCase {
+    /// The verdict per architecture of the report (`None` = not run there).
+    pub fn verdicts<'a>(&'a self, arches: &'a [String]) -> Vec<(&'a str, Option<Verdict>)> {
+        arches
+            .iter()
+            .map(|a| {
+                (
+                    a.as_str(),
+                    self.results.get(a).map(|r| r.case.summary.verdict),
+                )
+            })
+            .collect()
+    }
+}
+
+/// A case whose architectures did not reach the same verdict (or did not all run it).
+#[derive(Debug, Clone)]
+pub struct Disagreement {
+    pub case: String,
+    pub verdicts: Vec<(String, Option<Verdict>)>,
+}
+
+/// The whole qualification report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub commit: String,
+    /// Distinct operators (name + version) across runs, sorted.
+    pub operators: Vec<Operator>,
+    /// Architectures, sorted.
+    pub arches: Vec<String>,
+    pub runs: Vec<RunInfo>,
+    pub cases: Vec<MergedCase>,
+    pub disagreements: Vec<Disagreement>,
+    /// arch → kill matrix, for runs that recorded one.
+    pub kill_matrices: BTreeMap<String, KillMatrix>,
+    /// arch → the run's proven summary (for JUnit).
+    pub summaries: BTreeMap<String, BundleSummary>,
+}
+
+impl Report {
+    /// Merges verified bundles; links are made relative to `out_dir`, where the report is written.
+    pub fn merge(bundles: Vec<LoadedBundle>, out_dir: &Path) -> Result<Report, MergeError> {
+        let first = bundles.first().ok_or(MergeError::Empty)?;
+        let commit = first.summary.meta.commit.clone();
+        let mut by_arch: BTreeMap<String, LoadedBundle> = BTreeMap::new();
+        for bundle in bundles.iter() {
+            if bundle.summary.meta.commit != commit {
+                return Err(MergeError::DifferentCommits {
+                    a: first.dir.display().to_string(),
+                    b: bundle.dir.display().to_string(),
+                    commit_a: commit,
+                    commit_b: bundle.summary.meta.commit.clone(),
+                });
+            }
+            let arch = bundle.summary.meta.arch.clone();
+            if let Some(other) = by_arch.get(&arch) {
+                return Err(MergeError::DuplicateArch {
+                    a: other.dir.display().to_string(),
+                    b: bundle.dir.display().to_string(),
+                    arch,
+                });
+            }
+            by_arch.insert(arch, bundle.clone());
+        }
+        let arches: Vec<String> = by_arch.keys().cloned().collect();
+        let mut operators: Vec<Operator> = Vec::new();
+        let mut runs = Vec::new();
+        let mut cases: BTreeMap<(String, String), MergedCase> = BTreeMap::new();
+        let mut kill_matrices = BTreeMap::new();
+        let mut summaries = BTreeMap::new();
+        for (arch, bundle) in by_arch {
+            summaries.insert(arch.clone(), bundle.summary.clone());
+            let s = &bundle.summary;
+            if !operators.contains(&s.meta.operator) {
+                operators.push(s.meta.operator.clone());
+            }
+            let href = links::relative(out_dir, &bundle.dir);
+            let receipts_href = format!("{href}/{}", s.journal.file);
+            runs.push(RunInfo {
+                arch: arch.clone(),
+                run_id: s.meta.run_id.clone(),
+                operator: s.meta.operator.clone(),
+                started: s.started,
+                finished: s.finished,
+                interrupted: s.interrupted,
+                entries: s.journal.entries,
+                href: href.clone(),
+            });
+            for case in bundle.cases {
+                let key = (case.summary.bucket.clone(), case.summary.name.clone());
+                cases
+                    .entry(key)
+                    .or_insert_with(|| MergedCase {
+                        name: case.summary.name.clone(),
+                        bucket: case.summary.bucket.clone(),
+                        results: BTreeMap::new(),
+                    })
+                    .results
+                    .insert(
+                        arch.clone(),
+                        CaseResult {
+                            case,
+                            receipts_href: receipts_href.clone(),
+                            bundle_href: href.clone(),
+                        },
+                    );
+            }
+            if let Some(matrix) = bundle.kill_matrix {
+                kill_matrices.insert(arch, matrix);
+            }
+        }
+        operators.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+        let cases: Vec<MergedCase> = cases.into_values().collect();
+        let disagreements = cases
+            .iter()
+            .filter_map(|c| {
+                let verdicts = c.verdicts(&arches);
+                let first = verdicts[0].1;
+                verdicts
+                    .iter()
+                    .any(|(_, v)| *v != first)
+                    .then(|| Disagreement {
+                        case: c.name.clone(),
+                        verdicts: verdicts
+                            .into_iter()
+                            .map(|(a, v)| (a.to_owned(), v))
+                            .collect(),
+                    })
+            })
+            .collect();
+        Ok(Report {
+            commit,
+            operators,
+            arches,
+            runs,
+            cases,
+            disagreements,
+            kill_matrices,
+            summaries,
+        })
+    }
+
+    /// Count of each verdict on `arch`.
+    pub fn totals(&self, arch: &str) -> BTreeMap<Verdict, usize> {
+        let mut totals = BTreeMap::new();
+        for case in &self.cases {
+            if let Some(r) = case.results.get(arch) {
+                *totals.entry(r.case.summary.verdict).or_insert(0) += 1;
+            }
+        }
+        totals
+    }
+}
+
+/// `850 ms`, `12.3 s`, `2 min 05 s`.
+pub fn format_duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{}.{} s", ms / 1000, (ms % 1000) / 100)
+    } else {
+        format!("{} min {:02} s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}

@@ -1,0 +1,256 @@
+//! Bundles that cannot be trusted are refused, naming the entry, and nothing is rendered.
+
+mod report_support;
+
+use std::path::{Path, PathBuf};
+
+use rehearsal::evidence::receipts::{Journal, VerifyError, kind};
+use rehearsal::report::{self, LoadError};
+use report_support::{AMD64, write_sample};
+use serde_json::json;
+
+fn fresh() -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("bundle");
+    write_sample(&dir, &AMD64);
+    (root, dir)
+}
+
+fn journal_error(err: &LoadError) -> Option<&VerifyError> {
+    match err {
+        LoadError::Journal { source, .. } => Some(source),
+        _ => None,
+    }
+}
+
+fn edit_lines(dir: &Path, f: impl FnOnce(&mut Vec<String>)) {
+    let path = dir.join("receipts.jsonl");
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    f(&mut lines);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn the_untouched_sample_loads() {
+    let (_r, dir) = fresh();
+    let b = report::load(&dir).unwrap();
+    assert_eq!(b.cases.len(), 4);
+}
+
+#[test]
+fn a_tampered_receipt_is_refused_naming_its_line() {
+    let (_r, dir) = fresh();
+    // Turn the failed backup into a success: exactly what a reviewer must never be shown.
+    edit_lines(&dir, |l| {
+        let i = l.iter().position(|x| x.contains("SourceChanged")).unwrap();
+        l[i] = l[i].replace("\"phase\":\"Failed\"", "\"phase\":\"Succeeded\"");
+    });
+    let err = report::load(&dir).unwrap_err();
+    assert!(
+        matches!(journal_error(&err), Some(VerifyError::Tampered { .. })),
+        "{err}"
+    );
+    assert!(err.to_string().contains("tampered"), "{err}");
+}
+
+#[test]
+fn a_truncated_journal_is_refused() {
+    let (_r, dir) = fresh();
+    let path = dir.join("receipts.jsonl");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
+    let err = report::load(&dir).unwrap_err();
+    assert!(
+        matches!(journal_error(&err), Some(VerifyError::TruncatedTail { .. })),
+        "{err}"
+    );
+}
+
+#[test]
+fn whole_entries_cut_from_the_end_are_refused() {
+    let (_r, dir) = fresh();
+    edit_lines(&dir, |l| {
+        l.pop();
+    });
+    let err = report::load(&dir).unwrap_err();
+    assert!(matches!(err, LoadError::Incomplete { .. }), "{err}");
+    assert!(err.to_string().contains("not finalized"), "{err}");
+}
+
+#[test]
+fn reordered_receipts_are_refused() {
+    let (_r, dir) = fresh();
+    edit_lines(&dir, |l| l.swap(4, 5));
+    let err = report::load(&dir).unwrap_err();
+    match journal_error(&err) {
+        Some(VerifyError::Reordered { line, .. }) => assert_eq!(*line, 5),
+        _ => panic!("expected Reordered at line 5, got {err}"),
+    }
+}
+
+#[test]
+fn a_case_without_its_final_receipt_is_refused_naming_the_case() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("bundle");
+    std::fs::create_dir_all(&dir).unwrap();
+    let j = Journal::create(dir.join("receipts.jsonl"), "run-x", "amd64").unwrap();
+    j.append(
+        None,
+        "run-started",
+        kind::RUN_STARTED,
+        json!({"run_id": "run-x", "commit": "c", "operator": {"name": "o", "version": "1"}, "arch": "amd64"}),
+    )
+    .unwrap();
+    j.append(
+        Some("never-finished"),
+        "case-started",
+        kind::CASE_STARTED,
+        json!({"bucket": "b"}),
+    )
+    .unwrap();
+    j.append(Some("never-finished"), "step", kind::STEP, json!({}))
+        .unwrap();
+    j.append(
+        None,
+        "run-finished",
+        kind::RUN_FINISHED,
+        json!({"interrupted": false}),
+    )
+    .unwrap();
+    // A summary that claims the case passed.
+    let (_r2, good) = fresh();
+    std::fs::copy(good.join("bundle.json"), dir.join("bundle.json")).unwrap();
+    let err = report::load(&dir).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, LoadError::Incomplete { .. }), "{msg}");
+    assert!(
+        msg.contains("\"never-finished\"") && msg.contains("line 2"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn an_edited_summary_is_refused_naming_the_case() {
+    let (_r, dir) = fresh();
+    let path = dir.join("bundle.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["cases"][1]["verdict"] = json!("failed");
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let msg = report::load(&dir).unwrap_err().to_string();
+    assert!(
+        msg.contains("cases[1] (live-backup-same-pod-game-restart)"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_changed_artifact_is_refused() {
+    let (_r, dir) = fresh();
+    let art = dir.join("cases/live-backup-same-pod-game-restart/artifacts/rcon-audit.log");
+    std::fs::write(&art, "save-on\n").unwrap();
+    let msg = report::load(&dir).unwrap_err().to_string();
+    assert!(
+        msg.contains("rcon-audit.log") && msg.contains("changed after its receipt"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_changed_pvc_table_is_refused() {
+    let (_r, dir) = fresh();
+    let path = dir.join("cases/format-change-restore-rollback/pvc-table.json");
+    let text = std::fs::read_to_string(&path).unwrap().replacen(
+        "\"unchanged\": true",
+        "\"unchanged\": false",
+        1,
+    );
+    std::fs::write(&path, text).unwrap();
+    let msg = report::load(&dir).unwrap_err().to_string();
+    assert!(msg.contains("pvc-table.json differs"), "{msg}");
+}
+
+#[test]
+fn a_killed_run_without_a_summary_is_refused() {
+    let (_r, dir) = fresh();
+    std::fs::remove_file(dir.join("bundle.json")).unwrap();
+    assert!(matches!(
+        report::load(&dir).unwrap_err(),
+        LoadError::NotFinalized { .. }
+    ));
+}
+
+/// The command line: refusal exits non-zero and writes no report; a good bundle renders.
+#[test]
+fn rehearse_report_renders_nothing_from_a_refused_bundle() {
+    let (_r, good) = fresh();
+    let root = tempfile::tempdir().unwrap();
+    let bad = root.path().join("bad");
+    write_sample(&bad, &report_support::ARM64);
+    edit_lines(&bad, |l| l.swap(2, 3));
+    let out = root.path().join("out");
+    let run = |bundles: &[&Path]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+            .arg("report")
+            .args(bundles)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let refused = run(&[&good, &bad]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("reordered") && stderr.contains("line 3"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
+    assert!(
+        !out.exists(),
+        "nothing may be rendered from a refused bundle"
+    );
+
+    let ok = run(&[&good]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    for f in ["report.md", "report.html", "junit.xml", "summary.json"] {
+        assert!(out.join(f).is_file(), "{f} not written");
+    }
+}
+
+#[test]
+fn rehearse_receipts_verify_names_the_first_bad_entry() {
+    let (_r, dir) = fresh();
+    let verify = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+            .args(["receipts", "verify"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let ok = verify();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("entries verify"));
+    edit_lines(&dir, |l| {
+        l.remove(6);
+    });
+    let bad = verify();
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("line 7") && stderr.contains("missing"),
+        "{stderr}"
+    );
+}
