@@ -126,31 +126,46 @@ fn query_bool(query: &Query, key: &str) -> Result<bool, ApiError> {
     }
 }
 
+/// Bodies above the limit are still read (and dropped) up to this size, so the client is
+/// not reset mid-upload and reliably sees the 413.
+const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
+
 async fn read_body(
     shared: &Shared,
     headers: &HeaderMap,
-    body: Incoming,
+    mut body: Incoming,
 ) -> Result<bytes::Bytes, ApiError> {
     let limit = shared.config.max_body_bytes;
-    if let Some(len) = headers
+    let declared = headers
         .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        && len > limit
-    {
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let mut collected = bytes::BytesMut::new();
+    let mut seen = 0usize;
+    let drain = async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame
+                .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                seen += data.len();
+                if seen <= limit {
+                    collected.extend_from_slice(&data);
+                } else if seen > DRAIN_LIMIT {
+                    break;
+                }
+            }
+        }
+        Ok::<(), ApiError>(())
+    };
+    if declared.is_some_and(|len| len > DRAIN_LIMIT) {
         return Err(ApiError::too_large(limit));
     }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(ApiError::too_large(limit))
-        }
-        Err(e) => Err(ApiError::bad_request(format!(
-            "cannot read the request body: {e}"
-        ))),
+    tokio::time::timeout(Duration::from_secs(30), drain)
+        .await
+        .map_err(|_| ApiError::new(408, "Timeout", "timed out reading the request body"))??;
+    if seen > limit {
+        return Err(ApiError::too_large(limit));
     }
+    Ok(collected.freeze())
 }
 
 async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
@@ -597,7 +612,7 @@ fn patch(
                     negotiate::json_type(&patch_doc)
                 )));
             }
-            crate::smp_bridge::strategic_merge(&original, &patch_doc, &info.kind)
+            crate::smp::strategic_merge(&original, &patch_doc, &info.kind)
                 .map_err(|e| ApiError::new(422, "Invalid", e))?
         }
         _ => {

@@ -24,12 +24,12 @@ mod handler;
 mod logs;
 mod meta;
 mod negotiate;
-mod protobuf_bridge;
+mod protobuf;
 mod registry;
 mod schema;
 mod selector;
 mod server;
-mod smp_bridge;
+mod smp;
 mod state;
 mod status;
 // Some of the printer helpers exist for other users of the module.

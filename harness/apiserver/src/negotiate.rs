@@ -67,7 +67,7 @@ pub fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError
                 ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}"))
             })?
         }
-        "application/vnd.kubernetes.protobuf" => crate::protobuf_bridge::decode(body)
+        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode_object(body)
             .map_err(|e| ApiError::bad_request(format!("protobuf decode error: {e}")))?,
         other => return Err(ApiError::unsupported_media_type(other)),
     };

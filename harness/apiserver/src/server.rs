@@ -207,7 +207,7 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
                         let shared = svc_shared.clone();
                         async move { Ok::<_, Infallible>(crate::handler::handle(shared, req).await) }
                     });
-                    let conn = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc);
+                    let conn = http1::Builder::new().keep_alive(true).half_close(true).serve_connection(TokioIo::new(stream), svc);
                     tokio::pin!(conn);
                     tokio::select! {
                         _ = conn.as_mut() => {}

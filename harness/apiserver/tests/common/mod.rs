@@ -3,9 +3,13 @@
 #![allow(dead_code)]
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use rehearsal_apiserver::{ApiServer, ApiServerConfig};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 pub async fn start() -> (ApiServer, kube::Client) {
     start_with(ApiServerConfig::default()).await
@@ -38,4 +42,92 @@ pub fn status_of<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> Box<kube
         Err(kube::Error::Api(status)) => status,
         other => panic!("expected an API error Status, got {other:?}"),
     }
+}
+
+pub struct Reply {
+    pub code: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn status(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+}
+
+/// One request on a fresh connection; the reply read to EOF.
+pub async fn raw(addr: SocketAddr, request: &[u8]) -> Reply {
+    let first_line =
+        String::from_utf8_lossy(&request[..request.len().min(200)]).replace("\r\n", " | ");
+    within("a raw HTTP exchange", async {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        // The server may answer (and close) before reading everything; its reply still counts.
+        let _ = stream.write_all(request).await;
+        let _ = stream.shutdown().await;
+        let mut out = Vec::new();
+        stream.read_to_end(&mut out).await.unwrap();
+        let text_end = out
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| {
+                panic!(
+                    "no response head for {first_line:?}: got {:?}",
+                    String::from_utf8_lossy(&out)
+                )
+            });
+        let head = String::from_utf8_lossy(&out[..text_end]).into_owned();
+        let code: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let mut body = out[text_end + 4..].to_vec();
+        if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            body = dechunk(&body);
+        }
+        Reply { code, head, body }
+    })
+    .await
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size = usize::from_str_radix(std::str::from_utf8(&data[..eol]).unwrap().trim(), 16)
+            .unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&data[eol + 2..eol + 2 + size]);
+        data = &data[eol + 2 + size + 2..];
+    }
+}
+
+/// An HTTP/1.1 request with `Connection: close`.
+pub fn request(method: &str, path: &str, content_type: Option<&str>, body: &[u8]) -> Vec<u8> {
+    let headers: Vec<(&str, &str)> = content_type
+        .map(|ct| ("Content-Type", ct))
+        .into_iter()
+        .collect();
+    request_with(method, path, &headers, body)
+}
+
+/// An HTTP/1.1 request with `Connection: close` and extra headers.
+pub fn request_with(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body);
+    out
 }
