@@ -172,7 +172,17 @@ struct RawCase {
     mutants: Vec<String>,
 }
 
+/// The workspace's manifest as compiled into this binary, so `rehearse run --bucket` and the
+/// self-test know the buckets without a checkout (tests keep it equal to the file).
+const BUILTIN: &str = include_str!("../../scenarios/buckets.toml");
+
 impl Manifest {
+    /// The manifest compiled into this build (`scenarios/buckets.toml` at build time). An
+    /// error here means the file was invalid when this binary was built.
+    pub fn builtin() -> Result<Self, ManifestError> {
+        Self::parse(Path::new(DEFAULT_MANIFEST), BUILTIN)
+    }
+
     /// Reads and validates the manifest at `path`.
     pub fn load(path: &Path) -> Result<Self, ManifestError> {
         let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {

@@ -123,6 +123,15 @@ fn real_manifest_maps_every_mutant_to_the_case_that_catches_it() {
 }
 
 #[test]
+fn builtin_manifest_is_the_file() {
+    let builtin = Manifest::builtin().expect("builtin manifest is valid");
+    let file = real_manifest();
+    assert_eq!(builtin.buckets, file.buckets);
+    assert_eq!(builtin.package, file.package);
+    assert_eq!(builtin.path, Path::new("scenarios/buckets.toml"));
+}
+
+#[test]
 fn valid_list_verifies() {
     let summary = verify(&real_manifest(), &fixture("list_valid.json")).expect("verifies");
     assert_eq!(summary.cases, 12);
