@@ -1,6 +1,9 @@
 //! Reading and writing `metadata` fields of objects held as JSON, plus the few value
 //! formats the server generates (timestamps, uids, generated names).
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::{Map, Value};
 
 pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -121,10 +124,13 @@ pub fn generated_name(prefix: &str) -> String {
 
 /// Why `name` is not a valid object name, in the wording of apimachinery's validation.
 pub fn invalid_name(name: &str, label_only: bool) -> Option<String> {
-    let label = regex::Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$").expect("static regex");
-    let subdomain =
-        regex::Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-            .expect("static regex");
+    static LABEL: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$").expect("static regex"));
+    static SUBDOMAIN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+            .expect("static regex")
+    });
+    let (label, subdomain) = (&*LABEL, &*SUBDOMAIN);
     if label_only {
         if name.len() > 63 || !label.is_match(name) {
             return Some(format!(

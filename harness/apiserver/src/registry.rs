@@ -392,8 +392,10 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
 /// Kubernetes version priority: GA before beta before alpha, higher numbers first.
 pub fn compare_versions(a: &str, b: &str) -> Ordering {
     fn key(v: &str) -> (u8, u64, u64, String) {
-        let re = regex::Regex::new(r"^v(\d+)(?:(alpha|beta)(\d+))?$").expect("static regex");
-        match re.captures(v) {
+        static VERSION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(r"^v(\d+)(?:(alpha|beta)(\d+))?$").expect("static regex")
+        });
+        match VERSION.captures(v) {
             Some(c) => {
                 let major: u64 = c[1].parse().unwrap_or(0);
                 let (stage, minor) = match c.get(2).map(|m| m.as_str()) {

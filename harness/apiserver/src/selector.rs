@@ -1,6 +1,9 @@
 //! Label and field selectors as list and watch requests send them (`labelSelector`,
 //! `fieldSelector`), parsed once per request and matched against stored objects.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::Value;
 
 use crate::registry::ResourceInfo;
@@ -21,17 +24,18 @@ pub struct LabelSelector {
 }
 
 fn valid_key(key: &str) -> bool {
-    let re = regex::Regex::new(
-        r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
-    )
-    .expect("static regex");
-    !key.is_empty() && key.len() <= 316 && re.is_match(key)
+    static KEY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+            .expect("static regex")
+    });
+    !key.is_empty() && key.len() <= 316 && KEY.is_match(key)
 }
 
 fn valid_value(value: &str) -> bool {
-    let re =
-        regex::Regex::new(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$").expect("static regex");
-    value.len() <= 63 && re.is_match(value)
+    static VALUE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$").expect("static regex")
+    });
+    value.len() <= 63 && VALUE.is_match(value)
 }
 
 /// Splits on commas that are not inside parentheses.

@@ -735,3 +735,113 @@ async fn watch_from_an_expired_resource_version_gets_410() {
         other => panic!("expected ADDED c19, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn deletecollection_preconditions_apply_and_secret_string_data() {
+    let (_server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for (name, app) in [("x1", "x"), ("x2", "x"), ("y1", "y")] {
+        let mut cm = configmap(name, json!({}));
+        cm.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let deleted = cms
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("app=x"),
+        )
+        .await
+        .unwrap();
+    let names: Vec<String> = deleted
+        .left()
+        .expect("a list of deleted objects")
+        .items
+        .into_iter()
+        .map(|c| c.metadata.name.unwrap())
+        .collect();
+    assert_eq!(names, ["x1", "x2"]);
+    let left: Vec<String> = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|c| c.metadata.name.unwrap())
+        .collect();
+    assert_eq!(left, ["y1"]);
+
+    // Preconditions: a wrong uid or resourceVersion refuses the delete.
+    let wrong_uid = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some("nope".into()),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    let refused = status_of(cms.delete("y1", &wrong_uid).await);
+    assert_eq!((refused.code, refused.reason.as_str()), (409, "Conflict"));
+    assert!(
+        refused
+            .message
+            .contains("Precondition failed: UID in precondition: nope"),
+        "{}",
+        refused.message
+    );
+    let current = cms.get("y1").await.unwrap();
+    let right = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: current.metadata.uid.clone(),
+            resource_version: current.metadata.resource_version.clone(),
+        }),
+        ..Default::default()
+    };
+    cms.delete("y1", &right).await.unwrap();
+
+    // Server-side apply, supported simply: creates when missing, merges when present.
+    let ssa = PatchParams::apply("rehearsal-test");
+    let applied = cms.patch("applied", &ssa, &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"a": "1"}}))).await.unwrap();
+    assert_eq!(applied.data.unwrap()["a"], "1");
+    let applied = cms.patch("applied", &ssa, &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"b": "2"}}))).await.unwrap();
+    assert_eq!(applied.data.unwrap().len(), 2);
+
+    // Strategic merge on a built-in: containers merge by name.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod =
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "game", "image": "g:1", "env": [{"name": "A", "value": "1"}]},
+        {"name": "agent", "image": "a:1"}]}}))
+        .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let patched = pods
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"containers": [{"name": "game", "image": "g:2"}]}})),
+        )
+        .await
+        .unwrap();
+    let containers = patched.spec.unwrap().containers;
+    assert_eq!(
+        containers.len(),
+        2,
+        "strategic merge keeps the agent container"
+    );
+    assert_eq!(containers[0].image.as_deref(), Some("g:2"));
+    assert_eq!(
+        containers[0].env.as_ref().unwrap()[0].value.as_deref(),
+        Some("1")
+    );
+
+    // Secrets fold stringData into base64 data.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "default");
+    let secret = serde_json::from_value(
+        json!({"metadata": {"name": "repo"}, "stringData": {"password": "pw"}}),
+    )
+    .unwrap();
+    let created = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    assert_eq!(created.data.unwrap()["password"].0, b"pw");
+    assert_eq!(created.type_.as_deref(), Some("Opaque"));
+}
