@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-// pub mod embedded; (enabled once rehearsal-embedded lands)
+pub mod embedded;
 pub mod existing;
 pub mod kind;
 pub mod kubeconfig;

@@ -1,5 +1,6 @@
 //! The reference operator, deployed two ways:
-//! - on the embedded cluster as a host process (`reference-operator --kubeconfig P [--mutant M]`)
+//! - on the embedded cluster as a host process (`reference-operator --kubeconfig P --context C
+//!   [--mutant M]`)
 //!   held by a [`ChildGuard`]; it is ready when it has written the file named by
 //!   `REHEARSAL_READY_FILE` (it does so once its watches are established);
 //! - on Kind from its manifests (`images/reference-operator/deploy/`, applied with kubectl 1.37
@@ -70,11 +71,18 @@ pub fn program() -> String {
 }
 
 /// The argv the embedded deployment runs.
-pub fn process_argv(program: &str, kubeconfig: &Path, mutant: Option<&str>) -> Vec<String> {
+pub fn process_argv(
+    program: &str,
+    kubeconfig: &Path,
+    context: &str,
+    mutant: Option<&str>,
+) -> Vec<String> {
     let mut argv = vec![
         program.to_string(),
         "--kubeconfig".into(),
         kubeconfig.display().to_string(),
+        "--context".into(),
+        context.to_string(),
     ];
     if let Some(m) = mutant {
         argv.push("--mutant".into());
@@ -87,6 +95,7 @@ pub fn process_argv(program: &str, kubeconfig: &Path, mutant: Option<&str>) -> V
 /// Its output goes to `<state_dir>/reference-operator.log`.
 pub async fn start_process(
     kubeconfig: &Path,
+    context: &str,
     mutant: Option<&str>,
     state_dir: &Path,
     bound: Duration,
@@ -95,7 +104,7 @@ pub async fn start_process(
     let ready_file = state_dir.join("reference-operator.ready");
     let _ = std::fs::remove_file(&ready_file);
     let log_file = state_dir.join("reference-operator.log");
-    let argv = process_argv(&program(), kubeconfig, mutant);
+    let argv = process_argv(&program(), kubeconfig, context, mutant);
     let mut child = Cmd::new(argv[0].clone())
         .args(argv[1..].iter().cloned())
         .env(READY_FILE_ENV, &ready_file)

@@ -1,0 +1,292 @@
+//! The embedded backend: the in-process cluster ([`EmbeddedCluster`]) with the project's CRDs
+//! installed and the reference operator running as a child process against its kubeconfig.
+//!
+//! Pods get a loopback pod IP (127.x.y.z), so [`Backend::reach`] needs no port-forward, and an
+//! in-place container restart is the embedded kubelet's own (`crictl stop` semantics).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use kube::api::PostParams;
+use rehearsal_embedded::{EmbeddedCluster, EmbeddedConfig};
+
+use super::{Backend, BackendError, BackendKind, BoxFuture, Reach};
+use crate::deploy::reference_operator;
+use crate::process::{ChildGuard, ProcessLog, ProcessRecord};
+use crate::wait::{await_condition, conditions};
+
+/// The kube context the embedded API server writes into its kubeconfig.
+pub const CONTEXT: &str = rehearsal_apiserver::DEFAULT_CONTEXT;
+
+/// The project's CRDs, as committed under `fixtures/crds/` (kept equal to the gameplane-api
+/// types by that crate's test), in install order.
+pub const CRD_FIXTURES: &[(&str, &str)] = &[
+    (
+        "gameplane.local_gametemplates.yaml",
+        include_str!("../../../fixtures/crds/gameplane.local_gametemplates.yaml"),
+    ),
+    (
+        "gameplane.local_gameservers.yaml",
+        include_str!("../../../fixtures/crds/gameplane.local_gameservers.yaml"),
+    ),
+    (
+        "gameplane.local_backups.yaml",
+        include_str!("../../../fixtures/crds/gameplane.local_backups.yaml"),
+    ),
+    (
+        "gameplane.local_restores.yaml",
+        include_str!("../../../fixtures/crds/gameplane.local_restores.yaml"),
+    ),
+];
+
+/// How to start the embedded backend.
+#[derive(Debug, Clone)]
+pub struct EmbeddedOptions {
+    /// The cluster's settings; its `state_dir`, when set, is kept after teardown (default: a
+    /// temporary directory removed at teardown).
+    pub cluster: EmbeddedConfig,
+    /// Deploy the reference operator (the default); off for tests of the cluster alone.
+    pub operator: bool,
+    /// `--mutant` passed to the reference operator.
+    pub mutant: Option<String>,
+    /// How long the operator may take to become ready.
+    pub operator_ready: Duration,
+}
+
+impl Default for EmbeddedOptions {
+    fn default() -> Self {
+        Self {
+            cluster: EmbeddedConfig::default(),
+            operator: true,
+            mutant: None,
+            operator_ready: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The embedded cluster with the reference operator.
+pub struct Embedded {
+    cluster: EmbeddedCluster,
+    operator: Option<ChildGuard>,
+    name: String,
+    kubeconfig: PathBuf,
+    log: ProcessLog,
+}
+
+impl std::fmt::Debug for Embedded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedded")
+            .field("name", &self.name)
+            .field("kubeconfig", &self.kubeconfig)
+            .field("operator", &self.operator.as_ref().and_then(|o| o.pid()))
+            .finish()
+    }
+}
+
+/// Parses the CRD fixtures.
+pub fn crds() -> Result<Vec<CustomResourceDefinition>, BackendError> {
+    CRD_FIXTURES
+        .iter()
+        .map(|(file, text)| {
+            serde_yaml::from_str(text).map_err(|e| {
+                BackendError::Setup(format!(
+                    "CRD fixture fixtures/crds/{file} does not parse: {e}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Creates every CRD (an existing one is left as is) and waits until each is Established.
+pub async fn install_crds(client: &kube::Client, bound: Duration) -> Result<(), BackendError> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crds()? {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        match api.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(BackendError::kube(format!("create CRD {name}"), e)),
+        }
+        await_condition(
+            &api,
+            &name,
+            conditions::status_condition("Established", "True"),
+            bound,
+        )
+        .await
+        .map_err(|e| BackendError::Setup(e.to_string()))?;
+    }
+    Ok(())
+}
+
+impl Embedded {
+    /// Starts the cluster, installs the CRDs and (unless disabled) starts the reference operator.
+    pub async fn up(options: EmbeddedOptions) -> Result<Self, BackendError> {
+        let cluster = EmbeddedCluster::start(options.cluster.clone())
+            .await
+            .map_err(|e| BackendError::Setup(format!("embedded cluster: {e}")))?;
+        let kubeconfig = cluster.kubeconfig_path().to_path_buf();
+        let name = cluster
+            .state_dir()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "embedded".into());
+        let log = ProcessLog::default();
+        install_crds(&cluster.client(), Duration::from_secs(10)).await?;
+        let operator = if options.operator {
+            let child = reference_operator::start_process(
+                &kubeconfig,
+                CONTEXT,
+                options.mutant.as_deref(),
+                cluster.state_dir(),
+                options.operator_ready,
+                &log,
+            )
+            .await
+            .map_err(|e| BackendError::Setup(e.to_string()))?;
+            Some(child)
+        } else {
+            None
+        };
+        Ok(Self {
+            cluster,
+            operator,
+            name,
+            kubeconfig,
+            log,
+        })
+    }
+
+    /// The underlying cluster (image catalogue, sandbox PIDs, API URL).
+    pub fn cluster(&self) -> &EmbeddedCluster {
+        &self.cluster
+    }
+
+    /// The reference operator's process, when deployed.
+    pub fn operator(&self) -> Option<&ChildGuard> {
+        self.operator.as_ref()
+    }
+}
+
+impl Backend for Embedded {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Embedded
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn client(&self) -> kube::Client {
+        self.cluster.client()
+    }
+
+    fn kubeconfig(&self) -> (&Path, &str) {
+        (&self.kubeconfig, CONTEXT)
+    }
+
+    fn restart_container<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        container: &'a str,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            self.cluster
+                .restart_container(namespace, pod, container)
+                .await
+                .map_err(|e| {
+                    BackendError::Setup(format!(
+                        "restart {container} in pod {namespace}/{pod}: {e}"
+                    ))
+                })?;
+            Ok(())
+        })
+    }
+
+    fn reach<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<Reach, BackendError>> {
+        Box::pin(async move {
+            let pods: Api<Pod> = Api::namespaced(self.client(), namespace);
+            let p = pods
+                .get(pod)
+                .await
+                .map_err(|e| BackendError::kube(format!("get pod {namespace}/{pod}"), e))?;
+            let ip: IpAddr = p
+                .status
+                .and_then(|s| s.pod_ip)
+                .and_then(|ip| ip.parse().ok())
+                .ok_or_else(|| BackendError::PodState {
+                    namespace: namespace.into(),
+                    pod: pod.into(),
+                    what: "pod IP".into(),
+                })?;
+            Ok(Reach {
+                addr: SocketAddr::new(ip, port),
+                forward: None,
+            })
+        })
+    }
+
+    fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            // The embedded node runs local executables: an image is "loaded" when the catalogue
+            // resolves it; anything else would fail as ErrImagePull later, so say so now.
+            let missing: Vec<&str> = images
+                .iter()
+                .filter(|i| self.cluster.images().resolve(i).is_none())
+                .map(String::as_str)
+                .collect();
+            if missing.is_empty() {
+                Ok(())
+            } else {
+                Err(BackendError::Setup(format!(
+                    "the embedded image catalogue has no {}; build the workspace binaries (`cargo build --workspace --bins`) or set REHEARSAL_BIN_DIR",
+                    missing.join(", ")
+                )))
+            }
+        })
+    }
+
+    fn export_logs<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            std::fs::create_dir_all(dir).map_err(|e| BackendError::io("create", dir, e))?;
+            if let Some(op) = &self.operator {
+                let to = dir.join("reference-operator.log");
+                std::fs::copy(op.log_file(), &to)
+                    .map_err(|e| BackendError::io("copy the operator log", op.log_file(), e))?;
+            }
+            let processes = serde_json::to_vec_pretty(&self.log.records())
+                .map_err(|e| BackendError::Setup(e.to_string()))?;
+            let to = dir.join("processes.json");
+            std::fs::write(&to, processes).map_err(|e| BackendError::io("write", &to, e))
+        })
+    }
+
+    fn process_records(&self) -> Vec<ProcessRecord> {
+        self.log.records()
+    }
+
+    fn teardown(self: Box<Self>, _keep: bool) -> BoxFuture<'static, Result<(), BackendError>> {
+        // The embedded cluster lives in this process and cannot outlive it; `keep` is honoured
+        // by the state directory: one the user named is never removed.
+        Box::pin(async move {
+            let Embedded {
+                cluster, operator, ..
+            } = *self;
+            if let Some(op) = operator {
+                op.stop(Duration::from_secs(5)).await;
+            }
+            cluster.shutdown().await;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,294 @@
+//! Backend-independent code paths on the embedded cluster: CRD install, node architecture,
+//! per-case namespaces and the sweep, watch-based waits (fail fast, last observed state),
+//! reaching a pod, HTTP marker probe, in-place container restart, pod replacement and
+//! GameServer spec faults.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use kube::api::{DynamicObject, ListParams, PostParams};
+use rehearsal::backend::embedded::{Embedded, EmbeddedOptions};
+use rehearsal::backend::{Arch, Backend};
+use rehearsal::faults;
+use rehearsal::namespaces::{self, Owner};
+use rehearsal::wait::{WaitError, await_condition, await_object, conditions};
+use rehearsal_embedded::{Backoff, EmbeddedConfig};
+use serde_json::json;
+
+const BOUND: Duration = Duration::from_secs(60);
+
+/// One cluster per test process, with pod IPs in this process's own /24.
+async fn cluster() -> Embedded {
+    let pid = std::process::id();
+    let options = EmbeddedOptions {
+        cluster: EmbeddedConfig {
+            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 256) % 200) as u8, (pid % 256) as u8, 1),
+            image_pull_backoff: Backoff {
+                initial: Duration::from_millis(200),
+                max: Duration::from_secs(2),
+            },
+            crash_loop_backoff: Backoff {
+                initial: Duration::from_millis(200),
+                max: Duration::from_secs(2),
+            },
+            shutdown_grace: Duration::from_secs(2),
+            ..EmbeddedConfig::default()
+        },
+        operator: false,
+        ..Default::default()
+    };
+    Embedded::up(options)
+        .await
+        .expect("embedded backend starts")
+}
+
+fn web_pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": 2,
+            "containers": [{"name": "web", "image": "busybox:1.36",
+                "command": ["sh", "-c", "mkdir -p /tmp/www && echo world-marker=alpha-7 > /tmp/www/marker && exec httpd -f -p $(POD_IP):8080 -h /tmp/www"],
+                "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                "ports": [{"name": "http", "containerPort": 8080}],
+                "readinessProbe": {"httpGet": {"path": "/marker", "port": "http"}, "periodSeconds": 1}}]
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crds_installed_and_node_arch_reported() {
+    let backend = cluster().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(backend.client());
+    let mut names: Vec<String> = crds
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "backups.gameplane.local",
+            "gameservers.gameplane.local",
+            "gametemplates.gameplane.local",
+            "restores.gameplane.local"
+        ]
+    );
+    assert_eq!(backend.arch().await.unwrap(), Arch::host());
+    assert_eq!(
+        backend.kubeconfig().1,
+        rehearsal::backend::embedded::CONTEXT
+    );
+    Box::new(backend).teardown(false).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn case_namespaces_and_the_sweep_of_crashed_runs() {
+    let backend = cluster().await;
+    let client = backend.client();
+    let mine = namespaces::create(&client, "live-backup", &Owner::current("run-mine-1"))
+        .await
+        .unwrap();
+    let labels = mine.metadata.labels.clone().unwrap();
+    assert_eq!(labels[namespaces::RUN_ID_LABEL], "run-mine-1");
+    assert_eq!(
+        labels[namespaces::OWNER_PID_LABEL],
+        std::process::id().to_string()
+    );
+
+    // A run whose process is gone: a reaped child's pid on this host.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = child.id();
+    child.wait().unwrap();
+    let dead = Owner {
+        run_id: "run-dead-2".into(),
+        host: namespaces::this_host(),
+        pid: dead_pid,
+    };
+    let crashed = namespaces::create(&client, "live-backup", &dead)
+        .await
+        .unwrap();
+    // A live run on this host (pid 1 always exists).
+    let live = Owner {
+        run_id: "run-live-3".into(),
+        host: namespaces::this_host(),
+        pid: 1,
+    };
+    let other = namespaces::create(&client, "live-backup", &live)
+        .await
+        .unwrap();
+
+    let report = namespaces::sweep(&client, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let deleted: Vec<&str> = report.deleted.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(deleted, [crashed.metadata.name.as_deref().unwrap()]);
+    assert!(report.kept.contains(mine.metadata.name.as_ref().unwrap()));
+    assert!(report.kept.contains(other.metadata.name.as_ref().unwrap()));
+    let nss: Api<Namespace> = Api::all(client.clone());
+    let gone = nss
+        .get_opt(crashed.metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert!(gone.is_none_or(|n| n.metadata.deletion_timestamp.is_some()));
+    Box::new(backend).teardown(false).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_fail_fast_on_image_pull_and_report_the_last_observed_state() {
+    let backend = cluster().await;
+    let pods: Api<Pod> = Api::namespaced(backend.client(), "default");
+    let mut pod = web_pod("candidate");
+    pod.spec.as_mut().unwrap().containers[0].image = Some(faults::UNPULLABLE_IMAGE.into());
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    // The bound is long; failing fast means the terminal state ends the wait, not the bound.
+    let started = std::time::Instant::now();
+    let err = await_condition(
+        &pods,
+        "candidate",
+        conditions::pod_ready(),
+        Duration::from_secs(120),
+    )
+    .await
+    .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(120));
+    let WaitError::Terminal { .. } = &err else {
+        panic!("expected a terminal failure: {err}")
+    };
+    let msg = err.to_string();
+    assert!(msg.contains("pods default/candidate"), "{msg}");
+    assert!(msg.contains("expected pod Ready"), "{msg}");
+    assert!(
+        msg.contains("ErrImagePull") || msg.contains("ImagePullBackOff"),
+        "{msg}"
+    );
+    assert!(msg.contains("last observed: uid="), "{msg}");
+    // What the unpullable-candidate case waits for instead.
+    await_object(
+        &pods,
+        "candidate",
+        conditions::pod_image_pull_failed(),
+        BOUND,
+    )
+    .await
+    .unwrap();
+
+    // A timeout names the object, the expectation and what was (not) there.
+    let err = await_condition(
+        &pods,
+        "never-created",
+        conditions::pod_ready(),
+        Duration::from_millis(300),
+    )
+    .await
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, WaitError::TimedOut { .. }), "{msg}");
+    assert!(
+        msg.contains("pods default/never-created") && msg.contains("last observed: absent"),
+        "{msg}"
+    );
+    assert!(!msg.contains("timed out waiting for the condition"));
+    Box::new(backend).teardown(false).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reach_probe_and_restart_a_container_in_place() {
+    let backend = cluster().await;
+    let pods: Api<Pod> = Api::namespaced(backend.client(), "default");
+    pods.create(&PostParams::default(), &web_pod("web"))
+        .await
+        .unwrap();
+    await_object(&pods, "web", conditions::pod_ready(), BOUND)
+        .await
+        .unwrap();
+
+    let reach = backend.reach("default", "web", 8080).await.unwrap();
+    assert!(
+        reach.forward.is_none(),
+        "the embedded backend reaches pods by IP"
+    );
+    assert!(reach.addr.ip().is_loopback());
+    let seen = rehearsal::probe::http_marker::probe(
+        reach.addr,
+        "/marker",
+        "world-marker=alpha-7",
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert!(seen.ok, "{seen:?}");
+
+    let obs = faults::restart_container_in_place(&backend, "default", "web", "web", BOUND)
+        .await
+        .unwrap();
+    assert!(obs.is_in_place(), "{obs:?}");
+    assert_eq!(obs.after.restart_count, 1);
+
+    let err = backend
+        .restart_container("default", "web", "nope")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("nope"), "{err}");
+    Box::new(backend).teardown(false).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_pod_and_gameserver_spec_faults() {
+    let backend = cluster().await;
+    let client = backend.client();
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
+    let set: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "mc"},
+        "spec": {"replicas": 1, "serviceName": "mc", "selector": {"matchLabels": {"app": "mc"}},
+            "template": {"metadata": {"labels": {"app": "mc"}}, "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "game", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}}
+    }))
+    .unwrap();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    await_object(&pods, "mc-0", conditions::pod_ready(), BOUND)
+        .await
+        .unwrap();
+    let obs = faults::replace_pod(&client, "default", "mc", BOUND)
+        .await
+        .unwrap();
+    assert_ne!(obs.old_uid, obs.new_uid);
+    assert!(!obs.old_uid.is_empty() && !obs.new_uid.is_empty());
+
+    // GameServer spec faults (no operator here: the object itself is what changes).
+    let servers: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &faults::gameserver_resource());
+    let gs: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "gameplane.local/v1alpha1", "kind": "GameServer",
+        "metadata": {"name": "mc"},
+        "spec": {"templateRef": {"name": "minecraft"}, "version": "1.0"}
+    }))
+    .unwrap();
+    servers.create(&PostParams::default(), &gs).await.unwrap();
+    let suspended = faults::set_suspended(&client, "default", "mc", true)
+        .await
+        .unwrap();
+    assert_eq!(
+        suspended.pod_uid_before.as_deref(),
+        Some(obs.new_uid.as_str())
+    );
+    let unpullable = faults::point_at_unpullable(&client, "default", "mc", None)
+        .await
+        .unwrap();
+    let now = servers.get("mc").await.unwrap();
+    assert_eq!(now.data["spec"]["suspend"], json!(true));
+    assert_eq!(now.data["spec"]["image"], json!(faults::UNPULLABLE_IMAGE));
+    assert!(unpullable.generation_after > suspended.generation_after);
+    Box::new(backend).teardown(false).await.unwrap();
+}
