@@ -6,6 +6,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use rehearsal::evidence::receipts::{Journal, kind, verify_prefix};
 use serde_json::json;
@@ -13,7 +14,7 @@ use serde_json::json;
 const CHILD_ENV: &str = "REHEARSAL_KILL_CHILD_JOURNAL";
 const TEST_NAME: &str = "sigkill_mid_write_leaves_a_journal_that_verifies_up_to_its_last_entry";
 /// Entries the parent waits to see acknowledged before killing.
-const MIN_ENTRIES: u64 = 40;
+const MIN_ENTRIES: u64 = 3;
 
 /// Kills and reaps the child even when an assertion fails first.
 struct KillOnDrop(Child);
@@ -27,8 +28,9 @@ impl Drop for KillOnDrop {
 
 fn run_child_writer(path: &str) -> ! {
     let journal = Journal::create(path, "run-kill", "amd64").expect("child creates journal");
-    // Large entries make a kill inside `write_all` likely rather than merely possible.
-    let filler = "x".repeat(192 * 1024);
+    // Multi-megabyte entries make a kill inside `write_all` likely rather than merely possible
+    // (the page cache fills in large folios, so a small write completes before the signal).
+    let filler = "x".repeat(4 * 1024 * 1024);
     let stdout = std::io::stdout();
     for seq in 0.. {
         journal
@@ -79,6 +81,20 @@ fn sigkill_mid_write_leaves_a_journal_that_verifies_up_to_its_last_entry() {
     assert!(
         acknowledged + 1 >= MIN_ENTRIES,
         "writer stopped at seq {acknowledged}"
+    );
+    // Aim the kill inside a write: wait until the file grows past what was acknowledged (the
+    // next entry's bytes are arriving), bounded, then SIGKILL. Landing between writes is also
+    // valid; the assertions below hold either way.
+    let acked_len = std::fs::metadata(&path).unwrap().len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut observed_len = acked_len;
+    while observed_len == acked_len && Instant::now() < deadline {
+        std::thread::yield_now();
+        observed_len = std::fs::metadata(&path).unwrap().len();
+    }
+    assert!(
+        observed_len > acked_len,
+        "the writer stopped writing: the journal stayed at {acked_len} bytes for 30 s"
     );
     child.0.kill().expect("SIGKILL the writer");
     let status = child.0.wait().unwrap();

@@ -243,6 +243,14 @@ fn rehearse_receipts_verify_names_the_first_bad_entry() {
         String::from_utf8_lossy(&ok.stderr)
     );
     assert!(String::from_utf8_lossy(&ok.stdout).contains("entries verify"));
+    // Whole entries cut from the end keep a valid chain; bundle.json's anchor catches it.
+    edit_lines(&dir, |l| {
+        l.truncate(l.len() - 2);
+    });
+    let cut = verify();
+    assert!(!cut.status.success());
+    let stderr = String::from_utf8_lossy(&cut.stderr);
+    assert!(stderr.contains("cut from its end"), "{stderr}");
     edit_lines(&dir, |l| {
         l.remove(6);
     });

@@ -40,6 +40,7 @@ pub fn verify(bundle: &Path) -> Result<String, CliError> {
     let path = journal_path(bundle);
     match receipts::verify(&path) {
         Ok(journal) => {
+            check_anchor(bundle, &journal)?;
             let (run, arch) = journal
                 .receipts
                 .first()
@@ -63,4 +64,33 @@ pub fn verify(bundle: &Path) -> Result<String, CliError> {
             "{e}; do not trust this bundle: rerun the case and keep the original for investigation"
         ))),
     }
+}
+
+/// A finalized bundle's `bundle.json` records the journal's length and head hash; comparing
+/// them catches whole entries cut from the end, which the chain alone cannot show.
+fn check_anchor(bundle: &Path, journal: &receipts::VerifiedJournal) -> Result<(), CliError> {
+    let summary_path = bundle.join(crate::evidence::bundle::SUMMARY_FILE);
+    if !bundle.is_dir() || !summary_path.is_file() {
+        return Ok(());
+    }
+    let summary: crate::evidence::bundle::BundleSummary = std::fs::read(&summary_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| {
+            CliError::failed(format!(
+                "{}: not a readable bundle summary; the bundle was damaged, rerun the case",
+                summary_path.display()
+            ))
+        })?;
+    let entries = journal.receipts.len() as u64;
+    if summary.journal.entries != entries || summary.journal.head_sha256 != journal.head {
+        return Err(CliError::failed(format!(
+            "{}: the chain verifies but ends at entry {entries} (head {}), while bundle.json anchors {} entries (head {}): entries were cut from its end or bundle.json belongs to another run; do not trust this bundle, rerun the case",
+            journal.path.display(),
+            journal.head,
+            summary.journal.entries,
+            summary.journal.head_sha256
+        )));
+    }
+    Ok(())
 }

@@ -47,7 +47,8 @@ fn write(value: &Value, out: &mut String) {
 }
 
 fn write_string(s: &str, out: &mut String) {
-    out.push_str(&Value::String(s.to_owned()).to_string());
+    // serde_json's escaping, without copying the string into a Value first.
+    out.push_str(&serde_json::to_string(s).expect("a str always serializes"));
 }
 
 #[cfg(test)]

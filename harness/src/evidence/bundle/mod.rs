@@ -350,12 +350,37 @@ pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), Bundle
     }
 }
 
+/// Creates `dir` and any missing parents, syncing each new directory's parent so the new
+/// entries survive a crash along with the files written into them.
 pub(crate) fn create_dirs(dir: &Path) -> Result<(), BundleError> {
-    std::fs::create_dir_all(dir).map_err(|source| BundleError::Io {
-        path: dir.to_path_buf(),
-        action: "create directory",
-        source,
-    })
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dirs(parent)?;
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        // Another case's recorder may have created it in between; that is fine.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),
+        Err(source) => {
+            return Err(BundleError::Io {
+                path: dir.to_path_buf(),
+                action: "create directory",
+                source,
+            });
+        }
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(|source| BundleError::Io {
+                path: parent.to_path_buf(),
+                action: "sync directory",
+                source,
+            })?;
+    }
+    Ok(())
 }
 
 /// Creates `path` (never replacing a file), writes `bytes`, and makes file and directory entry
