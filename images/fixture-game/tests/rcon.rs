@@ -149,3 +149,28 @@ async fn sigterm_saves_and_exits_zero() {
     let report = &support::inspect(&[dir.path()])[0];
     assert!(!report.torn, "{report:?}");
 }
+
+#[tokio::test]
+async fn sigterm_while_saving_is_off_leaves_the_flushed_world_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut game = support::serve(dir.path(), &["--autosave-interval-ms", "10"], &[]);
+    let mut rcon = RconClient::connect(game.rcon, support::PASSWORD)
+        .await
+        .unwrap();
+    rcon.command("save-off").await.unwrap();
+    rcon.command("save-all flush").await.unwrap();
+    let flushed = support::inspect(&[dir.path()]).remove(0);
+    game.proc.signal(libc::SIGTERM);
+    let status = game.proc.wait_exit(Duration::from_secs(20));
+    assert!(status.success(), "SIGTERM exits 0, got {status:?}");
+    let after = support::inspect(&[dir.path()]).remove(0);
+    assert_eq!(
+        after.digest, flushed.digest,
+        "no write after the flush: {after:?}"
+    );
+    assert!(
+        game.proc.stderr().contains("saving was off"),
+        "{}",
+        game.proc.stderr()
+    );
+}
