@@ -400,6 +400,7 @@ async fn resource(
             let bytes = read_body(call.shared, call.headers, body).await?;
             let mut obj = negotiate::decode_object(call.headers, &bytes)?;
             negotiate::check_type(&info, &mut obj)?;
+            strict_fields(&call, &info, &obj)?;
             let created = call.shared.state().create(&info, ns, obj)?;
             Ok(object_response(StatusCode::CREATED, &info, &created))
         }
@@ -407,6 +408,7 @@ async fn resource(
             let bytes = read_body(call.shared, call.headers, body).await?;
             let mut obj = negotiate::decode_object(call.headers, &bytes)?;
             negotiate::check_type(&info, &mut obj)?;
+            strict_fields(&call, &info, &obj)?;
             let updated = call
                 .shared
                 .state()
@@ -430,6 +432,14 @@ async fn resource(
         }
         (method, _) => Err(ApiError::method_not_allowed(method.as_str())),
     }
+}
+
+/// `fieldValidation=Strict`: unknown fields of custom resources are refused, not pruned.
+fn strict_fields(call: &Call<'_>, info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    if call.query.get("fieldValidation").map(String::as_str) == Some("Strict") {
+        crate::strict::check(info, obj)?;
+    }
+    Ok(())
 }
 
 fn object_response(code: StatusCode, info: &ResourceInfo, obj: &Value) -> Response<Body> {
@@ -636,6 +646,7 @@ fn patch(
     }
     let mut patched = patched;
     negotiate::check_type(info, &mut patched)?;
+    strict_fields(call, info, &patched)?;
     let updated = state.update(info, ns, name, patched, target)?;
     Ok(object_response(StatusCode::OK, info, &updated))
 }

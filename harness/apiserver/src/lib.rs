@@ -32,6 +32,7 @@ mod server;
 mod smp;
 mod state;
 mod status;
+mod strict;
 // Some of the printer helpers exist for other users of the module.
 #[allow(dead_code)]
 mod table;

@@ -538,3 +538,34 @@ async fn logs_come_from_the_pod_log_source() {
         "{missing:?}"
     );
 }
+
+#[tokio::test]
+async fn strict_field_validation_refuses_unknown_fields() {
+    let (server, _client) = start().await;
+    let kubectl = Kubectl::new(&server);
+    setup(&kubectl).await;
+    let file = kubectl.write(
+        "extra.yaml",
+        "apiVersion: test.rehearsal/v1alpha1\nkind: GameServer\nmetadata: {name: mc2, namespace: games}\n\
+         spec: {templateRef: {name: vanilla}, junk: 1}\n",
+    );
+    let refused = kubectl.run(&["apply", "-f", &file]).await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains(r#"strict decoding error: unknown field "spec.junk""#),
+        "{refused:?}"
+    );
+    let lenient = kubectl
+        .ok(&["apply", "--validate=false", "-f", &file])
+        .await;
+    assert!(
+        lenient.contains("gameserver.test.rehearsal/mc2 created"),
+        "{lenient}"
+    );
+    let stored = kubectl
+        .ok(&["get", "gs", "mc2", "-n", "games", "-o", "jsonpath={.spec}"])
+        .await;
+    assert!(!stored.contains("junk"), "pruned without Strict: {stored}");
+}
