@@ -11,7 +11,8 @@
 //!
 //! A pod-bound route for a UID that is not this pod's answers 409 with `{"error","podUID",
 //! "requested"}` and sends nothing to the game; so does a pod-bound quiesce or unquiesce
-//! whose optional `?gameIncarnation=` query no longer matches the running game. The game
+//! whose optional `?gameIncarnation=` query no longer matches the running game (checked on
+//! the same RCON connection that then carries the commands). The game
 //! incarnation is learned over RCON (the fixture-only `fixture-incarnation` command), so the
 //! agent needs no access to the data volume. With `--legacy` the pod-bound routes do not
 //! exist (404), like agents from before the identity contract.
@@ -165,10 +166,12 @@ impl IntoResponse for Upstream {
 }
 
 impl Agent {
-    /// Run commands in order on one RCON session; a reply that reports failure stops it.
-    async fn run_commands(&self, commands: &[&str]) -> Result<(), Upstream> {
-        let mut rcon =
-            RconClient::connect_with_timeout(self.rcon_addr, &self.password, self.timeout).await?;
+    async fn session(&self) -> Result<RconClient, Upstream> {
+        Ok(RconClient::connect_with_timeout(self.rcon_addr, &self.password, self.timeout).await?)
+    }
+
+    /// Run commands in order on `rcon`; a reply that reports failure stops it.
+    async fn run_commands(&self, rcon: &mut RconClient, commands: &[&str]) -> Result<(), Upstream> {
         for command in commands {
             let reply = rcon.command(command).await?;
             if reply.starts_with("Unable to save") || reply.starts_with("Unknown or incomplete") {
@@ -179,12 +182,6 @@ impl Agent {
             }
         }
         Ok(())
-    }
-
-    async fn game_incarnation(&self) -> Result<String, Upstream> {
-        let mut rcon =
-            RconClient::connect_with_timeout(self.rcon_addr, &self.password, self.timeout).await?;
-        Ok(rcon.command("fixture-incarnation").await?)
     }
 
     /// `None` if `uid` is this pod's; otherwise the 409 refusal.
@@ -202,38 +199,51 @@ impl Agent {
         Some((StatusCode::CONFLICT, Json(body)).into_response())
     }
 
-    /// `None` if the caller named no incarnation or the game still runs it.
-    async fn refuse_other_incarnation(
+    /// The pod-bound form of quiesce/unquiesce: refuse a foreign pod UID, and if the caller
+    /// names a game incarnation, check it on the same RCON connection the commands then use, so
+    /// they cannot reach a game process that replaced the one checked.
+    async fn run_bound(
         &self,
+        uid: &str,
         query: &BoundQuery,
+        commands: &[&str],
     ) -> Result<Option<Response>, Upstream> {
-        let Some(expected) = &query.game_incarnation else {
-            return Ok(None);
-        };
-        let current = self.game_incarnation().await?;
-        if &current == expected {
-            return Ok(None);
+        if let Some(refusal) = self.refuse_foreign(uid) {
+            return Ok(Some(refusal));
         }
-        let body = json!({
-            "error": format!("the game now runs incarnation {current}, not {expected}; nothing was sent to the game"),
-            "gameIncarnation": current,
-            "requested": expected,
-        });
-        Ok(Some((StatusCode::CONFLICT, Json(body)).into_response()))
+        let mut rcon = self.session().await?;
+        if let Some(expected) = &query.game_incarnation {
+            let current = rcon.command("fixture-incarnation").await?;
+            if &current != expected {
+                let body = json!({
+                    "error": format!("the game now runs incarnation {current}, not {expected}; nothing was sent to the game"),
+                    "gameIncarnation": current,
+                    "requested": expected,
+                });
+                return Ok(Some((StatusCode::CONFLICT, Json(body)).into_response()));
+            }
+        }
+        self.run_commands(&mut rcon, commands).await?;
+        Ok(None)
     }
 }
+
+const QUIESCE: &[&str] = &["save-off", "save-all flush"];
+const UNQUIESCE: &[&str] = &["save-on"];
 
 async fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "ok": true }))
 }
 
 async fn quiesce(State(agent): State<Arc<Agent>>) -> Result<Json<serde_json::Value>, Upstream> {
-    agent.run_commands(&["save-off", "save-all flush"]).await?;
+    let mut rcon = agent.session().await?;
+    agent.run_commands(&mut rcon, QUIESCE).await?;
     Ok(Json(json!({ "quiesced": true })))
 }
 
 async fn unquiesce(State(agent): State<Arc<Agent>>) -> Result<Json<serde_json::Value>, Upstream> {
-    agent.run_commands(&["save-on"]).await?;
+    let mut rcon = agent.session().await?;
+    agent.run_commands(&mut rcon, UNQUIESCE).await?;
     Ok(Json(json!({ "quiesced": false })))
 }
 
@@ -244,7 +254,11 @@ async fn identity(
     if let Some(refusal) = agent.refuse_foreign(&uid) {
         return Ok(refusal);
     }
-    let game = agent.game_incarnation().await?;
+    let game = agent
+        .session()
+        .await?
+        .command("fixture-incarnation")
+        .await?;
     Ok(Json(json!({
         "podUID": uid,
         "gameIncarnation": game,
@@ -258,13 +272,10 @@ async fn bound_quiesce(
     Path(uid): Path<String>,
     Query(query): Query<BoundQuery>,
 ) -> Result<Response, Upstream> {
-    if let Some(refusal) = agent.refuse_foreign(&uid) {
-        return Ok(refusal);
-    }
-    if let Some(refusal) = agent.refuse_other_incarnation(&query).await? {
-        return Ok(refusal);
-    }
-    Ok(quiesce(State(agent)).await?.into_response())
+    Ok(match agent.run_bound(&uid, &query, QUIESCE).await? {
+        Some(refusal) => refusal,
+        None => Json(json!({ "quiesced": true })).into_response(),
+    })
 }
 
 async fn bound_unquiesce(
@@ -272,11 +283,8 @@ async fn bound_unquiesce(
     Path(uid): Path<String>,
     Query(query): Query<BoundQuery>,
 ) -> Result<Response, Upstream> {
-    if let Some(refusal) = agent.refuse_foreign(&uid) {
-        return Ok(refusal);
-    }
-    if let Some(refusal) = agent.refuse_other_incarnation(&query).await? {
-        return Ok(refusal);
-    }
-    Ok(unquiesce(State(agent)).await?.into_response())
+    Ok(match agent.run_bound(&uid, &query, UNQUIESCE).await? {
+        Some(refusal) => refusal,
+        None => Json(json!({ "quiesced": false })).into_response(),
+    })
 }
