@@ -17,9 +17,6 @@ use std::collections::BTreeMap;
 /// The four bytes that open every Kubernetes protobuf body.
 pub const MAGIC: &[u8; 4] = b"k8s\0";
 
-/// The kinds [`decode_object`] maps; everything else gets the "send JSON" error.
-pub const SUPPORTED_KINDS: &[&str] = &["Namespace", "ConfigMap", "Secret", "ServiceAccount"];
-
 /// Decodes a protobuf request body into the JSON object model (`apiVersion` and `kind` from
 /// the envelope's TypeMeta).
 pub fn decode_object(body: &[u8]) -> Result<Value, String> {

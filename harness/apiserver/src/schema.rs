@@ -13,6 +13,8 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone)]
 pub struct StructuralSchema {
     root: Node,
+    /// Whether any node carries `x-kubernetes-validations` rules.
+    has_rules: bool,
 }
 
 /// Why a field was rejected; each maps to a `metav1.CauseType`.
@@ -106,15 +108,62 @@ struct Node {
     one_of: Vec<Node>,
     not: Option<Box<Node>>,
     default: Option<Value>,
+    rules: Vec<Rule>,
+}
+
+/// One `x-kubernetes-validations` entry.
+#[derive(Debug, Clone)]
+struct Rule {
+    rule: String,
+    message: Option<String>,
+    field_path: Option<String>,
+    reason: Option<String>,
+    /// `None` when the rule is outside the supported CEL subset; it is then not enforced.
+    expr: Option<cel::Expr>,
+}
+
+fn parse_rules(s: &Map<String, Value>) -> Vec<Rule> {
+    let Some(Value::Array(entries)) = s.get("x-kubernetes-validations") else {
+        return Vec::new();
+    };
+    let text = |e: &Value, k: &str| {
+        e.get(k)
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+    };
+    entries
+        .iter()
+        .filter_map(|e| {
+            let rule = text(e, "rule")?;
+            Some(Rule {
+                expr: cel::compile(&rule),
+                message: text(e, "message"),
+                field_path: text(e, "fieldPath"),
+                reason: text(e, "reason"),
+                rule,
+            })
+        })
+        .collect()
 }
 
 impl StructuralSchema {
     /// Compiles an `openAPIV3Schema`. Fails, naming the path, on a malformed schema (a
     /// non-object node, an unknown type, an invalid regular expression).
     pub fn from_openapi_v3(schema: &Value) -> Result<Self, String> {
-        Ok(Self {
-            root: Node::parse(schema, "openAPIV3Schema")?,
-        })
+        let root = Node::parse(schema, "openAPIV3Schema")?;
+        let has_rules = root.has_rules();
+        Ok(Self { root, has_rules })
+    }
+
+    /// The `x-kubernetes-validations` rules this evaluator cannot run (outside its CEL subset,
+    /// or transition rules on `oldSelf`); they are accepted but not enforced. For the CRD
+    /// registry to warn about; the tests check the Gameplane CRDs have none.
+    #[allow(dead_code)]
+    pub fn unenforced_rules(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.root.collect_unenforced(&mut out);
+        out
     }
 
     /// Prepares `object` for storage: applies defaults (including nested ones, and inside
@@ -126,6 +175,27 @@ impl StructuralSchema {
         self.root.prune(object, true);
         let mut errors = Vec::new();
         self.root.validate(object, "", &mut errors);
+        if self.has_rules {
+            // As upstream: CEL rules only run on an object whose types are right.
+            let blocking = errors.iter().any(|e| {
+                matches!(
+                    e.reason,
+                    FieldErrorReason::TypeInvalid | FieldErrorReason::NotSupported
+                )
+            });
+            if blocking {
+                errors.push(FieldError {
+                    reason: FieldErrorReason::Invalid,
+                    field: String::new(),
+                    message: "Invalid value: \"null\": some validation rules were not checked \
+                              because the object was invalid; correct the existing errors to \
+                              complete validation"
+                        .to_owned(),
+                });
+            } else {
+                self.root.validate_rules(object, "", &mut errors);
+            }
+        }
         if errors.is_empty() {
             Ok(())
         } else {
@@ -290,7 +360,102 @@ impl Node {
             one_of: parse_list(s, "oneOf", at)?,
             not,
             default: s.get("default").cloned(),
+            rules: parse_rules(s),
         })
+    }
+
+    fn collect_unenforced(&self, out: &mut Vec<String>) {
+        out.extend(
+            self.rules
+                .iter()
+                .filter(|r| r.expr.is_none())
+                .map(|r| r.rule.clone()),
+        );
+        for (_, p) in &self.properties {
+            p.collect_unenforced(out);
+        }
+        if let Some(items) = &self.items {
+            items.collect_unenforced(out);
+        }
+        if let Additional::Schema(a) = &self.additional {
+            a.collect_unenforced(out);
+        }
+    }
+
+    fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+            || self.properties.iter().any(|(_, p)| p.has_rules())
+            || self.items.as_ref().is_some_and(|i| i.has_rules())
+            || matches!(&self.additional, Additional::Schema(a) if a.has_rules())
+    }
+
+    /// Evaluates `x-kubernetes-validations` with `self` bound to each present value.
+    fn validate_rules(&self, value: &Value, path: &str, errors: &mut Vec<FieldError>) {
+        if value.is_null() {
+            return;
+        }
+        for rule in &self.rules {
+            let Some(expr) = &rule.expr else { continue };
+            let mut env = vec![("self".to_owned(), value.clone())];
+            let failure = match cel::eval(expr, &mut env) {
+                Ok(Value::Bool(true)) => continue,
+                Ok(Value::Bool(false)) => rule
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| format!("failed rule: {}", rule.rule)),
+                Ok(other) => format!(
+                    "rule evaluated to {other}, not a bool: failed rule: {}",
+                    rule.rule
+                ),
+                Err(e) => format!("rule evaluation error: {e}: failed rule: {}", rule.rule),
+            };
+            let field = match rule.field_path.as_deref() {
+                Some(extra) => {
+                    let extra = extra.trim_start_matches('.');
+                    join(path, extra)
+                }
+                None => path.to_owned(),
+            };
+            let type_name = self.type_.as_deref().unwrap_or_else(|| json_type(value));
+            let (reason, message) = match rule.reason.as_deref() {
+                Some("FieldValueRequired") => (
+                    FieldErrorReason::Required,
+                    format!("Required value: {failure}"),
+                ),
+                Some("FieldValueDuplicate") => (
+                    FieldErrorReason::Duplicate,
+                    format!("Duplicate value: \"{type_name}\": {failure}"),
+                ),
+                _ => (
+                    FieldErrorReason::Invalid,
+                    format!("Invalid value: \"{type_name}\": {failure}"),
+                ),
+            };
+            errors.push(FieldError {
+                reason,
+                field,
+                message,
+            });
+        }
+        match value {
+            Value::Object(map) => {
+                for (name, child) in map {
+                    if let Some(sub) = self.property(name) {
+                        sub.validate_rules(child, &join(path, name), errors);
+                    } else if let Additional::Schema(sub) = &self.additional {
+                        sub.validate_rules(child, &join(path, name), errors);
+                    }
+                }
+            }
+            Value::Array(list) => {
+                if let Some(items) = &self.items {
+                    for (i, item) in list.iter().enumerate() {
+                        items.validate_rules(item, &format!("{path}[{i}]"), errors);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     fn property(&self, name: &str) -> Option<&Node> {
@@ -835,4 +1000,551 @@ fn duplicate(path: &str, value: &Value) -> FieldError {
 /// RFC 3339 date-times, accepted loosely (any offset, optional fraction, `t`/`z` in any case).
 fn is_date_time(s: &str) -> bool {
     s.to_ascii_uppercase().parse::<jiff::Timestamp>().is_ok()
+}
+
+/// A small evaluator for `x-kubernetes-validations` rules: the CEL subset CRD authors use
+/// (field selection, `has()`, comparisons, `&&`/`||`/`!`, `size()`, string tests, `in`, and
+/// the `all`/`exists`/`exists_one` macros). A rule outside the subset (or a transition rule
+/// using `oldSelf`) does not compile and is skipped rather than guessed at.
+mod cel {
+    use regex::Regex;
+    use serde_json::Value;
+
+    #[derive(Debug, Clone, PartialEq)]
+    enum Tok {
+        Ident(String),
+        Str(String),
+        Int(i64),
+        Double(f64),
+        Op(&'static str),
+    }
+
+    #[derive(Debug, Clone)]
+    pub enum Expr {
+        Lit(Value),
+        Ident(String),
+        Select(Box<Expr>, String),
+        Has(Box<Expr>, String),
+        Index(Box<Expr>, Box<Expr>),
+        Call(Option<Box<Expr>>, String, Vec<Expr>),
+        Macro(Box<Expr>, &'static str, String, Box<Expr>),
+        Unary(&'static str, Box<Expr>),
+        Binary(&'static str, Box<Expr>, Box<Expr>),
+        Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+        List(Vec<Expr>),
+    }
+
+    const OPS: [&str; 22] = [
+        "||", "&&", "==", "!=", "<=", ">=", "<", ">", "!", "+", "-", "*", "/", "%", "(", ")", "[",
+        "]", ".", ",", "?", ":",
+    ];
+
+    fn lex(src: &str) -> Option<Vec<Tok>> {
+        let chars: Vec<char> = src.chars().collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if c.is_whitespace() {
+                i += 1;
+            } else if c == '\'' || c == '"' {
+                let mut s = String::new();
+                i += 1;
+                loop {
+                    let ch = *chars.get(i)?;
+                    i += 1;
+                    if ch == c {
+                        break;
+                    }
+                    if ch == '\\' {
+                        let esc = *chars.get(i)?;
+                        i += 1;
+                        s.push(match esc {
+                            'n' => '\n',
+                            't' => '\t',
+                            other => other,
+                        });
+                    } else {
+                        s.push(ch);
+                    }
+                }
+                out.push(Tok::Str(s));
+            } else if c.is_ascii_digit() {
+                let start = i;
+                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+                    i += 1;
+                }
+                let text: String = chars[start..i].iter().collect();
+                // `1u` unsigned literals read as ints.
+                if chars.get(i) == Some(&'u') {
+                    i += 1;
+                }
+                out.push(if text.contains('.') {
+                    Tok::Double(text.parse().ok()?)
+                } else {
+                    Tok::Int(text.parse().ok()?)
+                });
+            } else if c.is_alphabetic() || c == '_' {
+                let start = i;
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                out.push(Tok::Ident(chars[start..i].iter().collect()));
+            } else {
+                let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+                let op = OPS
+                    .iter()
+                    .find(|op| op.len() == 2 && **op == two)
+                    .or_else(|| OPS.iter().find(|op| op.len() == 1 && op.starts_with(c)))?;
+                i += op.len();
+                out.push(Tok::Op(op));
+            }
+        }
+        Some(out)
+    }
+
+    struct Parser {
+        toks: Vec<Tok>,
+        pos: usize,
+    }
+
+    impl Parser {
+        fn peek_op(&self, op: &str) -> bool {
+            matches!(self.toks.get(self.pos), Some(Tok::Op(o)) if *o == op)
+        }
+
+        fn eat_op(&mut self, op: &str) -> bool {
+            let hit = self.peek_op(op);
+            if hit {
+                self.pos += 1;
+            }
+            hit
+        }
+
+        fn expect_op(&mut self, op: &str) -> Option<()> {
+            self.eat_op(op).then_some(())
+        }
+
+        fn ident(&mut self) -> Option<String> {
+            match self.toks.get(self.pos) {
+                Some(Tok::Ident(s)) => {
+                    self.pos += 1;
+                    Some(s.clone())
+                }
+                _ => None,
+            }
+        }
+
+        fn expr(&mut self) -> Option<Expr> {
+            let cond = self.binary(0)?;
+            if self.eat_op("?") {
+                let then = self.expr()?;
+                self.expect_op(":")?;
+                let otherwise = self.expr()?;
+                return Some(Expr::Cond(
+                    Box::new(cond),
+                    Box::new(then),
+                    Box::new(otherwise),
+                ));
+            }
+            Some(cond)
+        }
+
+        /// Precedence climbing over `||` < `&&` < relations < `+ -` < `* / %`.
+        fn binary(&mut self, level: usize) -> Option<Expr> {
+            const LEVELS: [&[&str]; 5] = [
+                &["||"],
+                &["&&"],
+                &["==", "!=", "<", "<=", ">", ">=", "in"],
+                &["+", "-"],
+                &["*", "/", "%"],
+            ];
+            if level == LEVELS.len() {
+                return self.unary();
+            }
+            let mut left = self.binary(level + 1)?;
+            loop {
+                let op = LEVELS[level].iter().find(|op| {
+                    if **op == "in" {
+                        matches!(self.toks.get(self.pos), Some(Tok::Ident(s)) if s == "in")
+                    } else {
+                        self.peek_op(op)
+                    }
+                });
+                let Some(op) = op else { break };
+                self.pos += 1;
+                let right = self.binary(level + 1)?;
+                left = Expr::Binary(op, Box::new(left), Box::new(right));
+            }
+            Some(left)
+        }
+
+        fn unary(&mut self) -> Option<Expr> {
+            if self.eat_op("!") {
+                return Some(Expr::Unary("!", Box::new(self.unary()?)));
+            }
+            if self.eat_op("-") {
+                return Some(Expr::Unary("-", Box::new(self.unary()?)));
+            }
+            self.member()
+        }
+
+        fn member(&mut self) -> Option<Expr> {
+            let mut e = self.primary()?;
+            loop {
+                if self.eat_op(".") {
+                    let name = self.ident()?;
+                    if self.eat_op("(") {
+                        if matches!(name.as_str(), "all" | "exists" | "exists_one") {
+                            let var = self.ident()?;
+                            self.expect_op(",")?;
+                            let body = self.expr()?;
+                            self.expect_op(")")?;
+                            let kind = match name.as_str() {
+                                "all" => "all",
+                                "exists" => "exists",
+                                _ => "exists_one",
+                            };
+                            e = Expr::Macro(Box::new(e), kind, var, Box::new(body));
+                        } else {
+                            let args = self.args(")")?;
+                            e = Expr::Call(Some(Box::new(e)), name, args);
+                        }
+                    } else {
+                        e = Expr::Select(Box::new(e), name);
+                    }
+                } else if self.eat_op("[") {
+                    let index = self.expr()?;
+                    self.expect_op("]")?;
+                    e = Expr::Index(Box::new(e), Box::new(index));
+                } else {
+                    return Some(e);
+                }
+            }
+        }
+
+        fn args(&mut self, close: &str) -> Option<Vec<Expr>> {
+            let mut args = Vec::new();
+            if self.eat_op(close) {
+                return Some(args);
+            }
+            loop {
+                args.push(self.expr()?);
+                if self.eat_op(close) {
+                    return Some(args);
+                }
+                self.expect_op(",")?;
+            }
+        }
+
+        fn primary(&mut self) -> Option<Expr> {
+            let tok = self.toks.get(self.pos)?.clone();
+            self.pos += 1;
+            match tok {
+                Tok::Str(s) => Some(Expr::Lit(Value::String(s))),
+                Tok::Int(n) => Some(Expr::Lit(Value::from(n))),
+                Tok::Double(f) => Some(Expr::Lit(Value::from(f))),
+                Tok::Op("(") => {
+                    let e = self.expr()?;
+                    self.expect_op(")")?;
+                    Some(e)
+                }
+                Tok::Op("[") => Some(Expr::List(self.args("]")?)),
+                Tok::Ident(name) => match name.as_str() {
+                    "true" => Some(Expr::Lit(Value::Bool(true))),
+                    "false" => Some(Expr::Lit(Value::Bool(false))),
+                    "null" => Some(Expr::Lit(Value::Null)),
+                    // Transition rules need the old object, which admission here lacks.
+                    "oldSelf" => None,
+                    "has" => {
+                        self.expect_op("(")?;
+                        let arg = self.member()?;
+                        self.expect_op(")")?;
+                        match arg {
+                            Expr::Select(target, field) => Some(Expr::Has(target, field)),
+                            _ => None,
+                        }
+                    }
+                    _ if self.eat_op("(") => {
+                        let args = self.args(")")?;
+                        Some(Expr::Call(None, name, args))
+                    }
+                    _ => Some(Expr::Ident(name)),
+                },
+                Tok::Op(_) => None,
+            }
+        }
+    }
+
+    /// Parses a rule; `None` when it uses anything outside the supported subset.
+    pub fn compile(rule: &str) -> Option<Expr> {
+        let mut parser = Parser {
+            toks: lex(rule)?,
+            pos: 0,
+        };
+        let e = parser.expr()?;
+        (parser.pos == parser.toks.len() && supported(&e)).then_some(e)
+    }
+
+    fn supported(e: &Expr) -> bool {
+        match e {
+            Expr::Lit(_) => true,
+            Expr::Ident(_) => true,
+            Expr::Select(t, _) | Expr::Has(t, _) | Expr::Unary(_, t) => supported(t),
+            Expr::Index(a, b) | Expr::Binary(_, a, b) | Expr::Macro(a, _, _, b) => {
+                supported(a) && supported(b)
+            }
+            Expr::Cond(a, b, c) => supported(a) && supported(b) && supported(c),
+            Expr::List(items) => items.iter().all(supported),
+            Expr::Call(target, name, args) => {
+                let arity = match name.as_str() {
+                    "size" => {
+                        if target.is_some() {
+                            0
+                        } else {
+                            1
+                        }
+                    }
+                    "contains" | "startsWith" | "endsWith" | "matches" => 1,
+                    "lowerAscii" | "upperAscii" | "trim" => 0,
+                    _ => return false,
+                };
+                args.len() == arity
+                    && target.as_deref().is_none_or(supported)
+                    && args.iter().all(supported)
+            }
+        }
+    }
+
+    pub type Env = Vec<(String, Value)>;
+
+    fn lookup(env: &Env, name: &str) -> Result<Value, String> {
+        env.iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| format!("undeclared reference to '{name}'"))
+    }
+
+    fn as_bool(v: &Value) -> Result<bool, String> {
+        v.as_bool()
+            .ok_or_else(|| format!("no such overload: expected a bool, got {v}"))
+    }
+
+    fn string(v: &Value) -> Result<&str, String> {
+        v.as_str()
+            .ok_or_else(|| format!("no such overload: expected a string, got {v}"))
+    }
+
+    fn equal(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+            _ => a == b,
+        }
+    }
+
+    fn size(v: &Value) -> Result<Value, String> {
+        Ok(Value::from(match v {
+            Value::String(s) => s.chars().count() as i64,
+            Value::Array(a) => a.len() as i64,
+            Value::Object(m) => m.len() as i64,
+            other => return Err(format!("no such overload: size({other})")),
+        }))
+    }
+
+    fn arith(op: &str, a: &Value, b: &Value) -> Result<Value, String> {
+        if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
+            let r = match op {
+                "+" => x.checked_add(y),
+                "-" => x.checked_sub(y),
+                "*" => x.checked_mul(y),
+                "/" => x.checked_div(y),
+                _ => x.checked_rem(y),
+            };
+            return r
+                .map(Value::from)
+                .ok_or_else(|| "integer overflow or division by zero".to_owned());
+        }
+        if let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) {
+            let r = match op {
+                "+" => x + y,
+                "-" => x - y,
+                "*" => x * y,
+                "/" => x / y,
+                _ => return Err("no such overload: % on doubles".to_owned()),
+            };
+            return Ok(Value::from(r));
+        }
+        match (op, a, b) {
+            ("+", Value::String(x), Value::String(y)) => Ok(Value::String(format!("{x}{y}"))),
+            ("+", Value::Array(x), Value::Array(y)) => {
+                Ok(Value::Array(x.iter().chain(y).cloned().collect()))
+            }
+            _ => Err(format!("no such overload: {a} {op} {b}")),
+        }
+    }
+
+    fn compare(op: &str, a: &Value, b: &Value) -> Result<bool, String> {
+        let ord = match (a, b) {
+            (Value::Number(x), Value::Number(y)) => x
+                .as_f64()
+                .zip(y.as_f64())
+                .and_then(|(x, y)| x.partial_cmp(&y)),
+            (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+            (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+            _ => None,
+        }
+        .ok_or_else(|| format!("no such overload: {a} {op} {b}"))?;
+        Ok(match op {
+            "<" => ord.is_lt(),
+            "<=" => ord.is_le(),
+            ">" => ord.is_gt(),
+            _ => ord.is_ge(),
+        })
+    }
+
+    pub fn eval(e: &Expr, env: &mut Env) -> Result<Value, String> {
+        match e {
+            Expr::Lit(v) => Ok(v.clone()),
+            Expr::Ident(name) => lookup(env, name),
+            Expr::Select(target, field) => match eval(target, env)? {
+                Value::Object(m) => m
+                    .get(field)
+                    .cloned()
+                    .ok_or_else(|| format!("no such key: {field}")),
+                other => Err(format!("no such key: {field} (on {other})")),
+            },
+            Expr::Has(target, field) => match eval(target, env)? {
+                Value::Object(m) => Ok(Value::Bool(m.contains_key(field))),
+                other => Err(format!("invalid type for field selection: {other}")),
+            },
+            Expr::Index(target, index) => {
+                let target = eval(target, env)?;
+                let index = eval(index, env)?;
+                match (&target, &index) {
+                    (Value::Object(m), Value::String(k)) => {
+                        m.get(k).cloned().ok_or_else(|| format!("no such key: {k}"))
+                    }
+                    (Value::Array(a), Value::Number(n)) => n
+                        .as_i64()
+                        .and_then(|i| usize::try_from(i).ok())
+                        .and_then(|i| a.get(i).cloned())
+                        .ok_or_else(|| format!("index out of range: {n}")),
+                    _ => Err(format!("no such overload: {target}[{index}]")),
+                }
+            }
+            Expr::Unary(op, inner) => {
+                let v = eval(inner, env)?;
+                if *op == "!" {
+                    Ok(Value::Bool(!as_bool(&v)?))
+                } else {
+                    arith("-", &Value::from(0), &v)
+                }
+            }
+            Expr::Binary(op, a, b) => match *op {
+                // CEL's logical operators are commutative over errors: a decided side wins.
+                "||" | "&&" => {
+                    let decisive = *op == "||";
+                    let left = eval(a, env).and_then(|v| as_bool(&v));
+                    if left == Ok(decisive) {
+                        return Ok(Value::Bool(decisive));
+                    }
+                    let right = eval(b, env).and_then(|v| as_bool(&v));
+                    match (left, right) {
+                        (_, Ok(r)) if r == decisive => Ok(Value::Bool(decisive)),
+                        (Ok(_), Ok(_)) => Ok(Value::Bool(!decisive)),
+                        (Err(e), _) | (_, Err(e)) => Err(e),
+                    }
+                }
+                _ => {
+                    let x = eval(a, env)?;
+                    let y = eval(b, env)?;
+                    match *op {
+                        "==" => Ok(Value::Bool(equal(&x, &y))),
+                        "!=" => Ok(Value::Bool(!equal(&x, &y))),
+                        "<" | "<=" | ">" | ">=" => compare(op, &x, &y).map(Value::Bool),
+                        "in" => match &y {
+                            Value::Array(items) => {
+                                Ok(Value::Bool(items.iter().any(|i| equal(i, &x))))
+                            }
+                            Value::Object(m) => {
+                                Ok(Value::Bool(x.as_str().is_some_and(|k| m.contains_key(k))))
+                            }
+                            other => Err(format!("no such overload: in {other}")),
+                        },
+                        _ => arith(op, &x, &y),
+                    }
+                }
+            },
+            Expr::Cond(c, t, f) => {
+                if as_bool(&eval(c, env)?)? {
+                    eval(t, env)
+                } else {
+                    eval(f, env)
+                }
+            }
+            Expr::List(items) => Ok(Value::Array(
+                items
+                    .iter()
+                    .map(|i| eval(i, env))
+                    .collect::<Result<_, _>>()?,
+            )),
+            Expr::Macro(target, kind, var, body) => {
+                let elements: Vec<Value> = match eval(target, env)? {
+                    Value::Array(a) => a,
+                    Value::Object(m) => m.keys().map(|k| Value::String(k.clone())).collect(),
+                    other => return Err(format!("no such overload: {other}.{kind}()")),
+                };
+                let mut matches = 0usize;
+                for element in elements {
+                    env.push((var.clone(), element));
+                    let result = eval(body, env).and_then(|v| as_bool(&v));
+                    env.pop();
+                    match (*kind, result?) {
+                        ("all", false) => return Ok(Value::Bool(false)),
+                        ("exists", true) => return Ok(Value::Bool(true)),
+                        (_, true) => matches += 1,
+                        _ => {}
+                    }
+                }
+                Ok(Value::Bool(match *kind {
+                    "all" => true,
+                    "exists" => false,
+                    _ => matches == 1,
+                }))
+            }
+            Expr::Call(target, name, args) => {
+                let receiver = match target {
+                    Some(t) => Some(eval(t, env)?),
+                    None => None,
+                };
+                let args: Vec<Value> = args
+                    .iter()
+                    .map(|a| eval(a, env))
+                    .collect::<Result<_, _>>()?;
+                match (name.as_str(), receiver.as_ref(), args.as_slice()) {
+                    ("size", Some(v), []) | ("size", None, [v]) => size(v),
+                    ("contains", Some(s), [sub]) => {
+                        Ok(Value::Bool(string(s)?.contains(string(sub)?)))
+                    }
+                    ("startsWith", Some(s), [p]) => {
+                        Ok(Value::Bool(string(s)?.starts_with(string(p)?)))
+                    }
+                    ("endsWith", Some(s), [p]) => Ok(Value::Bool(string(s)?.ends_with(string(p)?))),
+                    ("matches", Some(s), [re]) => {
+                        let re = Regex::new(string(re)?).map_err(|e| e.to_string())?;
+                        Ok(Value::Bool(re.is_match(string(s)?)))
+                    }
+                    ("lowerAscii", Some(s), []) => {
+                        Ok(Value::String(string(s)?.to_ascii_lowercase()))
+                    }
+                    ("upperAscii", Some(s), []) => {
+                        Ok(Value::String(string(s)?.to_ascii_uppercase()))
+                    }
+                    ("trim", Some(s), []) => Ok(Value::String(string(s)?.trim().to_owned())),
+                    _ => Err(format!("no such overload: {name}")),
+                }
+            }
+        }
+    }
 }

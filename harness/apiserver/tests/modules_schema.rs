@@ -496,6 +496,13 @@ fn the_real_gameplane_crds_are_accepted_and_enforced() {
         "expected the 8 Gameplane kinds, got {:?}",
         schemas.keys()
     );
+    for (kind, schema) in &schemas {
+        assert!(
+            schema.unenforced_rules().is_empty(),
+            "{kind}: CEL rules outside the supported subset: {:?}",
+            schema.unenforced_rules()
+        );
+    }
     let object = |kind: &str, spec: Value| json!({"apiVersion": "gameplane.local/v1alpha1", "kind": kind, "metadata": {"name": "x"}, "spec": spec});
 
     let gs = &schemas["GameServer"];
@@ -540,11 +547,30 @@ fn the_real_gameplane_crds_are_accepted_and_enforced() {
     assert_eq!(error.field, "spec.templateRef");
 
     let backup = &schemas["Backup"];
-    let mut ok = object("Backup", json!({"serverRef": {"name": "mc1"}}));
+    let repo = json!({"name": "repo", "key": "password"});
+    let mut ok = object(
+        "Backup",
+        json!({"serverRef": {"name": "mc1"}, "repoRef": repo}),
+    );
     backup.admit(&mut ok).unwrap();
     assert_eq!(ok["spec"]["strategy"], json!("restic-snapshot"));
     assert_eq!(ok["spec"]["quiesce"], json!(true));
+    // The CRD's CEL rule: the defaulted restic strategy needs a repoRef.
     let error = only_error(
+        backup,
+        object("Backup", json!({"serverRef": {"name": "mc1"}})),
+    );
+    assert_eq!(error.field, "spec");
+    assert_eq!(
+        error.message,
+        r#"Invalid value: "object": repoRef is required for the restic-snapshot strategy"#
+    );
+    let mut ok = object(
+        "Backup",
+        json!({"serverRef": {"name": "mc1"}, "strategy": "volume-snapshot"}),
+    );
+    backup.admit(&mut ok).unwrap();
+    let errors = errors_of(
         backup,
         object(
             "Backup",
@@ -552,22 +578,30 @@ fn the_real_gameplane_crds_are_accepted_and_enforced() {
         ),
     );
     assert_eq!(
-        error.message,
+        errors[0].message,
         r#"Unsupported value: "tar": supported values: "restic-snapshot", "volume-snapshot""#
+    );
+    // As upstream, CEL rules are not run on an object with type or enum errors.
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[1]
+            .message
+            .contains("some validation rules were not checked"),
+        "{errors:?}"
     );
 
     let schedule = &schemas["BackupSchedule"];
-    let error = only_error(
+    let errors = errors_of(
         schedule,
         object(
             "BackupSchedule",
-            json!({"serverRef": {"name": "mc1"}, "schedule": "every-hour"}),
+            json!({"serverRef": {"name": "mc1"}, "schedule": "every-hour", "repoRef": repo}),
         ),
     );
-    assert_eq!(error.field, "spec.schedule");
+    assert_eq!(errors[0].field, "spec.schedule");
     let mut ok = object(
         "BackupSchedule",
-        json!({"serverRef": {"name": "mc1"}, "schedule": "0 * * * *"}),
+        json!({"serverRef": {"name": "mc1"}, "schedule": "0 * * * *", "repoRef": repo}),
     );
     schedule.admit(&mut ok).unwrap();
     assert_eq!(ok["spec"]["concurrencyPolicy"], json!("Forbid"));
@@ -593,4 +627,161 @@ fn the_real_gameplane_crds_are_accepted_and_enforced() {
         ),
     );
     assert_eq!(error.field, "spec.accentColor");
+}
+
+/// `x-kubernetes-validations` with the CEL subset CRD authors use.
+fn cel_schema() -> StructuralSchema {
+    compile(json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.strategy == 'volume' || has(self.repoRef)", "message": "repoRef is required"},
+                    {"rule": "has(self.key) != has(self.keyless)", "message": "exactly one of key or keyless", "fieldPath": ".key"},
+                    {"rule": "!has(self.tunnel) || !self.tunnel.enabled || has(self.tunnel.secret)", "reason": "FieldValueRequired", "message": "secret is required"},
+                    {"rule": "size(self.tags) <= 3 && self.tags.all(t, t.size() > 0) && self.tags.exists_one(t, t == 'main')"},
+                    {"rule": "self.replicas * 2 - 1 >= 1 ? true : false", "message": "replicas too small"},
+                    {"rule": "self.strategy in ['volume', 'restic'] && 'tags' in self", "message": "in works"},
+                    {"rule": "self.missing == 'x' || true"},
+                    {"rule": "self.unknownFn()"},
+                    {"rule": "self.replicas == oldSelf.replicas"}
+                ],
+                "properties": {
+                    "strategy": {"type": "string", "default": "restic"},
+                    "repoRef": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "key": {"type": "string"},
+                    "keyless": {"type": "boolean"},
+                    "tunnel": {"type": "object", "properties": {"enabled": {"type": "boolean"}, "secret": {"type": "string"}}},
+                    "tags": {"type": "array", "items": {"type": "string"}, "default": ["main"]},
+                    "replicas": {"type": "integer", "default": 1},
+                    "config": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                        "x-kubernetes-validations": [{"rule": "self.all(k, self[k].size() <= 4)", "message": "values must be at most 4 characters"}]
+                    },
+                    "paths": {
+                        "type": "array",
+                        "items": {"type": "string", "x-kubernetes-validations": [{"rule": "!self.startsWith('/') && !self.contains('..')", "message": "path must be relative"}]}
+                    }
+                }
+            }
+        }
+    }))
+}
+
+#[test]
+fn cel_rules_are_enforced() {
+    let schema = cel_schema();
+    assert_eq!(
+        schema.unenforced_rules(),
+        ["self.unknownFn()", "self.replicas == oldSelf.replicas"]
+    );
+    let mut ok = json!({"spec": {"repoRef": {"name": "r"}, "key": "k", "config": {"a": "1234"}, "paths": ["world/region"]}});
+    schema.admit(&mut ok).unwrap();
+
+    let error = only_error(&schema, json!({"spec": {"key": "k"}}));
+    assert_eq!(error.field, "spec");
+    assert_eq!(
+        error.message,
+        r#"Invalid value: "object": repoRef is required"#
+    );
+
+    let error = only_error(
+        &schema,
+        json!({"spec": {"repoRef": {}, "key": "k", "keyless": true}}),
+    );
+    assert_eq!(error.field, "spec.key", "fieldPath moves the error");
+    assert_eq!(
+        error.message,
+        r#"Invalid value: "object": exactly one of key or keyless"#
+    );
+
+    let error = only_error(
+        &schema,
+        json!({"spec": {"repoRef": {}, "key": "k", "tunnel": {"enabled": true}}}),
+    );
+    assert_eq!(error.reason, FieldErrorReason::Required);
+    assert_eq!(error.message, "Required value: secret is required");
+    let mut ok = json!({"spec": {"repoRef": {}, "key": "k", "tunnel": {"enabled": false}}});
+    schema.admit(&mut ok).unwrap();
+
+    let error = only_error(
+        &schema,
+        json!({"spec": {"repoRef": {}, "key": "k", "tags": ["main", "main"]}}),
+    );
+    assert!(
+        error.message.contains("failed rule: size(self.tags) <= 3"),
+        "{error}"
+    );
+    let error = only_error(
+        &schema,
+        json!({"spec": {"repoRef": {}, "key": "k", "replicas": 0}}),
+    );
+    assert_eq!(
+        error.message,
+        r#"Invalid value: "object": replicas too small"#
+    );
+    let error = only_error(
+        &schema,
+        json!({"spec": {"repoRef": {}, "key": "k", "strategy": "other"}}),
+    );
+    assert_eq!(error.message, r#"Invalid value: "object": in works"#);
+
+    let error = only_error(
+        &schema,
+        json!({"spec": {"repoRef": {}, "key": "k", "config": {"a": "12345"}}}),
+    );
+    assert_eq!(error.field, "spec.config");
+    assert_eq!(
+        error.message,
+        r#"Invalid value: "object": values must be at most 4 characters"#
+    );
+    let errors = errors_of(
+        &schema,
+        json!({"spec": {"repoRef": {}, "key": "k", "paths": ["ok", "/abs", "a/../b"]}}),
+    );
+    let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["spec.paths[1]", "spec.paths[2]"]);
+    assert_eq!(
+        errors[0].message,
+        r#"Invalid value: "string": path must be relative"#
+    );
+}
+
+#[test]
+fn cel_evaluation_errors_are_reported_not_panics() {
+    let schema = compile(json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {"provider": {"type": "string"}, "steam": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "self.provider != 'steam' || has(self.steam)", "message": "steam is required"}]
+        }}
+    }));
+    // `provider` absent: selecting it is a CEL "no such key" error, as on a real server.
+    let error = only_error(&schema, json!({"spec": {}}));
+    assert_eq!(error.field, "spec");
+    assert!(error.message.contains("no such key: provider"), "{error}");
+    let mut ok = json!({"spec": {"provider": "steam", "steam": "1"}});
+    schema.admit(&mut ok).unwrap();
+    let error = only_error(&schema, json!({"spec": {"provider": "steam"}}));
+    assert_eq!(
+        error.message,
+        r#"Invalid value: "object": steam is required"#
+    );
+    // Malformed rules compile to nothing rather than failing the CRD.
+    for rule in [
+        "self.(",
+        "'unterminated",
+        "has(self)",
+        "a ? b",
+        "1 +",
+        "self.x[",
+        "@",
+    ] {
+        let schema =
+            compile(json!({"type": "object", "x-kubernetes-validations": [{"rule": rule}]}));
+        assert_eq!(schema.unenforced_rules(), [rule]);
+    }
 }
