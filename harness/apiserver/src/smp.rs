@@ -59,8 +59,9 @@ pub fn list_strategy(kind: &str, path: &[&str], field: &str) -> ListStrategy {
         "containers" | "initContainers" | "ephemeralContainers"
     );
     match field {
-        "finalizers" if path == ["metadata"] => ListStrategy::MergePrimitive,
-        "ownerReferences" if path == ["metadata"] => ListStrategy::MergeKey("uid"),
+        // ObjectMeta's tags, wherever an ObjectMeta sits (pod templates too).
+        "finalizers" if parent == "metadata" => ListStrategy::MergePrimitive,
+        "ownerReferences" if parent == "metadata" => ListStrategy::MergeKey("uid"),
         "containers" | "initContainers" | "ephemeralContainers" => ListStrategy::MergeKey("name"),
         "env" if in_container => ListStrategy::MergeKey("name"),
         "volumeMounts" if in_container => ListStrategy::MergeKey("mountPath"),

@@ -315,6 +315,18 @@ fn the_strategy_table() {
         ListStrategy::MergePrimitive
     );
     assert_eq!(
+        list_strategy(
+            "StatefulSet",
+            &["spec", "template", "metadata"],
+            "finalizers"
+        ),
+        ListStrategy::MergePrimitive
+    );
+    assert_eq!(
+        list_strategy("Namespace", &["spec"], "finalizers"),
+        ListStrategy::Replace
+    );
+    assert_eq!(
         list_strategy("Job", &["status"], "conditions"),
         ListStrategy::MergeKey("type")
     );
