@@ -14,7 +14,7 @@
 //! let addr = "127.0.0.1:25575".parse().unwrap();
 //! let mut rcon = fixture_game::rcon::RconClient::connect(addr, "secret").await?;
 //! let reply = rcon.command("save-all flush").await?;
-//! assert_eq!(reply, "Saved the game");
+//! assert!(reply.ends_with("Saved the game"));
 //! # Ok(()) }
 //! ```
 
