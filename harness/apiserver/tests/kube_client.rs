@@ -845,3 +845,81 @@ async fn deletecollection_preconditions_apply_and_secret_string_data() {
     assert_eq!(created.data.unwrap()["password"].0, b"pw");
     assert_eq!(created.type_.as_deref(), Some("Opaque"));
 }
+
+#[tokio::test]
+async fn bound_pods_are_deleted_gracefully_until_the_kubelet_confirms() {
+    let (_server, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "bound"}, "spec": {
+        "nodeName": "node-1", "terminationGracePeriodSeconds": 7,
+        "containers": [{"name": "c", "image": "i:1"}]}}))
+    .unwrap();
+    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+    pods.delete("bound", &DeleteParams::default())
+        .await
+        .unwrap();
+    let terminating = pods.get("bound").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(7));
+    // The kubelet's status report does not remove it; its grace-0 delete does.
+    pods.patch_status(
+        "bound",
+        &PP,
+        &Patch::Merge(json!({"status": {"phase": "Running"}})),
+    )
+    .await
+    .unwrap();
+    assert!(pods.get("bound").await.is_ok());
+    let confirm = DeleteParams {
+        grace_period_seconds: Some(0),
+        preconditions: Some(kube::api::Preconditions {
+            uid: created.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    pods.delete("bound", &confirm).await.unwrap();
+    assert_eq!(status_of(pods.get("bound").await).code, 404);
+
+    // An unbound pod goes at once.
+    let unbound: Pod = serde_json::from_value(json!({"metadata": {"name": "unbound"}, "spec": {
+        "containers": [{"name": "c", "image": "i:1"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &unbound).await.unwrap();
+    pods.delete("unbound", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(status_of(pods.get("unbound").await).code, 404);
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_watches() {
+    let (server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let mut stream = cms
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    cms.create(&PostParams::default(), &configmap("seen", json!({})))
+        .await
+        .unwrap();
+    let first = within("the ADDED event", stream.try_next()).await.unwrap();
+    assert!(matches!(first, Some(WatchEvent::Added(_))), "{first:?}");
+    within("the server to shut down", server.shutdown()).await;
+    let end = within("the watch to end after shutdown", async {
+        loop {
+            match stream.try_next().await {
+                Ok(Some(_)) => continue,
+                other => return other.map(|_| ()),
+            }
+        }
+    })
+    .await;
+    let _ = end;
+    let refused = cms.get("seen").await;
+    assert!(
+        refused.is_err(),
+        "the server no longer answers: {refused:?}"
+    );
+}

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use common::{start, within};
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use rehearsal_apiserver::{ApiServer, LogError, LogRequest, LogStream, PodLogSource};
 use serde_json::{Value, json};
@@ -476,14 +476,29 @@ async fn delete_waits_for_a_finalizer() {
     assert!(gone.stderr.contains("NotFound"), "{gone:?}");
 }
 
-/// Serves two fixed lines per container, and refuses previous logs.
-struct FixedLogs;
+/// Serves two fixed lines per container, and refuses previous logs; when following, the
+/// lines the test sends through `follow` (the stream ends when the sender is dropped).
+struct FixedLogs {
+    follow: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<String>>>,
+}
 
 impl PodLogSource for FixedLogs {
     fn logs(
         &self,
         request: LogRequest,
     ) -> futures::future::BoxFuture<'static, Result<LogStream, LogError>> {
+        if request.follow {
+            let receiver = self.follow.lock().unwrap().take();
+            return async move {
+                let receiver =
+                    receiver.ok_or_else(|| LogError::NotFound("already followed".into()))?;
+                let stream = tokio_stream::wrappers::ReceiverStream::new(receiver)
+                    .map(|line| Ok(bytes::Bytes::from(line)));
+                let stream: LogStream = Box::pin(stream);
+                Ok(stream)
+            }
+            .boxed();
+        }
         async move {
             if request.previous {
                 return Err(LogError::BadRequest(format!(
@@ -506,7 +521,10 @@ impl PodLogSource for FixedLogs {
 #[tokio::test]
 async fn logs_come_from_the_pod_log_source() {
     let (server, _client) = start().await;
-    server.set_pod_logs(Arc::new(FixedLogs));
+    let (lines, follow) = tokio::sync::mpsc::channel(8);
+    server.set_pod_logs(Arc::new(FixedLogs {
+        follow: std::sync::Mutex::new(Some(follow)),
+    }));
     let kubectl = Kubectl::new(&server);
     let pod = kubectl.write(
         "pod.yaml",
@@ -537,6 +555,22 @@ async fn logs_come_from_the_pod_log_source() {
         missing.stderr.contains("pods \"nope\" not found"),
         "{missing:?}"
     );
+
+    // -f streams chunks as they are produced and ends with the source.
+    let mut following = kubectl.command(&["logs", "-f", "p1"]).spawn().unwrap();
+    let mut out = BufReader::new(following.stdout.take().unwrap()).lines();
+    for n in 0..3 {
+        lines.send(format!("tick {n}\n")).await.unwrap();
+        let line = within("kubectl logs -f to print a line", out.next_line())
+            .await
+            .unwrap();
+        assert_eq!(line.as_deref(), Some(format!("tick {n}").as_str()));
+    }
+    drop(lines);
+    let status = within("kubectl logs -f to exit", following.wait())
+        .await
+        .unwrap();
+    assert!(status.success());
 }
 
 #[tokio::test]
