@@ -240,3 +240,51 @@ fn restic_ids_and_waits_are_receipts_of_their_own_kind() {
         ]
     );
 }
+
+#[test]
+fn a_kill_matrix_can_be_added_to_a_finished_run_once() {
+    use rehearsal::evidence::bundle::KillMatrix;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("r");
+    let mut matrix = KillMatrix::default();
+    matrix.record("skip-incarnation-check", "c", true);
+    {
+        let bundle = Bundle::create(&dir, meta("r")).unwrap();
+        bundle
+            .case("c", "b")
+            .unwrap()
+            .finish(Verdict::Passed)
+            .unwrap();
+        // Not finalized yet: the matrix belongs in the run itself.
+        assert!(matches!(
+            Bundle::add_kill_matrix(&dir, &matrix).unwrap_err(),
+            BundleError::NotFinalized { .. }
+        ));
+        bundle.finalize(false).unwrap();
+    }
+    let summary_before = std::fs::read(dir.join("bundle.json")).unwrap();
+    Bundle::add_kill_matrix(&dir, &matrix).unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("bundle.json")).unwrap(),
+        summary_before
+    );
+    assert!(matches!(
+        Bundle::add_kill_matrix(&dir, &matrix).unwrap_err(),
+        BundleError::FileExists { .. }
+    ));
+    let loaded = rehearsal::report::load(&dir).unwrap();
+    assert_eq!(loaded.kill_matrix, Some(matrix));
+    let journal = receipts::verify(dir.join("receipts.jsonl")).unwrap();
+    assert_eq!(journal.receipts.last().unwrap().kind, kind::KILL_MATRIX);
+    // The command line accepts the addendum after the anchored run.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["receipts", "verify"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

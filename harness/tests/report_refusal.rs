@@ -262,3 +262,22 @@ fn rehearse_receipts_verify_names_the_first_bad_entry() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_step_appended_after_the_run_finished_is_refused() {
+    let (_r, dir) = fresh();
+    let j = Journal::open_existing(dir.join("receipts.jsonl")).unwrap();
+    j.append(
+        Some("http-only-candidate"),
+        "late-step",
+        kind::STEP,
+        json!({}),
+    )
+    .unwrap();
+    drop(j);
+    let msg = report::load(&dir).unwrap_err().to_string();
+    assert!(
+        msg.contains("after run-finished") && msg.contains("line 37"),
+        "{msg}"
+    );
+}

@@ -82,12 +82,20 @@ fn check_anchor(bundle: &Path, journal: &receipts::VerifiedJournal) -> Result<()
                 summary_path.display()
             ))
         })?;
+    // A finished run may carry addenda (a kill matrix) after its anchored entries.
     let entries = journal.receipts.len() as u64;
-    if summary.journal.entries != entries || summary.journal.head_sha256 != journal.head {
+    let anchored = usize::try_from(summary.journal.entries).unwrap_or(usize::MAX);
+    let head = crate::evidence::bundle::summary::head_at(journal, anchored);
+    let addenda_ok = journal
+        .receipts
+        .iter()
+        .skip(anchored)
+        .all(|r| r.kind == receipts::kind::KILL_MATRIX);
+    if summary.journal.entries > entries || summary.journal.head_sha256 != head || !addenda_ok {
         return Err(CliError::failed(format!(
             "{}: the chain verifies but ends at entry {entries} (head {}), while bundle.json anchors {} entries (head {}): entries were cut from its end or bundle.json belongs to another run; do not trust this bundle, rerun the case",
             journal.path.display(),
-            journal.head,
+            head,
             summary.journal.entries,
             summary.journal.head_sha256
         )));

@@ -135,7 +135,16 @@ pub fn load(dir: impl AsRef<Path>) -> Result<LoadedBundle, LoadError> {
     for case in &proven.cases {
         cases.push(load_case(&dir, &journal.receipts, case)?);
     }
-    let kill_matrix = match &proven.kill_matrix {
+    let addendum =
+        summary::kill_matrix_addendum(&journal).map_err(|source| LoadError::Incomplete {
+            dir: dir.clone(),
+            source,
+        })?;
+    let kill_matrix_file = proven
+        .kill_matrix
+        .clone()
+        .or(addendum.map(|(_, file)| file));
+    let kill_matrix = match &kill_matrix_file {
         Some(file) => {
             let bytes = checked_file(&dir, &file.path, &file.sha256)?;
             Some(

@@ -54,9 +54,13 @@ pub enum BundleError {
     )]
     AlreadyExists { dir: PathBuf },
     #[error(
-        "{dir} is already finalized ({SUMMARY_FILE} exists); a finished run cannot be resumed, use a new run directory"
+        "{dir} is already finalized ({SUMMARY_FILE} exists); a finished run cannot be resumed (use a new run directory; to add a self-test's kill matrix use `Bundle::add_kill_matrix`)"
     )]
     AlreadyFinalized { dir: PathBuf },
+    #[error(
+        "{dir} is not finalized yet ({SUMMARY_FILE} is missing); record the kill matrix with `bundle.kill_matrix` before `finalize`"
+    )]
+    NotFinalized { dir: PathBuf },
     #[error(transparent)]
     Journal(Box<JournalError>),
     #[error("{path}: cannot {action}: {source}")]
@@ -277,6 +281,46 @@ impl Bundle {
         text.push('\n');
         write_new(&self.inner.dir.join(KILL_MATRIX_FILE), text.as_bytes())?;
         self.inner.journal.append(
+            None,
+            "kill-matrix",
+            kind::KILL_MATRIX,
+            json!({"path": KILL_MATRIX_FILE, "sha256": receipts::sha256_hex(text.as_bytes())}),
+        )?;
+        Ok(())
+    }
+
+    /// Adds a kill matrix to a run that is already finalized (a self-test judges mutants after
+    /// its baseline run finished). The matrix becomes `kill-matrix.json` and a `kill-matrix`
+    /// receipt appended after `run-finished`, the one kind of entry allowed there; `bundle.json`
+    /// is not touched (it anchors the run up to `run-finished`).
+    pub fn add_kill_matrix(dir: impl AsRef<Path>, matrix: &KillMatrix) -> Result<(), BundleError> {
+        let dir = dir.as_ref().to_path_buf();
+        if !dir.join(SUMMARY_FILE).is_file() {
+            return Err(BundleError::NotFinalized { dir });
+        }
+        let journal = Journal::open_existing(dir.join(FILE_NAME))?;
+        let verified = receipts::verify(journal.path()).map_err(|source| BundleError::Verify {
+            dir: dir.clone(),
+            source: Box::new(source),
+        })?;
+        let summary = summary::summarize(&verified).map_err(|source| BundleError::NotARun {
+            dir: dir.clone(),
+            source,
+        })?;
+        let existing =
+            summary::kill_matrix_addendum(&verified).map_err(|source| BundleError::NotARun {
+                dir: dir.clone(),
+                source,
+            })?;
+        if summary.kill_matrix.is_some() || existing.is_some() {
+            return Err(BundleError::FileExists {
+                path: dir.join(KILL_MATRIX_FILE),
+            });
+        }
+        let mut text = serde_json::to_string_pretty(matrix).expect("kill matrix serializes");
+        text.push('\n');
+        write_new(&dir.join(KILL_MATRIX_FILE), text.as_bytes())?;
+        journal.append(
             None,
             "kill-matrix",
             kind::KILL_MATRIX,

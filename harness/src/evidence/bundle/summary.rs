@@ -146,6 +146,10 @@ pub enum SummaryError {
     #[error("line {line} (seq {seq}): case {case:?} started or finished twice")]
     CaseTwice { case: String, line: usize, seq: u64 },
     #[error(
+        "line {line} (seq {seq}): a {kind} receipt after run-finished; only a kill matrix may be added to a finished run"
+    )]
+    AfterFinish { line: usize, seq: u64, kind: String },
+    #[error(
         "the journal's last entry (line {line}) is not run-finished: the run was not finalized"
     )]
     NotFinalized { line: usize },
@@ -187,9 +191,14 @@ pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryErro
     for (i, r) in receipts.iter().enumerate() {
         let line = i + 1;
         if finished.is_some() {
-            // run-finished must be last: anything after it was appended to a closed run.
-            return Err(SummaryError::NotFinalized {
-                line: receipts.len(),
+            // After run-finished only addenda (a kill matrix from a later self-test) may follow.
+            if r.kind == kind::KILL_MATRIX {
+                continue;
+            }
+            return Err(SummaryError::AfterFinish {
+                line,
+                seq: r.seq,
+                kind: r.kind.clone(),
             });
         }
         match r.kind.as_str() {
@@ -260,7 +269,7 @@ pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryErro
                     .get("interrupted")
                     .and_then(Value::as_bool)
                     .ok_or_else(|| malformed(line, r, "no interrupted flag"))?;
-                finished = Some((r.time, interrupted));
+                finished = Some((r.time, interrupted, line));
             }
             _ => {}
         }
@@ -272,7 +281,7 @@ pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryErro
             seq: o.seq,
         });
     }
-    let Some((finished, interrupted)) = finished else {
+    let Some((finished, interrupted, finished_line)) = finished else {
         return Err(SummaryError::NotFinalized {
             line: receipts.len(),
         });
@@ -286,11 +295,41 @@ pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryErro
         cases,
         journal: JournalAnchor {
             file: FILE_NAME.into(),
-            entries: receipts.len() as u64,
-            head_sha256: journal.head.clone(),
+            entries: finished_line as u64,
+            head_sha256: head_at(journal, finished_line),
         },
         kill_matrix,
     })
+}
+
+/// The chain head after `line` entries: the SHA-256 of line `line`.
+pub fn head_at(journal: &VerifiedJournal, line: usize) -> String {
+    match journal.receipts.get(line) {
+        // The next entry's `prev` is exactly that hash (the chain was verified).
+        Some(next) => next.prev.clone(),
+        None => journal.head.clone(),
+    }
+}
+
+/// A kill matrix added after the run finished ([`super::Bundle::add_kill_matrix`]): its
+/// 1-based line and file.
+pub fn kill_matrix_addendum(
+    journal: &VerifiedJournal,
+) -> Result<Option<(usize, FileRef)>, SummaryError> {
+    let Some(finished) = journal
+        .receipts
+        .iter()
+        .position(|r| r.kind == kind::RUN_FINISHED)
+    else {
+        return Ok(None);
+    };
+    let mut found = None;
+    for (i, r) in journal.receipts.iter().enumerate().skip(finished + 1) {
+        let file = serde_json::from_value::<FileRef>(r.observed.clone())
+            .map_err(|e| malformed(i + 1, r, e))?;
+        found = Some((i + 1, file));
+    }
+    Ok(found)
 }
 
 fn case_of(line: usize, r: &Receipt) -> Result<String, SummaryError> {
