@@ -1106,7 +1106,12 @@ mod cel {
     struct Parser {
         toks: Vec<Tok>,
         pos: usize,
+        depth: usize,
     }
+
+    /// Bounds on a rule's size and nesting, so a hostile CRD cannot exhaust the stack.
+    const MAX_TOKENS: usize = 512;
+    const MAX_DEPTH: usize = 48;
 
     impl Parser {
         fn peek_op(&self, op: &str) -> bool {
@@ -1136,6 +1141,17 @@ mod cel {
         }
 
         fn expr(&mut self) -> Option<Expr> {
+            self.depth += 1;
+            let e = if self.depth > MAX_DEPTH {
+                None
+            } else {
+                self.conditional()
+            };
+            self.depth -= 1;
+            e
+        }
+
+        fn conditional(&mut self) -> Option<Expr> {
             let cond = self.binary(0)?;
             if self.eat_op("?") {
                 let then = self.expr()?;
@@ -1180,11 +1196,17 @@ mod cel {
         }
 
         fn unary(&mut self) -> Option<Expr> {
-            if self.eat_op("!") {
-                return Some(Expr::Unary("!", Box::new(self.unary()?)));
-            }
-            if self.eat_op("-") {
-                return Some(Expr::Unary("-", Box::new(self.unary()?)));
+            for op in ["!", "-"] {
+                if self.eat_op(op) {
+                    self.depth += 1;
+                    let inner = if self.depth > MAX_DEPTH {
+                        None
+                    } else {
+                        self.unary()
+                    };
+                    self.depth -= 1;
+                    return Some(Expr::Unary(op, Box::new(inner?)));
+                }
             }
             self.member()
         }
@@ -1278,9 +1300,14 @@ mod cel {
 
     /// Parses a rule; `None` when it uses anything outside the supported subset.
     pub fn compile(rule: &str) -> Option<Expr> {
+        let toks = lex(rule)?;
+        if toks.len() > MAX_TOKENS {
+            return None;
+        }
         let mut parser = Parser {
-            toks: lex(rule)?,
+            toks,
             pos: 0,
+            depth: 0,
         };
         let e = parser.expr()?;
         (parser.pos == parser.toks.len() && supported(&e)).then_some(e)

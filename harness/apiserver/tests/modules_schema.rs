@@ -771,6 +771,9 @@ fn cel_evaluation_errors_are_reported_not_panics() {
         r#"Invalid value: "object": steam is required"#
     );
     // Malformed rules compile to nothing rather than failing the CRD.
+    let deep_parens = format!("{}true{}", "(".repeat(10_000), ")".repeat(10_000));
+    let deep_nots = format!("{}true", "!".repeat(10_000));
+    let long_chain = vec!["true"; 2_000].join(" || ");
     for rule in [
         "self.(",
         "'unterminated",
@@ -779,6 +782,9 @@ fn cel_evaluation_errors_are_reported_not_panics() {
         "1 +",
         "self.x[",
         "@",
+        &deep_parens,
+        &deep_nots,
+        &long_chain,
     ] {
         let schema =
             compile(json!({"type": "object", "x-kubernetes-validations": [{"rule": rule}]}));
