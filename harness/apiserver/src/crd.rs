@@ -228,3 +228,31 @@ pub fn set_status(crd: &mut Value, old: Option<&Value>) {
     crd["status"] =
         json!({"conditions": conditions, "acceptedNames": accepted, "storedVersions": stored});
 }
+
+/// The `x-kubernetes-validations` rules of a CRD's versions the schema evaluator cannot run.
+pub fn unenforced_rules(crd: &Value) -> Vec<String> {
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut rules = Vec::new();
+    for version in versions {
+        let name = version
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if let Some(schema) = version.pointer("/schema/openAPIV3Schema")
+            && let Ok(compiled) = StructuralSchema::from_openapi_v3(schema)
+        {
+            rules.extend(
+                compiled
+                    .unenforced_rules()
+                    .into_iter()
+                    .map(|r| format!("{name}: {r}")),
+            );
+        }
+    }
+    rules
+}

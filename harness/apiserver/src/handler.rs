@@ -402,7 +402,11 @@ async fn resource(
             negotiate::check_type(&info, &mut obj)?;
             strict_fields(&call, &info, &obj)?;
             let created = call.shared.state().create(&info, ns, obj)?;
-            Ok(object_response(StatusCode::CREATED, &info, &created))
+            Ok(with_warnings(
+                object_response(StatusCode::CREATED, &info, &created),
+                &info,
+                &created,
+            ))
         }
         (Method::PUT, Some(name)) => {
             let bytes = read_body(call.shared, call.headers, body).await?;
@@ -413,7 +417,11 @@ async fn resource(
                 .shared
                 .state()
                 .update(&info, ns, name, obj, status_target)?;
-            Ok(object_response(StatusCode::OK, &info, &updated))
+            Ok(with_warnings(
+                object_response(StatusCode::OK, &info, &updated),
+                &info,
+                &updated,
+            ))
         }
         (Method::PATCH, Some(name)) => {
             let bytes = read_body(call.shared, call.headers, body).await?;
@@ -440,6 +448,24 @@ fn strict_fields(call: &Call<'_>, info: &ResourceInfo, obj: &Value) -> Result<()
         crate::strict::check(info, obj)?;
     }
     Ok(())
+}
+
+/// `Warning` headers (kubectl prints them as `Warning: …`) for what a write stored but the
+/// server will not enforce: CEL rules of a CRD outside the supported subset.
+fn with_warnings(mut response: Response<Body>, info: &ResourceInfo, obj: &Value) -> Response<Body> {
+    if &*info.storage != crate::state::CRD_STORAGE {
+        return response;
+    }
+    for rule in crate::crd::unenforced_rules(obj) {
+        let text = format!(
+            "299 - \"x-kubernetes-validations rule is stored but not enforced: {}\"",
+            rule.replace('"', "'")
+        );
+        if let Ok(value) = http::HeaderValue::from_str(&text) {
+            response.headers_mut().append(http::header::WARNING, value);
+        }
+    }
+    response
 }
 
 fn object_response(code: StatusCode, info: &ResourceInfo, obj: &Value) -> Response<Body> {
@@ -648,7 +674,11 @@ fn patch(
     negotiate::check_type(info, &mut patched)?;
     strict_fields(call, info, &patched)?;
     let updated = state.update(info, ns, name, patched, target)?;
-    Ok(object_response(StatusCode::OK, info, &updated))
+    Ok(with_warnings(
+        object_response(StatusCode::OK, info, &updated),
+        info,
+        &updated,
+    ))
 }
 
 fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {

@@ -923,3 +923,41 @@ async fn shutdown_ends_open_watches() {
         "the server no longer answers: {refused:?}"
     );
 }
+
+#[tokio::test]
+async fn crds_with_rules_beyond_the_cel_subset_are_stored_with_a_warning() {
+    let (server, client) = start().await;
+    let mut crd = crd(false);
+    crd.spec.versions[0]
+        .schema
+        .as_mut()
+        .unwrap()
+        .open_api_v3_schema
+        .as_mut()
+        .unwrap()
+        .x_kubernetes_validations = Some(vec![
+        serde_json::from_value(json!({"rule": "self.spec.replicas == oldSelf.spec.replicas"}))
+            .unwrap(),
+    ]);
+    let body = serde_json::to_vec(&crd).unwrap();
+    let reply = common::raw(
+        server.addr(),
+        &common::request(
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            Some("application/json"),
+            &body,
+        ),
+    )
+    .await;
+    assert_eq!(reply.code, 201, "{}", String::from_utf8_lossy(&reply.body));
+    assert!(
+        reply
+            .head
+            .to_ascii_lowercase()
+            .contains("warning: 299 - \"x-kubernetes-validations rule is stored but not enforced"),
+        "{}",
+        reply.head
+    );
+    let _ = client;
+}
