@@ -57,6 +57,13 @@ impl FromStr for ExtraWorld {
     }
 }
 
+fn parse_extra_world(s: &str) -> Result<Option<ExtraWorld>, String> {
+    if s.trim().is_empty() {
+        return Ok(None);
+    }
+    s.trim().parse().map(Some)
+}
+
 /// Settings of `fixture-game serve`; every flag has an environment twin.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ServeArgs {
@@ -78,13 +85,10 @@ pub struct ServeArgs {
     /// File holding the RCON password (used when no password is given directly).
     #[arg(long, env = "RCON_PASSWORD_FILE")]
     pub rcon_password_file: Option<PathBuf>,
-    /// Extra world as NAME=PATH; repeatable (environment: comma-separated list).
-    #[arg(
-        long = "extra-world",
-        env = "FIXTURE_EXTRA_WORLDS",
-        value_delimiter = ','
-    )]
-    pub extra_worlds: Vec<ExtraWorld>,
+    /// Extra world as NAME=PATH; repeatable (environment: comma-separated list; empty
+    /// entries are ignored, so an empty variable means none).
+    #[arg(long = "extra-world", env = "FIXTURE_EXTRA_WORLDS", value_delimiter = ',', value_parser = parse_extra_world)]
+    pub extra_worlds: Vec<Option<ExtraWorld>>,
     /// Mods directory; `package.json` is installed there on first start.
     #[arg(long, env = "FIXTURE_MODS_DIR")]
     pub mods_dir: Option<PathBuf>,
@@ -214,7 +218,7 @@ async fn open_worlds(args: &ServeArgs) -> Result<Vec<World>, ServeError> {
         args.data_dir.join(PRIMARY_WORLD_DIR),
         args.world_marker.clone(),
     )];
-    for extra in &args.extra_worlds {
+    for extra in args.extra_worlds.iter().flatten() {
         let marker = args
             .extra_marker
             .clone()
