@@ -63,6 +63,21 @@ pub enum AgentError {
 }
 
 impl AgentError {
+    /// Whether no answer came at all (not listening yet, or gone).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            AgentError::Unreachable { .. } | AgentError::Timeout { .. }
+        )
+    }
+
+    /// Whether the agent answered but could not reach the game yet (502: its RCON is not up,
+    /// as right after the game container starts). Like [`Self::is_unreachable`], this is
+    /// missing evidence that preparation may wait for within its deadline.
+    pub fn is_game_unavailable(&self) -> bool {
+        matches!(self, AgentError::Status { status: 502, .. })
+    }
+
     /// Whether the agent lacks the route (an older agent).
     pub fn is_missing_route(&self) -> bool {
         matches!(self, AgentError::Status { status: 404, .. })

@@ -109,6 +109,16 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Time since the Backup started (zero before it has a start time).
+    fn elapsed(&self) -> Duration {
+        self.status
+            .start_time
+            .as_ref()
+            .map(|t| k8s_openapi::jiff::Timestamp::now().duration_since(t.0))
+            .and_then(|d| d.try_into().ok())
+            .unwrap_or(Duration::ZERO)
+    }
+
     fn recheck(&self) -> Action {
         Action::requeue(self.ctx.settings.recheck_interval)
     }
@@ -210,14 +220,7 @@ impl<'a> Run<'a> {
             }
             (Observation::Running(live), false) => live.to_source(),
             (waiting, _) => {
-                let elapsed = self
-                    .status
-                    .start_time
-                    .as_ref()
-                    .map(|t| k8s_openapi::jiff::Timestamp::now().duration_since(t.0))
-                    .and_then(|d| d.try_into().ok())
-                    .unwrap_or(Duration::ZERO);
-                if elapsed > self.ctx.settings.preparation_deadline {
+                if self.elapsed() > self.ctx.settings.preparation_deadline {
                     let msg = format!(
                         "no running game incarnation of {} within {:?}; last observed: {waiting:?}",
                         self.server, self.ctx.settings.preparation_deadline
@@ -257,6 +260,14 @@ impl<'a> Run<'a> {
                         .fail(reasons::IDENTITY_PREFLIGHT_FAILED, msg, None)
                         .await
                         .map(Some);
+                }
+                Err(e)
+                    if (e.is_unreachable() || e.is_game_unavailable())
+                        && self.elapsed() < self.ctx.settings.preparation_deadline =>
+                {
+                    // The agent is not listening yet: missing evidence waits within the deadline.
+                    tracing::debug!(backup = %self.name, error = %e, "agent not reachable yet");
+                    return Ok(Some(self.recheck()));
                 }
                 Err(e) => {
                     let hint = if e.is_missing_route() {

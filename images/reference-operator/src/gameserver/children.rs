@@ -9,8 +9,8 @@ use gameplane_api::{GameServer, GameTemplate, GameVersion};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, EnvVarSource, ObjectFieldSelector, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec,
-    SecretKeySelector, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe,
+    SecretKeySelector, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
     VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -274,10 +274,21 @@ pub fn build(inputs: &Inputs<'_>) -> Children {
             ..Default::default()
         })
         .collect();
+    // Ready means the game accepts connections on its first declared port, not merely that
+    // the process exists: backups and joins act on a Ready pod.
+    let readiness_probe = game_ports.first().map(|p| Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::Int(p.container_port),
+            ..Default::default()
+        }),
+        period_seconds: Some(1),
+        ..Default::default()
+    });
     let game = Container {
         name: containers::GAME.to_string(),
         image: Some(image),
         env: Some(game_env),
+        readiness_probe,
         ports: (!game_ports.is_empty()).then_some(game_ports),
         volume_mounts: Some(mounts),
         ..Default::default()
