@@ -102,12 +102,16 @@ fn real_manifest_maps_every_mutant_to_the_case_that_catches_it() {
                 "restore-overlays",
                 &[
                     "stopped_server_backups",
+                    "live_backup_restore_round_trip",
                     "format_change_restore_required_rollback"
                 ]
             ),
             expect(
                 "restore-recreates-pvc",
-                &["format_change_restore_required_rollback"]
+                &[
+                    "live_backup_restore_round_trip",
+                    "format_change_restore_required_rollback"
+                ]
             ),
             expect("stopped-source-needs-agent", &["stopped_server_backups"]),
             expect(
@@ -129,6 +133,36 @@ fn builtin_manifest_is_the_file() {
     assert_eq!(builtin.buckets, file.buckets);
     assert_eq!(builtin.package, file.package);
     assert_eq!(builtin.path, Path::new("scenarios/buckets.toml"));
+}
+
+/// `rehearsal::cases::CASES` (what `rehearse run --bucket` and `rehearse selftest` use) must say
+/// the same as the manifest: same cases, same bucket, same mutants.
+#[test]
+fn cases_table_agrees_with_the_manifest() {
+    let m = real_manifest();
+    for case in rehearsal::cases::CASES {
+        let (bucket, entry) = m.find_case(case.name).unwrap_or_else(|| {
+            panic!(
+                "case `{}` of rehearsal::cases::CASES is not in scenarios/buckets.toml",
+                case.name
+            )
+        });
+        assert_eq!(
+            case.bucket, bucket.name,
+            "case `{}`: bucket in rehearsal::cases::CASES vs scenarios/buckets.toml",
+            case.name
+        );
+        let mut ours: Vec<&str> = entry.mutants.iter().map(String::as_str).collect();
+        let mut theirs: Vec<&str> = case.catches.to_vec();
+        ours.sort_unstable();
+        theirs.sort_unstable();
+        assert_eq!(
+            theirs, ours,
+            "case `{}`: mutants in rehearsal::cases::CASES (catches) vs scenarios/buckets.toml",
+            case.name
+        );
+    }
+    assert_eq!(rehearsal::cases::CASES.len(), m.cases().count());
 }
 
 #[test]

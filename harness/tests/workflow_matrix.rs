@@ -201,10 +201,16 @@ fn no_expression_is_interpolated_into_shell() {
 }
 
 #[test]
-fn kind_is_pinned_and_checksum_verified() {
+fn kind_is_pinned_like_the_harness_and_checksum_verified() {
+    use rehearsal::backend::Arch;
+    use rehearsal::backend::kind::{KIND_RELEASE, NodeImage};
     let wf = workflow();
     let env = &wf["env"];
-    assert_eq!(env["KIND_VERSION"].as_str(), Some("v0.30.0"));
+    assert_eq!(
+        env["KIND_VERSION"].as_str(),
+        Some(KIND_RELEASE),
+        "the workflow installs the kind release whose node image the harness pins"
+    );
     for key in ["KIND_SHA256_AMD64", "KIND_SHA256_ARM64"] {
         let sum = env[key].as_str().unwrap();
         assert!(
@@ -213,9 +219,10 @@ fn kind_is_pinned_and_checksum_verified() {
         );
     }
     let node = env["REHEARSAL_KIND_NODE_IMAGE"].as_str().unwrap();
-    assert!(
-        node.starts_with("kindest/node:v1.34.0@sha256:") && node.len() == 28 + 64,
-        "{node}"
-    );
+    for arch in ["amd64", "arm64"] {
+        let pinned = NodeImage::for_arch(&Arch(arch.into())).expect("pinned node image");
+        assert_eq!(node, pinned.reference, "node image for {arch}");
+    }
+    assert!(node.contains("@sha256:"), "{node}");
     assert!(workflow_text().contains("sha256sum --check --strict"));
 }
