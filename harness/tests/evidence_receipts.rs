@@ -248,3 +248,38 @@ fn errors_name_the_file_line_and_seq() {
     assert!(msg.contains("receipts.jsonl line 2 (seq 1)"), "{msg}");
     assert!(msg.contains("tampered"), "{msg}");
 }
+
+#[test]
+fn concurrent_appends_from_many_threads_form_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("receipts.jsonl");
+    let j = Journal::create(&path, "run-t", "amd64").unwrap();
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            let j = &j;
+            s.spawn(move || {
+                for i in 0..25 {
+                    j.append(
+                        Some(&format!("case-{t}")),
+                        &format!("step-{i}"),
+                        kind::STEP,
+                        json!({"t": t, "i": i}),
+                    )
+                    .unwrap();
+                }
+            });
+        }
+    });
+    let v = verify(&path).unwrap();
+    assert_eq!(v.receipts.len(), 150);
+    // Each thread's own entries kept their order.
+    for t in 0..6 {
+        let mine: Vec<u64> = v
+            .receipts
+            .iter()
+            .filter(|r| r.observed["t"] == json!(t))
+            .map(|r| r.observed["i"].as_u64().unwrap())
+            .collect();
+        assert_eq!(mine, (0..25).collect::<Vec<u64>>());
+    }
+}

@@ -281,3 +281,22 @@ fn a_step_appended_after_the_run_finished_is_refused() {
         "{msg}"
     );
 }
+
+#[test]
+fn an_unknown_format_is_a_one_line_usage_error() {
+    let (_r, dir) = fresh();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .arg("report")
+        .arg(&dir)
+        .args(["--format", "md,pdf", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"pdf\"") && stderr.contains("md, html, junit, json"),
+        "{stderr}"
+    );
+    assert!(!dir.join("out").exists());
+}

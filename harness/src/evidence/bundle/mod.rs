@@ -167,7 +167,7 @@ impl Bundle {
         let dir = dir.as_ref().to_path_buf();
         validate_name("run id", &meta.run_id)?;
         create_dirs(&dir.join(CASES_DIR))?;
-        if dir.join(FILE_NAME).exists() {
+        if dir.join(FILE_NAME).exists() || dir.join(SUMMARY_FILE).exists() {
             return Err(BundleError::AlreadyExists { dir });
         }
         let journal =
