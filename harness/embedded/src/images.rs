@@ -31,6 +31,23 @@ pub struct Image {
 }
 
 impl Image {
+    /// An image whose digest is computed when first resolved.
+    fn deferred(
+        executable: PathBuf,
+        entrypoint: Vec<String>,
+        cmd: Vec<String>,
+        env: Vec<(String, String)>,
+    ) -> Self {
+        Self {
+            executable,
+            entrypoint,
+            cmd,
+            env,
+            bin_dir: None,
+            digest: String::new(),
+        }
+    }
+
     /// An image for `executable` with the given config; the digest is computed here.
     pub fn new(
         executable: impl Into<PathBuf>,
@@ -67,7 +84,47 @@ type WorkspaceImage = (String, &'static str, Vec<String>, Vec<(String, String)>)
 /// image inserted while the cluster runs is pullable from then on.
 #[derive(Clone, Debug, Default)]
 pub struct ImageCatalogue {
-    entries: Arc<RwLock<HashMap<String, Image>>>,
+    entries: Arc<RwLock<HashMap<String, Arc<Entry>>>>,
+}
+
+/// A catalogue entry whose digest may still be pending: hashing tens of megabytes of
+/// workspace binary is deferred until a pod first uses the image, so a cluster starts fast.
+#[derive(Debug)]
+struct Entry {
+    image: Image,
+    digest: OnceLock<Option<String>>,
+}
+
+impl Entry {
+    fn ready(image: Image) -> Self {
+        let digest = OnceLock::from(Some(image.digest.clone()));
+        Self { image, digest }
+    }
+
+    fn lazy(image: Image) -> Self {
+        Self {
+            image,
+            digest: OnceLock::new(),
+        }
+    }
+
+    /// The image with its digest, or `None` when the executable cannot be read.
+    fn materialize(&self) -> Option<Image> {
+        let digest = self.digest.get_or_init(|| {
+            let i = &self.image;
+            match digest_of(&i.executable, &i.entrypoint, &i.cmd, &i.env) {
+                Ok(d) => Some(d),
+                Err(error) => {
+                    tracing::warn!(%error, executable = %i.executable.display(), "cannot read image executable: the image is unknown");
+                    None
+                }
+            }
+        });
+        Some(Image {
+            digest: digest.clone()?,
+            ..self.image.clone()
+        })
+    }
 }
 
 /// The name of a reference without tag or digest, after Docker Hub normalisation.
@@ -122,10 +179,15 @@ impl ImageCatalogue {
         }
         let restic = Path::new("/usr/bin/restic");
         if restic.exists() {
-            match Image::new(restic, vec!["/usr/bin/restic".into()], vec![], vec![]) {
-                Ok(image) => catalogue.insert("restic/restic:*", image),
-                Err(error) => tracing::warn!(%error, "restic image unavailable"),
-            }
+            catalogue.insert_entry(
+                "restic/restic:*",
+                Entry::lazy(Image::deferred(
+                    restic.to_path_buf(),
+                    vec!["/usr/bin/restic".into()],
+                    vec![],
+                    vec![],
+                )),
+            );
         } else {
             tracing::warn!(
                 "/usr/bin/restic not found: image restic/restic:* is unknown (install Debian package `restic`)"
@@ -203,12 +265,10 @@ impl ImageCatalogue {
                 continue;
             };
             let entrypoint = vec![path.to_string_lossy().into_owned()];
-            match Image::new(&path, entrypoint, cmd, env) {
-                Ok(image) => catalogue.insert(&reference, image),
-                Err(error) => {
-                    tracing::warn!(%error, path = %path.display(), "cannot read workspace binary")
-                }
-            }
+            catalogue.insert_entry(
+                &reference,
+                Entry::lazy(Image::deferred(path, entrypoint, cmd, env)),
+            );
         }
         catalogue
     }
@@ -216,6 +276,10 @@ impl ImageCatalogue {
     /// Adds or replaces an image. `reference` is `repo:tag`, `repo@sha256:…` or `repo:*`
     /// (every tag of `repo`).
     pub fn insert(&self, reference: &str, image: Image) {
+        self.insert_entry(reference, Entry::ready(image));
+    }
+
+    fn insert_entry(&self, reference: &str, entry: Entry) {
         let (repo, tag, digest) = split_reference(reference);
         let key = match (tag, digest) {
             (_, Some(digest)) => format!("{repo}@{digest}"),
@@ -225,32 +289,46 @@ impl ImageCatalogue {
         self.entries
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key, image);
+            .insert(key, Arc::new(entry));
     }
 
     /// Resolves a reference, or `None` when the node could not pull it.
     pub fn resolve(&self, reference: &str) -> Option<ResolvedImage> {
         let (repo, tag, digest) = split_reference(reference);
-        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        let entries: Vec<(String, Arc<Entry>)> = self
+            .entries
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let get = |key: &str| {
+            entries
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, e)| e.clone())
+        };
         let found = match &digest {
             // A digest pins content: any entry of this repo with that digest matches.
-            Some(digest) => entries.get(&format!("{repo}@{digest}")).or_else(|| {
-                entries
-                    .iter()
-                    .filter(|(key, _)| key_repo(key) == repo)
-                    .map(|(_, image)| image)
-                    .find(|image| &image.digest == digest)
-            }),
+            Some(digest) => get(&format!("{repo}@{digest}"))
+                .and_then(|e| e.materialize())
+                .or_else(|| {
+                    entries
+                        .iter()
+                        .filter(|(key, _)| key_repo(key) == repo)
+                        .filter_map(|(_, e)| e.materialize())
+                        .find(|image| &image.digest == digest)
+                }),
             None => {
                 let tag = tag.unwrap_or_else(|| "latest".to_string());
-                entries
-                    .get(&format!("{repo}:{tag}"))
-                    .or_else(|| entries.get(&format!("{repo}:*")))
+                get(&format!("{repo}:{tag}"))
+                    .or_else(|| get(&format!("{repo}:*")))
+                    .and_then(|e| e.materialize())
             }
         }?;
         Some(ResolvedImage {
             image_id: format!("{repo}@{}", found.digest),
-            image: found.clone(),
+            image: found,
         })
     }
 
@@ -439,8 +517,35 @@ fn file_hash(path: &Path) -> std::io::Result<String> {
     if let Some(hash) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(hash.clone());
     }
-    let bytes = std::fs::read(path)?;
-    let hash = hex::encode(Sha256::digest(&bytes));
+    // Across processes too: every nextest test process would otherwise hash the same
+    // binaries again. The key is what make trusts: path, size and modification time.
+    let mtime = key
+        .2
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let path_hash = hex::encode(Sha256::digest(path.as_os_str().as_encoded_bytes()));
+    let disk = std::env::temp_dir()
+        .join("rehearsal-embedded")
+        .join("digests")
+        .join(format!("{}-{}-{mtime}", &path_hash[..16], key.1));
+    let hash = match std::fs::read_to_string(&disk) {
+        Ok(hash) if hash.len() == 64 => hash,
+        _ => {
+            let bytes = std::fs::read(path)?;
+            let hash = hex::encode(Sha256::digest(&bytes));
+            if let Some(dir) = disk.parent()
+                && std::fs::create_dir_all(dir).is_ok()
+            {
+                // Write then rename, so a parallel reader never sees half a digest.
+                let tmp = disk.with_extension(format!("tmp{}", std::process::id()));
+                if std::fs::write(&tmp, &hash).is_ok() {
+                    let _ = std::fs::rename(&tmp, &disk);
+                }
+            }
+            hash
+        }
+    };
     cache
         .lock()
         .unwrap_or_else(|e| e.into_inner())

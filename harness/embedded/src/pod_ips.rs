@@ -1,23 +1,92 @@
 //! Pod IPs: each pod gets its own loopback address, never reused within a run.
 //!
 //! There is no network namespace: the loopback interface answers all of 127.0.0.0/8, so a
-//! program that binds its pod IP can share a port number with every other pod.
+//! program that binds its pod IP can share a port number with every other pod. Several
+//! embedded clusters may run on one host at once (parallel tests, two rehearsals), so each
+//! cluster first reserves a host-wide /16 block `127.B.0.0` with a lock file; two clusters never
+//! hand out the same address, and a block whose owner process died is taken over.
 
 use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// Block numbers a cluster may reserve (`127.B.0.0/16`); 127.0.0.0/16 is left to the host.
+const BLOCKS: std::ops::RangeInclusive<u8> = 16..=250;
 
 /// Hands out 127.x.y.z addresses in order, skipping .0 and .255 in the last octet.
 #[derive(Debug)]
 pub struct PodIps {
     next: Mutex<u32>,
+    /// The reservation released on drop, when this allocator holds one.
+    block_file: Option<PathBuf>,
 }
 
 impl PodIps {
-    /// Starts at `first` (the default configuration starts at 127.0.10.1).
+    /// Starts at `first`, without a host-wide reservation (for a caller that owns the range).
     pub fn new(first: Ipv4Addr) -> Self {
         Self {
             next: Mutex::new(u32::from(first)),
+            block_file: None,
         }
+    }
+
+    /// Reserves a free `127.B.0.0/16` block in `registry` (one lock file per block holding the
+    /// owner's PID) and hands out addresses from it.
+    pub fn reserve(registry: &Path) -> std::io::Result<Self> {
+        std::fs::create_dir_all(registry)?;
+        let pid = std::process::id();
+        // Start at a PID-derived block so concurrent starters rarely race for the same file.
+        let span = u32::from(BLOCKS.end() - BLOCKS.start()) + 1;
+        let offset = pid % span;
+        for i in 0..span {
+            let block = BLOCKS.start() + ((offset + i) % span) as u8;
+            let file = registry.join(block.to_string());
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&file)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    f.write_all(pid.to_string().as_bytes())?;
+                    return Ok(Self {
+                        next: Mutex::new(u32::from(Ipv4Addr::new(127, block, 0, 1))),
+                        block_file: Some(file),
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let owner = std::fs::read_to_string(&file)
+                        .ok()
+                        .and_then(|s| s.trim().parse::<i32>().ok());
+                    // A stale reservation: its owner is gone. Remove it and retry this block
+                    // on a later pass (another starter may take it first, which is fine).
+                    if let Some(owner) = owner
+                        && nix::sys::signal::kill(nix::unistd::Pid::from_raw(owner), None).is_err()
+                    {
+                        let _ = std::fs::remove_file(&file);
+                        if let Ok(mut f) = std::fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .open(&file)
+                        {
+                            use std::io::Write;
+                            f.write_all(pid.to_string().as_bytes())?;
+                            return Ok(Self {
+                                next: Mutex::new(u32::from(Ipv4Addr::new(127, block, 0, 1))),
+                                block_file: Some(file),
+                            });
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "every pod IP block 127.{}-{}.0.0/16 is reserved in {}; remove stale files there",
+            BLOCKS.start(),
+            BLOCKS.end(),
+            registry.display()
+        )))
     }
 
     /// The next unused address.
@@ -38,9 +107,48 @@ impl PodIps {
     }
 }
 
+impl Drop for PodIps {
+    fn drop(&mut self) {
+        if let Some(file) = &self.block_file {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_reservations_get_distinct_blocks_and_release_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = PodIps::reserve(dir.path()).unwrap();
+        let b = PodIps::reserve(dir.path()).unwrap();
+        let (ia, ib) = (a.allocate(), b.allocate());
+        assert_ne!(
+            ia.octets()[1],
+            ib.octets()[1],
+            "{ia} and {ib} share a block"
+        );
+        drop(a);
+        drop(b);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "reservations left behind"
+        );
+    }
+
+    #[test]
+    fn a_dead_owners_block_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        // PID 0x7fff_fff0 does not exist.
+        for b in BLOCKS {
+            std::fs::write(dir.path().join(b.to_string()), "2147483632").unwrap();
+        }
+        let ips = PodIps::reserve(dir.path()).unwrap();
+        assert_eq!(ips.allocate().octets()[0], 127);
+    }
 
     #[test]
     fn addresses_are_unique_and_skip_network_and_broadcast() {

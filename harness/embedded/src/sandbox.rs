@@ -46,6 +46,9 @@ pub struct SandboxSpec {
     pub binds: Vec<Bind>,
     /// Working directory inside the sandbox.
     pub workdir: Option<String>,
+    /// A host directory bound at `/tmp` (default: a private tmpfs). The kubelet gives each
+    /// container one so exec probes, which run in a fresh sandbox, see the same `/tmp`.
+    pub tmp_dir: Option<PathBuf>,
 }
 
 /// Why a sandbox could not be started or run.
@@ -215,9 +218,15 @@ impl Sandboxes {
             "/proc",
             "--dev",
             "/dev",
-            "--tmpfs",
-            "/tmp",
         ]);
+        match &spec.tmp_dir {
+            Some(dir) => {
+                cmd.arg("--bind").arg(dir).arg("/tmp");
+            }
+            None => {
+                cmd.args(["--tmpfs", "/tmp"]);
+            }
+        }
         for exe in &spec.executables {
             if !exe.starts_with("/usr") {
                 cmd.arg("--ro-bind").arg(exe).arg(exe);

@@ -283,6 +283,7 @@ pub fn sandbox_spec(
         env,
         binds,
         workdir: container.working_dir.clone().filter(|w| !w.is_empty()),
+        tmp_dir: None,
     })
 }
 

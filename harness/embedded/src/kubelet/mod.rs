@@ -168,7 +168,17 @@ pub struct Kubelet {
 impl Kubelet {
     /// A kubelet for `settings` that talks to the API server through `client`.
     pub fn new(client: Client, settings: NodeSettings, sandboxes: Sandboxes) -> Self {
-        let ips = PodIps::new(settings.first_pod_ip);
+        // The configured first address is honoured only when it was changed from the default;
+        // otherwise reserve a host-wide block so concurrent clusters never share an address.
+        let ips = if settings.first_pod_ip == Ipv4Addr::new(127, 0, 10, 1) {
+            PodIps::reserve(&std::env::temp_dir().join("rehearsal-embedded").join("ip-blocks"))
+                .unwrap_or_else(|e| {
+                    tracing::warn!(%e, "cannot reserve a pod IP block; falling back to the configured first address");
+                    PodIps::new(settings.first_pod_ip)
+                })
+        } else {
+            PodIps::new(settings.first_pod_ip)
+        };
         Self {
             node: Arc::new(Node {
                 client,

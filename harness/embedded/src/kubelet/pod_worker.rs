@@ -440,7 +440,7 @@ impl Worker {
             container_spec::sandbox_spec(&container, &resolved, env, &volumes)
         }
         .await;
-        let spec = match built {
+        let mut spec = match built {
             Ok(spec) => spec,
             Err(e) => {
                 let c = self.ctr(init, index);
@@ -449,6 +449,19 @@ impl Worker {
                 return;
             }
         };
+        // A fresh /tmp per start, like a container's fresh writable layer.
+        let tmp = self.dir.join("tmp").join(&container.name);
+        let _ = std::fs::remove_dir_all(&tmp);
+        if let Err(e) = std::fs::create_dir_all(&tmp) {
+            let c = self.ctr(init, index);
+            c.state = waiting(
+                "CreateContainerError",
+                Some(format!("{}: {e}", tmp.display())),
+            );
+            c.next_start = Some(now_i + Duration::from_secs(1));
+            return;
+        }
+        spec.tmp_dir = Some(tmp);
         let starts = self.ctr(init, index).starts;
         let log = self.dir.join(&container.name).join(format!("{starts}.log"));
         let handle = match self.node.sandboxes.spawn(&spec, &log) {

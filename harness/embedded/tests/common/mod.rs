@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::fmt::Debug;
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -17,17 +16,10 @@ use serde::de::DeserializeOwned;
 /// How long any single wait may take before the test fails with the last observed state.
 pub const WAIT: Duration = Duration::from_secs(60);
 
-/// A first pod IP of this process' own /24, so parallel test processes never share an
-/// address:port.
-pub fn first_pod_ip() -> Ipv4Addr {
-    let pid = std::process::id();
-    Ipv4Addr::new(127, 20 + ((pid / 256) % 200) as u8, (pid % 256) as u8, 1)
-}
-
-/// Test configuration: short back-offs, per-process pod IPs.
+/// Test configuration: short back-offs (pod IPs come from a host-wide reserved block, so
+/// parallel test processes never share an address:port).
 pub fn config() -> EmbeddedConfig {
     EmbeddedConfig {
-        first_pod_ip: first_pod_ip(),
         image_pull_backoff: Backoff {
             initial: Duration::from_millis(500),
             max: Duration::from_secs(4),
@@ -42,14 +34,9 @@ pub fn config() -> EmbeddedConfig {
 }
 
 pub async fn start() -> EmbeddedCluster {
-    let _ = tracing_subscriber_init();
     EmbeddedCluster::start(config())
         .await
         .expect("embedded cluster starts")
-}
-
-fn tracing_subscriber_init() -> Option<()> {
-    None
 }
 
 /// Waits until `cond` holds for object `name`; on timeout panics with the object as last seen.
