@@ -292,3 +292,82 @@ async fn replace_pod_and_gameserver_spec_faults() {
     assert!(unpullable.generation_after > suspended.generation_after);
     Box::new(backend).teardown(false).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn world_read_back_by_an_inspect_pod() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use rehearsal::probe::readback::{self, VolumeKind};
+    let backend = cluster().await;
+    let client = backend.client();
+    assert!(
+        backend
+            .load_images(&[readback::INSPECT_IMAGE.to_string()])
+            .await
+            .is_ok(),
+        "the fixture-game binary is not built: run `cargo build -p fixture-game`"
+    );
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "mc-data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    }))
+    .unwrap();
+    pvcs.create(&PostParams::default(), &pvc).await.unwrap();
+    // The game writes its world into the claim, then stops (saving on SIGTERM).
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let game: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "game"},
+        "spec": {
+            "terminationGracePeriodSeconds": 10,
+            "containers": [{"name": "game", "image": readback::INSPECT_IMAGE,
+                "env": [
+                    {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                    {"name": "RCON_PASSWORD", "value": "test-only"},
+                    {"name": "FIXTURE_WORLD_MARKER", "value": "alpha-7"}],
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                "readinessProbe": {"tcpSocket": {"port": 25565}, "periodSeconds": 1}}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "mc-data"}}]
+        }
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &game).await.unwrap();
+    await_object(&pods, "game", conditions::pod_ready(), BOUND)
+        .await
+        .unwrap();
+    pods.delete("game", &Default::default()).await.unwrap();
+    await_condition(&pods, "game", conditions::deleted(), BOUND)
+        .await
+        .unwrap();
+
+    let result = readback::read_back(
+        &client,
+        "default",
+        "readback-1",
+        &["mc-data".to_string()],
+        BOUND,
+    )
+    .await
+    .expect("read-back");
+    let world = &result.claims["mc-data"];
+    assert_eq!(world.kind, VolumeKind::World, "{world:?}");
+    assert_eq!(world.marker.as_deref(), Some("alpha-7"), "{world:?}");
+    assert!(!world.torn, "{world:?}");
+    assert_eq!(world.digest.len(), 64);
+    // The read-back pod is gone afterwards.
+    await_condition(&pods, "readback-1", conditions::deleted(), BOUND)
+        .await
+        .unwrap();
+
+    // A claim that does not exist: the pod never runs; the error names it and the pod is removed.
+    let err = readback::read_back(
+        &client,
+        "default",
+        "readback-2",
+        &["missing".to_string()],
+        Duration::from_secs(3),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("readback-2"), "{err}");
+    Box::new(backend).teardown(false).await.unwrap();
+}

@@ -1,10 +1,185 @@
-//! `rehearse cluster` (being built).
+//! `rehearse cluster`: start or remove a cluster for local rehearsals.
+//!
+//! - `rehearse cluster up --embedded --kubeconfig PATH [--state-dir DIR] [--mutant M]` serves
+//!   the embedded cluster (with the reference operator) in the foreground until SIGINT/SIGTERM,
+//!   then shuts it down cleanly. The kubeconfig written to PATH is removed at shutdown because
+//!   it points at a server that no longer exists; a `--state-dir` is never removed (that is
+//!   where volumes and logs are kept for inspection).
+//! - `rehearse cluster up --kind [--name N] [--state-dir DIR]` creates (or reuses) a Kind
+//!   cluster and returns; `rehearse cluster down --kind [--name N]` deletes it.
+
+use std::path::PathBuf;
+use std::time::Duration;
 
 use super::CliError;
+use crate::backend::Backend;
+use crate::backend::embedded::{Embedded, EmbeddedOptions};
+use crate::backend::kind::{Kind, KindOptions};
+use crate::process::{Cmd, ProcessLog};
 
 #[derive(Debug, clap::Subcommand)]
-pub enum ClusterCommand {}
+pub enum ClusterCommand {
+    /// Start a cluster: --embedded (foreground until Ctrl-C) or --kind.
+    Up(UpArgs),
+    /// Delete a Kind cluster made by `cluster up --kind`.
+    Down(DownArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("backend").required(true).args(["embedded", "kind"])))]
+pub struct UpArgs {
+    /// The in-process cluster with the reference operator (needs bubblewrap).
+    #[arg(long)]
+    pub embedded: bool,
+    /// A Kind cluster (needs kind and Docker/podman).
+    #[arg(long)]
+    pub kind: bool,
+    /// Where to write the kubeconfig (embedded: required; removed again at shutdown).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Keep cluster state here (never removed).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Embedded: run the reference operator with this mutant.
+    #[arg(long)]
+    pub mutant: Option<String>,
+    /// Embedded: do not start the reference operator.
+    #[arg(long)]
+    pub no_operator: bool,
+    /// Kind: cluster name.
+    #[arg(long, default_value = "rehearsal")]
+    pub name: String,
+    /// Kind: host directory mounted into the node for the backup repository.
+    #[arg(long)]
+    pub backup_repo: Option<PathBuf>,
+    /// Kind: keep the nodes of a failed create for inspection.
+    #[arg(long)]
+    pub keep_on_failure: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DownArgs {
+    /// Delete a Kind cluster.
+    #[arg(long, required = true)]
+    pub kind: bool,
+    /// Kind: cluster name.
+    #[arg(long, default_value = "rehearsal")]
+    pub name: String,
+    /// The state directory used at `up` (holds its kubeconfig).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+}
+
+fn default_kind_state(name: &str) -> PathBuf {
+    PathBuf::from("reports").join(format!("kind-{name}"))
+}
 
 pub async fn run(command: ClusterCommand) -> Result<(), CliError> {
-    match command {}
+    match command {
+        ClusterCommand::Up(args) if args.embedded => up_embedded(args).await,
+        ClusterCommand::Up(args) => up_kind(args).await,
+        ClusterCommand::Down(args) => down_kind(args).await,
+    }
+}
+
+async fn up_embedded(args: UpArgs) -> Result<(), CliError> {
+    let Some(target) = args.kubeconfig.clone() else {
+        return Err(CliError::usage(
+            "cluster up --embedded needs --kubeconfig PATH (where to write the kubeconfig for kubectl and the harness)",
+        ));
+    };
+    let mut options = EmbeddedOptions {
+        operator: !args.no_operator,
+        mutant: args.mutant.clone(),
+        ..Default::default()
+    };
+    options.cluster.state_dir = args.state_dir.clone();
+    // Signals are hooked before starting so a Ctrl-C during start-up still shuts down cleanly.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| CliError::usage(format!("cannot watch SIGTERM: {e}")))?;
+    let backend = Embedded::up(options)
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let (source, context) = backend.kubeconfig();
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| CliError::usage(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    std::fs::copy(source, &target).map_err(|e| {
+        CliError::usage(format!(
+            "cannot write the kubeconfig to {}: {e}",
+            target.display()
+        ))
+    })?;
+    println!(
+        "embedded cluster up: kubeconfig {} context {context}; reference operator {}; stop with Ctrl-C",
+        target.display(),
+        if args.no_operator {
+            "not started".to_string()
+        } else {
+            format!(
+                "running{}",
+                args.mutant
+                    .as_deref()
+                    .map(|m| format!(" (mutant {m})"))
+                    .unwrap_or_default()
+            )
+        }
+    );
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    let _ = std::fs::remove_file(&target);
+    Box::new(backend)
+        .teardown(args.state_dir.is_some())
+        .await
+        .map_err(|e| CliError::failed(format!("shutdown: {e}")))?;
+    // stdout may be gone by now (a closed pipe must not turn a clean shutdown into a panic).
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stdout(),
+        "embedded cluster stopped; removed {}",
+        target.display()
+    );
+    Ok(())
+}
+
+fn kind_options(name: &str, state_dir: Option<PathBuf>) -> KindOptions {
+    KindOptions::new(name, state_dir.unwrap_or_else(|| default_kind_state(name)))
+}
+
+async fn up_kind(args: UpArgs) -> Result<(), CliError> {
+    let mut options = kind_options(&args.name, args.state_dir.clone());
+    options.backup_repo_dir = args.backup_repo.clone();
+    options.keep_on_failure = args.keep_on_failure;
+    let backend = Kind::up(options.clone())
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let kubeconfig = options.kubeconfig_path();
+    if let Some(target) = &args.kubeconfig {
+        std::fs::copy(&kubeconfig, target)
+            .map_err(|e| CliError::usage(format!("cannot write {}: {e}", target.display())))?;
+    }
+    println!(
+        "kind cluster {} {:?}: kubeconfig {} context {}",
+        args.name,
+        backend.provenance(),
+        args.kubeconfig.as_ref().unwrap_or(&kubeconfig).display(),
+        options.context()
+    );
+    Ok(())
+}
+
+async fn down_kind(args: DownArgs) -> Result<(), CliError> {
+    let options = kind_options(&args.name, args.state_dir);
+    let argv = options.delete_argv();
+    Cmd::new(argv[0].clone())
+        .args(argv[1..].iter().cloned())
+        .timeout(Duration::from_secs(300))
+        .run_checked(&ProcessLog::default())
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    println!("kind cluster {} deleted", args.name);
+    Ok(())
 }
