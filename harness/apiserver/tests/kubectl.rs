@@ -603,3 +603,86 @@ async fn strict_field_validation_refuses_unknown_fields() {
         .await;
     assert!(!stored.contains("junk"), "pruned without Strict: {stored}");
 }
+
+const WORKLOAD: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default}
+data: {motd: "hello"}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: mc, namespace: default}
+spec:
+  replicas: 1
+  serviceName: mc
+  selector: {matchLabels: {app: mc}}
+  template:
+    metadata: {labels: {app: mc}}
+    spec:
+      containers:
+      - name: game
+        image: fixture/game:1
+        env: [{name: MODE, value: normal}]
+      - name: agent
+        image: fixture/agent:1
+"#;
+
+#[tokio::test]
+async fn reapplying_built_ins_uses_strategic_merge_and_tables_use_builtin_printers() {
+    let (server, client) = start().await;
+    let kubectl = Kubectl::new(&server);
+    let file = kubectl.write("workload.yaml", WORKLOAD);
+    let first = kubectl.ok(&["apply", "-f", &file]).await;
+    assert!(
+        first.contains("configmap/settings created")
+            && first.contains("statefulset.apps/mc created"),
+        "{first}"
+    );
+    let changed = WORKLOAD
+        .replace("value: normal", "value: upgrade")
+        .replace("\"hello\"", "\"bye\"");
+    let file = kubectl.write("workload.yaml", &changed);
+    let second = kubectl.ok(&["apply", "-f", &file]).await;
+    assert!(
+        second.contains("configmap/settings configured")
+            && second.contains("statefulset.apps/mc configured"),
+        "{second}"
+    );
+    let sts: Api<k8s_openapi::api::apps::v1::StatefulSet> =
+        Api::namespaced(client.clone(), "default");
+    let sts = sts.get("mc").await.unwrap();
+    let spec = sts.spec.template.spec.unwrap();
+    assert_eq!(
+        spec.containers.len(),
+        2,
+        "the agent container survives the strategic merge"
+    );
+    assert_eq!(
+        spec.containers[0].env.as_ref().unwrap()[0].value.as_deref(),
+        Some("upgrade")
+    );
+    let third = kubectl.ok(&["apply", "-f", &file]).await;
+    assert!(third.contains("statefulset.apps/mc unchanged"), "{third}");
+
+    let pods = kubectl.write(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: default}\n\
+         spec: {containers: [{name: game, image: 'fixture/game:1'}]}\n",
+    );
+    kubectl.ok(&["apply", "-f", &pods]).await;
+    let table = kubectl.ok(&["get", "pods"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{table}"
+    );
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["p1", "0/1", "Pending", "0"], "{table}");
+    let all = kubectl.ok(&["get", "sts", "-A"]).await;
+    assert!(
+        all.lines().nth(1).is_some_and(|l| l.starts_with("default")),
+        "{all}"
+    );
+}
