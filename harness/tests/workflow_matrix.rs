@@ -226,3 +226,44 @@ fn kind_is_pinned_like_the_harness_and_checksum_verified() {
     assert!(node.contains("@sha256:"), "{node}");
     assert!(workflow_text().contains("sha256sum --check --strict"));
 }
+
+#[test]
+fn images_job_ships_the_operator_image_the_harness_deploys() {
+    let image = rehearsal::deploy::reference_operator::IMAGE;
+    let wf = workflow();
+    let runs: Vec<&str> = wf["jobs"]["images"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .collect();
+    assert!(
+        runs.iter().any(|r| r.contains(&format!("-t {image}"))),
+        "built"
+    );
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("docker save") && r.contains(image)),
+        "saved into the tarball"
+    );
+    // Every fixture tag saved is one the build step makes.
+    let save = runs.iter().find(|r| r.contains("docker save")).unwrap();
+    let build = runs.iter().find(|r| r.contains("--target game")).unwrap();
+    for tag in save
+        .split_whitespace()
+        .filter(|w| w.starts_with("rehearsal.local/fixture-"))
+    {
+        let (repo, version) = tag.split_once(':').unwrap();
+        let maker = if repo.ends_with("fixture-game") {
+            "game"
+        } else {
+            "agent"
+        };
+        assert!(
+            build
+                .lines()
+                .any(|l| l.trim().starts_with(&format!("{maker} {version} "))),
+            "{tag} is saved but never built"
+        );
+    }
+}
