@@ -165,11 +165,11 @@ impl CaseRecorder {
         self.finished = true;
         let pvcs = lock(&self.pvc_receipts).clone();
         if !pvcs.is_empty() {
-            let table = pvc_table::from_receipts(&pvcs).map_err(|e| BundleError::Io {
-                path: self.dir(),
-                action: "build the PVC table for",
-                source: std::io::Error::other(e.to_string()),
-            })?;
+            let table =
+                pvc_table::from_receipts(&pvcs).map_err(|source| BundleError::PvcTable {
+                    case: self.name.clone(),
+                    source,
+                })?;
             let mut text = serde_json::to_string_pretty(&table).expect("table serializes");
             text.push('\n');
             write_new(&self.dir().join(PVC_TABLE_FILE), text.as_bytes())?;

@@ -78,6 +78,12 @@ pub enum BundleError {
         "invalid {what} name {name:?}: use letters, digits, '.', '_' and '-' (artifacts may add '/'-separated subdirectories)"
     )]
     InvalidName { what: &'static str, name: String },
+    #[error("case {case:?}: cannot build its PVC table: {source}")]
+    PvcTable {
+        case: String,
+        #[source]
+        source: crate::evidence::pvc_table::PvcTableError,
+    },
     #[error("case {case:?} was already recorded in this run; case names are unique per run")]
     CaseExists { case: String },
     #[error("the bundle in {dir} was finalized; nothing more can be recorded (case {case:?})")]
