@@ -157,9 +157,8 @@ impl StructuralSchema {
     }
 
     /// The `x-kubernetes-validations` rules this evaluator cannot run (outside its CEL subset,
-    /// or transition rules on `oldSelf`); they are accepted but not enforced. For the CRD
-    /// registry to warn about; the tests check the Gameplane CRDs have none.
-    #[allow(dead_code)]
+    /// or transition rules on `oldSelf`); they are accepted but not enforced, and the server
+    /// warns about them when the CRD is written.
     pub fn unenforced_rules(&self) -> Vec<String> {
         let mut out = Vec::new();
         self.root.collect_unenforced(&mut out);
