@@ -52,6 +52,28 @@ fn verify_passes_on_a_valid_list_from_a_subdirectory() {
 }
 
 #[test]
+fn verify_reads_the_list_from_stdin() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["buckets", "verify", "--nextest-list-json", "-"])
+        .current_dir(workspace())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let json = std::fs::read(fixture("list_unknown_entry.json")).unwrap();
+    child.stdin.take().unwrap().write_all(&json).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`http_only_candidate`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn verify_fails_naming_the_missing_case() {
     let out = rehearse(
         &[

@@ -12,7 +12,8 @@ pub enum BucketsCommand {
     Verify {
         #[command(flatten)]
         manifest: ManifestArg,
-        /// Read `cargo nextest list --message-format json` output from FILE instead of running it.
+        /// Read `cargo nextest list --message-format json` output from FILE (`-`: stdin)
+        /// instead of running it.
         #[arg(long, value_name = "FILE")]
         nextest_list_json: Option<PathBuf>,
     },
@@ -76,6 +77,16 @@ pub async fn run(command: BucketsCommand) -> Result<(), CliError> {
         } => {
             let manifest = manifest.load()?;
             let list = match nextest_list_json {
+                Some(file) if file.as_os_str() == "-" => {
+                    let mut json = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut json).map_err(
+                        |e| {
+                            CliError::usage(format!("cannot read the nextest list from stdin: {e}"))
+                        },
+                    )?;
+                    NextestList::from_json("stdin", &json)
+                        .map_err(|e| CliError::usage(e.to_string()))?
+                }
                 Some(file) => {
                     NextestList::load(&file).map_err(|e| CliError::usage(e.to_string()))?
                 }
