@@ -29,16 +29,16 @@ pub const UNPULLABLE_IMAGE: &str = "rehearsal.local/unpullable@sha256:0000000000
 #[derive(Debug, thiserror::Error)]
 pub enum FaultError {
     #[error(transparent)]
-    Backend(#[from] BackendError),
+    Backend(Box<BackendError>),
     #[error(transparent)]
-    Wait(#[from] WaitError),
+    Wait(Box<WaitError>),
     #[error("{what} {namespace}/{name}: {source}")]
     Kube {
         what: &'static str,
         namespace: String,
         name: String,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     #[error("pod {namespace}/{pod}: {what} is not observable yet (container `{container}`)")]
     NotObservable {
@@ -47,6 +47,33 @@ pub enum FaultError {
         container: String,
         what: &'static str,
     },
+}
+
+// Boxed so the error stays small: callers put it in their own error enums.
+impl From<BackendError> for FaultError {
+    fn from(e: BackendError) -> Self {
+        FaultError::Backend(Box::new(e))
+    }
+}
+
+impl From<WaitError> for FaultError {
+    fn from(e: WaitError) -> Self {
+        FaultError::Wait(Box::new(e))
+    }
+}
+
+fn kube_error(
+    what: &'static str,
+    namespace: &str,
+    name: &str,
+) -> impl FnOnce(kube::Error) -> FaultError {
+    let (namespace, name) = (namespace.to_string(), name.to_string());
+    move |source| FaultError::Kube {
+        what,
+        namespace,
+        name,
+        source: Box::new(source),
+    }
 }
 
 /// One container's identity at one moment.
@@ -126,12 +153,10 @@ async fn read_incarnation(
     pod: &str,
     container: &str,
 ) -> Result<ContainerIncarnation, FaultError> {
-    let p = pods.get(pod).await.map_err(|source| FaultError::Kube {
-        what: "get pod",
-        namespace: namespace.into(),
-        name: pod.into(),
-        source,
-    })?;
+    let p = pods
+        .get(pod)
+        .await
+        .map_err(kube_error("get pod", namespace, pod))?;
     incarnation(&p, container).ok_or_else(|| FaultError::NotObservable {
         namespace: namespace.into(),
         pod: pod.into(),
@@ -211,15 +236,7 @@ pub async fn replace_pod(
 ) -> Result<ReplaceObservation, FaultError> {
     let pod = server_pod(server);
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let kube_err = |what| {
-        let (namespace, name) = (namespace.to_string(), pod.clone());
-        move |source| FaultError::Kube {
-            what,
-            namespace,
-            name,
-            source,
-        }
-    };
+    let kube_err = |what| kube_error(what, namespace, &pod);
     let old = pods.get(&pod).await.map_err(kube_err("get pod"))?;
     let old_uid = old.metadata.uid.clone().unwrap_or_default();
     pods.delete(&pod, &DeleteParams::default())
@@ -253,24 +270,14 @@ async fn patch_gameserver(
     let pod_uid_before = pods
         .get_opt(&server_pod(server))
         .await
-        .map_err(|source| FaultError::Kube {
-            what: "get pod",
-            namespace: namespace.into(),
-            name: server_pod(server),
-            source,
-        })?
+        .map_err(kube_error("get pod", namespace, &server_pod(server)))?
         .and_then(|p| p.metadata.uid);
     let servers: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), namespace, &gameserver_resource());
     let patched = servers
         .patch(server, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map_err(|source| FaultError::Kube {
-            what: "patch GameServer",
-            namespace: namespace.into(),
-            name: server.into(),
-            source,
-        })?;
+        .map_err(kube_error("patch GameServer", namespace, server))?;
     Ok(SpecChangeObservation {
         namespace: namespace.into(),
         server: server.into(),

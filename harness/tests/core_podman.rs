@@ -128,7 +128,7 @@ async fn rootfs_tar() -> Vec<u8> {
     ] {
         dir(&mut tar, d);
     }
-    let mut file = |tar: &mut tar::Builder<Vec<u8>>, path: &str, bytes: &[u8], mode: u32| {
+    let file = |tar: &mut tar::Builder<Vec<u8>>, path: &str, bytes: &[u8], mode: u32| {
         let mut h = tar::Header::new_gnu();
         h.set_size(bytes.len() as u64);
         h.set_mode(mode);
