@@ -14,6 +14,7 @@
 
 pub mod backend;
 pub mod buckets;
+pub mod cases;
 pub mod cli;
 pub mod deploy;
 pub mod evidence;
@@ -21,5 +22,7 @@ pub mod faults;
 pub mod namespaces;
 pub mod probe;
 pub mod process;
+pub mod qualify;
 pub mod report;
+pub mod run;
 pub mod wait;

@@ -1,1 +1,97 @@
-//! (being built)
+//! Runs one rehearsal case as a nextest test: picks the cluster from the environment, writes a
+//! bundle for the case, and fails the test with the case's one-line reason.
+//!
+//! - `REHEARSAL_CLUSTER`: `embedded` (default; this test process starts its own embedded cluster
+//!   and reference operator) or `kind`/`existing` (the cluster the nextest setup script booted:
+//!   `REHEARSAL_KUBECONFIG` and `REHEARSAL_CONTEXT`).
+//! - `REHEARSAL_REPORTS`: where bundles go (default `target/rehearsal-bundles/`); each test
+//!   writes `<reports>/<run-id>-<case>/`.
+//! - `REHEARSAL_MUTANT`: deploy the reference operator with this mutant (embedded only).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rehearsal::cases::{self, RunOptions};
+use rehearsal::evidence::bundle::{Bundle, BundleMeta, Verdict};
+use rehearsal::run::{self, Cluster};
+
+fn cluster_from_env() -> Cluster {
+    match std::env::var("REHEARSAL_CLUSTER").as_deref() {
+        Ok("kind") | Ok("existing") => {
+            let kubeconfig = std::env::var("REHEARSAL_KUBECONFIG").unwrap_or_else(|_| {
+                panic!("REHEARSAL_CLUSTER is kind/existing but REHEARSAL_KUBECONFIG is unset; run through a nextest bucket profile or export it")
+            });
+            let context = std::env::var("REHEARSAL_CONTEXT").unwrap_or_else(|_| {
+                panic!("REHEARSAL_CONTEXT is unset: the harness never acts on a context it was not told to use")
+            });
+            Cluster::Existing {
+                kubeconfig: kubeconfig.into(),
+                context,
+            }
+        }
+        Ok("embedded") | Err(_) => Cluster::Embedded,
+        Ok(other) => panic!("REHEARSAL_CLUSTER={other:?} is not one of embedded, kind, existing"),
+    }
+}
+
+fn reports_root() -> PathBuf {
+    if let Ok(dir) = std::env::var("REHEARSAL_REPORTS") {
+        return dir.into();
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("target")
+        .join("rehearsal-bundles")
+}
+
+/// Runs `case` and panics (failing the test) unless it passed.
+pub async fn rehearse(case: &str) {
+    let case = cases::find(case)
+        .unwrap_or_else(|| panic!("no case named {case:?} in rehearsal::cases::CASES"));
+    let cluster = cluster_from_env();
+    let mutant = std::env::var("REHEARSAL_MUTANT").ok();
+    let run_id = std::env::var("NEXTEST_RUN_ID")
+        .map(|id| id[..8.min(id.len())].to_string())
+        .unwrap_or_else(|_| run::new_run_id());
+    let dir = Bundle::dir_for(reports_root(), &format!("{run_id}-{}", case.name));
+    let arch = rehearsal::backend::Arch::host().as_str().to_string();
+    let bundle = Bundle::create(
+        &dir,
+        BundleMeta::new(
+            &run_id,
+            &run::current_commit(),
+            "reference-operator",
+            env!("CARGO_PKG_VERSION"),
+            &arch,
+        ),
+    )
+    .unwrap_or_else(|e| panic!("cannot create the bundle at {}: {e}", dir.display()));
+    let backend = run::start_backend(&cluster, mutant.as_deref())
+        .await
+        .unwrap_or_else(|e| panic!("cannot start the cluster: {e}"));
+    let options = RunOptions {
+        run_id: run_id.clone(),
+        keep_on_failure: false,
+        case_bound: Duration::from_secs(600),
+    };
+    let result = cases::run_case(backend.as_ref(), &bundle, case, &options).await;
+    let _ = backend.teardown(false).await;
+    let summary = bundle.finalize(false);
+    let result =
+        result.unwrap_or_else(|e| panic!("evidence for {} could not be written: {e}", case.name));
+    if let Err(e) = summary {
+        panic!(
+            "the bundle at {} could not be finalized: {e}",
+            dir.display()
+        );
+    }
+    assert_eq!(
+        result.verdict,
+        Verdict::Passed,
+        "case {} {}: {} (bundle: {})",
+        case.name,
+        result.verdict,
+        result.reason.as_deref().unwrap_or(""),
+        dir.display()
+    );
+}

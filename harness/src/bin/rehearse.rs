@@ -2,11 +2,35 @@ use clap::Parser;
 use rehearsal::cli::{self, Cli};
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            // One line, like every other error: clap's first line names the cause.
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid command line")
+                .trim_start_matches("error: ");
+            eprintln!("rehearse: {first}; run `rehearse --help` for usage");
+            std::process::exit(2);
+        }
+    };
+    // Quiet unless asked (REHEARSAL_LOG=info, =debug, …): what a user needs reaches them as
+    // the one-line error or the printed verdicts; library chatter would bury it.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("REHEARSAL_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+                .unwrap_or_else(|_| "off".into()),
         )
         .with_writer(std::io::stderr)
         .init();

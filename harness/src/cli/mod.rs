@@ -6,8 +6,10 @@ use clap::{Parser, Subcommand};
 pub mod buckets;
 pub mod cluster;
 pub mod probe;
+pub mod qualify;
 pub mod receipts;
 pub mod report;
+pub mod run;
 
 /// An error the user can act on: printed as one line, exit code non-zero.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +64,14 @@ pub enum Command {
     /// Check the bucket manifest against `cargo nextest list`.
     #[command(subcommand)]
     Buckets(buckets::BucketsCommand),
+    /// Run a local rehearsal (all cases on the embedded cluster by default).
+    Run(run::RunArgs),
+    /// Prove each case catches the reference-operator mutant it exists to catch.
+    Selftest(run::SelftestArgs),
+    /// Rehearse a candidate version and promote a fleet in gated batches (CONTRACT part C).
+    Qualify(qualify::QualifyArgs),
+    /// Measure start-up time, per-case and total wall time, and repeated-run flakes.
+    Bench(run::BenchArgs),
 }
 
 /// Runs a parsed command line.
@@ -72,5 +82,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Receipts(c) => receipts::run(c).await,
         Command::Report(a) => report::run(a).await,
         Command::Buckets(c) => buckets::run(c).await,
+        Command::Run(a) => run::run(a).await,
+        Command::Selftest(a) => run::selftest(a).await,
+        Command::Qualify(a) => qualify::run(a).await,
+        Command::Bench(a) => run::bench(a).await,
     }
 }

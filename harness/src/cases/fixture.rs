@@ -1,0 +1,574 @@
+//! The world every case starts from: a namespace with the restic repository and RCON secrets, a
+//! GameTemplate with the fixture game's versions, and GameServers pinned to a version.
+//!
+//! Test-only credentials live in `fixtures/credentials/`; they protect nothing real.
+
+use std::collections::BTreeMap;
+
+use gameplane_api::backup::{Backup, BackupSpec, RepoRef, ServerRef};
+use gameplane_api::gameserver::{
+    ExtraVolume, GameServer, GameServerSpec, StorageSpec, TemplateRef,
+};
+use gameplane_api::gametemplate::{
+    AgentSpec, GamePort, GameTemplate, GameTemplateSpec, GameVersion, QuiesceCapability, RconSpec,
+    SecretKeyRef, TemplateCapabilities,
+};
+use gameplane_api::names;
+use gameplane_api::restore::{BackupRef, Restore, RestoreSpec};
+use k8s_openapi::api::core::v1::{Container, EnvVar, PersistentVolumeClaim, Pod, PodSpec, Secret};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{Api, ObjectMeta, PostParams};
+use serde::Serialize;
+
+use super::context::{CaseContext, CaseError};
+use crate::evidence::pvc_table::PvcObservation;
+use crate::faults::incarnation;
+use crate::wait::{await_object, conditions};
+
+/// The RCON password the fixture servers use (test-only; see fixtures/credentials/README.md).
+pub const RCON_PASSWORD: &str =
+    include_str!("../../../fixtures/credentials/rcon-password").trim_ascii();
+/// The restic repository password (test-only).
+pub const RESTIC_PASSWORD: &str =
+    include_str!("../../../fixtures/credentials/restic-password").trim_ascii();
+
+/// The fixture game's images by template version id. The candidates are pinned by digest when
+/// the qualification procedure runs (see [`crate::qualify`]).
+pub const VERSION_STABLE: &str = "1.0";
+pub const VERSION_COMPAT: &str = "1.1-compat";
+pub const VERSION_FORMAT: &str = "2.0-format";
+pub const VERSION_HTTP_ONLY: &str = "http-only";
+pub const VERSION_UNPULLABLE: &str = "unpullable";
+
+pub const GAME_IMAGE_REPO: &str = "rehearsal.local/fixture-game";
+pub const AGENT_IMAGE: &str = "rehearsal.local/fixture-agent:1.0";
+pub const LEGACY_AGENT_IMAGE: &str = "rehearsal.local/fixture-agent:legacy";
+/// A digest no registry or catalogue holds: the unpullable candidate.
+pub const UNPULLABLE_IMAGE: &str = "rehearsal.local/fixture-game@sha256:0000000000000000000000000000000000000000000000000000000000000bad";
+/// Busybox for the harness's own volume probes.
+pub const BUSYBOX_IMAGE: &str = "busybox:1.36";
+
+/// The extra world every fixture server has, and where the game sees it.
+pub const EXTRA_WORLD: &str = "nether";
+pub const EXTRA_MOUNT: &str = "/worlds/nether";
+
+pub const RCON_SECRET: &str = "rcon";
+pub const REPO_SECRET: &str = "restic-repo";
+
+/// Which agent the template deploys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// Has the pod-bound identity route.
+    Current,
+    /// An older agent without it.
+    Legacy,
+}
+
+/// What a case asks of its fixture.
+#[derive(Debug, Clone)]
+pub struct FixtureOptions {
+    pub agent: AgentKind,
+    /// Candidate images by version id (digest-pinned references); versions missing here use tags.
+    pub pinned: BTreeMap<String, String>,
+}
+
+impl Default for FixtureOptions {
+    fn default() -> Self {
+        Self {
+            agent: AgentKind::Current,
+            pinned: BTreeMap::new(),
+        }
+    }
+}
+
+/// The objects a case was given.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fixture {
+    pub namespace: String,
+    /// Cluster-scoped, so named after the namespace.
+    pub template: String,
+    /// Where the restic repository lives (a path on the node, mounted by the backup Job).
+    pub repo: String,
+}
+
+/// Markers a server's worlds are seeded with, distinct per server so read-back can tell whose
+/// data a volume holds.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Markers {
+    pub primary: String,
+    pub extra: String,
+    pub mods: String,
+}
+
+impl Markers {
+    pub fn for_server(namespace: &str, server: &str) -> Self {
+        Self {
+            primary: format!("primary-{server}-{namespace}"),
+            extra: format!("extra-{server}-{namespace}"),
+            mods: format!("mods-{server}-{namespace}"),
+        }
+    }
+}
+
+fn env(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    }
+}
+
+fn version(id: &str, image: String, default: bool) -> GameVersion {
+    GameVersion {
+        id: id.into(),
+        display_name: format!("Fixture game {id}"),
+        image,
+        env: vec![],
+        default: default.then_some(true),
+        game_version: Some("26.1".into()),
+    }
+}
+
+/// The template's image for `id`: the pinned digest when given, else the catalogue tag.
+fn image_for(options: &FixtureOptions, id: &str) -> String {
+    if let Some(pinned) = options.pinned.get(id) {
+        return pinned.clone();
+    }
+    match id {
+        VERSION_UNPULLABLE => UNPULLABLE_IMAGE.to_string(),
+        other => format!("{GAME_IMAGE_REPO}:{other}"),
+    }
+}
+
+/// The GameTemplate a fixture uses.
+pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
+    let ids = [
+        VERSION_STABLE,
+        VERSION_COMPAT,
+        VERSION_FORMAT,
+        VERSION_HTTP_ONLY,
+        VERSION_UNPULLABLE,
+    ];
+    let agent_image = match options.agent {
+        AgentKind::Current => AGENT_IMAGE,
+        AgentKind::Legacy => LEGACY_AGENT_IMAGE,
+    };
+    GameTemplate::new(
+        name,
+        GameTemplateSpec {
+            display_name: "Rehearsal fixture game".into(),
+            game: "minecraft-java".into(),
+            version: VERSION_STABLE.into(),
+            image: image_for(options, VERSION_STABLE),
+            versions: ids
+                .iter()
+                .map(|id| version(id, image_for(options, id), *id == VERSION_STABLE))
+                .collect(),
+            env: vec![
+                env(
+                    "FIXTURE_EXTRA_WORLDS",
+                    &format!("{EXTRA_WORLD}={EXTRA_MOUNT}"),
+                ),
+                env("FIXTURE_MODS_DIR", names::MODS_MOUNT_PATH),
+            ],
+            ports: vec![GamePort {
+                name: "minecraft".into(),
+                container_port: 25565,
+                protocol: Some("TCP".into()),
+            }],
+            storage: None,
+            rcon: Some(RconSpec {
+                protocol: Some("minecraft".into()),
+                port: Some(25575),
+                password_secret_ref: Some(SecretKeyRef {
+                    name: RCON_SECRET.into(),
+                    key: "password".into(),
+                }),
+                password_env: None,
+            }),
+            capabilities: Some(TemplateCapabilities {
+                quiesce: Some(QuiesceCapability {
+                    quiesce: vec!["save-off".into(), "save-all flush".into()],
+                    unquiesce: vec!["save-on".into()],
+                    failure_pattern: None,
+                }),
+            }),
+            agent: Some(AgentSpec {
+                image: Some(agent_image.into()),
+            }),
+        },
+    )
+}
+
+/// A GameServer pinned to `version`, with one extra world, seeded with `markers`.
+pub fn server(
+    name: &str,
+    template: &str,
+    version: &str,
+    markers: &Markers,
+    suspend: bool,
+) -> GameServer {
+    let mut gs = GameServer::new(
+        name,
+        GameServerSpec {
+            template_ref: TemplateRef {
+                name: template.into(),
+            },
+            version: Some(version.into()),
+            image: None,
+            suspend: suspend.then_some(true),
+            storage: Some(StorageSpec {
+                size: Some(Quantity("1Gi".into())),
+                storage_class_name: None,
+                mount_path: None,
+                extra: vec![ExtraVolume {
+                    name: EXTRA_WORLD.into(),
+                    mount_path: EXTRA_MOUNT.into(),
+                    size: Quantity("1Gi".into()),
+                }],
+            }),
+            env: vec![
+                env("FIXTURE_WORLD_MARKER", &markers.primary),
+                env("FIXTURE_EXTRA_MARKER", &markers.extra),
+                env("FIXTURE_MODS_MARKER", &markers.mods),
+            ],
+            idle: None,
+        },
+    );
+    gs.metadata.labels = Some(BTreeMap::from([(
+        "rehearsal.local/fleet".to_string(),
+        template.to_string(),
+    )]));
+    gs
+}
+
+fn secret(name: &str, data: &[(&str, &str)]) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        string_data: Some(
+            data.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        ..Default::default()
+    }
+}
+
+/// Where the case's restic repository lives on the node. A path, not a server: the backup Job
+/// mounts it with a hostPath volume, which the embedded node and a Kind node both provide.
+pub fn repo_path(namespace: &str) -> String {
+    let root =
+        std::env::var("REHEARSAL_REPO_ROOT").unwrap_or_else(|_| "/var/tmp/rehearsal-repos".into());
+    format!("{root}/{namespace}")
+}
+
+/// Installs the secrets and the template into the case's namespace.
+pub async fn install(
+    ctx: &CaseContext<'_>,
+    options: &FixtureOptions,
+) -> Result<Fixture, CaseError> {
+    let ns = ctx.namespace.clone();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let repo = repo_path(&ns);
+    for s in [
+        secret(RCON_SECRET, &[("password", RCON_PASSWORD)]),
+        secret(
+            REPO_SECRET,
+            &[("repo", &repo), ("password", RESTIC_PASSWORD)],
+        ),
+    ] {
+        let name = s.metadata.name.clone().unwrap_or_default();
+        secrets
+            .create(&PostParams::default(), &s)
+            .await
+            .map_err(CaseError::kube("create Secret", format!("{ns}/{name}")))?;
+    }
+    let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
+    let t = template(&ns, options);
+    templates
+        .create(&PostParams::default(), &t)
+        .await
+        .map_err(CaseError::kube("create GameTemplate", ns.clone()))?;
+    Ok(Fixture {
+        namespace: ns.clone(),
+        template: ns,
+        repo,
+    })
+}
+
+/// Creates GameServer `name` (pinned to `version`).
+pub async fn create_server(
+    ctx: &CaseContext<'_>,
+    fixture: &Fixture,
+    name: &str,
+    version: &str,
+    suspend: bool,
+) -> Result<GameServer, CaseError> {
+    let markers = Markers::for_server(&fixture.namespace, name);
+    let servers: Api<GameServer> = Api::namespaced(ctx.client.clone(), &fixture.namespace);
+    servers
+        .create(
+            &PostParams::default(),
+            &server(name, &fixture.template, version, &markers, suspend),
+        )
+        .await
+        .map_err(CaseError::kube(
+            "create GameServer",
+            format!("{}/{name}", fixture.namespace),
+        ))
+}
+
+/// Waits until GameServer `name` reports `phase` (failing fast on `Failed`).
+pub async fn await_server_phase(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    phase: &str,
+) -> Result<GameServer, CaseError> {
+    let servers: Api<GameServer> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    Ok(await_object(
+        &servers,
+        name,
+        conditions::gameserver_phase(phase),
+        ctx.bounds.settle,
+    )
+    .await?)
+}
+
+/// Waits until the server's pod is Ready and returns it.
+pub async fn await_server_pod_ready(ctx: &CaseContext<'_>, server: &str) -> Result<Pod, CaseError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    Ok(await_object(
+        &pods,
+        &names::pod(server),
+        conditions::pod_ready(),
+        ctx.bounds.settle,
+    )
+    .await?)
+}
+
+/// A server's game incarnation as the pod status shows it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct GameIncarnation {
+    pub pod_uid: String,
+    pub container_id: String,
+    pub restart_count: i32,
+}
+
+/// Reads the game container's incarnation from the server's pod.
+pub async fn game_incarnation(
+    ctx: &CaseContext<'_>,
+    server: &str,
+) -> Result<GameIncarnation, CaseError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pod_name = names::pod(server);
+    let pod = pods.get(&pod_name).await.map_err(CaseError::kube(
+        "get Pod",
+        format!("{}/{pod_name}", ctx.namespace),
+    ))?;
+    let inc = incarnation(&pod, names::containers::GAME).ok_or_else(|| {
+        CaseError::assertion(
+            format!("pod {}/{pod_name}", ctx.namespace),
+            "game container status",
+            "a running game container with a containerID",
+            crate::wait::describe(Some(&pod)),
+        )
+    })?;
+    Ok(GameIncarnation {
+        pod_uid: inc.pod_uid,
+        container_id: inc.container_id,
+        restart_count: inc.restart_count,
+    })
+}
+
+/// The server's PVCs found by ownerReference UID (not by labels), as UID-table rows.
+pub async fn server_pvcs(
+    ctx: &CaseContext<'_>,
+    server: &str,
+) -> Result<Vec<PvcObservation>, CaseError> {
+    let servers: Api<GameServer> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let gs = servers.get(server).await.map_err(CaseError::kube(
+        "get GameServer",
+        format!("{}/{server}", ctx.namespace),
+    ))?;
+    let owner_uid = gs.metadata.uid.clone().unwrap_or_default();
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut rows = Vec::new();
+    for p in pvcs
+        .list(&Default::default())
+        .await
+        .map_err(CaseError::kube("list PVCs", ctx.namespace.clone()))?
+        .items
+    {
+        let owned = p
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == owner_uid);
+        if !owned {
+            continue;
+        }
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let uid = p.metadata.uid.clone().unwrap_or_default();
+        let volume = p.spec.as_ref().and_then(|s| s.volume_name.clone());
+        rows.push(PvcObservation::classify(
+            server,
+            &name,
+            &uid,
+            volume.as_deref(),
+        ));
+    }
+    rows.sort_by(|a, b| a.claim.cmp(&b.claim));
+    Ok(rows)
+}
+
+/// Creates a Backup of `server` into the case's repository.
+pub async fn create_backup(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    server: &str,
+    quiesce: bool,
+) -> Result<Backup, CaseError> {
+    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let b = Backup::new(
+        name,
+        BackupSpec {
+            server_ref: ServerRef {
+                name: server.into(),
+            },
+            repo_ref: Some(RepoRef {
+                name: REPO_SECRET.into(),
+                key: "repo".into(),
+            }),
+            strategy: None,
+            quiesce: Some(quiesce),
+            tags: vec!["rehearsal".into()],
+        },
+    );
+    backups
+        .create(&PostParams::default(), &b)
+        .await
+        .map_err(CaseError::kube(
+            "create Backup",
+            format!("{}/{name}", ctx.namespace),
+        ))
+}
+
+/// Creates a Restore of backup `backup` into `server`.
+pub async fn create_restore(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    backup: &str,
+    server: &str,
+) -> Result<Restore, CaseError> {
+    let restores: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let r = Restore::new(
+        name,
+        RestoreSpec {
+            backup_ref: BackupRef {
+                name: backup.into(),
+            },
+            server_ref: ServerRef {
+                name: server.into(),
+            },
+        },
+    );
+    restores
+        .create(&PostParams::default(), &r)
+        .await
+        .map_err(CaseError::kube(
+            "create Restore",
+            format!("{}/{name}", ctx.namespace),
+        ))
+}
+
+/// Runs a busybox pod with `claims` mounted at `/v/<claim>` that runs `script`, and returns its
+/// output. The harness's own eyes on a volume: used to plant files and to read the RCON audit
+/// log, the same way on every backend.
+pub async fn volume_script(
+    ctx: &CaseContext<'_>,
+    pod_name: &str,
+    claims: &[String],
+    script: &str,
+) -> Result<String, CaseError> {
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaimVolumeSource, Volume, VolumeMount};
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pod = Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name.into()),
+            labels: Some(BTreeMap::from([(
+                "rehearsal.local/role".to_string(),
+                "volume-probe".to_string(),
+            )])),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            containers: vec![Container {
+                name: "probe".into(),
+                image: Some(BUSYBOX_IMAGE.into()),
+                command: Some(vec!["sh".into(), "-c".into(), script.into()]),
+                volume_mounts: Some(
+                    claims
+                        .iter()
+                        .map(|c| VolumeMount {
+                            name: c.clone(),
+                            mount_path: format!("/v/{c}"),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }],
+            volumes: Some(
+                claims
+                    .iter()
+                    .map(|c| Volume {
+                        name: c.clone(),
+                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                            claim_name: c.clone(),
+                            read_only: None,
+                        }),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let object = format!("pod {}/{pod_name}", ctx.namespace);
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .map_err(CaseError::kube("create", object.clone()))?;
+    let outcome = async {
+        await_object(
+            &pods,
+            pod_name,
+            conditions::pod_succeeded(),
+            ctx.bounds.settle,
+        )
+        .await?;
+        pods.logs(pod_name, &Default::default())
+            .await
+            .map_err(CaseError::kube("read logs of", object.clone()))
+    }
+    .await;
+    let _ = pods.delete(pod_name, &Default::default()).await;
+    outcome
+}
+
+/// Removes the case's cluster-scoped objects (its GameTemplate, named after the namespace).
+pub async fn cleanup_cluster_scoped(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<(), kube::Error> {
+    let templates: Api<GameTemplate> = Api::all(client.clone());
+    templates
+        .delete(namespace, &Default::default())
+        .await
+        .map(|_| ())
+}

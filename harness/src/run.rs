@@ -1,0 +1,313 @@
+//! A local rehearsal: runs the chosen cases on the chosen cluster, with progress, into one
+//! bundle under `reports/<run-id>/`, and says whether every case passed.
+//!
+//! On the embedded cluster every case gets its own cluster and operator (they start in well
+//! under a second), so cases never share state and a mutant can be deployed per case. On Kind
+//! or an existing cluster the cases share it, each in its own namespace.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use crate::backend::{Backend, BackendError};
+use crate::cases::{self, Case, CaseResult, RunOptions};
+use crate::evidence::bundle::{Bundle, BundleError, BundleMeta, BundleSummary, Verdict};
+
+/// Which cluster a run uses.
+#[derive(Debug, Clone)]
+pub enum Cluster {
+    /// A fresh embedded cluster (with the reference operator) per case.
+    Embedded,
+    /// A Kind cluster created or reused through the `kind` CLI.
+    Kind(crate::backend::kind::KindOptions),
+    /// A cluster the user already has: kubeconfig and the context they named.
+    Existing {
+        kubeconfig: PathBuf,
+        context: String,
+    },
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub cluster: Cluster,
+    pub cases: Vec<&'static Case>,
+    /// `reports/` (the bundle goes into `<reports>/<run-id>/`).
+    pub reports: PathBuf,
+    pub run_id: String,
+    pub keep_on_failure: bool,
+    /// Cases run at once.
+    pub parallel: usize,
+    /// Deploy the reference operator with this mutant (self-test).
+    pub mutant: Option<String>,
+    /// Show progress bars (off when stderr is not a terminal, or in tests).
+    pub progress: bool,
+    pub case_bound: Duration,
+}
+
+/// Why a run could not be carried out (a failed case is not an error: see [`RunOutcome`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub bundle_dir: PathBuf,
+    pub summary: BundleSummary,
+    pub results: Vec<CaseResult>,
+    pub interrupted: bool,
+}
+
+impl RunOutcome {
+    /// True when every case passed and the run was not interrupted.
+    pub fn passed(&self) -> bool {
+        !self.interrupted && self.results.iter().all(|r| r.verdict == Verdict::Passed)
+    }
+}
+
+/// A run id: UTC time plus a short random suffix, sortable and unique per run.
+pub fn new_run_id() -> String {
+    let now = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..6];
+    format!("{now}-{suffix}")
+}
+
+/// The commit being qualified: `$GITHUB_SHA`, else `git rev-parse HEAD`, else "unknown".
+pub fn current_commit() -> String {
+    if let Ok(sha) = std::env::var("GITHUB_SHA") {
+        return sha;
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Starts the backend for `cluster` (with the reference operator deployed where the harness
+/// deploys it).
+pub async fn start_backend(
+    cluster: &Cluster,
+    mutant: Option<&str>,
+) -> Result<Box<dyn Backend>, BackendError> {
+    match cluster {
+        Cluster::Embedded => {
+            let b =
+                crate::backend::embedded::Embedded::up(crate::backend::embedded::EmbeddedOptions {
+                    mutant: mutant.map(str::to_string),
+                    ..Default::default()
+                })
+                .await?;
+            Ok(Box::new(b))
+        }
+        Cluster::Kind(options) => Ok(Box::new(
+            crate::backend::kind::Kind::up(options.clone()).await?,
+        )),
+        Cluster::Existing {
+            kubeconfig,
+            context,
+        } => {
+            let b = crate::backend::existing::Existing::connect(kubeconfig, Some(context)).await?;
+            ensure_reachable(&b.client(), kubeconfig, context).await?;
+            Ok(Box::new(b))
+        }
+    }
+}
+
+/// Fails early, naming the server, when the cluster's API server does not answer.
+async fn ensure_reachable(
+    client: &kube::Client,
+    kubeconfig: &std::path::Path,
+    context: &str,
+) -> Result<(), BackendError> {
+    if let Err(e) = client.apiserver_version().await {
+        let server = kube::config::Kubeconfig::read_from(kubeconfig)
+            .ok()
+            .and_then(|k| {
+                let cluster = k
+                    .contexts
+                    .iter()
+                    .find(|c| c.name == context)?
+                    .context
+                    .as_ref()?
+                    .cluster
+                    .clone();
+                k.clusters
+                    .iter()
+                    .find(|c| c.name == cluster)?
+                    .cluster
+                    .as_ref()?
+                    .server
+                    .clone()
+            })
+            .unwrap_or_else(|| "(unknown server)".into());
+        return Err(BackendError::Setup(format!(
+            "the cluster of context {context} at {server} is unreachable ({e}); check that its API server is up and the kubeconfig points at it"
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `config`; an interrupt (Ctrl-C / SIGTERM) stops the cases, records them as
+/// interrupted and still finalizes the bundle.
+pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
+    let dir = Bundle::dir_for(&config.reports, &config.run_id);
+    let arch = crate::backend::Arch::host().as_str().to_string();
+    let operator_version = match &config.mutant {
+        Some(m) => format!("{} (mutant {m})", env!("CARGO_PKG_VERSION")),
+        None => env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let bundle = Arc::new(Bundle::create(
+        &dir,
+        BundleMeta::new(
+            &config.run_id,
+            &current_commit(),
+            "reference-operator",
+            &operator_version,
+            &arch,
+        ),
+    )?);
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let multi = if config.progress {
+        MultiProgress::new()
+    } else {
+        MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden())
+    };
+    let style = ProgressStyle::with_template("{spinner} {prefix:.bold} {wide_msg} [{elapsed}]")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+
+    let shared: Option<Arc<Box<dyn Backend>>> = match &config.cluster {
+        Cluster::Embedded => None,
+        other => Some(Arc::new(
+            start_backend(other, config.mutant.as_deref()).await?,
+        )),
+    };
+    let options = RunOptions {
+        run_id: config.run_id.clone(),
+        keep_on_failure: config.keep_on_failure,
+        case_bound: config.case_bound,
+    };
+    let jobs = config.cases.iter().map(|case| {
+        let bundle = bundle.clone();
+        let shared = shared.clone();
+        let options = options.clone();
+        let cluster = config.cluster.clone();
+        let mutant = config.mutant.clone();
+        let bar = multi.add(ProgressBar::new_spinner());
+        bar.set_style(style.clone());
+        bar.set_prefix(case.name);
+        bar.set_message("waiting");
+        async move {
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar.set_message("running");
+            let result = match shared {
+                Some(backend) => {
+                    cases::run_case(backend.as_ref().as_ref(), &bundle, case, &options).await
+                }
+                None => match start_backend(&cluster, mutant.as_deref()).await {
+                    Ok(backend) => {
+                        let r = cases::run_case(backend.as_ref(), &bundle, case, &options).await;
+                        let keep = options.keep_on_failure
+                            && matches!(&r, Ok(res) if res.verdict == Verdict::Failed);
+                        let _ = backend.teardown(keep).await;
+                        r
+                    }
+                    Err(e) => {
+                        let reason = format!("could not start the embedded cluster: {e}");
+                        match bundle.case(case.name, case.bucket) {
+                            Ok(rec) => {
+                                rec.finish_with_reason(Verdict::Failed, Some(&reason))
+                                    .map(|_| CaseResult {
+                                        case: case.name,
+                                        verdict: Verdict::Failed,
+                                        reason: Some(reason),
+                                        duration: Duration::ZERO,
+                                    })
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                },
+            };
+            match &result {
+                Ok(r) => bar.finish_with_message(match &r.reason {
+                    None => format!("{}", r.verdict),
+                    Some(why) => format!("{}: {why}", r.verdict),
+                }),
+                Err(e) => bar.finish_with_message(format!("evidence error: {e}")),
+            }
+            result
+        }
+    });
+    let mut stream = futures::stream::iter(jobs).buffered(config.parallel.max(1));
+    let mut results = Vec::new();
+    let mut first_error = None;
+    let stop = interrupt_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            next = stream.next() => match next {
+                Some(Ok(r)) => results.push(r),
+                Some(Err(e)) => { first_error.get_or_insert(e); }
+                None => break,
+            },
+            _ = &mut stop => {
+                interrupted.store(true, Ordering::SeqCst);
+                break;
+            }
+        }
+    }
+    // Dropping the stream drops running cases: their recorders record `interrupted` and their
+    // backends end every process they started.
+    drop(stream);
+    if let Some(backend) = shared
+        && let Ok(backend) = Arc::try_unwrap(backend)
+    {
+        let _ = backend.teardown(false).await;
+    }
+    let interrupted = interrupted.load(Ordering::SeqCst);
+    let bundle = Arc::try_unwrap(bundle).map_err(|_| BundleError::Io {
+        path: dir.clone(),
+        action: "finalize",
+        source: std::io::Error::other("a case still holds the bundle"),
+    })?;
+    let summary = bundle.finalize(interrupted)?;
+    if let Some(e) = first_error {
+        return Err(e.into());
+    }
+    Ok(RunOutcome {
+        bundle_dir: dir,
+        summary,
+        results,
+        interrupted,
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn interrupt_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

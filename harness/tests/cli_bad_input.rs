@@ -1,0 +1,297 @@
+//! Bad input to `rehearse`: every case gets a one-line error that names the cause and the fix,
+//! a non-zero exit, and never a panic. Each runs the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rehearse() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rehearse"));
+    c.env_remove("REHEARSAL_KUBECONFIG")
+        .env_remove("REHEARSAL_CONTEXT");
+    c
+}
+
+/// Asserts a one-line `rehearse: …` error containing every `needles` (case-insensitive) and
+/// a non-zero exit.
+fn assert_one_line_error(out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(
+        !out.status.success(),
+        "expected a non-zero exit, got {:?}; stderr: {stderr}",
+        out.status
+    );
+    assert!(!stderr.contains("panicked"), "panicked: {stderr}");
+    assert_eq!(
+        lines.len(),
+        1,
+        "expected exactly one line on stderr, got: {stderr:?}"
+    );
+    assert!(
+        lines[0].starts_with("rehearse: "),
+        "not a rehearse error line: {stderr:?}"
+    );
+    let lower = lines[0].to_lowercase();
+    for n in needles {
+        assert!(
+            lower.contains(&n.to_lowercase()),
+            "the error {:?} does not mention {n:?}",
+            lines[0]
+        );
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    rehearse().args(args).output().expect("run rehearse")
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+fn kubeconfig(dir: &Path, server: &str) -> PathBuf {
+    write(
+        dir,
+        "kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\ncontexts:\n- name: rehearsal-test\n  context:\n    cluster: c\n    user: u\ncurrent-context: rehearsal-test\nusers:\n- name: u\n  user: {{}}\n"
+        ),
+    )
+}
+
+#[test]
+fn unknown_subcommand() {
+    assert_one_line_error(&run(&["frobnicate"]), &["frobnicate", "--help"]);
+}
+
+#[test]
+fn unknown_bucket() {
+    assert_one_line_error(
+        &run(&["run", "--bucket", "nope"]),
+        &["unknown bucket", "nope", "backup"],
+    );
+}
+
+#[test]
+fn unknown_case() {
+    assert_one_line_error(
+        &run(&["run", "--case", "nope"]),
+        &["unknown case", "nope", "--list"],
+    );
+}
+
+#[test]
+fn unknown_mutant() {
+    assert_one_line_error(
+        &run(&["selftest", "--mutant", "nope"]),
+        &["unknown mutant", "ignore-incarnation"],
+    );
+}
+
+#[test]
+fn existing_cluster_without_kubeconfig() {
+    assert_one_line_error(&run(&["run", "--cluster", "existing"]), &["--kubeconfig"]);
+}
+
+#[test]
+fn existing_cluster_with_missing_kubeconfig() {
+    assert_one_line_error(
+        &run(&[
+            "run",
+            "--cluster",
+            "existing",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "--context",
+            "x",
+        ]),
+        &["does not exist", "--kubeconfig"],
+    );
+}
+
+#[test]
+fn existing_cluster_without_a_named_context() {
+    let dir = tmp();
+    let kc = kubeconfig(dir.path(), "http://127.0.0.1:9");
+    assert_one_line_error(
+        &run(&[
+            "run",
+            "--cluster",
+            "existing",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+        ]),
+        &["--context", "never"],
+    );
+}
+
+#[test]
+fn existing_cluster_context_that_was_not_named_in_the_kubeconfig() {
+    let dir = tmp();
+    let kc = kubeconfig(dir.path(), "http://127.0.0.1:9");
+    let reports = dir.path().join("reports");
+    assert_one_line_error(
+        &run(&[
+            "run",
+            "--cluster",
+            "existing",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--context",
+            "prod",
+            "--reports",
+            reports.to_str().unwrap(),
+        ]),
+        &["prod"],
+    );
+}
+
+#[test]
+fn unreachable_cluster() {
+    let dir = tmp();
+    // Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
+    let kc = kubeconfig(dir.path(), "http://127.0.0.1:9");
+    let reports = dir.path().join("reports");
+    assert_one_line_error(
+        &run(&[
+            "run",
+            "--cluster",
+            "existing",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--context",
+            "rehearsal-test",
+            "--reports",
+            reports.to_str().unwrap(),
+        ]),
+        &["127.0.0.1:9"],
+    );
+}
+
+#[test]
+fn kind_not_installed() {
+    let dir = tmp();
+    let out = rehearse()
+        .env("PATH", dir.path())
+        .args([
+            "run",
+            "--cluster",
+            "kind",
+            "--reports",
+            dir.path().join("r").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, &["kind", "install"]);
+}
+
+#[test]
+fn bubblewrap_not_installed() {
+    let dir = tmp();
+    let out = rehearse()
+        .env("PATH", dir.path())
+        .args(["run", "--reports", dir.path().join("r").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, &["bwrap", "scripts/setup.sh"]);
+}
+
+#[test]
+fn unwritable_reports_directory() {
+    let dir = tmp();
+    let file = write(dir.path(), "not-a-dir", "x");
+    let reports = file.join("reports");
+    assert_one_line_error(
+        &run(&["run", "--reports", reports.to_str().unwrap()]),
+        &["reports directory", "--reports"],
+    );
+}
+
+#[test]
+fn report_of_a_missing_bundle() {
+    let dir = tmp();
+    assert_one_line_error(
+        &run(&[
+            "report",
+            dir.path().join("nope").to_str().unwrap(),
+            "--out",
+            dir.path().join("out").to_str().unwrap(),
+        ]),
+        &["nope"],
+    );
+}
+
+#[test]
+fn report_with_an_unknown_format() {
+    let dir = tmp();
+    assert_one_line_error(
+        &run(&["report", dir.path().to_str().unwrap(), "--format", "pdf"]),
+        &["pdf", "md, html"],
+    );
+}
+
+#[test]
+fn receipts_verify_of_a_tampered_journal() {
+    let dir = tmp();
+    // Two entries whose chain does not link: the second's prev is not the first's hash.
+    write(
+        dir.path(),
+        "receipts.jsonl",
+        "{\"seq\":1,\"prev\":\"0000000000000000000000000000000000000000000000000000000000000000\",\"sha256\":\"ab\"}\n{\"seq\":2,\"prev\":\"cd\",\"sha256\":\"ef\"}\n",
+    );
+    let out = run(&["receipts", "verify", dir.path().to_str().unwrap()]);
+    assert_one_line_error(&out, &["line 1"]);
+}
+
+#[test]
+fn malformed_bucket_manifest() {
+    let dir = tmp();
+    let m = write(dir.path(), "buckets.toml", "schema = 1\npackage = \n");
+    assert_one_line_error(
+        &run(&["buckets", "list", "--manifest", m.to_str().unwrap()]),
+        &[m.file_name().unwrap().to_str().unwrap()],
+    );
+}
+
+#[test]
+fn bucket_manifest_with_an_unknown_key() {
+    let dir = tmp();
+    let m = write(
+        dir.path(),
+        "buckets.toml",
+        "schema = 1\npackage = \"p\"\ncolour = \"blue\"\n",
+    );
+    assert_one_line_error(
+        &run(&["buckets", "list", "--manifest", m.to_str().unwrap()]),
+        &["colour"],
+    );
+}
+
+#[test]
+fn qualify_needs_an_existing_fleet() {
+    assert_one_line_error(
+        &run(&[
+            "qualify",
+            "--candidate",
+            "2.0",
+            "--template",
+            "t",
+            "--namespace",
+            "n",
+            "--source",
+            "s",
+        ]),
+        &["--cluster existing"],
+    );
+}
+
+#[test]
+fn invalid_flag_value() {
+    assert_one_line_error(&run(&["run", "--parallel", "many"]), &["many"]);
+}

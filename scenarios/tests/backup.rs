@@ -1,0 +1,43 @@
+//! The backup bucket (CONTRACT B1–B3). Each test is one case of `rehearsal::cases`.
+
+use rehearsal_scenarios::rehearse;
+
+#[tokio::test]
+async fn live_backup_same_pod_game_restart() {
+    rehearse("live_backup_same_pod_game_restart").await;
+}
+
+#[tokio::test]
+async fn live_backup_agent_restart() {
+    rehearse("live_backup_agent_restart").await;
+}
+
+#[tokio::test]
+async fn live_backup_pod_replaced_during_preparation() {
+    rehearse("live_backup_pod_replaced_during_preparation").await;
+}
+
+#[tokio::test]
+async fn live_backup_game_not_running_yet() {
+    rehearse("live_backup_game_not_running_yet").await;
+}
+
+#[tokio::test]
+async fn live_backup_older_agent_without_identity_route() {
+    rehearse("live_backup_older_agent_without_identity_route").await;
+}
+
+#[tokio::test]
+async fn stopped_server_backups() {
+    rehearse("stopped_server_backups").await;
+}
+
+#[tokio::test]
+async fn stopped_server_backup_started_mid_copy() {
+    rehearse("stopped_server_backup_started_mid_copy").await;
+}
+
+#[tokio::test]
+async fn live_backup_restore_round_trip() {
+    rehearse("live_backup_restore_round_trip").await;
+}
