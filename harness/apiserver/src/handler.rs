@@ -281,33 +281,33 @@ struct Call<'a> {
     query: &'a Query,
 }
 
-struct Target_<'a> {
+struct ResourcePath<'a> {
     namespace: Option<&'a str>,
     plural: &'a str,
     name: Option<&'a str>,
     sub: Option<&'a str>,
 }
 
-fn parse_resource_path<'a>(rest: &[&'a str]) -> Option<Target_<'a>> {
+fn parse_resource_path<'a>(rest: &[&'a str]) -> Option<ResourcePath<'a>> {
     let namespaced_form = rest.first() == Some(&"namespaces")
         && rest.len() >= 3
         && !(rest.len() == 3 && matches!(rest[2], "status" | "finalize"));
     if namespaced_form {
         let ns = Some(rest[1]);
         match rest[2..] {
-            [plural] => Some(Target_ {
+            [plural] => Some(ResourcePath {
                 namespace: ns,
                 plural,
                 name: None,
                 sub: None,
             }),
-            [plural, name] => Some(Target_ {
+            [plural, name] => Some(ResourcePath {
                 namespace: ns,
                 plural,
                 name: Some(name),
                 sub: None,
             }),
-            [plural, name, sub] => Some(Target_ {
+            [plural, name, sub] => Some(ResourcePath {
                 namespace: ns,
                 plural,
                 name: Some(name),
@@ -317,19 +317,19 @@ fn parse_resource_path<'a>(rest: &[&'a str]) -> Option<Target_<'a>> {
         }
     } else {
         match *rest {
-            [plural] => Some(Target_ {
+            [plural] => Some(ResourcePath {
                 namespace: None,
                 plural,
                 name: None,
                 sub: None,
             }),
-            [plural, name] => Some(Target_ {
+            [plural, name] => Some(ResourcePath {
                 namespace: None,
                 plural,
                 name: Some(name),
                 sub: None,
             }),
-            [plural, name, sub] => Some(Target_ {
+            [plural, name, sub] => Some(ResourcePath {
                 namespace: None,
                 plural,
                 name: Some(name),
@@ -390,7 +390,7 @@ async fn resource(
     match (method, target.name) {
         (Method::GET, None) => {
             if query_bool(call.query, "watch")? {
-                watch_(&call, info, target.namespace)
+                start_watch(&call, info, target.namespace)
             } else {
                 list(&call, &info, target.namespace)
             }
@@ -478,13 +478,9 @@ fn get(
     ns: &str,
     name: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let (obj, rv) = {
-        let state = call.shared.state();
-        (state.get(info, ns, name), state.resource_version())
-    };
+    let obj = call.shared.state().get(info, ns, name);
     let obj = obj.ok_or_else(|| ApiError::not_found(info, name))?;
     if negotiate::wants_table(call.headers) {
-        let _ = rv;
         let viewed = view(info, &obj);
         let rv = meta::resource_version(&viewed).unwrap_or("").to_string();
         let t = table::to_table(
@@ -557,7 +553,7 @@ fn render_list(info: &ResourceInfo, items: &[Arc<Value>], rv: &str) -> Vec<u8> {
     out
 }
 
-fn watch_(
+fn start_watch(
     call: &Call<'_>,
     info: Arc<ResourceInfo>,
     ns: Option<&str>,

@@ -197,26 +197,7 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                // Watch events are small writes; Nagle would hold them back.
-                let _ = stream.set_nodelay(true);
-                let shared = shared.clone();
-                let conn_shutdown = shared.shutdown.clone();
-                connections.spawn(async move {
-                    let svc_shared = shared.clone();
-                    let svc = service_fn(move |req| {
-                        let shared = svc_shared.clone();
-                        async move { Ok::<_, Infallible>(crate::handler::handle(shared, req).await) }
-                    });
-                    let conn = http1::Builder::new().keep_alive(true).half_close(true).serve_connection(TokioIo::new(stream), svc);
-                    tokio::pin!(conn);
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        _ = stopped(conn_shutdown) => {
-                            conn.as_mut().graceful_shutdown();
-                            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
-                        }
-                    }
-                });
+                connections.spawn(serve_connection(stream, shared.clone()));
             }
             _ = stopped(shutdown.clone()) => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -229,5 +210,32 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         .is_err()
     {
         connections.abort_all();
+    }
+}
+
+/// One HTTP/1.1 connection, closed gracefully (after its current request) at shutdown.
+async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
+    // Watch events are small writes; Nagle would hold them back.
+    let _ = stream.set_nodelay(true);
+    let shutdown = shared.shutdown.clone();
+    let service = service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(crate::handler::handle(shared, req).await) }
+    });
+    let conn = http1::Builder::new()
+        // A timer bounds how long a client may take to send its headers.
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(30))
+        .keep_alive(true)
+        // A client that shuts down its write side still gets its answer.
+        .half_close(true)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stopped(shutdown) => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+        }
     }
 }
