@@ -217,11 +217,13 @@ fn real_nextest_kind_setup_hands_the_kubeconfig_to_every_case() {
         .output()
         .unwrap();
     expect_success(&out, "cargo nextest run --profile rollout");
-    let kubeconfig = root.join("target/rehearsal-kind/rehearsal.kubeconfig");
+    let state = root.join("target/rehearsal-kind/rehearsal");
+    let kubeconfig = state.join("rehearsal.kubeconfig");
     assert_eq!(
         std::fs::read_to_string(&argv_log).unwrap(),
         format!(
-            "cluster up --kind --name rehearsal --kubeconfig {}\n",
+            "cluster up --kind --name rehearsal --state-dir {} --kubeconfig {}\n",
+            state.display(),
             kubeconfig.display()
         ),
         "one cluster up per run"
