@@ -423,7 +423,9 @@ impl<'a> Run<'a> {
         summary: Option<Summary>,
         server: Option<&GameServer>,
     ) -> Result<Action> {
-        let (u_ok, u_reason, u_msg) = self.unquiesce().await?;
+        let Some((u_ok, u_reason, u_msg)) = self.unquiesce().await? else {
+            return Ok(self.recheck());
+        };
         let mut status = self.status.clone();
         let t = now();
         let generation = self.backup.metadata.generation;
@@ -478,7 +480,9 @@ impl<'a> Run<'a> {
     ) -> Result<Action> {
         tracing::info!(backup = %self.name, namespace = %self.ns, reason, %message, "backup failed");
         kubeutil::delete_background(&self.jobs, &self.ns, &names::backup_job(&self.name)).await?;
-        let (u_ok, u_reason, u_msg) = self.unquiesce().await?;
+        let Some((u_ok, u_reason, u_msg)) = self.unquiesce().await? else {
+            return Ok(self.recheck());
+        };
         let mut status = self.status.clone();
         let t = now();
         let generation = self.backup.metadata.generation;
@@ -512,44 +516,39 @@ impl<'a> Run<'a> {
     }
 
     /// Returns the original game process to save-on, if it was quiesced and still runs.
-    /// Never sends save-on to another pod or another game process.
-    async fn unquiesce(&self) -> Result<(bool, &'static str, String)> {
+    /// Never sends save-on to another pod or another game process. `None`: try again later
+    /// (the original's agent did not answer yet, bounded by twice the preparation deadline).
+    async fn unquiesce(&self) -> Result<Option<(bool, &'static str, String)>> {
         if self.annotation(ann::QUIESCE_ATTEMPTED).is_none() {
-            return Ok((true, reasons::NOT_QUIESCED, "nothing was quiesced".into()));
+            return Ok(Some((
+                true,
+                reasons::NOT_QUIESCED,
+                "nothing was quiesced".into(),
+            )));
         }
         if let Some(at) = self.annotation(ann::UNQUIESCED_AT) {
-            return Ok((
-                true,
-                reasons::UNQUIESCE_SUCCEEDED,
-                format!("save-on confirmed at {at}"),
-            ));
+            let msg = format!("save-on confirmed at {at}");
+            return Ok(Some((true, reasons::UNQUIESCE_SUCCEEDED, msg)));
         }
         let pod = self.game_pod().await?;
         let observed = incarnation::observe(pod.as_ref());
         let agent = &self.ctx.agent;
         if self.ctx.mutant(Mutant::UnquiesceAnyPod) {
-            // The defect: whatever pod serves the server now gets save-on.
+            // The defect: whatever pod serves the server now gets save-on, and cleanup waits
+            // until one answers.
             let Observation::Running(now) = observed else {
-                return Ok((
-                    true,
-                    reasons::ORIGINAL_PROCESS_EXITED,
-                    "no pod to unquiesce".into(),
-                ));
+                return Ok(None);
             };
-            return Ok(
-                match agent.unquiesce_bound(&now.pod_ip, &now.pod_uid, None).await {
-                    Ok(()) => {
-                        self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
-                            .await?;
-                        (
-                            true,
-                            reasons::UNQUIESCE_SUCCEEDED,
-                            format!("save-on sent to pod {}", now.pod_uid),
-                        )
-                    }
-                    Err(e) => (false, reasons::UNQUIESCE_FAILED, e.to_string()),
-                },
-            );
+            return match agent.unquiesce_bound(&now.pod_ip, &now.pod_uid, None).await {
+                Ok(()) => {
+                    self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
+                        .await?;
+                    let msg = format!("save-on sent to pod {}", now.pod_uid);
+                    Ok(Some((true, reasons::UNQUIESCE_SUCCEEDED, msg)))
+                }
+                Err(_) if self.elapsed() < 2 * self.ctx.settings.preparation_deadline => Ok(None),
+                Err(e) => Ok(Some((false, reasons::UNQUIESCE_FAILED, e.to_string()))),
+            };
         }
         let source = self.status.source.clone().unwrap_or_default();
         let live = match incarnation::compare(&source, &observed, false) {
@@ -559,7 +558,7 @@ impl<'a> Run<'a> {
                     "{}; save-on was not sent to any successor",
                     other.describe(&source)
                 );
-                return Ok((true, reasons::ORIGINAL_PROCESS_EXITED, msg));
+                return Ok(Some((true, reasons::ORIGINAL_PROCESS_EXITED, msg)));
             }
         };
         let inc = self.annotation(ann::GAME_INCARNATION);
@@ -571,7 +570,15 @@ impl<'a> Run<'a> {
         {
             result = agent.unquiesce_unbound(&live.pod_ip).await;
         }
-        Ok(match result {
+        if let Err(e) = &result
+            && !matches!(e, AgentError::Status { status: 409, .. })
+            && self.elapsed() < 2 * self.ctx.settings.preparation_deadline
+        {
+            // The original process still runs (checked above): its agent may be restarting.
+            tracing::info!(backup = %self.name, error = %e, "unquiesce not confirmed yet; retrying");
+            return Ok(None);
+        }
+        Ok(Some(match result {
             Ok(()) => {
                 self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
                     .await?;
@@ -592,7 +599,7 @@ impl<'a> Run<'a> {
                 ),
             ),
             Err(e) => (false, reasons::UNQUIESCE_FAILED, e.to_string()),
-        })
+        }))
     }
 
     async fn job_pods(&self) -> Result<Vec<Pod>> {
