@@ -230,8 +230,9 @@ fn real_nextest_kind_setup_hands_the_kubeconfig_to_every_case() {
     );
     let stdout = text(&out.stdout);
     let expected = format!(
-        "ENV REHEARSAL_KUBECONFIG=Some({:?}) REHEARSAL_CONTEXT=Some(\"kind-rehearsal\")",
-        kubeconfig.display().to_string()
+        "ENV REHEARSAL_KUBECONFIG=Some({:?}) REHEARSAL_CONTEXT=Some(\"kind-rehearsal\") REHEARSAL_KIND_CLUSTER=Some(\"rehearsal\") REHEARSAL_KIND_STATE=Some({:?})",
+        kubeconfig.display().to_string(),
+        state.display().to_string()
     );
     assert_eq!(
         stdout.lines().filter(|l| *l == expected).count(),

@@ -41,7 +41,7 @@ pub fn tiny_scenarios_crate(
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn helper() {}\n}\n",
     )
     .unwrap();
-    let case_body = r#"{ println!("ENV REHEARSAL_KUBECONFIG={:?} REHEARSAL_CONTEXT={:?}", std::env::var("REHEARSAL_KUBECONFIG").ok(), std::env::var("REHEARSAL_CONTEXT").ok()); }"#;
+    let case_body = r#"{ let v = |k: &str| std::env::var(k).ok(); println!("ENV REHEARSAL_KUBECONFIG={:?} REHEARSAL_CONTEXT={:?} REHEARSAL_KIND_CLUSTER={:?} REHEARSAL_KIND_STATE={:?}", v("REHEARSAL_KUBECONFIG"), v("REHEARSAL_CONTEXT"), v("REHEARSAL_KIND_CLUSTER"), v("REHEARSAL_KIND_STATE")); }"#;
     for (i, bucket) in manifest.buckets.iter().enumerate() {
         let mut body = String::new();
         for case in &bucket.cases {
