@@ -371,3 +371,44 @@ async fn world_read_back_by_an_inspect_pod() {
     assert!(err.to_string().contains("readback-2"), "{err}");
     Box::new(backend).teardown(false).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
+    let pid = std::process::id();
+    let options = EmbeddedOptions {
+        cluster: EmbeddedConfig {
+            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 256) % 200) as u8, (pid % 256) as u8, 1),
+            shutdown_grace: Duration::from_secs(2),
+            ..EmbeddedConfig::default()
+        },
+        operator: true,
+        mutant: Some("ignore-incarnation".into()),
+        ..Default::default()
+    };
+    let backend = Embedded::up(options).await.unwrap_or_else(|e| {
+        panic!("{e} (build the operator with `cargo build -p reference-operator`)")
+    });
+    let operator_pid = backend
+        .operator()
+        .and_then(|o| o.pid())
+        .expect("operator runs");
+    let started = backend.process_records();
+    let argv = &started[0].argv;
+    assert!(argv[0].ends_with("reference-operator"), "{argv:?}");
+    let pinned = argv
+        .windows(2)
+        .any(|w| w[0] == "--context" && w[1] == "rehearsal-embedded");
+    let mutant = argv
+        .windows(2)
+        .any(|w| w[0] == "--mutant" && w[1] == "ignore-incarnation");
+    assert!(pinned && mutant, "{argv:?}");
+
+    let logs = tempfile::tempdir().unwrap();
+    backend.export_logs(logs.path()).await.unwrap();
+    assert!(logs.path().join("reference-operator.log").exists());
+    assert!(logs.path().join("processes.json").exists());
+
+    Box::new(backend).teardown(false).await.unwrap();
+    // Stopped and reaped: no such process any more (a zombie would still have /proc/PID).
+    assert!(!std::path::Path::new(&format!("/proc/{operator_pid}")).exists());
+}
