@@ -24,7 +24,9 @@ pub const DEFAULT_CONTEXT: &str = "rehearsal-embedded";
 pub struct ApiServerConfig {
     /// Where to listen; port 0 picks a free port.
     pub bind: SocketAddr,
-    /// Events retained for watches resuming from a resourceVersion; older ones get 410.
+    /// Events retained for watches resuming from a resourceVersion (older ones get 410), and
+    /// how far a live watcher may fall behind. Each retained event keeps its object (and the
+    /// previous version of a modified one) alive.
     pub watch_history: usize,
     /// Request bodies above this get 413 (etcd's own limit is 1.5 MiB).
     pub max_body_bytes: usize,
@@ -39,7 +41,7 @@ impl Default for ApiServerConfig {
     fn default() -> Self {
         ApiServerConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
-            watch_history: 10_000,
+            watch_history: 4096,
             max_body_bytes: 3 * 1024 * 1024,
             bookmark_interval: Duration::from_secs(60),
             graceful_pod_deletion: true,

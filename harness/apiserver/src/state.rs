@@ -155,7 +155,9 @@ fn grace_seconds(obj: &Value) -> i64 {
 
 impl State {
     pub fn new(settings: Settings) -> Self {
-        let (tx, _) = broadcast::channel(65_536);
+        // The channel keeps its last `capacity` events alive whether or not anyone watches,
+        // so it is sized like the history; a watcher that falls further behind gets 410.
+        let (tx, _) = broadcast::channel(settings.history.clamp(1024, 65_536));
         let mut state = State {
             registry: Registry::with_builtins(),
             objects: HashMap::new(),
