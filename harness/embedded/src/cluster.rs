@@ -379,10 +379,18 @@ async fn bootstrap(client: &Client) -> Result<(), EmbeddedError> {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(|kib| format!("{kib}Ki")))
+        })
+        .unwrap_or_else(|| "0".into());
     let now = status_now();
     let status = json!({"status": {
-        "capacity": {"cpu": cpus.to_string(), "pods": "110", "memory": "0"},
-        "allocatable": {"cpu": cpus.to_string(), "pods": "110", "memory": "0"},
+        "capacity": {"cpu": cpus.to_string(), "pods": "110", "memory": memory},
+        "allocatable": {"cpu": cpus.to_string(), "pods": "110", "memory": memory},
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": NODE_NAME}],
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
             "message": "kubelet is posting ready status", "lastHeartbeatTime": now, "lastTransitionTime": now}],

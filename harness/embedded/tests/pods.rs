@@ -337,3 +337,146 @@ async fn deletion_is_graceful_and_the_kubelet_removes_the_pod() {
     );
     cluster.shutdown().await;
 }
+
+fn container_status(p: &Pod) -> Option<k8s_openapi::api::core::v1::ContainerStatus> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()
+        .cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashing_container_goes_into_crash_loop_back_off() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "crasher"},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36",
+            "command": ["sh", "-c", "echo crashing; exit 7"]}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let looping = common::wait_for(
+        &pods,
+        "crasher",
+        "CrashLoopBackOff after restarts",
+        |p: Option<&Pod>| {
+            p.and_then(container_status).is_some_and(|c| {
+                c.restart_count >= 2
+                    && c.state
+                        .as_ref()
+                        .and_then(|s| s.waiting.as_ref())
+                        .and_then(|w| w.reason.as_deref())
+                        == Some("CrashLoopBackOff")
+            })
+        },
+    )
+    .await;
+    let c = container_status(&looping).unwrap();
+    let last = c.last_state.unwrap().terminated.unwrap();
+    assert_eq!((last.exit_code, last.reason.as_deref()), (7, Some("Error")));
+    assert!(!c.ready);
+    assert_eq!(looping.status.unwrap().phase.as_deref(), Some("Running"));
+    let previous = pods
+        .logs(
+            "crasher",
+            &LogParams {
+                previous: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(previous, "crashing\n");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_liveness_probe_restarts_the_container() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    // Listens on its pod IP for a while, then stops listening but keeps running: only the
+    // tcpSocket liveness probe can tell.
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "zombie"},
+        "spec": {"terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": "busybox:1.36",
+            "command": ["sh", "-c", "timeout 2 httpd -f -p $(POD_IP):7000 -h /tmp; echo stopped listening; exec sleep 3600"],
+            "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+            "livenessProbe": {"tcpSocket": {"port": 7000}, "periodSeconds": 1, "failureThreshold": 2},
+            "startupProbe": {"tcpSocket": {"port": 7000}, "periodSeconds": 1, "failureThreshold": 30}}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let started = common::wait_for(&pods, "zombie", "started", |p: Option<&Pod>| {
+        p.and_then(container_status)
+            .is_some_and(|c| c.started == Some(true))
+    })
+    .await;
+    let first_id = container_status(&started).unwrap().container_id.unwrap();
+    let restarted = common::wait_for(
+        &pods,
+        "zombie",
+        "restarted by liveness",
+        |p: Option<&Pod>| {
+            p.and_then(container_status)
+                .is_some_and(|c| c.restart_count >= 1)
+        },
+    )
+    .await;
+    let c = container_status(&restarted).unwrap();
+    assert_ne!(c.container_id.as_deref(), Some(first_id.as_str()));
+    assert_eq!(
+        c.last_state
+            .unwrap()
+            .terminated
+            .unwrap()
+            .container_id
+            .as_deref(),
+        Some(first_id.as_str())
+    );
+    let previous = pods
+        .logs(
+            "zombie",
+            &LogParams {
+                previous: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(previous.contains("stopped listening"), "{previous:?}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_streams_until_the_container_ends() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "ticker"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36",
+            "command": ["sh", "-c", "for i in 1 2 3 4 5; do echo tick $i; sleep 0.2; done"]}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    common::wait_for_log(&pods, "ticker", &LogParams::default(), "tick 1").await;
+    let params = LogParams {
+        follow: true,
+        ..Default::default()
+    };
+    let stream = pods.log_stream("ticker", &params).await.unwrap();
+    let text = tokio::time::timeout(common::WAIT, async move {
+        use futures::AsyncReadExt;
+        let mut text = String::new();
+        let mut stream = stream;
+        stream.read_to_string(&mut text).await.map(|_| text)
+    })
+    .await
+    .expect("the followed log ends when the container ends")
+    .unwrap();
+    assert_eq!(text, "tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n");
+    cluster.shutdown().await;
+}

@@ -226,8 +226,11 @@ async fn reconcile(
             match wait {
                 Some(w) if !w.is_zero() => requeue = Some(w),
                 _ => {
-                    for _ in 0..wanted {
-                        let pod = new_pod(job);
+                    // Pod names derive from the attempt number, so a reconcile that runs on a
+                    // store not yet showing the pod it just created asks for the same name and
+                    // gets AlreadyExists instead of starting a duplicate copy of the work.
+                    for i in 0..wanted {
+                        let pod = new_pod(job, owned.len() + i as usize);
                         match pod_api.create(&PostParams::default(), &pod).await {
                             Ok(_) => {}
                             Err(e) if benign(&e) => {}
@@ -275,19 +278,23 @@ async fn reconcile(
     Ok(requeue)
 }
 
-fn random_suffix() -> String {
+/// Five lowercase alphanumerics derived from the Job's UID and the attempt number: looks like
+/// the random suffix Kubernetes uses, but the same attempt always gets the same name.
+fn attempt_suffix(uid: &str, attempt: usize) -> String {
+    use sha2::{Digest, Sha256};
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    uuid::Uuid::new_v4()
-        .as_bytes()
+    let digest = Sha256::digest(format!("{uid}/{attempt}").as_bytes());
+    digest
         .iter()
         .take(5)
-        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
         .collect()
 }
 
-fn new_pod(job: &Job) -> Pod {
+fn new_pod(job: &Job, attempt: usize) -> Pod {
     let name = job.name_any();
     let uid = job.uid().unwrap_or_default();
+    let suffix = attempt_suffix(&uid, attempt);
     let spec = job.spec.clone().unwrap_or_default();
     let template_meta = spec.template.metadata.clone().unwrap_or_default();
     let mut labels = template_meta.labels.clone().unwrap_or_default();
@@ -301,7 +308,7 @@ fn new_pod(job: &Job) -> Pod {
     }
     Pod {
         metadata: ObjectMeta {
-            name: Some(format!("{name}-{}", random_suffix())),
+            name: Some(format!("{name}-{suffix}")),
             namespace: job.namespace(),
             labels: Some(labels),
             annotations: template_meta.annotations,
