@@ -506,7 +506,35 @@ async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
     let mut options = KindOptions::new(&cluster, dir.path().join("state"));
     options.kind_program = kind.display().to_string();
     options.backup_repo_dir = Some(dir.path().join("backups"));
-    let backend = Kind::up(options.clone()).await.expect("kind up");
+    // Gameplane's chart is installed through a recording `helm` once the cluster is up.
+    let helm_log = dir.path().join("helm-argv.log");
+    let helm = dir.path().join("helm");
+    std::fs::write(
+        &helm,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", helm_log.display()),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&helm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut first = options.clone();
+    first.helm_program = helm.display().to_string();
+    first.deploy = rehearsal::backend::kind::KindDeploy::Helm(
+        serde_yaml::from_str(
+            "chart: /src/gameplane/charts/gameplane\nvalues: [values-kind.yaml]\n",
+        )
+        .unwrap(),
+    );
+    let backend = Kind::up(first).await.expect("kind up");
+    let helm_argv = std::fs::read_to_string(&helm_log).unwrap();
+    assert_eq!(
+        helm_argv.trim(),
+        format!(
+            "upgrade --install gameplane /src/gameplane/charts/gameplane --kubeconfig {} --kube-context kind-{cluster} --namespace gameplane-system --create-namespace --wait --timeout 300s --values values-kind.yaml",
+            options.kubeconfig_path().display()
+        )
+    );
     assert_eq!(backend.provenance(), Provenance::Created);
     assert_eq!(backend.kubeconfig().1, format!("kind-{cluster}"));
     let written = std::fs::read_to_string(options.config_path()).unwrap();

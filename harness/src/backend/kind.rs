@@ -17,6 +17,8 @@ use serde::Serialize;
 
 use super::node_engine::{NodeEngine, cri_container_id};
 use super::{Arch, Backend, BackendError, BackendKind, BoxFuture, PortForward, Reach};
+use crate::deploy::helm::{HelmConfig, HelmInstall};
+use crate::deploy::reference_operator;
 use crate::process::{Cmd, ProcessLog, ProcessRecord};
 
 /// The Kind release whose node image the harness pins (Kubernetes 1.33.1).
@@ -71,6 +73,23 @@ pub struct KindOptions {
     pub wait: Duration,
     /// The `kind` program (name on PATH or a path; `REHEARSAL_KIND` overrides the default).
     pub kind_program: String,
+    /// What to install once the cluster is up.
+    pub deploy: KindDeploy,
+    /// The `helm` program (`REHEARSAL_HELM` overrides the default).
+    pub helm_program: String,
+}
+
+/// The operator under test on Kind.
+#[derive(Debug, Clone, Default)]
+pub enum KindDeploy {
+    /// Nothing (the caller deploys, or the cluster is reused with an operator already in it).
+    #[default]
+    Nothing,
+    /// The reference operator: its image loaded into the nodes, its manifests applied, then
+    /// its Deployment awaited.
+    ReferenceOperator { manifests: PathBuf, bound: Duration },
+    /// Gameplane's Helm chart (`helm upgrade --install … --wait`).
+    Helm(HelmConfig),
 }
 
 impl KindOptions {
@@ -83,6 +102,8 @@ impl KindOptions {
             keep_on_failure: false,
             wait: Duration::from_secs(300),
             kind_program: std::env::var("REHEARSAL_KIND").unwrap_or_else(|_| "kind".into()),
+            deploy: KindDeploy::Nothing,
+            helm_program: std::env::var("REHEARSAL_HELM").unwrap_or_else(|_| "helm".into()),
         }
     }
 
@@ -288,7 +309,7 @@ impl Kind {
         };
         let context = options.context();
         let client = super::pinned_client(&options.kubeconfig_path(), &context).await?;
-        Ok(Self {
+        let kind = Self {
             kubeconfig_path: options.kubeconfig_path(),
             options,
             context,
@@ -296,7 +317,37 @@ impl Kind {
             engine,
             log,
             provenance,
-        })
+        };
+        kind.deploy().await?;
+        Ok(kind)
+    }
+
+    /// Installs what [`KindOptions::deploy`] names.
+    async fn deploy(&self) -> Result<(), BackendError> {
+        match &self.options.deploy {
+            KindDeploy::Nothing => Ok(()),
+            KindDeploy::ReferenceOperator { manifests, bound } => {
+                self.load_images(&[reference_operator::IMAGE.to_string()])
+                    .await?;
+                reference_operator::deploy_manifests(
+                    &self.client,
+                    &self.kubeconfig_path,
+                    &self.context,
+                    manifests,
+                    *bound,
+                    &self.log,
+                )
+                .await
+                .map_err(|e| BackendError::Setup(format!("deploy the reference operator: {e}")))
+            }
+            KindDeploy::Helm(config) => {
+                let mut install =
+                    HelmInstall::new(config.clone(), &self.kubeconfig_path, &self.context);
+                install.helm_program = self.options.helm_program.clone();
+                install.run(&self.log).await?;
+                Ok(())
+            }
+        }
     }
 
     pub fn provenance(&self) -> Provenance {
