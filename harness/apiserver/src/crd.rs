@@ -66,6 +66,12 @@ pub fn definition(crd: &Value) -> Result<Definition, Vec<FieldError>> {
         .to_string();
     if group.is_empty() {
         errors.push(required("spec.group"));
+    } else if crate::registry::is_builtin_group(&group) || !group.contains('.') {
+        errors.push(invalid(
+            "spec.group",
+            &group,
+            "should be a domain with at least one dot, and not a built-in API group",
+        ));
     }
     if plural.is_empty() {
         errors.push(required("spec.names.plural"));

@@ -261,6 +261,11 @@ const GROUP_ORDER: &[&str] = &[
     "apiextensions.k8s.io",
 ];
 
+/// Whether `group` belongs to the built-in APIs (a CRD may not define resources in it).
+pub fn is_builtin_group(group: &str) -> bool {
+    GROUP_ORDER.contains(&group)
+}
+
 /// All served resources, keyed by (group, version, plural).
 #[derive(Debug, Clone)]
 pub struct Registry {

@@ -575,6 +575,19 @@ impl State {
         }
         Self::admit_custom(info, name, &mut new)?;
         let definition = if &*info.storage == CRD_STORAGE {
+            let scope = |o: &Value| o.pointer("/spec/scope").cloned();
+            if scope(&old) != scope(&new) {
+                let value = scope(&new)
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                return Err(ApiError::invalid_field(
+                    info,
+                    name,
+                    "spec.scope",
+                    "FieldValueInvalid",
+                    &format!("Invalid value: \"{value}\": field is immutable"),
+                ));
+            }
             let def = crd::definition(&new).map_err(|e| ApiError::invalid(info, name, &e))?;
             crd::set_status(&mut new, Some(&old));
             Some(def)
@@ -619,6 +632,13 @@ impl State {
             .lookup(&r)
             .cloned()
             .ok_or_else(|| ApiError::not_found(info, name))?;
+        if &*r.storage == NAMESPACE_STORAGE
+            && ["default", "kube-system", "kube-public"].contains(&name)
+        {
+            return Err(ApiError::forbidden(format!(
+                "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+            )));
+        }
         if let Some(uid) = &opts.uid
             && uid != meta::uid(&current)
         {

@@ -961,3 +961,47 @@ async fn crds_with_rules_beyond_the_cel_subset_are_stored_with_a_warning() {
     );
     let _ = client;
 }
+
+#[tokio::test]
+async fn crd_and_namespace_guards() {
+    let (_server, client) = start().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut shadow = crd(false);
+    shadow.metadata.name = Some("statefulsets.apps".into());
+    shadow.spec.group = "apps".into();
+    shadow.spec.names.plural = "statefulsets".into();
+    let refused = status_of(crds.create(&PostParams::default(), &shadow).await);
+    assert_eq!(
+        refused.code, 422,
+        "a CRD may not shadow a built-in group: {refused:?}"
+    );
+    let sts: Api<k8s_openapi::api::apps::v1::StatefulSet> =
+        Api::namespaced(client.clone(), "default");
+    sts.list(&ListParams::default())
+        .await
+        .expect("statefulsets are still served");
+
+    register_crd(&client, false).await;
+    let mut changed = crds.get("gameservers.test.rehearsal").await.unwrap();
+    changed.spec.scope = "Cluster".into();
+    let refused = status_of(
+        crds.replace(
+            "gameservers.test.rehearsal",
+            &PostParams::default(),
+            &changed,
+        )
+        .await,
+    );
+    assert_eq!(refused.code, 422);
+    assert!(
+        refused
+            .message
+            .contains("spec.scope: Invalid value: \"Cluster\": field is immutable"),
+        "{}",
+        refused.message
+    );
+
+    let namespaces: Api<Namespace> = Api::all(client);
+    let refused = status_of(namespaces.delete("default", &DeleteParams::default()).await);
+    assert_eq!((refused.code, refused.reason.as_str()), (403, "Forbidden"));
+}
