@@ -73,10 +73,8 @@ pub struct KindOptions {
     pub wait: Duration,
     /// The `kind` program (name on PATH or a path; `REHEARSAL_KIND` overrides the default).
     pub kind_program: String,
-    /// What to install once the cluster is up.
-    pub deploy: KindDeploy,
-    /// The `helm` program (`REHEARSAL_HELM` overrides the default).
-    pub helm_program: String,
+    /// What to install once the cluster is up (boxed: options are passed around by value).
+    pub deploy: Box<KindDeploy>,
 }
 
 /// The operator under test on Kind.
@@ -88,8 +86,22 @@ pub enum KindDeploy {
     /// The reference operator: its image loaded into the nodes, its manifests applied, then
     /// its Deployment awaited.
     ReferenceOperator { manifests: PathBuf, bound: Duration },
-    /// Gameplane's Helm chart (`helm upgrade --install … --wait`).
-    Helm(HelmConfig),
+    /// Gameplane's Helm chart (`helm upgrade --install … --wait`) run with `helm_program`
+    /// (default `helm`, or `REHEARSAL_HELM`).
+    Helm {
+        config: HelmConfig,
+        helm_program: String,
+    },
+}
+
+impl KindDeploy {
+    /// Gameplane's chart, installed with the default `helm`.
+    pub fn helm(config: HelmConfig) -> Self {
+        KindDeploy::Helm {
+            config,
+            helm_program: std::env::var("REHEARSAL_HELM").unwrap_or_else(|_| "helm".into()),
+        }
+    }
 }
 
 impl KindOptions {
@@ -102,8 +114,7 @@ impl KindOptions {
             keep_on_failure: false,
             wait: Duration::from_secs(300),
             kind_program: std::env::var("REHEARSAL_KIND").unwrap_or_else(|_| "kind".into()),
-            deploy: KindDeploy::Nothing,
-            helm_program: std::env::var("REHEARSAL_HELM").unwrap_or_else(|_| "helm".into()),
+            deploy: Box::new(KindDeploy::Nothing),
         }
     }
 
@@ -324,7 +335,7 @@ impl Kind {
 
     /// Installs what [`KindOptions::deploy`] names.
     async fn deploy(&self) -> Result<(), BackendError> {
-        match &self.options.deploy {
+        match self.options.deploy.as_ref() {
             KindDeploy::Nothing => Ok(()),
             KindDeploy::ReferenceOperator { manifests, bound } => {
                 self.load_images(&[reference_operator::IMAGE.to_string()])
@@ -340,10 +351,13 @@ impl Kind {
                 .await
                 .map_err(|e| BackendError::Setup(format!("deploy the reference operator: {e}")))
             }
-            KindDeploy::Helm(config) => {
+            KindDeploy::Helm {
+                config,
+                helm_program,
+            } => {
                 let mut install =
                     HelmInstall::new(config.clone(), &self.kubeconfig_path, &self.context);
-                install.helm_program = self.options.helm_program.clone();
+                install.helm_program = helm_program.clone();
                 install.run(&self.log).await?;
                 Ok(())
             }
