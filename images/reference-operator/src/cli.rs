@@ -26,6 +26,9 @@ pub struct Args {
     /// Re-create one known defect (see --list-mutants).
     #[arg(long, env = "REFERENCE_OPERATOR_MUTANT")]
     pub mutant: Option<Mutant>,
+    /// File written once the operator's caches are synced (for harnesses that wait on it).
+    #[arg(long, env = "REHEARSAL_READY_FILE")]
+    pub ready_file: Option<PathBuf>,
     /// Print every mutant with the rehearsal case that catches it, then exit.
     #[arg(long)]
     pub list_mutants: bool,

@@ -47,6 +47,7 @@ async fn main() -> std::process::ExitCode {
         client,
         args.settings(),
         args.namespace_scope.clone(),
+        args.ready_file.clone(),
         shutdown,
     )
     .await;

@@ -1,6 +1,7 @@
 //! Wires the three controllers to the cluster and runs them until shutdown.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,10 +45,14 @@ fn game_pods() -> watcher::Config {
 
 /// Runs the GameServer, Backup and Restore controllers until `shutdown` resolves, then lets
 /// in-flight reconciles finish.
+///
+/// `ready_file`, if given, is written once the GameServer, Backup and Restore caches have
+/// their first full listing (the harness waits for it before it creates objects).
 pub async fn run(
     client: Client,
     settings: Settings,
     namespace: Option<String>,
+    ready_file: Option<PathBuf>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let ctx = Arc::new(Ctx::new(client.clone(), settings));
@@ -60,7 +65,10 @@ pub async fn run(
         }
     };
 
-    let servers = Controller::new(api::<GameServer>(&client, ns), watcher::Config::default())
+    let server_controller =
+        Controller::new(api::<GameServer>(&client, ns), watcher::Config::default());
+    let server_store = server_controller.store();
+    let servers = server_controller
         .owns(api::<StatefulSet>(&client, ns), watcher::Config::default())
         .owns(
             api::<PersistentVolumeClaim>(&client, ns),
@@ -79,6 +87,7 @@ pub async fn run(
     let backup_controller = Controller::new(api::<Backup>(&client, ns), watcher::Config::default())
         .owns(api::<Job>(&client, ns), watcher::Config::default());
     let store = backup_controller.store();
+    let backup_store = store.clone();
     let backups = backup_controller
         .watches(api::<Pod>(&client, ns), game_pods(), move |pod| {
             // A game pod changed: every unfinished Backup of that server re-checks its source.
@@ -100,7 +109,10 @@ pub async fn run(
         .run(crate::backup::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});
 
-    let restores = Controller::new(api::<Restore>(&client, ns), watcher::Config::default())
+    let restore_controller =
+        Controller::new(api::<Restore>(&client, ns), watcher::Config::default());
+    let restore_store = restore_controller.store();
+    let restores = restore_controller
         .owns(api::<Job>(&client, ns), watcher::Config::default())
         .graceful_shutdown_on(stop())
         .run(crate::restore::reconcile, error_policy, ctx.clone())
@@ -111,5 +123,21 @@ pub async fn run(
         tracing::info!("shutting down: finishing in-flight reconciles");
         let _ = tx.send(true);
     };
-    tokio::join!(servers, backups, restores, trigger);
+    let ready = async move {
+        let synced = async {
+            server_store.wait_until_ready().await?;
+            backup_store.wait_until_ready().await?;
+            restore_store.wait_until_ready().await
+        };
+        if synced.await.is_err() {
+            return;
+        }
+        tracing::info!("caches synced; reconciling");
+        if let Some(path) = ready_file
+            && let Err(error) = tokio::fs::write(&path, b"ready\n").await
+        {
+            tracing::error!(path = %path.display(), %error, "cannot write the ready file");
+        }
+    };
+    tokio::join!(servers, backups, restores, trigger, ready);
 }

@@ -53,3 +53,31 @@ async fn sigterm_stops_the_operator_cleanly() {
     let status = rig.operator.take().expect("operator").terminate().await;
     assert!(status.success(), "exit status {status}");
 }
+
+/// The ready file (`REHEARSAL_READY_FILE`) is written once the caches are synced. The test
+/// makes it a FIFO, so reading it waits for the write without polling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ready_file_is_written_once_the_caches_are_synced() {
+    let mut rig = Rig::start(None).await;
+    rig.operator.take().expect("operator").kill().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&ready)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    rig.operator = Some(Operator::start_with(
+        rig.cluster.kubeconfig_path(),
+        None,
+        &[("REHEARSAL_READY_FILE", &ready)],
+    ));
+    let path = ready.clone();
+    let read = tokio::task::spawn_blocking(move || std::fs::read_to_string(path));
+    let text = tokio::time::timeout(WAIT, read)
+        .await
+        .expect("the operator writes its ready file within the bound")
+        .unwrap()
+        .unwrap();
+    assert_eq!(text, "ready\n");
+}

@@ -60,6 +60,11 @@ pub struct Operator {
 impl Operator {
     /// Starts `reference-operator --kubeconfig … [--mutant …]`.
     pub fn start(kubeconfig: &Path, mutant: Option<&str>) -> Operator {
+        Operator::start_with(kubeconfig, mutant, &[])
+    }
+
+    /// Starts the operator with extra environment variables.
+    pub fn start_with(kubeconfig: &Path, mutant: Option<&str>, env: &[(&str, &Path)]) -> Operator {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_reference-operator"));
         cmd.arg("--kubeconfig")
             .arg(kubeconfig)
@@ -73,6 +78,9 @@ impl Operator {
             .kill_on_drop(true);
         if let Some(m) = mutant {
             cmd.arg("--mutant").arg(m);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
         }
         // The operator dies with the test process even if the test is killed hard.
         unsafe {

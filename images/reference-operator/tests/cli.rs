@@ -1,0 +1,71 @@
+//! The command line: the mutant listing and one-line errors for bad input.
+
+use std::process::Command;
+
+fn operator() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_reference-operator"))
+}
+
+#[test]
+fn list_mutants_prints_name_case_and_difference_for_each() {
+    let out = operator().arg("--list-mutants").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<_> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ignore-incarnation",
+            "stopped-source-needs-agent",
+            "unquiesce-any-pod",
+            "restore-overlays",
+            "restore-recreates-pvc",
+            "backup-skips-extras",
+            "succeed-on-failed-copy",
+            "no-identity-preflight",
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_mutant_is_a_one_line_error_naming_the_fix() {
+    let out = operator().args(["--mutant", "nope"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("unknown mutant \"nope\"") && err.contains("--list-mutants"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unreadable_kubeconfig_is_a_one_line_error() {
+    let out = operator()
+        .args(["--kubeconfig", "/nonexistent/kubeconfig"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("/nonexistent/kubeconfig") && err.contains("--kubeconfig"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn the_readme_documents_every_mutant() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let out = operator().arg("--list-mutants").output().unwrap();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let name = line.split('\t').next().unwrap();
+        assert!(
+            readme.contains(&format!("| `{name}` |")),
+            "README.md lacks mutant {name}"
+        );
+    }
+}
