@@ -1005,3 +1005,80 @@ async fn crd_and_namespace_guards() {
     let refused = status_of(namespaces.delete("default", &DeleteParams::default()).await);
     assert_eq!((refused.code, refused.reason.as_str()), (403, "Forbidden"));
 }
+
+#[tokio::test]
+async fn watch_lists_bookmarks_and_timeouts() {
+    let config = ApiServerConfig {
+        bookmark_interval: std::time::Duration::from_millis(100),
+        ..Default::default()
+    };
+    let (_server, client) = start_with(config).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    for name in ["a", "b"] {
+        cms.create(&PostParams::default(), &configmap(name, json!({})))
+            .await
+            .unwrap();
+    }
+
+    // Watch-list: ADDED for each object, then the initial-events-end bookmark.
+    let mut stream = cms
+        .watch(&WatchParams::streaming_lists(), "")
+        .await
+        .unwrap()
+        .boxed();
+    let mut added = Vec::new();
+    let end = within("the initial-events-end bookmark", async {
+        loop {
+            match stream.try_next().await.unwrap() {
+                Some(WatchEvent::Added(cm)) => added.push(cm.metadata.name.unwrap()),
+                Some(WatchEvent::Bookmark(b)) => return b,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    })
+    .await;
+    assert_eq!(added, ["a", "b"]);
+    assert_eq!(
+        end.metadata
+            .annotations
+            .get("k8s.io/initial-events-end")
+            .map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(end.types.kind, "ConfigMap");
+
+    // Periodic bookmarks carry the latest resourceVersion.
+    let rv = cms
+        .create(&PostParams::default(), &configmap("c", json!({})))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    let bookmark = within("a periodic bookmark", async {
+        loop {
+            if let Some(WatchEvent::Bookmark(b)) = stream.try_next().await.unwrap() {
+                return b;
+            }
+        }
+    })
+    .await;
+    assert_eq!(Some(bookmark.metadata.resource_version), rv);
+
+    // timeoutSeconds ends the stream.
+    let mut timed = cms
+        .watch(&WatchParams::default().timeout(1), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let added = within("the watch to time out", async {
+        let mut added = 0;
+        while let Some(event) = timed.try_next().await.unwrap() {
+            if matches!(event, WatchEvent::Added(_)) {
+                added += 1;
+            }
+        }
+        added
+    })
+    .await;
+    assert_eq!(added, 3, "three synthetic ADDED events, then the end");
+}
