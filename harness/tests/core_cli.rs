@@ -224,3 +224,59 @@ async fn cluster_up_needs_a_backend_and_embedded_needs_a_kubeconfig() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--kubeconfig PATH"), "{stderr}");
 }
+
+#[tokio::test]
+async fn cluster_kind_without_kind_names_what_to_install_and_down_runs_kind_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("kind");
+    let out = Command::new(REHEARSE)
+        .args(["cluster", "up", "--kind", "--state-dir"])
+        .arg(dir.path().join("state"))
+        .env("REHEARSAL_KIND", &missing)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("install kind") && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+
+    // A recording `kind`: `cluster down` runs exactly `kind delete cluster` for the name.
+    let log = dir.path().join("argv.log");
+    std::fs::write(
+        &missing,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&missing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(REHEARSE)
+        .args([
+            "cluster",
+            "down",
+            "--kind",
+            "--name",
+            "rh-test",
+            "--state-dir",
+        ])
+        .arg(dir.path().join("state"))
+        .env("REHEARSAL_KIND", &missing)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let argv = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        argv.trim(),
+        format!(
+            "delete cluster --name rh-test --kubeconfig {}",
+            dir.path().join("state/kubeconfig").display()
+        )
+    );
+}

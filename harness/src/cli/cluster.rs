@@ -5,8 +5,9 @@
 //!   then shuts it down cleanly. The kubeconfig written to PATH is removed at shutdown because
 //!   it points at a server that no longer exists; a `--state-dir` is never removed (that is
 //!   where volumes and logs are kept for inspection).
-//! - `rehearse cluster up --kind [--name N] [--state-dir DIR]` creates (or reuses) a Kind
-//!   cluster and returns; `rehearse cluster down --kind [--name N]` deletes it.
+//! - `rehearse cluster up --kind [--name N] [--state-dir DIR] [--reference-operator DIR |
+//!   --helm-chart CHART [--helm-values FILE…]]` creates (or reuses) a Kind cluster, deploys the
+//!   operator under test and returns; `rehearse cluster down --kind [--name N]` deletes it.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +15,8 @@ use std::time::Duration;
 use super::CliError;
 use crate::backend::Backend;
 use crate::backend::embedded::{Embedded, EmbeddedOptions};
-use crate::backend::kind::{Kind, KindOptions};
+use crate::backend::kind::{Kind, KindDeploy, KindOptions};
+use crate::deploy::helm::HelmConfig;
 use crate::process::{Cmd, ProcessLog};
 
 #[derive(Debug, clap::Subcommand)]
@@ -55,6 +57,15 @@ pub struct UpArgs {
     /// Kind: keep the nodes of a failed create for inspection.
     #[arg(long)]
     pub keep_on_failure: bool,
+    /// Kind: deploy the reference operator from these manifests (its image must be built).
+    #[arg(long, value_name = "DIR", conflicts_with = "helm_chart")]
+    pub reference_operator: Option<PathBuf>,
+    /// Kind: install Gameplane's Helm chart from this path.
+    #[arg(long, value_name = "CHART")]
+    pub helm_chart: Option<PathBuf>,
+    /// Kind: values files for the chart (repeatable).
+    #[arg(long, value_name = "FILE", requires = "helm_chart")]
+    pub helm_values: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -153,6 +164,20 @@ async fn up_kind(args: UpArgs) -> Result<(), CliError> {
     let mut options = kind_options(&args.name, args.state_dir.clone());
     options.backup_repo_dir = args.backup_repo.clone();
     options.keep_on_failure = args.keep_on_failure;
+    if let Some(manifests) = &args.reference_operator {
+        options.deploy = Box::new(KindDeploy::ReferenceOperator {
+            manifests: manifests.clone(),
+            bound: Duration::from_secs(300),
+        });
+    } else if let Some(chart) = &args.helm_chart {
+        options.deploy = Box::new(KindDeploy::helm(HelmConfig {
+            release: "gameplane".into(),
+            chart: chart.clone(),
+            values: args.helm_values.clone(),
+            images: Vec::new(),
+            timeout_secs: 300,
+        }));
+    }
     let backend = Kind::up(options.clone())
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
