@@ -36,21 +36,35 @@ fn backup_finished() -> Condition<Backup> {
     })
 }
 
-/// The operator has recorded the backup's source (preparation is under way).
-fn source_recorded() -> Condition<Backup> {
-    Condition::new("status.source recorded", |b: Option<&Backup>| {
-        let Some(b) = b else { return Verdict::Pending };
-        let v = backup_value(b);
-        if v.pointer("/status/source/state").is_some() {
-            return Verdict::Met;
-        }
-        match b.status.as_ref().and_then(|s| s.phase) {
-            Some(p) if p.is_terminal() => Verdict::Terminal(format!(
-                "the Backup finished ({p:?}) before its source was recorded"
-            )),
-            _ => Verdict::Pending,
-        }
-    })
+/// The operator has quiesced the source (annotation `quiesced-at`).
+fn quiesced() -> Condition<Backup> {
+    Condition::new(
+        "annotation backup.gameplane.local/quiesced-at",
+        |b: Option<&Backup>| {
+            let Some(b) = b else { return Verdict::Pending };
+            let annotated = b
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key("backup.gameplane.local/quiesced-at"));
+            if annotated {
+                return Verdict::Met;
+            }
+            match b.status.as_ref().and_then(|s| s.phase) {
+                Some(p) if p.is_terminal() => Verdict::Terminal(format!(
+                    "the Backup finished ({p:?}) before the source was quiesced"
+                )),
+                _ => Verdict::Pending,
+            }
+        },
+    )
+}
+
+fn condition_reason(b: &Backup, type_: &str) -> Option<String> {
+    b.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .map(|c| format!("{}/{}", c.status, c.reason))
 }
 
 /// Backup summary written into receipts.
@@ -326,9 +340,11 @@ pub async fn live_backup_pod_replaced_during_preparation(
         fixture::create_backup(ctx, "live", SERVER, true),
     )
     .await?;
-    ctx.step("await source recorded", async {
+    // Replace the pod once the original game has been quiesced: from then on cleanup
+    // (save-on) is owed to the original process, and must never reach its successor.
+    ctx.step("await quiesce of the original", async {
         let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        let b = await_object(&api, "live", source_recorded(), ctx.bounds.settle).await?;
+        let b = await_object(&api, "live", quiesced(), ctx.bounds.settle).await?;
         Ok(backup_observation(&b))
     })
     .await?;
@@ -359,6 +375,12 @@ pub async fn live_backup_pod_replaced_during_preparation(
         ctx.uses("RCON audit log");
         let b = object(ctx, "backup", "live");
         expect_eq(&b, "status.phase", "Failed".to_string(), phase_of(&backup))?;
+        expect_eq(
+            &b,
+            "condition Unquiesced (status/reason)",
+            Some("True/OriginalProcessExited".to_string()),
+            condition_reason(&backup, "Unquiesced"),
+        )?;
         let successor = fixture_incarnation_after(&audit);
         let cmds = commands_of(&audit, Some(&successor));
         expect(
@@ -753,8 +775,57 @@ pub async fn live_backup_restore_round_trip(ctx: &CaseContext<'_>) -> Result<(),
         .as_ref()
         .and_then(|s| s.snapshot_id.clone())
         .unwrap_or_default();
+    expect(
+        !snapshot.is_empty(),
+        &b,
+        "status.snapshotID",
+        "a restic snapshot id",
+        &snapshot,
+    )?;
     ctx.recorder
         .restic_snapshot("live backup", &snapshot, backup_observation(&backup))?;
+    // A copy that cannot be written (the repository's password is wrong) must fail, never
+    // report success without a snapshot.
+    let bad = ctx
+        .step("backup into an unusable repository", async {
+            fixture::install_bad_repo_secret(ctx).await?;
+            let bad = Backup::new(
+                "unusable-repo",
+                gameplane_api::backup::BackupSpec {
+                    server_ref: gameplane_api::backup::ServerRef {
+                        name: SERVER.into(),
+                    },
+                    repo_ref: Some(gameplane_api::backup::RepoRef {
+                        name: fixture::BAD_REPO_SECRET.into(),
+                        key: "repo".into(),
+                    }),
+                    strategy: None,
+                    quiesce: Some(true),
+                    tags: vec![],
+                },
+            );
+            let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            api.create(&Default::default(), &bad)
+                .await
+                .map_err(CaseError::kube(
+                    "create Backup",
+                    object(ctx, "backup", "unusable-repo"),
+                ))?;
+            let b = await_backup(ctx, "unusable-repo").await?;
+            Ok((backup_observation(&b), b))
+        })
+        .await?
+        .1;
+    let o = object(ctx, "backup", "unusable-repo");
+    expect_eq(&o, "status.phase", "Failed".to_string(), phase_of(&bad))?;
+    let bad_snapshot = bad.status.as_ref().and_then(|s| s.snapshot_id.clone());
+    expect(
+        bad_snapshot.as_deref().is_none_or(str::is_empty),
+        &o,
+        "status.snapshotID",
+        "none (nothing was written)",
+        &bad_snapshot,
+    )?;
     let data = names::data_pvc(SERVER);
     ctx.step("plant a file after the backup", async {
         fixture::volume_script(

@@ -54,6 +54,8 @@ pub const EXTRA_MOUNT: &str = "/worlds/nether";
 
 pub const RCON_SECRET: &str = "rcon";
 pub const REPO_SECRET: &str = "restic-repo";
+/// The same repository with the wrong password: a copy into it must fail.
+pub const BAD_REPO_SECRET: &str = "restic-repo-wrong-password";
 
 /// Which agent the template deploys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,6 +299,26 @@ pub async fn install(
         template: ns,
         repo,
     })
+}
+
+/// Creates the Secret naming the case's repository with a wrong password.
+pub async fn install_bad_repo_secret(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let repo = repo_path(&ctx.namespace);
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret(
+                BAD_REPO_SECRET,
+                &[("repo", &repo), ("password", "not-the-password")],
+            ),
+        )
+        .await
+        .map_err(CaseError::kube(
+            "create Secret",
+            format!("{}/{BAD_REPO_SECRET}", ctx.namespace),
+        ))?;
+    Ok(())
 }
 
 /// Creates GameServer `name` (pinned to `version`).

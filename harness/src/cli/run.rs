@@ -363,11 +363,8 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
             survivors.push(*mutant);
         }
     }
-    let written = crate::evidence::bundle::Bundle::resume(&baseline.bundle_dir).and_then(|b| {
-        b.kill_matrix(&matrix)?;
-        b.finalize(false)
-    });
-    if let Err(e) = written {
+    if let Err(e) = crate::evidence::bundle::Bundle::add_kill_matrix(&baseline.bundle_dir, &matrix)
+    {
         return Err(CliError::usage(format!(
             "could not write the kill matrix into {}: {e}",
             baseline.bundle_dir.display()

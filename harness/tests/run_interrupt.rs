@@ -1,0 +1,153 @@
+//! Ctrl-C during `rehearse run`: the run stops, every process it started ends, and the bundle
+//! it leaves verifies and says it was interrupted.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Polls `check` every 20 ms until it returns `Some`, for at most `bound`; panics with `what`
+/// and the last observation otherwise.
+fn wait_for<T>(bound: Duration, what: &str, mut check: impl FnMut() -> (Option<T>, String)) -> T {
+    let start = Instant::now();
+    let mut last = String::new();
+    let mut tick = std::time::Duration::from_millis(20);
+    while start.elapsed() < bound {
+        let (hit, seen) = check();
+        if let Some(v) = hit {
+            return v;
+        }
+        last = seen;
+        // A short, fixed poll of a file another process writes; bounded above.
+        std::thread::park_timeout(tick);
+        tick = (tick * 2).min(Duration::from_millis(200));
+    }
+    panic!("{what} not observed within {bound:?}; last observed: {last}");
+}
+
+fn bundle_dir(reports: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(reports)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("receipts.jsonl").is_file())
+}
+
+/// PIDs of processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmd).contains(needle)
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_mid_run_cleans_up_and_leaves_an_interrupted_bundle() {
+    let reports = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["run", "--case", "stopped_server_backups", "--reports"])
+        .arg(reports.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rehearse");
+    let pid = child.id();
+    let guard = scopeguard(pid);
+
+    // Interrupt once the case is past its setup: a server is running.
+    let dir = wait_for(
+        Duration::from_secs(120),
+        "the case creating its server",
+        || {
+            let dir = bundle_dir(reports.path());
+            let journal = dir
+                .as_ref()
+                .and_then(|d| std::fs::read_to_string(d.join("receipts.jsonl")).ok())
+                .unwrap_or_default();
+            let hit = journal
+                .contains("\"step\":\"create server\"")
+                .then(|| dir.clone().unwrap());
+            (hit, format!("{} journal lines", journal.lines().count()))
+        },
+    );
+    let state_marker = format!("cluster-{pid}-");
+    assert!(
+        !processes_mentioning(&state_marker).is_empty(),
+        "no sandbox of the run was seen before the interrupt"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = wait_for(
+        Duration::from_secs(60),
+        "rehearse exiting after SIGINT",
+        || (child.try_wait().unwrap(), "still running".into()),
+    );
+    std::mem::forget(guard);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        !status.success(),
+        "an interrupted run must exit non-zero; stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("interrupted"),
+        "stderr does not say interrupted: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let survivors = wait_for(
+        Duration::from_secs(10),
+        "every sandbox of the run ending",
+        || {
+            let left = processes_mentioning(&state_marker);
+            (
+                left.is_empty().then_some(()),
+                format!("still running: {left:?}"),
+            )
+        },
+    );
+    let () = survivors;
+
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("bundle.json")).expect("bundle.json written"),
+    )
+    .unwrap();
+    assert_eq!(summary["interrupted"], serde_json::json!(true), "{summary}");
+    assert_eq!(
+        summary["cases"][0]["verdict"],
+        serde_json::json!("interrupted"),
+        "{summary}"
+    );
+    rehearsal::evidence::receipts::verify(dir.join("receipts.jsonl"))
+        .expect("the journal verifies");
+}
+
+/// Kills the child if the test panics before it exits.
+fn scopeguard(pid: u32) -> impl Drop {
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0 as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    Kill(pid)
+}
