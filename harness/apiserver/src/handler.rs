@@ -401,7 +401,11 @@ async fn resource(
             let mut obj = negotiate::decode_object(call.headers, &bytes)?;
             negotiate::check_type(&info, &mut obj)?;
             strict_fields(&call, &info, &obj)?;
-            let created = call.shared.state().create(&info, ns, obj)?;
+            let dry = dry_run(call.query)?;
+            let created = call
+                .shared
+                .state()
+                .dry_run(dry, |s| s.create(&info, ns, obj))?;
             Ok(with_warnings(
                 object_response(StatusCode::CREATED, &info, &created),
                 &info,
@@ -413,10 +417,11 @@ async fn resource(
             let mut obj = negotiate::decode_object(call.headers, &bytes)?;
             negotiate::check_type(&info, &mut obj)?;
             strict_fields(&call, &info, &obj)?;
+            let dry = dry_run(call.query)?;
             let updated = call
                 .shared
                 .state()
-                .update(&info, ns, name, obj, status_target)?;
+                .dry_run(dry, |s| s.update(&info, ns, name, obj, status_target))?;
             Ok(with_warnings(
                 object_response(StatusCode::OK, &info, &updated),
                 &info,
@@ -430,7 +435,11 @@ async fn resource(
         (Method::DELETE, Some(name)) if status_target == Target::Main => {
             let bytes = read_body(call.shared, call.headers, body).await?;
             let opts = delete_options(call.query, &bytes)?;
-            let (obj, _) = call.shared.state().delete(&info, ns, name, &opts)?;
+            let dry = dry_run(call.query)? || opts.dry_run;
+            let (obj, _) = call
+                .shared
+                .state()
+                .dry_run(dry, |s| s.delete(&info, ns, name, &opts))?;
             Ok(object_response(StatusCode::OK, &info, &obj))
         }
         (Method::DELETE, None) => {
@@ -439,6 +448,17 @@ async fn resource(
             delete_collection(&call, &info, target.namespace, &opts)
         }
         (method, _) => Err(ApiError::method_not_allowed(method.as_str())),
+    }
+}
+
+/// `dryRun=All`: validate and answer as if written, store nothing.
+fn dry_run(query: &Query) -> Result<bool, ApiError> {
+    match query.get("dryRun").map(String::as_str) {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "invalid dry run option: {other:?}; the only supported value is \"All\""
+        ))),
     }
 }
 
@@ -612,6 +632,7 @@ fn patch(
              application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ));
     }
+    let dry = dry_run(call.query)?;
     let mut state = call.shared.state();
     let current = state.get(info, ns, name);
     let Some(current) = current else {
@@ -622,7 +643,7 @@ fn patch(
             }
             negotiate::check_type(info, &mut obj)?;
             meta::meta_mut(&mut obj).insert("name".into(), json!(name));
-            let created = state.create(info, ns, obj)?;
+            let created = state.dry_run(dry, |s| s.create(info, ns, obj))?;
             return Ok(object_response(StatusCode::CREATED, info, &created));
         }
         return Err(ApiError::not_found(info, name));
@@ -669,7 +690,7 @@ fn patch(
     let mut patched = patched;
     negotiate::check_type(info, &mut patched)?;
     strict_fields(call, info, &patched)?;
-    let updated = state.update(info, ns, name, patched, target)?;
+    let updated = state.dry_run(dry, |s| s.update(info, ns, name, patched, target))?;
     Ok(with_warnings(
         object_response(StatusCode::OK, info, &updated),
         info,
@@ -707,6 +728,10 @@ fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError>
             .and_then(Value::as_str)
             .map(str::to_string);
         opts.grace_period = doc.get("gracePeriodSeconds").and_then(Value::as_i64);
+        opts.dry_run = doc
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|v| v == "All"));
     }
     if let Some(p) = query.get("propagationPolicy") {
         opts.propagation = Some(parse_policy(p)?);
@@ -730,6 +755,7 @@ fn delete_collection(
     opts: &DeleteOptions,
 ) -> Result<Response<Body>, ApiError> {
     let (labels, fields) = selectors(call.query, info)?;
+    let dry = dry_run(call.query)? || opts.dry_run;
     let mut state = call.shared.state();
     let targets: Vec<(String, String)> = state
         .list(info, ns)
@@ -744,7 +770,7 @@ fn delete_collection(
         .collect();
     let mut deleted = Vec::new();
     for (obj_ns, name) in targets {
-        match state.delete(info, &obj_ns, &name, opts) {
+        match state.dry_run(dry, |s| s.delete(info, &obj_ns, &name, opts)) {
             Ok((obj, _)) => deleted.push(obj),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),

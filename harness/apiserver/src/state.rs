@@ -74,6 +74,8 @@ pub struct DeleteOptions {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub grace_period: Option<i64>,
+    /// `dryRun: ["All"]` in the body (clients may also send it as a query parameter).
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +115,8 @@ pub struct State {
     tx: broadcast::Sender<Arc<Event>>,
     settings: Settings,
     next_ip: u32,
+    /// Set for the duration of a `dryRun=All` request: writes are computed, not stored.
+    dry_run: bool,
 }
 
 fn set_meta(obj: &mut Value, key: &str, value: Value) {
@@ -169,6 +173,7 @@ impl State {
             tx,
             settings,
             next_ip: 10,
+            dry_run: false,
         };
         let ns_info = state
             .registry
@@ -181,6 +186,15 @@ impl State {
                 .expect("built-in namespaces are valid");
         }
         state
+    }
+
+    /// Runs `op` as a dry run when `dry` is set: validation and defaulting happen, nothing is
+    /// stored, no event is emitted and the resourceVersion does not move.
+    pub fn dry_run<T>(&mut self, dry: bool, op: impl FnOnce(&mut Self) -> T) -> T {
+        self.dry_run = dry;
+        let out = op(self);
+        self.dry_run = false;
+        out
     }
 
     pub fn resource_version(&self) -> u64 {
@@ -313,6 +327,15 @@ impl State {
 
     /// Stores `obj` with a new resourceVersion and emits the event.
     fn put(&mut self, r: &ObjRef, mut obj: Value, old: Option<Arc<Value>>) -> Arc<Value> {
+        if self.dry_run {
+            match &old {
+                Some(o) => copy_meta(o, &mut obj, "resourceVersion"),
+                None => {
+                    meta_mut(&mut obj).remove("resourceVersion");
+                }
+            }
+            return Arc::new(obj);
+        }
         self.rv += 1;
         set_meta(
             &mut obj,
@@ -488,7 +511,7 @@ impl State {
             None
         };
         let arc = self.put(&r, obj, None);
-        if let Some(def) = definition {
+        if let Some(def) = definition.filter(|_| !self.dry_run) {
             self.registry
                 .set_custom(&def.group, &def.plural, def.resources);
         }
@@ -606,12 +629,15 @@ impl State {
         }
         if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() && grace_seconds(&new) == 0
         {
+            if self.dry_run {
+                return Ok(Arc::new(new));
+            }
             let removed = self.run(vec![Work::Remove(r.clone(), Some(Box::new(new)))]);
             let last = removed.into_iter().find(|(x, _)| *x == r).map(|(_, v)| v);
             return last.ok_or_else(|| ApiError::not_found(info, name));
         }
         let arc = self.put(&r, new, Some(old));
-        if let Some(def) = definition {
+        if let Some(def) = definition.filter(|_| !self.dry_run) {
             self.registry
                 .set_custom(&def.group, &def.plural, def.resources);
         }
@@ -662,6 +688,9 @@ impl State {
                     meta::resource_version(&current).unwrap_or("")
                 ),
             ));
+        }
+        if self.dry_run {
+            return Ok((current, false));
         }
         let policy = opts.propagation.unwrap_or(Propagation::Background);
         let removed = self.run(vec![Work::Delete(r.clone(), policy, opts.grace_period)]);

@@ -1082,3 +1082,68 @@ async fn watch_lists_bookmarks_and_timeouts() {
     .await;
     assert_eq!(added, 3, "three synthetic ADDED events, then the end");
 }
+
+#[tokio::test]
+async fn dry_run_validates_without_storing() {
+    let (_server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let answered = cms
+        .create(&dry, &configmap("ghost", json!({"a": "1"})))
+        .await
+        .unwrap();
+    assert!(
+        answered.metadata.uid.is_some(),
+        "the answer looks created: {:?}",
+        answered.metadata
+    );
+    assert_eq!(
+        status_of(cms.get("ghost").await).code,
+        404,
+        "nothing was stored"
+    );
+
+    let real = cms
+        .create(
+            &PostParams::default(),
+            &configmap("real", json!({"a": "1"})),
+        )
+        .await
+        .unwrap();
+    let dry_patch = PatchParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let answered = cms
+        .patch(
+            "real",
+            &dry_patch,
+            &Patch::Merge(json!({"data": {"a": "2"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answered.data.unwrap()["a"], "2");
+    let stored = cms.get("real").await.unwrap();
+    assert_eq!(stored.data.unwrap()["a"], "1");
+    assert_eq!(
+        stored.metadata.resource_version,
+        real.metadata.resource_version
+    );
+
+    let dry_delete = DeleteParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    cms.delete("real", &dry_delete).await.unwrap();
+    assert!(
+        cms.get("real").await.is_ok(),
+        "a dry-run delete keeps the object"
+    );
+
+    let gs = register_crd(&client, false).await;
+    let invalid = status_of(gs.create(&dry, &game_server("bad", json!({}))).await);
+    assert_eq!(invalid.code, 422, "dry runs still validate");
+}
