@@ -104,3 +104,40 @@ async fn an_unpullable_image_fails_the_server() {
         .unwrap();
     assert_eq!(ready.reason, "ImagePullFailed", "{}", dump(&failed));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_change_rolls_the_pod_and_keeps_the_world_claim() {
+    let rig = Rig::start(None).await;
+    rig.create_server("alpha", "mc", false).await;
+    let before = rig.await_running_pod("alpha").await;
+    let (_, data_uid) = rig.volume("alpha-data").await;
+    rig.api::<GameServer>()
+        .patch(
+            "alpha",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"version": "1.1"}})),
+        )
+        .await
+        .unwrap();
+    let after = common::wait_for(
+        &rig.api::<k8s_openapi::api::core::v1::Pod>(),
+        "alpha-0",
+        "running 1.1",
+        |p: Option<&k8s_openapi::api::core::v1::Pod>| {
+            let image = p.and_then(|p| p.spec.as_ref()?.containers.first()?.image.clone());
+            image.as_deref() == Some("rehearsal.local/fixture-game:1.1-compat")
+                && matches!(
+                    reference_operator::incarnation::observe(p),
+                    reference_operator::incarnation::Observation::Running(_)
+                )
+        },
+    )
+    .await;
+    assert_ne!(after.uid(), before.uid(), "a new pod runs the new version");
+    assert_eq!(
+        rig.volume("alpha-data").await.1,
+        data_uid,
+        "same world claim"
+    );
+    rig.volume("alpha-mods-1-1").await;
+}

@@ -73,6 +73,7 @@ async fn the_ready_file_is_written_once_the_caches_are_synced() {
         &[("REHEARSAL_READY_FILE", &ready)],
     ));
     let path = ready.clone();
+    let started = std::time::Instant::now();
     let read = tokio::task::spawn_blocking(move || std::fs::read_to_string(path));
     let text = tokio::time::timeout(WAIT, read)
         .await
@@ -80,4 +81,9 @@ async fn the_ready_file_is_written_once_the_caches_are_synced() {
         .unwrap()
         .unwrap();
     assert_eq!(text, "ready\n");
+    // A figure, not an assertion: the DESIGN target is "cluster up with the operator" < 1 s.
+    eprintln!(
+        "reference operator ready {:?} after spawn",
+        started.elapsed()
+    );
 }

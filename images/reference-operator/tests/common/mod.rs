@@ -148,13 +148,21 @@ pub fn template(name: &str, agent_image: Option<&str>) -> GameTemplate {
             game: "minecraft-java".into(),
             version: "1".into(),
             image: "rehearsal.local/fixture-game:1.0".into(),
-            versions: vec![GameVersion {
-                id: "1.0".into(),
-                display_name: "1.0".into(),
-                image: "rehearsal.local/fixture-game:1.0".into(),
-                default: Some(true),
-                ..Default::default()
-            }],
+            versions: vec![
+                GameVersion {
+                    id: "1.0".into(),
+                    display_name: "1.0".into(),
+                    image: "rehearsal.local/fixture-game:1.0".into(),
+                    default: Some(true),
+                    ..Default::default()
+                },
+                GameVersion {
+                    id: "1.1".into(),
+                    display_name: "1.1 (compatible)".into(),
+                    image: "rehearsal.local/fixture-game:1.1-compat".into(),
+                    ..Default::default()
+                },
+            ],
             env: vec![
                 env("RCON_PASSWORD", RCON_PASSWORD),
                 env("FIXTURE_DATA_DIR", "/data"),
