@@ -526,6 +526,14 @@ pub enum Problem {
         test: String,
         binary_ids: Vec<String>,
     },
+    /// The nextest config has no `[profile.<bucket>]` default-filter, or not the bucket's.
+    StaleProfile {
+        config: PathBuf,
+        bucket: String,
+        found: Option<String>,
+    },
+    /// The nextest config could not be read as TOML.
+    UnreadableConfig { config: PathBuf, message: String },
 }
 
 impl fmt::Display for Problem {
@@ -568,6 +576,26 @@ impl fmt::Display for Problem {
                 "test name `{test}` exists in {}; bucket filters select cases by name, so rename one of them",
                 binary_ids.join(" and ")
             ),
+            Problem::StaleProfile {
+                config,
+                bucket,
+                found,
+            } => {
+                let what = match found {
+                    None => "has no default-filter",
+                    Some(_) => "selects other cases than the manifest",
+                };
+                write!(
+                    f,
+                    "[profile.{bucket}] in {} {what}; set its default-filter to the output of `rehearse buckets nextest-filter {bucket}`",
+                    config.display()
+                )
+            }
+            Problem::UnreadableConfig { config, message } => write!(
+                f,
+                "{} is not valid TOML ({message}); fix it so nextest and this check can read it",
+                config.display()
+            ),
         }
     }
 }
@@ -575,7 +603,7 @@ impl fmt::Display for Problem {
 /// The manifest and the nextest list disagree.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "bucket manifest {} disagrees with cargo nextest list ({} problem{}): {}",
+    "bucket manifest {} disagrees with cargo nextest list or the nextest config ({} problem{}): {}",
     manifest.display(),
     problems.len(),
     if problems.len() == 1 { "" } else { "s" },
@@ -703,4 +731,35 @@ pub fn verify(manifest: &Manifest, list: &NextestList) -> Result<VerifySummary, 
             .collect(),
         cases: manifest.cases().count(),
     })
+}
+
+/// Checks that every bucket has a nextest profile in `.config/nextest.toml` (its `text`, read
+/// from `config`) whose `default-filter` is [`Manifest::nextest_filter`].
+pub fn check_nextest_config(manifest: &Manifest, config: &Path, text: &str) -> Vec<Problem> {
+    let table: toml::Table = match text.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            return vec![Problem::UnreadableConfig {
+                config: config.to_owned(),
+                message: e.message().trim().replace('\n', " "),
+            }];
+        }
+    };
+    let mut problems = Vec::new();
+    for bucket in &manifest.buckets {
+        let found = table
+            .get("profile")
+            .and_then(|p| p.get(&bucket.name))
+            .and_then(|p| p.get("default-filter"))
+            .and_then(toml::Value::as_str)
+            .map(str::to_owned);
+        if found.is_none() || found != manifest.nextest_filter(&bucket.name).ok() {
+            problems.push(Problem::StaleProfile {
+                config: config.to_owned(),
+                bucket: bucket.name.clone(),
+                found,
+            });
+        }
+    }
+    problems
 }

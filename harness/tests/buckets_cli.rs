@@ -95,7 +95,7 @@ fn verify_fails_naming_the_missing_case() {
         err.lines()
             .last()
             .unwrap()
-            .contains("disagrees with cargo nextest list (1 problem)"),
+            .contains("disagrees with cargo nextest list or the nextest config (1 problem)"),
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
@@ -252,4 +252,66 @@ fn real_nextest_list_output_parses_and_verifies() {
     );
     assert_eq!(cli.status.code(), Some(1));
     assert!(stderr(&cli).contains("(2 problems)"), "{}", stderr(&cli));
+}
+
+#[test]
+fn verify_checks_the_nextest_config_too() {
+    let out = rehearse(
+        &[
+            "buckets",
+            "verify",
+            "--nextest-list-json",
+            fixture("list_valid.json").to_str().unwrap(),
+        ],
+        &workspace(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(".config/nextest.toml agrees"),
+        "{}",
+        stdout(&out)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let real = std::fs::read_to_string(workspace().join(".config/nextest.toml")).unwrap();
+    let stale = real.replace(" | test(=http_only_candidate)", "");
+    assert_ne!(stale, real);
+    let config = dir.path().join("nextest.toml");
+    std::fs::write(&config, stale).unwrap();
+    let out = rehearse(
+        &[
+            "buckets",
+            "verify",
+            "--nextest-list-json",
+            fixture("list_valid.json").to_str().unwrap(),
+            "--nextest-config",
+            config.to_str().unwrap(),
+        ],
+        &workspace(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("[profile.rollout] in ")
+            && err.contains("rehearse buckets nextest-filter rollout"),
+        "{err}"
+    );
+
+    let out = rehearse(
+        &[
+            "buckets",
+            "verify",
+            "--nextest-list-json",
+            fixture("list_valid.json").to_str().unwrap(),
+            "--nextest-config",
+            dir.path().join("absent.toml").to_str().unwrap(),
+        ],
+        &workspace(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--nextest-config PATH"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use rehearsal::buckets::{Manifest, ManifestError, NextestList, Problem, verify};
+use rehearsal::buckets::{
+    Manifest, ManifestError, NextestList, Problem, check_nextest_config, verify,
+};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -114,9 +116,10 @@ fn real_manifest_maps_every_mutant_to_the_case_that_catches_it() {
                 ]
             ),
             expect("stopped-source-needs-agent", &["stopped_server_backups"]),
+            // The round trip's copy into an unusable repository is what exposes this mutant.
             expect(
                 "succeed-on-failed-copy",
-                &["stopped_server_backup_started_mid_copy"]
+                &["live_backup_restore_round_trip"]
             ),
             expect(
                 "unquiesce-any-pod",
@@ -467,4 +470,38 @@ fn not_nextest_json_is_refused() {
         msg.contains("cargo nextest list --message-format json"),
         "{msg}"
     );
+}
+
+#[test]
+fn nextest_config_check_finds_missing_stale_and_unreadable_profiles() {
+    let m = real_manifest();
+    let path = workspace().join(".config/nextest.toml");
+    let real = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(check_nextest_config(&m, &path, &real), vec![]);
+
+    let no_backup = real.replace("[profile.backup]", "[profile.backup-old]");
+    let problems = check_nextest_config(&m, &path, &no_backup);
+    assert_eq!(
+        problems,
+        vec![Problem::StaleProfile {
+            config: path.clone(),
+            bucket: "backup".into(),
+            found: None
+        }]
+    );
+    assert!(problems[0].to_string().contains("has no default-filter"));
+
+    let stale = real.replace(" | test(=http_only_candidate)", "");
+    let problems = check_nextest_config(&m, &path, &stale);
+    assert!(
+        matches!(&problems[..], [Problem::StaleProfile { bucket, found: Some(_), .. }] if bucket == "rollout"),
+        "{problems:?}"
+    );
+
+    let problems = check_nextest_config(&m, &path, "[profile\n");
+    assert!(
+        matches!(&problems[..], [Problem::UnreadableConfig { .. }]),
+        "{problems:?}"
+    );
+    assert!(!problems[0].to_string().contains('\n'));
 }

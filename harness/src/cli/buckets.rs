@@ -4,7 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use super::CliError;
-use crate::buckets::{DEFAULT_MANIFEST, Manifest, NextestList, verify};
+use crate::buckets::{
+    DEFAULT_MANIFEST, Manifest, NextestList, VerifyError, check_nextest_config, verify,
+};
+
+/// Where nextest reads its config, relative to the workspace root.
+const NEXTEST_CONFIG: &str = ".config/nextest.toml";
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BucketsCommand {
@@ -16,6 +21,10 @@ pub enum BucketsCommand {
         /// instead of running it.
         #[arg(long, value_name = "FILE")]
         nextest_list_json: Option<PathBuf>,
+        /// The nextest config whose bucket profiles must match the manifest
+        /// [default: .config/nextest.toml of the manifest's workspace].
+        #[arg(long, value_name = "PATH")]
+        nextest_config: Option<PathBuf>,
     },
     /// Print each bucket and its cases.
     List {
@@ -74,6 +83,7 @@ pub async fn run(command: BucketsCommand) -> Result<(), CliError> {
         BucketsCommand::Verify {
             manifest,
             nextest_list_json,
+            nextest_config,
         } => {
             let manifest = manifest.load()?;
             let list = match nextest_list_json {
@@ -92,17 +102,35 @@ pub async fn run(command: BucketsCommand) -> Result<(), CliError> {
                 }
                 None => run_nextest_list(&manifest).await?,
             };
-            match verify(&manifest, &list) {
-                Ok(summary) => {
-                    println!("{summary}");
+            let config =
+                nextest_config.unwrap_or_else(|| workspace_of(&manifest.path).join(NEXTEST_CONFIG));
+            let config_text = std::fs::read_to_string(&config).map_err(|e| {
+                CliError::usage(format!(
+                    "cannot read the nextest config {}: {e}; run from the workspace root or pass --nextest-config PATH",
+                    config.display()
+                ))
+            })?;
+            let config_problems = check_nextest_config(&manifest, &config, &config_text);
+            let (summary, mut problems) = match verify(&manifest, &list) {
+                Ok(summary) => (Some(summary), Vec::new()),
+                Err(e) => (None, e.problems),
+            };
+            problems.extend(config_problems);
+            match summary {
+                Some(summary) if problems.is_empty() => {
+                    println!("{summary}; {} agrees", config.display());
                     Ok(())
                 }
-                Err(e) => {
+                _ => {
                     // One line per problem first, so a long list stays readable; then the
                     // one-line verdict.
-                    for problem in &e.problems {
+                    for problem in &problems {
                         eprintln!("rehearse: {problem}");
                     }
+                    let e = VerifyError {
+                        manifest: manifest.path.clone(),
+                        problems,
+                    };
                     Err(CliError::failed(e.to_string()))
                 }
             }
