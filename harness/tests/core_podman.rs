@@ -519,13 +519,13 @@ async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
         std::fs::set_permissions(&helm, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let mut first = options.clone();
-    first.deploy = Box::new(rehearsal::backend::kind::KindDeploy::Helm {
+    *first.deploy = rehearsal::backend::kind::KindDeploy::Helm {
         config: serde_yaml::from_str(
             "chart: /src/gameplane/charts/gameplane\nvalues: [values-kind.yaml]\n",
         )
         .unwrap(),
         helm_program: helm.display().to_string(),
-    });
+    };
     let backend = Kind::up(first).await.expect("kind up");
     let helm_argv = std::fs::read_to_string(&helm_log).unwrap();
     assert_eq!(

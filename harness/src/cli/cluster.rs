@@ -165,18 +165,18 @@ async fn up_kind(args: UpArgs) -> Result<(), CliError> {
     options.backup_repo_dir = args.backup_repo.clone();
     options.keep_on_failure = args.keep_on_failure;
     if let Some(manifests) = &args.reference_operator {
-        options.deploy = Box::new(KindDeploy::ReferenceOperator {
+        *options.deploy = KindDeploy::ReferenceOperator {
             manifests: manifests.clone(),
             bound: Duration::from_secs(300),
-        });
+        };
     } else if let Some(chart) = &args.helm_chart {
-        options.deploy = Box::new(KindDeploy::helm(HelmConfig {
+        *options.deploy = KindDeploy::helm(HelmConfig {
             release: "gameplane".into(),
             chart: chart.clone(),
             values: args.helm_values.clone(),
             images: Vec::new(),
             timeout_secs: 300,
-        }));
+        });
     }
     let backend = Kind::up(options.clone())
         .await
