@@ -79,3 +79,21 @@ fn live_tests_refuse_a_context_not_named_in_rehearsal_context() {
         assert!(live_test_context(&format!("{allowed}-other")).is_err());
     }
 }
+
+#[tokio::test]
+async fn live_test_connection_refuses_other_contexts() {
+    // Without REHEARSAL_CONTEXT (CI's default run) nothing is allowed.
+    if std::env::var("REHEARSAL_CONTEXT").is_err() {
+        let err = Existing::for_live_test(Some("kind-rehearsal"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("REHEARSAL_CONTEXT"), "{err}");
+    } else {
+        let err = Existing::for_live_test(Some("definitely-not-the-live-context"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("refusing"), "{err}");
+    }
+}

@@ -43,6 +43,20 @@ impl Existing {
         })
     }
 
+    /// For live tests: connects to `REHEARSAL_KUBECONFIG` with the context named in
+    /// `REHEARSAL_CONTEXT`, and to nothing else (`context`, when given, must be that one).
+    pub async fn for_live_test(context: Option<&str>) -> Result<Self, BackendError> {
+        let allowed = std::env::var(super::kubeconfig::LIVE_CONTEXT_ENV).unwrap_or_default();
+        let context = context.unwrap_or(&allowed);
+        super::kubeconfig::live_test_context(context)?;
+        let path = std::env::var_os("REHEARSAL_KUBECONFIG").ok_or_else(|| {
+            BackendError::Setup(
+                "REHEARSAL_KUBECONFIG is not set: live tests need the kubeconfig of the cluster named by REHEARSAL_CONTEXT".into(),
+            )
+        })?;
+        Self::connect(Path::new(&path), Some(context)).await
+    }
+
     /// The pinned context.
     pub fn context(&self) -> &str {
         &self.context
