@@ -1,0 +1,100 @@
+//! Optional check against the real Gameplane CRDs (`../shared/reference/gameplane-crds/`, or
+//! `GAMEPLANE_REFERENCE_CRDS`): where our schema and theirs share a field, the names and types
+//! agree, and every field we add is a known Part B addition. The reference files are not part
+//! of the project, so without them the check reports that it did not run and passes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+fn reference_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("GAMEPLANE_REFERENCE_CRDS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/reference/gameplane-crds")
+        });
+    dir.is_dir().then_some(dir)
+}
+
+/// Flattens a schema into `path -> type` (`x-kubernetes-int-or-string` counts as a type).
+fn flatten(schema: &Value, path: String, out: &mut BTreeMap<String, String>) {
+    let ty = if schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        "int-or-string".to_string()
+    } else {
+        schema
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    out.insert(path.clone(), ty);
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            flatten(v, format!("{path}.{k}"), out);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        flatten(items, format!("{path}[]"), out);
+    }
+}
+
+fn schema_of(crd: &Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    flatten(
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+        String::new(),
+        &mut out,
+    );
+    out
+}
+
+/// Fields this project adds on purpose (CONTRACT B), or that only exist in it.
+const ADDITIONS: &[&str] = &[".status.source", ".status.consistency"];
+
+#[test]
+fn shared_fields_match_the_real_gameplane_crds() {
+    let Some(dir) = reference_dir() else {
+        eprintln!(
+            "reference CRDs not found: comparison not run (set GAMEPLANE_REFERENCE_CRDS to run it)"
+        );
+        return;
+    };
+    let mut problems = Vec::new();
+    let mut shared = 0;
+    for crd in gameplane_api::crds::all() {
+        let ours = serde_json::to_value(&crd).unwrap();
+        let path = dir.join(gameplane_api::crds::file_name(&crd));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let theirs: Value =
+            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let kind = crd.spec.names.kind.clone();
+        assert_eq!(
+            theirs["spec"]["scope"], ours["spec"]["scope"],
+            "{kind} scope"
+        );
+        let (ours, theirs) = (schema_of(&ours), schema_of(&theirs));
+        for (field, ty) in &ours {
+            let added = ADDITIONS.iter().any(|a| field.starts_with(a));
+            match theirs.get(field) {
+                Some(t) if t == ty || t.is_empty() || ty.is_empty() => shared += 1,
+                Some(t) => problems.push(format!("{kind}{field}: ours {ty}, Gameplane {t}")),
+                None if added => {}
+                None => problems.push(format!("{kind}{field}: not in Gameplane's CRD (misspelt, or a new Part B field to list in ADDITIONS)")),
+            }
+        }
+    }
+    eprintln!("{shared} fields shared with Gameplane's CRDs agree");
+    assert!(
+        shared > 50,
+        "only {shared} shared fields compared: is {} the CRD directory?",
+        dir.display()
+    );
+    assert!(
+        problems.is_empty(),
+        "schema differences:\n  {}",
+        problems.join("\n  ")
+    );
+}
