@@ -5,11 +5,13 @@
 //! - [`sandbox`]: the only module that spawns processes (`bwrap`).
 //! - [`kubelet`]: runs the node's pods and reports their status; serves their logs.
 //! - [`controllers`]: scheduler, StatefulSet, Job and volume provisioning.
+//! - [`events`]: the Events they record.
 //! - [`owners`]: which process owns which cluster, for the clean-up after a crash.
 //! - [`pod_ips`]: one loopback address per pod.
 
 pub mod cluster;
 pub mod controllers;
+pub mod events;
 pub mod images;
 pub mod kubelet;
 pub mod owners;

@@ -306,6 +306,33 @@ async fn unknown_image_is_err_image_pull_then_back_off_and_starts_nothing() {
     // A log request explains why there is nothing.
     let err = pods.logs("nope", &LogParams::default()).await.unwrap_err();
     assert!(err.to_string().contains("waiting to start"), "{err}");
+    // As on a real node, the failure is also an Event on the pod.
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(cluster.client(), "default");
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    let reasons = loop {
+        let reasons: Vec<(String, String)> = events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some("nope"))
+            .map(|e| (e.reason.unwrap_or_default(), e.type_.unwrap_or_default()))
+            .collect();
+        if reasons.iter().any(|(r, _)| r == "Failed") || tokio::time::Instant::now() > deadline {
+            break reasons;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(
+        reasons.contains(&("Scheduled".into(), "Normal".into())),
+        "events: {reasons:?}"
+    );
+    assert!(
+        reasons.contains(&("Failed".into(), "Warning".into())),
+        "events: {reasons:?}"
+    );
     cluster.shutdown().await;
 }
 

@@ -18,6 +18,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::{benign, controlled_by, controller_ref, reflect, run_loop};
+use crate::events::{EventType, Recorder, reference};
 use crate::kubelet::{Backoff, status_now};
 
 /// Runs the Job controller until aborted; `backoff` spaces replacements of failed pods.
@@ -27,10 +28,11 @@ pub async fn run(client: Client, backoff: Backoff) {
     let (pods, _p) = reflect(Api::<Pod>::all(client.clone()), wake.clone());
     let _ = jobs.wait_until_ready().await;
     let _ = pods.wait_until_ready().await;
+    let events = Recorder::new(client.clone(), "job-controller");
     run_loop(wake, || async {
         let mut retry: Option<Duration> = None;
         for job in jobs.state() {
-            match reconcile(&client, &job, &pods, backoff).await {
+            match reconcile(&client, &events, &job, &pods, backoff).await {
                 Ok(Some(after)) => retry = Some(retry.map_or(after, |r| r.min(after))),
                 Ok(None) => {}
                 Err(error) => {
@@ -72,6 +74,7 @@ fn condition(type_: &str, reason: Option<&str>, message: Option<&str>, now: &Tim
 
 async fn reconcile(
     client: &Client,
+    events: &Recorder,
     job: &Job,
     pods: &Store<Pod>,
     backoff: Backoff,
@@ -176,6 +179,12 @@ async fn reconcile(
         }
         status.active = Some(0);
         status.completion_time = Some(now.clone());
+        events.emit(
+            reference(job, None),
+            EventType::Normal,
+            "Completed",
+            "Job completed".into(),
+        );
         status.conditions = Some(vec![
             condition(
                 "SuccessCriteriaMet",
@@ -198,6 +207,12 @@ async fn reconcile(
         }
         status.active = Some(0);
         let message = "Job has reached the specified backoff limit";
+        events.emit(
+            reference(job, None),
+            EventType::Warning,
+            "BackoffLimitExceeded",
+            message.into(),
+        );
         status.conditions = Some(vec![
             condition(
                 "FailureTarget",
@@ -232,7 +247,15 @@ async fn reconcile(
                     for i in 0..wanted {
                         let pod = new_pod(job, owned.len() + i as usize);
                         match pod_api.create(&PostParams::default(), &pod).await {
-                            Ok(_) => {}
+                            Ok(_) => events.emit(
+                                reference(job, None),
+                                EventType::Normal,
+                                "SuccessfulCreate",
+                                format!(
+                                    "Created pod: {}",
+                                    pod.metadata.name.clone().unwrap_or_default()
+                                ),
+                            ),
                             Err(e) if benign(&e) => {}
                             Err(e) => return Err(e),
                         }

@@ -24,8 +24,18 @@ pub const NODE_NAME: &str = "rehearsal-node";
 /// The provisioner of the default StorageClass.
 pub const PROVISIONER: &str = "rehearsal.local/local-path";
 
-/// Mirrors every object of `api` into a store and wakes `wake` on each change.
-pub fn reflect<K>(api: Api<K>, wake: Arc<Notify>) -> (Store<K>, tokio::task::JoinHandle<()>)
+/// Aborts the task when dropped, so a controller's watches end with the controller.
+pub struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Mirrors every object of `api` into a store and wakes `wake` on each change; the watch
+/// runs until the returned guard is dropped.
+pub fn reflect<K>(api: Api<K>, wake: Arc<Notify>) -> (Store<K>, AbortOnDrop)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
@@ -45,7 +55,7 @@ where
             }
         }
     });
-    (reader, task)
+    (reader, AbortOnDrop(task))
 }
 
 /// Runs `reconcile` whenever `wake` fires, or after the delay it asks for.

@@ -16,6 +16,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::{NODE_NAME, benign, reflect, run_loop};
+use crate::events::{EventType, Recorder, reference};
 use crate::kubelet::status_now;
 
 const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
@@ -30,7 +31,11 @@ pub async fn run(client: Client) {
     );
     let (classes, _s) = reflect(Api::<StorageClass>::all(client.clone()), wake.clone());
     let _ = pods.wait_until_ready().await;
-    run_loop(wake, || reconcile(&client, &pods, &claims, &classes)).await;
+    let events = Recorder::new(client.clone(), "default-scheduler");
+    run_loop(wake, || {
+        reconcile(&client, &events, &pods, &claims, &classes)
+    })
+    .await;
 }
 
 fn class_of(
@@ -53,6 +58,7 @@ fn class_of(
 
 async fn reconcile(
     client: &Client,
+    events: &Recorder,
     pods: &Store<Pod>,
     claims: &Store<PersistentVolumeClaim>,
     classes: &Store<StorageClass>,
@@ -107,6 +113,12 @@ async fn reconcile(
                 .and_then(|s| s.conditions.as_ref())
                 .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled").cloned());
             if current.as_ref().and_then(|c| c.message.as_deref()) != Some(message.as_str()) {
+                events.emit(
+                    reference(pod.as_ref(), None),
+                    EventType::Warning,
+                    "FailedScheduling",
+                    format!("0/1 nodes are available: {message}."),
+                );
                 let patch = json!({"status": {"phase": "Pending", "conditions": [{
                     "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                     "message": message, "lastTransitionTime": status_now(),
@@ -151,7 +163,12 @@ async fn reconcile(
             .patch(&name, &PatchParams::default(), &Patch::Merge(&bind))
             .await
         {
-            Ok(_) => {}
+            Ok(_) => events.emit(
+                reference(pod.as_ref(), None),
+                EventType::Normal,
+                "Scheduled",
+                format!("Successfully assigned {ns}/{name} to {NODE_NAME}"),
+            ),
             Err(error) if benign(&error) => {}
             Err(error) => {
                 tracing::warn!(%error, pod = %name, "cannot bind pod to the node");

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use super::{benign, controlled_by, controller_ref, reflect, run_loop};
+use crate::events::{EventType, Recorder, reference};
 
 /// Runs the StatefulSet controller until aborted.
 pub async fn run(client: Client) {
@@ -34,10 +35,11 @@ pub async fn run(client: Client) {
     let _ = sets.wait_until_ready().await;
     let _ = pods.wait_until_ready().await;
     let _ = claims.wait_until_ready().await;
+    let events = Recorder::new(client.clone(), "statefulset-controller");
     run_loop(wake, || async {
         let mut retry = None;
         for set in sets.state() {
-            if let Err(error) = reconcile(&client, &set, &pods, &claims).await {
+            if let Err(error) = reconcile(&client, &events, &set, &pods, &claims).await {
                 tracing::warn!(%error, statefulset = %set.name_any(), "reconcile failed; retrying");
                 retry = Some(Duration::from_millis(500));
             }
@@ -80,6 +82,7 @@ fn ordinal_of(set_name: &str, pod: &Pod) -> Option<i32> {
 
 async fn reconcile(
     client: &Client,
+    events: &Recorder,
     set: &StatefulSet,
     pods: &Store<Pod>,
     claims: &Store<PersistentVolumeClaim>,
@@ -127,7 +130,12 @@ async fn reconcile(
                 ensure_claims(client, set, ordinal, claims).await?;
                 let pod = new_pod(set, ordinal, &update_revision);
                 match pod_api.create(&PostParams::default(), &pod).await {
-                    Ok(_) => {}
+                    Ok(_) => events.emit(
+                        reference(set, None),
+                        EventType::Normal,
+                        "SuccessfulCreate",
+                        format!("create Pod {name}-{ordinal} in StatefulSet {name} successful"),
+                    ),
                     Err(e) if benign(&e) => {}
                     Err(e) => return Err(e),
                 }

@@ -140,6 +140,7 @@ struct PodEntry {
 /// Shared state of the node.
 pub(crate) struct Node {
     pub client: Client,
+    pub events: crate::events::Recorder,
     pub settings: NodeSettings,
     pub sandboxes: Sandboxes,
     pub ips: PodIps,
@@ -181,6 +182,7 @@ impl Kubelet {
         };
         Self {
             node: Arc::new(Node {
+                events: crate::events::Recorder::new(client.clone(), "kubelet"),
                 client,
                 settings,
                 sandboxes,

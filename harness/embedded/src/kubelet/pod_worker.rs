@@ -25,6 +25,7 @@ use super::probes::{self, ProbeResult};
 use super::status::{Conditions, now, qos_class};
 use super::volumes::{self, VolumeError};
 use super::{Node, PodCommand, RestartError, RestartedContainer};
+use crate::events::{EventType, reference};
 use crate::images::ResolvedImage;
 use crate::sandbox::{SandboxHandle, SandboxSpec};
 
@@ -324,6 +325,13 @@ pub(super) async fn run(
 }
 
 impl Worker {
+    /// Records an Event about one of the pod's containers.
+    fn event(&self, container: &str, init: bool, type_: EventType, reason: &str, message: String) {
+        let list = if init { "initContainers" } else { "containers" };
+        let object = reference(&self.pod, Some(format!("spec.{list}{{{container}}}")));
+        self.node.events.emit(object, type_, reason, message);
+    }
+
     fn ctr(&mut self, init: bool, index: usize) -> &mut Ctr {
         if init {
             &mut self.init[index]
@@ -393,10 +401,10 @@ impl Worker {
             if c.show_pull_backoff_at.is_some_and(|t| now_i >= t) {
                 c.show_pull_backoff_at = None;
                 let image = c.spec.image.clone().unwrap_or_default();
-                c.state = waiting(
-                    "ImagePullBackOff",
-                    Some(format!("Back-off pulling image \"{image}\"")),
-                );
+                let message = format!("Back-off pulling image \"{image}\"");
+                c.state = waiting("ImagePullBackOff", Some(message.clone()));
+                let name = c.spec.name.clone();
+                self.event(&name, init, EventType::Normal, "BackOff", message);
             }
             return;
         }
@@ -418,6 +426,13 @@ impl Worker {
             self.node
                 .logs
                 .waiting(&self.namespace, &self.name, &cname, "ErrImagePull");
+            self.event(
+                &cname,
+                init,
+                EventType::Warning,
+                "Failed",
+                format!("Failed to pull image \"{image_ref}\": not in the embedded node's image catalogue"),
+            );
             return;
         };
         let container = self.ctr(init, index).spec.clone();
@@ -476,6 +491,16 @@ impl Worker {
                 return;
             }
         };
+        for (reason, message) in [
+            (
+                "Pulled",
+                format!("Container image \"{image_ref}\" already present on machine"),
+            ),
+            ("Created", format!("Created container: {}", container.name)),
+            ("Started", format!("Started container {}", container.name)),
+        ] {
+            self.event(&container.name, init, EventType::Normal, reason, message);
+        }
         self.node.logs.started(
             &self.namespace,
             &self.name,
@@ -627,6 +652,13 @@ impl Worker {
                         delay.as_secs()
                     )),
                 );
+                self.event(
+                    &name,
+                    exit.init,
+                    EventType::Warning,
+                    "BackOff",
+                    format!("Back-off restarting failed container {name} in pod {pod_ref}"),
+                );
             }
         }
     }
@@ -668,6 +700,13 @@ impl Worker {
             tokio::spawn(async move {
                 handle.stop(grace).await;
             });
+            self.event(
+                container,
+                false,
+                EventType::Normal,
+                "Killing",
+                format!("Stopping container {container}"),
+            );
         }
     }
 
@@ -703,10 +742,19 @@ impl Worker {
                         }
                         ProbeResult::Failure(why) => {
                             run.startup.failures += 1;
-                            if run.startup.failures >= t.failure_threshold {
+                            let kill_now = run.startup.failures >= t.failure_threshold;
+                            if kill_now {
                                 tracing::info!(container = %container.name, pod = %self.name, %why, "startup probe failed; restarting container");
                                 kill(run, probe_grace(probe, grace));
                             }
+                            probe_failed(
+                                &self.node,
+                                &self.pod,
+                                &container.name,
+                                "Startup",
+                                &why,
+                                kill_now,
+                            );
                         }
                     }
                 }
@@ -726,8 +774,24 @@ impl Worker {
                         if run.liveness.failures >= t.failure_threshold {
                             tracing::info!(container = %container.name, pod = %self.name, %why, "liveness probe failed; restarting container");
                             kill(run, probe_grace(probe, grace));
+                            probe_failed(
+                                &self.node,
+                                &self.pod,
+                                &container.name,
+                                "Liveness",
+                                &why,
+                                true,
+                            );
                             continue;
                         }
+                        probe_failed(
+                            &self.node,
+                            &self.pod,
+                            &container.name,
+                            "Liveness",
+                            &why,
+                            false,
+                        );
                     }
                 }
             }
@@ -752,8 +816,19 @@ impl Worker {
                             run.readiness.failures += 1;
                             tracing::trace!(container = %container.name, pod = %self.name, %why, "readiness probe failed");
                             // Before the first success a container is simply not ready yet.
+                            let was_ready = c.ready;
                             if run.readiness.failures >= t.failure_threshold || !c.ready {
                                 c.ready = false;
+                            }
+                            if was_ready {
+                                probe_failed(
+                                    &self.node,
+                                    &self.pod,
+                                    &container.name,
+                                    "Readiness",
+                                    &why,
+                                    false,
+                                );
                             }
                         }
                     }
@@ -1008,6 +1083,27 @@ impl Worker {
             }
         }
         self.node.mark_finished(&self.uid);
+    }
+}
+
+fn probe_failed(node: &Node, pod: &Pod, container: &str, kind: &str, why: &str, restarting: bool) {
+    let object = || reference(pod, Some(format!("spec.containers{{{container}}}")));
+    node.events.emit(
+        object(),
+        EventType::Warning,
+        "Unhealthy",
+        format!("{kind} probe failed: {why}"),
+    );
+    if restarting {
+        node.events.emit(
+            object(),
+            EventType::Normal,
+            "Killing",
+            format!(
+                "Container {container} failed {} probe, will be restarted",
+                kind.to_lowercase()
+            ),
+        );
     }
 }
 

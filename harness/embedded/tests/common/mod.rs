@@ -34,6 +34,14 @@ pub fn config() -> EmbeddedConfig {
 }
 
 pub async fn start() -> EmbeddedCluster {
+    // Node and controller warnings show in the output of a failing test.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "rehearsal_embedded=warn".into()),
+        )
+        .with_test_writer()
+        .try_init();
     EmbeddedCluster::start(config())
         .await
         .expect("embedded cluster starts")
