@@ -686,3 +686,82 @@ async fn reapplying_built_ins_uses_strategic_merge_and_tables_use_builtin_printe
         "{all}"
     );
 }
+
+#[tokio::test]
+async fn everyday_commands_work() {
+    let (server, _client) = start().await;
+    let kubectl = Kubectl::new(&server);
+    setup(&kubectl).await;
+    let resources = kubectl.ok(&["api-resources"]).await;
+    for line in [
+        "gameservers",
+        "statefulsets",
+        "persistentvolumeclaims",
+        "customresourcedefinitions",
+    ] {
+        assert!(
+            resources.contains(line),
+            "{line} in api-resources:\n{resources}"
+        );
+    }
+    let pod = kubectl.write(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: games, labels: {app: mc}}\n\
+         spec: {containers: [{name: game, image: 'fixture/game:1'}]}\n",
+    );
+    kubectl.ok(&["apply", "-f", &pod]).await;
+    assert_eq!(
+        kubectl
+            .ok(&["label", "pod", "p1", "-n", "games", "tier=game"])
+            .await
+            .trim(),
+        "pod/p1 labeled"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["annotate", "gs", "mc1", "-n", "games", "note=hi"])
+            .await
+            .trim(),
+        "gameserver.test.rehearsal/mc1 annotated"
+    );
+    let selected = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-n",
+            "games",
+            "-l",
+            "tier=game,app in (mc)",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(selected.trim(), "pod/p1");
+    let all = kubectl.ok(&["get", "all", "-n", "games"]).await;
+    assert!(all.contains("pod/p1"), "{all}");
+    let described = kubectl.ok(&["describe", "pod", "p1", "-n", "games"]).await;
+    assert!(
+        described.contains("Name:") && described.contains("p1"),
+        "{described}"
+    );
+    kubectl.ok(&["get", "events", "-n", "games"]).await;
+    let crds = kubectl.ok(&["get", "crd"]).await;
+    assert!(crds.contains("gameservers.test.rehearsal"), "{crds}");
+    let json_out = kubectl
+        .ok(&["get", "gs", "mc1", "-n", "games", "-o", "json"])
+        .await;
+    let replaced = kubectl.write("replace.json", &json_out.replace("vanilla", "modded"));
+    assert_eq!(
+        kubectl.ok(&["replace", "-f", &replaced]).await.trim(),
+        "gameserver.test.rehearsal/mc1 replaced"
+    );
+    let stale = kubectl.run(&["replace", "-f", &replaced]).await;
+    assert!(
+        stale.stderr.contains("Error from server (Conflict)"),
+        "{stale:?}"
+    );
+    let gone = kubectl.ok(&["delete", "namespace", "games"]).await;
+    assert!(gone.contains("namespace \"games\" deleted"), "{gone}");
+    let after = kubectl.run(&["get", "ns", "games"]).await;
+    assert!(after.stderr.contains("NotFound"), "{after:?}");
+}
