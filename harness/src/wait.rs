@@ -20,6 +20,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 use serde::Serialize;
@@ -121,7 +122,8 @@ where
 {
     let object = object_label(api, name);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut stream = Box::pin(watcher::watcher(api.clone(), config));
+    // Backoff between re-lists so an unreachable API server is not hammered until the bound.
+    let mut stream = Box::pin(watcher::watcher(api.clone(), config).default_backoff());
     let mut last: Option<K> = None;
     // Before the first list completes nothing has been observed (not even absence).
     let mut observed = false;

@@ -134,3 +134,32 @@ fn last_observed_state_names_phase_conditions_and_containers() {
     );
     assert_eq!(describe::<Pod>(None), "absent");
 }
+
+#[tokio::test]
+async fn an_unreachable_api_server_is_named_in_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    // Port 1 on loopback: nothing listens there.
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:1\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+    )
+    .unwrap();
+    let client = rehearsal::backend::pinned_client(&path, "x").await.unwrap();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client, "ns");
+    let err = rehearsal::wait::await_condition(
+        &pods,
+        "mc-0",
+        conditions::pod_ready(),
+        std::time::Duration::from_millis(500),
+    )
+    .await
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("pods ns/mc-0") && msg.contains("expected pod Ready"),
+        "{msg}"
+    );
+    assert!(msg.contains("the first list did not complete"), "{msg}");
+    assert!(msg.contains("last watch error"), "{msg}");
+}
