@@ -49,6 +49,8 @@ pub struct SandboxSpec {
     /// A host directory bound at `/tmp` (default: a private tmpfs). The kubelet gives each
     /// container one so exec probes, which run in a fresh sandbox, see the same `/tmp`.
     pub tmp_dir: Option<PathBuf>,
+    /// The hostname in a UTS namespace of its own (the pod's hostname); `None` shares the host's.
+    pub hostname: Option<String>,
 }
 
 /// Why a sandbox could not be started or run.
@@ -226,6 +228,9 @@ impl Sandboxes {
             None => {
                 cmd.args(["--tmpfs", "/tmp"]);
             }
+        }
+        if let Some(hostname) = &spec.hostname {
+            cmd.args(["--unshare-uts", "--hostname"]).arg(hostname);
         }
         for exe in &spec.executables {
             if !exe.starts_with("/usr") {

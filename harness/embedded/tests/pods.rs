@@ -59,7 +59,7 @@ async fn env_volumes_and_logs_reach_the_container() {
             "containers": [{"name": "main", "image": "busybox:1.36",
                 "workingDir": "/scratch",
                 "command": ["sh", "-c"],
-                "args": ["echo name=$(POD_NAME) ns=$POD_NS ip=$POD_IP node=$NODE pw=$PW motd=$MOTD greeting=$(GREETING); cat init; cat /config/motd; echo; cat /secret/password; echo; cat /info/labels; ls /data; pwd"],
+                "args": ["echo name=$(POD_NAME) ns=$POD_NS ip=$POD_IP node=$NODE pw=$PW motd=$MOTD greeting=$(GREETING) host=$(hostname) home=$HOME; cat init; cat /config/motd; echo; cat /secret/password; echo; cat /info/labels; ls /data; pwd"],
                 "env": [
                     {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                     {"name": "POD_NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -95,8 +95,9 @@ async fn env_volumes_and_logs_reach_the_container() {
     let status = done.status.unwrap();
     let ip = status.pod_ip.clone().unwrap();
     let logs = pods.logs("env", &LogParams::default()).await.unwrap();
-    let expected_first =
-        format!("name=env ns=default ip={ip} node=rehearsal-node pw=hunter2 motd= greeting=hi-x");
+    let expected_first = format!(
+        "name=env ns=default ip={ip} node=rehearsal-node pw=hunter2 motd= greeting=hi-x host=env home=/root"
+    );
     assert!(
         logs.starts_with(&expected_first),
         "first log line: expected {expected_first:?}, got {logs:?}"

@@ -108,6 +108,8 @@ pub async fn environment(
         .or_else(|| pod.metadata.name.clone())
         .unwrap_or_default();
     set("HOSTNAME".into(), hostname, &mut order, &mut values);
+    // Container runtimes set HOME for the (root) user when the image does not.
+    set("HOME".into(), "/root".into(), &mut order, &mut values);
     for (k, v) in &image.image.env {
         set(k.clone(), v.clone(), &mut order, &mut values);
     }
@@ -284,6 +286,7 @@ pub fn sandbox_spec(
         binds,
         workdir: container.working_dir.clone().filter(|w| !w.is_empty()),
         tmp_dir: None,
+        hostname: None,
     })
 }
 

@@ -477,6 +477,13 @@ impl Worker {
             return;
         }
         spec.tmp_dir = Some(tmp);
+        spec.hostname = Some(
+            self.pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.hostname.clone())
+                .unwrap_or_else(|| self.name.chars().take(63).collect()),
+        );
         let starts = self.ctr(init, index).starts;
         let log = self.dir.join(&container.name).join(format!("{starts}.log"));
         let handle = match self.node.sandboxes.spawn(&spec, &log) {
