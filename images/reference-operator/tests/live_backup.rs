@@ -277,3 +277,39 @@ async fn a_failed_copy_fails_the_backup() {
         "UnquiesceSucceeded"
     );
 }
+
+/// `spec.quiesce: false` copies a live game without touching it: crash-consistent only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_without_quiesce_is_reported_unquiesced() {
+    let rig = Rig::start(None).await;
+    rig.create_server("alpha", "mc", false).await;
+    rig.await_running_pod("alpha").await;
+    let data = rig.data_dir("alpha").await;
+    let inc = current_incarnation(&data);
+    let spec = gameplane_api::BackupSpec {
+        server_ref: gameplane_api::ServerRef {
+            name: "alpha".into(),
+        },
+        repo_ref: Some(gameplane_api::RepoRef {
+            name: REPO_SECRET.into(),
+            key: "repo".into(),
+        }),
+        strategy: None,
+        quiesce: Some(false),
+        tags: vec!["no-quiesce".into()],
+    };
+    rig.api::<gameplane_api::Backup>()
+        .create(&Default::default(), &gameplane_api::Backup::new("b1", spec))
+        .await
+        .unwrap();
+    let b = rig.await_backup_done("b1").await;
+    let status = b.status.clone().unwrap();
+    assert_eq!(status.phase, Some(BackupPhase::Succeeded), "{}", dump(&b));
+    assert_eq!(status.consistency, Some(Consistency::Unquiesced));
+    assert_eq!(backup_condition(&b, types::UNQUIESCED).1, "NotQuiesced");
+    let cmds = commands_of(&audit(&data), &inc);
+    assert!(
+        !cmds.contains(&"save-off".to_string()),
+        "no save-off for a backup without quiesce: {cmds:?}"
+    );
+}

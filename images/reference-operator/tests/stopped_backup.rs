@@ -131,3 +131,40 @@ async fn a_server_started_during_a_stopped_copy_invalidates_it() {
     assert_eq!(backup_condition(&b, types::COMPLETED).1, "SourceStarted");
     drop(gate);
 }
+
+/// Idle sleep counts as stopped: no replica, phase Stopped (Ready reason IdleAsleep), and a
+/// backup copies without an agent and leaves the idle intent alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_asleep_server_is_backed_up_as_stopped_and_stays_asleep() {
+    use kube::api::{Patch, PatchParams};
+    let rig = Rig::start(None).await;
+    rig.create_server("alpha", "mc", false).await;
+    rig.await_running_pod("alpha").await;
+    rig.api::<GameServer>()
+        .patch_status(
+            "alpha",
+            &PatchParams::default(),
+            &Patch::Merge(
+                serde_json::json!({"status": {"idle": {"asleep": true, "reason": "no players"}}}),
+            ),
+        )
+        .await
+        .expect("mark idle-asleep");
+    let stopped = rig.await_server_phase("alpha", "Stopped").await;
+    assert_eq!(ready_reason(&stopped), "IdleAsleep", "{}", dump(&stopped));
+    rig.await_no_pod("alpha").await;
+    rig.create_backup("s1", "alpha").await;
+    let b = rig.await_backup_done("s1").await;
+    let status = b.status.clone().unwrap();
+    assert_eq!(status.phase, Some(BackupPhase::Succeeded), "{}", dump(&b));
+    assert_eq!(status.consistency, Some(Consistency::Stopped));
+    let gs = rig.api::<GameServer>().get("alpha").await.unwrap();
+    assert_eq!(gs.spec.suspend, Some(false), "suspend untouched");
+    assert!(gs.idle_asleep(), "idle intent untouched: {}", dump(&gs));
+}
+
+fn ready_reason(gs: &GameServer) -> String {
+    gameplane_api::conditions::find(&gs.status.as_ref().unwrap().conditions, types::READY)
+        .map(|c| c.reason.clone())
+        .unwrap_or_default()
+}
