@@ -163,6 +163,11 @@ pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
         );
         loop {
             let out = tokio::select! {
+                // In this order: shutdown and a gone client end the watch even under a flood
+                // of events, and events go before bookmarks so a bookmark covers them all.
+                biased;
+                _ = crate::server::stopped(shutdown.clone()) => return,
+                _ = tx.closed() => return,
                 received = events.recv() => match received {
                     Ok(ev) => {
                         if ev.rv <= last_rv {
@@ -183,8 +188,6 @@ pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
                 },
                 _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => return,
                 _ = ticks.tick(), if request.bookmarks => request.bookmark(last_rv, false),
-                _ = crate::server::stopped(shutdown.clone()) => return,
-                _ = tx.closed() => return,
             };
             if tx.send(Ok(out)).await.is_err() {
                 return;

@@ -1047,22 +1047,32 @@ async fn watch_lists_bookmarks_and_timeouts() {
     );
     assert_eq!(end.types.kind, "ConfigMap");
 
-    // Periodic bookmarks carry the latest resourceVersion.
+    // Periodic bookmarks follow the events: after ADDED c, one carries c's resourceVersion.
     let rv = cms
         .create(&PostParams::default(), &configmap("c", json!({})))
         .await
         .unwrap()
         .metadata
-        .resource_version;
-    let bookmark = within("a periodic bookmark", async {
+        .resource_version
+        .unwrap();
+    let mut seen_c = false;
+    let mut bookmarks = Vec::new();
+    within("a periodic bookmark at c's resourceVersion", async {
         loop {
-            if let Some(WatchEvent::Bookmark(b)) = stream.try_next().await.unwrap() {
-                return b;
+            match stream.try_next().await.unwrap() {
+                Some(WatchEvent::Added(cm)) => seen_c |= cm.metadata.name.as_deref() == Some("c"),
+                Some(WatchEvent::Bookmark(b)) => {
+                    bookmarks.push(b.metadata.resource_version.clone());
+                    if b.metadata.resource_version == rv {
+                        assert!(seen_c, "the bookmark at {rv} came before ADDED c");
+                        return;
+                    }
+                }
+                other => panic!("unexpected {other:?} after bookmarks {bookmarks:?}"),
             }
         }
     })
     .await;
-    assert_eq!(Some(bookmark.metadata.resource_version), rv);
 
     // timeoutSeconds ends the stream.
     let mut timed = cms
