@@ -20,9 +20,6 @@ use futures::StreamExt;
 use rehearsal::backend::Arch;
 use rehearsal::backend::node_engine::NodeEngine;
 use rehearsal::process::{Cmd, ProcessLog};
-use testcontainers::core::WaitFor;
-use testcontainers::runners::AsyncRunner;
-use testcontainers::{GenericImage, ImageExt};
 
 const NODE_INIT: &str = r#"#!/bin/sh
 # A node stand-in: runs the "game" container process and restarts it whenever it ends.
@@ -403,16 +400,18 @@ async fn testcontainers_service_on_host_network_serves_the_marker() {
     let script = format!(
         "httpd -p 127.0.0.1:{port} -h /www && until wget -q -O /dev/null http://127.0.0.1:{port}/marker; do usleep 20000; done; echo READY; exec sleep 3600"
     );
-    let container = GenericImage::new(repo, tag.as_str())
-        .with_wait_for(WaitFor::message_on_stdout("READY"))
-        .with_cmd(["sh", "-c", script.as_str()])
-        // Host networking (the only kind allowed here besides none); set directly because
-        // testcontainers would try to create a network named "host" on podman.
-        .with_host_config_modifier(|hc| hc.network_mode = Some("host".into()))
-        .start()
-        .await
-        .expect("start the service through testcontainers");
-    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let service = rehearsal::backend::host_service::HostService::start(
+        &rehearsal::backend::host_service::HostServiceSpec {
+            repository: repo.to_string(),
+            tag: tag.clone(),
+            cmd: vec!["sh".into(), "-c".into(), script.clone()],
+            ready_line: "READY".into(),
+            port,
+        },
+    )
+    .await
+    .expect("start the service through testcontainers");
+    let addr = service.addr();
     let outcome = rehearsal::probe::http_marker::probe(
         addr,
         "/marker",
@@ -431,7 +430,12 @@ async fn testcontainers_service_on_host_network_serves_the_marker() {
     .await
     .unwrap();
     assert!(!missing.ok);
-    container.rm().await.unwrap();
+    let id = service.id().to_string();
+    service.remove().await.unwrap();
+    assert!(
+        engine.docker().inspect_container(&id, None).await.is_err(),
+        "container {id} left behind"
+    );
 }
 
 /// A `kind` stand-in that records its argv and writes the kubeconfig Kind would.

@@ -20,6 +20,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub mod embedded;
 pub mod existing;
+pub mod host_service;
 pub mod kind;
 pub mod kubeconfig;
 pub mod node_engine;
