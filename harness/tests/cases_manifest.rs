@@ -49,7 +49,7 @@ fn every_scenario_test_function_runs_its_namesake_case() {
         let file = dir.join(format!("{}.rs", case.bucket));
         let text =
             std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let function = format!("async fn {}()", case.name);
+        let function = format!("fn {}()", case.name);
         let call = format!("rehearse(\"{}\")", case.name);
         assert!(
             text.contains(&function) && text.contains(&call),

@@ -17,9 +17,19 @@ use rehearsal::run::{self, Cluster};
 
 fn cluster_from_env() -> Cluster {
     match std::env::var("REHEARSAL_CLUSTER").as_deref() {
-        Ok("kind") | Ok("existing") => {
+        // The Kind cluster the nextest setup script booted (or reused): the Kind backend, so
+        // in-place container restarts go through crictl inside the node.
+        Ok("kind") => {
+            let name =
+                std::env::var("REHEARSAL_KIND_CLUSTER").unwrap_or_else(|_| "rehearsal".into());
+            let state = std::env::var("REHEARSAL_KIND_STATE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|_| reports_root().join(".kind"));
+            Cluster::Kind(rehearsal::backend::kind::KindOptions::new(name, state))
+        }
+        Ok("existing") => {
             let kubeconfig = std::env::var("REHEARSAL_KUBECONFIG").unwrap_or_else(|_| {
-                panic!("REHEARSAL_CLUSTER is kind/existing but REHEARSAL_KUBECONFIG is unset; run through a nextest bucket profile or export it")
+                panic!("REHEARSAL_CLUSTER=existing but REHEARSAL_KUBECONFIG is unset; export the kubeconfig path")
             });
             let context = std::env::var("REHEARSAL_CONTEXT").unwrap_or_else(|_| {
                 panic!("REHEARSAL_CONTEXT is unset: the harness never acts on a context it was not told to use")
@@ -45,10 +55,35 @@ fn reports_root() -> PathBuf {
 }
 
 /// Runs `case` and panics (failing the test) unless it passed.
-pub async fn rehearse(case: &str) {
+///
+/// The case runs on its own thread with a large stack: the cases' futures are deep, and the
+/// test harness's threads have a small default stack.
+pub fn rehearse(case: &str) {
+    let case = case.to_string();
+    let outcome = std::thread::Builder::new()
+        .name(format!("case {case}"))
+        .stack_size(64 * 1024 * 1024)
+        .spawn(move || {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_stack_size(16 * 1024 * 1024)
+                .enable_all()
+                .build()
+                .expect("a tokio runtime")
+                .block_on(rehearse_async(&case))
+        })
+        .expect("spawn the case thread")
+        .join();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn rehearse_async(case: &str) {
     let case = cases::find(case)
         .unwrap_or_else(|| panic!("no case named {case:?} in rehearsal::cases::CASES"));
     let cluster = cluster_from_env();
+    let shared = !matches!(cluster, Cluster::Embedded);
     let mutant = std::env::var("REHEARSAL_MUTANT").ok();
     let run_id = std::env::var("NEXTEST_RUN_ID")
         .map(|id| id[..8.min(id.len())].to_string())
@@ -75,7 +110,8 @@ pub async fn rehearse(case: &str) {
         case_bound: Duration::from_secs(600),
     };
     let result = cases::run_case(backend.as_ref(), &bundle, case, &options).await;
-    let _ = backend.teardown(false).await;
+    // A shared cluster (Kind, existing) belongs to the whole run: never delete it here.
+    let _ = backend.teardown(shared).await;
     let summary = bundle.finalize(false);
     let result =
         result.unwrap_or_else(|e| panic!("evidence for {} could not be written: {e}", case.name));

@@ -2,42 +2,42 @@
 
 use rehearsal_scenarios::rehearse;
 
-#[tokio::test]
-async fn live_backup_same_pod_game_restart() {
-    rehearse("live_backup_same_pod_game_restart").await;
+#[test]
+fn live_backup_same_pod_game_restart() {
+    rehearse("live_backup_same_pod_game_restart");
 }
 
-#[tokio::test]
-async fn live_backup_agent_restart() {
-    rehearse("live_backup_agent_restart").await;
+#[test]
+fn live_backup_agent_restart() {
+    rehearse("live_backup_agent_restart");
 }
 
-#[tokio::test]
-async fn live_backup_pod_replaced_during_preparation() {
-    rehearse("live_backup_pod_replaced_during_preparation").await;
+#[test]
+fn live_backup_pod_replaced_during_preparation() {
+    rehearse("live_backup_pod_replaced_during_preparation");
 }
 
-#[tokio::test]
-async fn live_backup_game_not_running_yet() {
-    rehearse("live_backup_game_not_running_yet").await;
+#[test]
+fn live_backup_game_not_running_yet() {
+    rehearse("live_backup_game_not_running_yet");
 }
 
-#[tokio::test]
-async fn live_backup_older_agent_without_identity_route() {
-    rehearse("live_backup_older_agent_without_identity_route").await;
+#[test]
+fn live_backup_older_agent_without_identity_route() {
+    rehearse("live_backup_older_agent_without_identity_route");
 }
 
-#[tokio::test]
-async fn stopped_server_backups() {
-    rehearse("stopped_server_backups").await;
+#[test]
+fn stopped_server_backups() {
+    rehearse("stopped_server_backups");
 }
 
-#[tokio::test]
-async fn stopped_server_backup_started_mid_copy() {
-    rehearse("stopped_server_backup_started_mid_copy").await;
+#[test]
+fn stopped_server_backup_started_mid_copy() {
+    rehearse("stopped_server_backup_started_mid_copy");
 }
 
-#[tokio::test]
-async fn live_backup_restore_round_trip() {
-    rehearse("live_backup_restore_round_trip").await;
+#[test]
+fn live_backup_restore_round_trip() {
+    rehearse("live_backup_restore_round_trip");
 }

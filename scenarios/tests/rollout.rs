@@ -2,22 +2,22 @@
 
 use rehearsal_scenarios::rehearse;
 
-#[tokio::test]
-async fn unpullable_candidate() {
-    rehearse("unpullable_candidate").await;
+#[test]
+fn unpullable_candidate() {
+    rehearse("unpullable_candidate");
 }
 
-#[tokio::test]
-async fn http_only_candidate() {
-    rehearse("http_only_candidate").await;
+#[test]
+fn http_only_candidate() {
+    rehearse("http_only_candidate");
 }
 
-#[tokio::test]
-async fn format_change_compatible_rollback() {
-    rehearse("format_change_compatible_rollback").await;
+#[test]
+fn format_change_compatible_rollback() {
+    rehearse("format_change_compatible_rollback");
 }
 
-#[tokio::test]
-async fn format_change_restore_required_rollback() {
-    rehearse("format_change_restore_required_rollback").await;
+#[test]
+fn format_change_restore_required_rollback() {
+    rehearse("format_change_restore_required_rollback");
 }

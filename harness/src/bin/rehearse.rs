@@ -34,7 +34,12 @@ fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
+    // The rehearsal cases are deep futures: give every runtime thread a roomy stack.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(16 * 1024 * 1024)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("rehearse: cannot start the async runtime: {e}");

@@ -105,7 +105,7 @@ pub struct PvcRow {
     pub role: Role,
     pub before: Option<PvcSide>,
     pub after: Option<PvcSide>,
-    /// Observed on both sides with the same UID and volume.
+    /// Observed on both sides with the same UID and, if it was bound before, the same volume.
     pub unchanged: bool,
 }
 
@@ -169,7 +169,11 @@ pub fn from_receipts<'a>(
     let rows = rows
         .into_values()
         .map(|mut row| {
-            row.unchanged = matches!((&row.before, &row.after), (Some(b), Some(a)) if b == a);
+            // A claim first bound after the `before` observation (WaitForFirstConsumer) got
+            // its volume, not a new identity: only a different UID or a different bound
+            // volume is a change.
+            row.unchanged = matches!((&row.before, &row.after),
+                (Some(b), Some(a)) if b.uid == a.uid && (b.volume.is_none() || b.volume == a.volume));
             row
         })
         .collect();
