@@ -64,7 +64,9 @@ impl Mutant {
             Mutant::RestoreOverlays => "format-changing update, restore-required rollback",
             Mutant::RestoreRecreatesPvc => "format-changing update, restore-required rollback",
             Mutant::BackupSkipsExtras => "format-changing update, restore-required rollback",
-            Mutant::SucceedOnFailedCopy => "stopped-server backups",
+            // No case in the table has a failing copy of its own: the harness's self-test
+            // makes the repository unusable in this case and expects Failed.
+            Mutant::SucceedOnFailedCopy => "stopped-server backups (repository made unusable)",
             Mutant::NoIdentityPreflight => "live backup, older agent without identity route",
         }
     }
