@@ -508,3 +508,63 @@ async fn follow_streams_until_the_container_ends() {
     assert_eq!(text, "tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n");
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_init_container_fails_a_never_restarting_pod_without_starting_the_rest() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "badinit"},
+        "spec": {"restartPolicy": "Never",
+            "initContainers": [
+                {"name": "ok", "image": "busybox:1.36", "command": ["true"]},
+                {"name": "broken", "image": "busybox:1.36", "command": ["sh", "-c", "echo no; exit 4"]}
+            ],
+            "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let failed = common::wait_for(&pods, "badinit", "pod Failed", |p: Option<&Pod>| {
+        p.and_then(|p| p.status.as_ref()?.phase.clone()).as_deref() == Some("Failed")
+    })
+    .await;
+    let status = failed.status.unwrap();
+    let inits = status.init_container_statuses.unwrap();
+    let exit = |i: usize| {
+        inits[i]
+            .state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap()
+            .exit_code
+    };
+    assert_eq!((exit(0), exit(1)), (0, 4));
+    let main = &status.container_statuses.unwrap()[0];
+    assert_eq!(
+        main.container_id, None,
+        "main started after a failed init container"
+    );
+    assert_eq!(main.restart_count, 0);
+    let initialized = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Initialized")
+        .unwrap();
+    assert_eq!(initialized.status, "False");
+    assert!(cluster.sandbox_pids().is_empty());
+    let log = pods
+        .logs(
+            "badinit",
+            &LogParams {
+                container: Some("broken".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(log, "no\n");
+    cluster.shutdown().await;
+}
