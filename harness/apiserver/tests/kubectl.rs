@@ -18,7 +18,13 @@ use tokio::process::Command;
 
 fn kubectl_binary() -> PathBuf {
     if let Ok(path) = std::env::var("REHEARSAL_KUBECTL") {
-        return PathBuf::from(path);
+        let path = PathBuf::from(path);
+        assert!(
+            path.exists(),
+            "REHEARSAL_KUBECTL={} does not exist; point it at kubectl 1.37",
+            path.display()
+        );
+        return path;
     }
     let fallback = PathBuf::from("/opt/rehearsal-kubectl/bin/kubectl");
     assert!(
