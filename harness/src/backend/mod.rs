@@ -8,6 +8,10 @@
 //! images, export node logs) are the trait's methods.
 //!
 //! The trait is object-safe (methods return boxed futures) so callers hold a `Box<dyn Backend>`.
+//!
+//! Beside the backends: [`kubeconfig`] (context pinning), [`node_engine`] (node containers via
+//! bollard), [`port_forward`] (reaching pods through the API server) and [`host_service`]
+//! (services outside the cluster via testcontainers).
 
 use std::future::Future;
 use std::net::SocketAddr;
