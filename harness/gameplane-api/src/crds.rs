@@ -19,9 +19,11 @@ pub fn all() -> Vec<CustomResourceDefinition> {
     ]
 }
 
-/// The fixture file name of a CRD: `<group>_<plural>.yaml`, like controller-gen writes them.
+/// The fixture file name of a CRD: `<plural>.yaml` (named unlike controller-gen's
+/// `<group>_<plural>.yaml`, so the project's contract fixtures are never mistaken for
+/// Gameplane's own generated CRDs).
 pub fn file_name(crd: &CustomResourceDefinition) -> String {
-    format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural)
+    format!("{}.yaml", crd.spec.names.plural)
 }
 
 /// A CRD rendered as the YAML document committed under `fixtures/crds/`.

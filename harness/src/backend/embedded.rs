@@ -26,20 +26,20 @@ pub const CONTEXT: &str = rehearsal_apiserver::DEFAULT_CONTEXT;
 /// types by that crate's test), in install order.
 pub const CRD_FIXTURES: &[(&str, &str)] = &[
     (
-        "gameplane.local_gametemplates.yaml",
-        include_str!("../../../fixtures/crds/gameplane.local_gametemplates.yaml"),
+        "gametemplates.yaml",
+        include_str!("../../../fixtures/crds/gametemplates.yaml"),
     ),
     (
-        "gameplane.local_gameservers.yaml",
-        include_str!("../../../fixtures/crds/gameplane.local_gameservers.yaml"),
+        "gameservers.yaml",
+        include_str!("../../../fixtures/crds/gameservers.yaml"),
     ),
     (
-        "gameplane.local_backups.yaml",
-        include_str!("../../../fixtures/crds/gameplane.local_backups.yaml"),
+        "backups.yaml",
+        include_str!("../../../fixtures/crds/backups.yaml"),
     ),
     (
-        "gameplane.local_restores.yaml",
-        include_str!("../../../fixtures/crds/gameplane.local_restores.yaml"),
+        "restores.yaml",
+        include_str!("../../../fixtures/crds/restores.yaml"),
     ),
 ];
 
