@@ -158,14 +158,58 @@ async fn pvc_survives_pod_recreation_by_its_statefulset() {
         sts_status(|s| s.status.as_ref().is_some_and(|st| st.replicas == 0)),
     )
     .await;
+    let kept = claims.get("data-game-0").await.unwrap();
     assert!(
-        claims.get_opt("data-game-0").await.unwrap().is_some(),
+        kept.metadata.deletion_timestamp.is_none(),
         "scale down deleted the claim"
     );
+    assert!(
+        kept.metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"kubernetes.io/pvc-protection".to_string())
+    );
+
+    // Scale up again: the same claim and data; deleting the claim while its pod runs leaves it
+    // Terminating (pvc-protection) with the data in place until the pod is gone.
+    sets.patch(
+        "game",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .unwrap();
+    common::wait_for(&pods, "game-0", "pod game-0 back", common::pod_ready()).await;
     claims
         .delete("data-game-0", &DeleteParams::default())
         .await
         .unwrap();
+    let terminating = common::wait_for(
+        &claims,
+        "data-game-0",
+        "claim Terminating",
+        |c: Option<&PersistentVolumeClaim>| {
+            c.is_some_and(|c| c.metadata.deletion_timestamp.is_some())
+        },
+    )
+    .await;
+    assert_eq!(
+        terminating.metadata.uid.as_deref(),
+        Some(claim_uid.as_str())
+    );
+    assert!(
+        host_dir.join("marker").exists(),
+        "data removed while the pod still uses the claim"
+    );
+    assert!(volumes.get_opt(&pv_name).await.unwrap().is_some());
+    sets.patch(
+        "game",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 0}})),
+    )
+    .await
+    .unwrap();
+    common::wait_deleted(&claims, "data-game-0", "claim released by its last pod").await;
     common::wait_deleted(&volumes, &pv_name, "PV of the deleted claim").await;
     assert!(
         !host_dir.exists(),

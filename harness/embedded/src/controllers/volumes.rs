@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
     HostPathVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, ObjectReference,
-    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, VolumeNodeAffinity,
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, Pod, VolumeNodeAffinity,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -35,11 +35,13 @@ pub async fn run(client: Client, state_dir: PathBuf) {
     );
     let (volumes, _v) = reflect(Api::<PersistentVolume>::all(client.clone()), wake.clone());
     let (classes, _s) = reflect(Api::<StorageClass>::all(client.clone()), wake.clone());
+    let (pods, _p) = reflect(Api::<Pod>::all(client.clone()), wake.clone());
+    let _ = pods.wait_until_ready().await;
     let _ = claims.wait_until_ready().await;
     let _ = volumes.wait_until_ready().await;
     let _ = classes.wait_until_ready().await;
     run_loop(wake, || {
-        reconcile(&client, &state_dir, &claims, &volumes, &classes)
+        reconcile(&client, &state_dir, &claims, &volumes, &classes, &pods)
     })
     .await;
 }
@@ -63,9 +65,14 @@ async fn reconcile(
     claims: &Store<PersistentVolumeClaim>,
     volumes: &Store<PersistentVolume>,
     classes: &Store<StorageClass>,
+    pods: &Store<Pod>,
 ) -> Option<Duration> {
     let mut retry = None;
     for claim in claims.state() {
+        if let Err(error) = protect(client, &claim, pods).await {
+            tracing::warn!(%error, claim = %claim.name_any(), "pvc-protection update failed; retrying");
+            retry = Some(Duration::from_millis(500));
+        }
         if claim.metadata.deletion_timestamp.is_some() {
             continue;
         }
@@ -175,9 +182,8 @@ async fn reconcile(
         };
         let key = ObjectRef::new(claim_ref.name.as_deref().unwrap_or_default())
             .within(claim_ref.namespace.as_deref().unwrap_or_default());
-        let claim_alive = claims
-            .get(&key)
-            .is_some_and(|c| c.uid() == claim_ref.uid && c.metadata.deletion_timestamp.is_none());
+        // A terminating claim still held by pvc-protection keeps its volume.
+        let claim_alive = claims.get(&key).is_some_and(|c| c.uid() == claim_ref.uid);
         if claim_alive {
             continue;
         }
@@ -190,9 +196,7 @@ async fn reconcile(
             .get_opt(claim_ref.name.as_deref().unwrap_or_default())
             .await
         {
-            Ok(Some(c)) if c.uid() == claim_ref.uid && c.metadata.deletion_timestamp.is_none() => {
-                continue;
-            }
+            Ok(Some(c)) if c.uid() == claim_ref.uid => continue,
             Ok(_) => {}
             Err(error) => {
                 tracing::warn!(%error, "cannot check claim of a volume");
@@ -227,6 +231,79 @@ async fn reconcile(
         }
     }
     retry
+}
+
+/// The finalizer that keeps a claim (and so its data) while a pod still uses it.
+pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
+
+/// Whether a pod that has not finished uses `claim`.
+fn in_use(claim: &PersistentVolumeClaim, pods: &Store<Pod>) -> bool {
+    let ns = claim.namespace();
+    let name = claim.name_any();
+    pods.state().iter().any(|pod| {
+        pod.namespace() == ns
+            && !matches!(
+                pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded") | Some("Failed")
+            )
+            && pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.volumes.as_ref())
+                .is_some_and(|vs| {
+                    vs.iter().any(|v| {
+                        v.persistent_volume_claim
+                            .as_ref()
+                            .is_some_and(|c| c.claim_name == name)
+                    })
+                })
+    })
+}
+
+/// pvc-protection as in Kubernetes: every claim carries the finalizer; a deleted claim loses
+/// it (and goes) only once no unfinished pod uses it.
+async fn protect(
+    client: &Client,
+    claim: &PersistentVolumeClaim,
+    pods: &Store<Pod>,
+) -> Result<(), kube::Error> {
+    let finalizers = claim.finalizers().to_vec();
+    let has = finalizers.iter().any(|f| f == PVC_PROTECTION);
+    let deleting = claim.metadata.deletion_timestamp.is_some();
+    let wanted: Vec<String> = if !deleting && !has {
+        finalizers
+            .iter()
+            .cloned()
+            .chain([PVC_PROTECTION.to_string()])
+            .collect()
+    } else if deleting && has && !in_use(claim, pods) {
+        finalizers
+            .iter()
+            .filter(|f| *f != PVC_PROTECTION)
+            .cloned()
+            .collect()
+    } else {
+        return Ok(());
+    };
+    let api: Api<PersistentVolumeClaim> =
+        Api::namespaced(client.clone(), &claim.namespace().unwrap_or_default());
+    // The resourceVersion makes this a compare-and-swap on the finalizer list.
+    let patch = json!({"metadata": {
+        "finalizers": wanted,
+        "resourceVersion": claim.resource_version(),
+    }});
+    match api
+        .patch(
+            &claim.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if benign(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 async fn provision(
