@@ -8,6 +8,21 @@
 //! - [`events`]: the Events they record.
 //! - [`owners`]: which process owns which cluster, for the clean-up after a crash.
 //! - [`pod_ips`]: one loopback address per pod.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::Pod;
+//! use rehearsal_embedded::{EmbeddedCluster, EmbeddedConfig};
+//!
+//! let cluster = EmbeddedCluster::start(EmbeddedConfig::default()).await?;
+//! let pods: kube::Api<Pod> = kube::Api::namespaced(cluster.client(), "default");
+//! // … create a StatefulSet, wait for its pod, then fault it in place:
+//! let restarted = cluster.restart_container("default", "game-0", "game").await?;
+//! assert_eq!(restarted.restart_count, 1);
+//! # let _ = pods;
+//! cluster.shutdown().await;
+//! # Ok(()) }
+//! ```
 
 pub mod cluster;
 pub mod controllers;
