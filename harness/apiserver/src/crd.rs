@@ -162,6 +162,7 @@ pub fn definition(crd: &Value) -> Result<Definition, Vec<FieldError>> {
             categories: strings(names.get("categories")),
             status: version.pointer("/subresources/status").is_some(),
             log: false,
+            scale: false,
             storage: storage_key(&group, &plural),
             custom: Some(CustomInfo {
                 schema,

@@ -61,6 +61,11 @@ fn aggregated_resource(info: &ResourceInfo) -> Value {
     if info.status {
         subs.push(json!({"subresource": "status", "responseKind": response_kind(info), "verbs": ["get", "patch", "update"]}));
     }
+    if info.scale {
+        subs.push(json!({"subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": ["get", "patch", "update"]}));
+    }
     if info.log {
         subs.push(json!({"subresource": "log", "responseKind": {"group": "", "version": "", "kind": "Pod"}, "verbs": ["get"]}));
     }
@@ -173,6 +178,11 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         if info.status {
             entries.push(json!({"name": format!("{}/status", info.plural), "singularName": "",
                 "namespaced": info.namespaced, "kind": info.kind, "verbs": ["get", "patch", "update"]}));
+        }
+        if info.scale {
+            entries.push(json!({"name": format!("{}/scale", info.plural), "singularName": "",
+                "namespaced": info.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale",
+                "verbs": ["get", "patch", "update"]}));
         }
         if info.log {
             entries.push(

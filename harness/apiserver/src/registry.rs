@@ -29,6 +29,8 @@ pub struct ResourceInfo {
     pub status: bool,
     /// Serves `log` (pods only).
     pub log: bool,
+    /// Serves `scale` (`autoscaling/v1` Scale over `spec.replicas`; statefulsets only).
+    pub scale: bool,
     pub storage: StorageKey,
     /// Set for resources defined by a CustomResourceDefinition.
     pub custom: Option<CustomInfo>,
@@ -290,6 +292,7 @@ impl Registry {
                 categories: bi.categories.iter().map(|s| s.to_string()).collect(),
                 status: bi.status,
                 log: bi.plural == "pods" && bi.group.is_empty(),
+                scale: bi.plural == "statefulsets" && bi.group == "apps",
                 storage: storage_key(bi.group, bi.plural),
                 custom: None,
             };

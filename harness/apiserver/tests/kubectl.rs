@@ -668,6 +668,28 @@ async fn reapplying_built_ins_uses_strategic_merge_and_tables_use_builtin_printe
         spec.containers[0].env.as_ref().unwrap()[0].value.as_deref(),
         Some("upgrade")
     );
+    let scaled = kubectl.ok(&["scale", "sts", "mc", "--replicas=3"]).await;
+    assert_eq!(scaled.trim(), "statefulset.apps/mc scaled");
+    let replicas = kubectl
+        .ok(&["get", "sts", "mc", "-o", "jsonpath={.spec.replicas}"])
+        .await;
+    assert_eq!(replicas, "3");
+    let raw_scale = kubectl
+        .ok(&[
+            "get",
+            "--raw",
+            "/apis/apps/v1/namespaces/default/statefulsets/mc/scale",
+        ])
+        .await;
+    let raw_scale: Value = serde_json::from_str(&raw_scale).unwrap();
+    assert_eq!(
+        (
+            raw_scale["kind"].as_str(),
+            raw_scale["status"]["selector"].as_str()
+        ),
+        (Some("Scale"), Some("app=mc"))
+    );
+    kubectl.ok(&["scale", "sts", "mc", "--replicas=1"]).await;
     let third = kubectl.ok(&["apply", "-f", &file]).await;
     assert!(third.contains("statefulset.apps/mc unchanged"), "{third}");
 

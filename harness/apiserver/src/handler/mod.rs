@@ -29,10 +29,12 @@ use crate::watch::{self, WatchRequest};
 
 mod pod_log;
 mod read;
+mod scale;
 mod write;
 
 use pod_log::*;
 use read::*;
+use scale::*;
 use write::*;
 
 type Query = HashMap<String, String>;
@@ -376,6 +378,10 @@ async fn resource(
         Some("log") if info.log && call.method == Method::GET => {
             let name = target.name.expect("sub implies a name");
             return pod_log(&call, &info, ns, name).await;
+        }
+        Some("scale") if info.scale => {
+            let name = target.name.expect("sub implies a name");
+            return scale(&call, &info, ns, name, body).await;
         }
         Some(_) => return Err(ApiError::no_route()),
     };
