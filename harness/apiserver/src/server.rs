@@ -168,6 +168,14 @@ impl ApiServer {
     }
 }
 
+impl std::fmt::Debug for ApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiServer")
+            .field("url", &self.url())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for ApiServer {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
