@@ -111,7 +111,7 @@ fn ctrl_c_mid_run_cleans_up_and_leaves_an_interrupted_bundle() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 
-    let survivors = wait_for(
+    wait_for(
         Duration::from_secs(10),
         "every sandbox of the run ending",
         || {
@@ -122,7 +122,6 @@ fn ctrl_c_mid_run_cleans_up_and_leaves_an_interrupted_bundle() {
             )
         },
     );
-    let () = survivors;
 
     let summary: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.join("bundle.json")).expect("bundle.json written"),

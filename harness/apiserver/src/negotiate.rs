@@ -67,8 +67,17 @@ pub fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError
                 ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}"))
             })?
         }
-        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode_object(body)
-            .map_err(|e| ApiError::bad_request(format!("protobuf decode error: {e}")))?,
+        "application/vnd.kubernetes.protobuf" => {
+            crate::protobuf::decode_object(body).map_err(|e| {
+                // A kind this server cannot decode from protobuf is a media-type problem (415: the
+                // client should send JSON); bytes that do not decode are a bad request.
+                if e.contains("is not supported; send JSON") {
+                    ApiError::new(415, "UnsupportedMediaType", e)
+                } else {
+                    ApiError::bad_request(format!("protobuf decode error: {e}"))
+                }
+            })?
+        }
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !value.is_object() {

@@ -104,7 +104,7 @@ impl ApiError {
     pub fn invalid(info: &ResourceInfo, name: &str, errors: &[FieldError]) -> Self {
         let causes: Vec<Value> = errors
             .iter()
-            .map(|e| json!({"reason": e.cause_type(), "message": e.to_string(), "field": e.field}))
+            .map(|e| json!({"reason": e.cause_type(), "message": e.message, "field": e.field}))
             .collect();
         let joined = if errors.len() == 1 {
             errors[0].to_string()
