@@ -90,6 +90,61 @@ fn is_our_sandbox(pid: u32, state_dir: &Path) -> bool {
     is_bwrap && marked
 }
 
+/// The state directory named by the marker on a `bwrap` command line, if `pid` is one of ours.
+fn sandbox_state_dir(pid: u32) -> Option<PathBuf> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    if !args.first()?.ends_with(b"bwrap") {
+        return None;
+    }
+    let value = args
+        .windows(2)
+        .find(|w| w[0] == STATE_MARKER_ENV.as_bytes())?[1];
+    Some(PathBuf::from(String::from_utf8_lossy(value).into_owned()))
+}
+
+/// Kills every marked sandbox process whose cluster has no live owner: the PID-namespace
+/// inits a dead run's `bwrap` left behind (they keep the `bwrap` command line, marker
+/// included) and anything not recorded in time. A live cluster registers its owner record
+/// before it starts any sandbox, so its processes are never touched.
+fn reap_orphans(reaped: &mut Reaped) {
+    let live: Vec<PathBuf> = live_owner_state_dirs();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in procs.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some(state) = sandbox_state_dir(pid)
+            && !live.contains(&state)
+        {
+            tracing::warn!(pid, state = %state.display(), "killing sandbox process of a dead cluster");
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            reaped.killed.push(pid);
+        }
+    }
+}
+
+fn live_owner_state_dirs() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root_dir().join("owners")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name.split('-').next()?.parse::<u32>().ok()?;
+            let text = std::fs::read_to_string(entry.path()).ok()?;
+            let mut lines = text.lines();
+            let start: u64 = lines.next()?.parse().ok()?;
+            let _mode = lines.next()?;
+            let dir = PathBuf::from(lines.next()?);
+            owner_alive(pid, start).then_some(dir)
+        })
+        .collect()
+}
+
 /// For every registered owner that is dead: kills its recorded sandboxes (after checking each
 /// PID really is our `bwrap`), removes its state directory if it was a temporary one, and
 /// drops the record.
@@ -137,5 +192,6 @@ pub fn reap_dead_owners() -> Reaped {
         }
         let _ = std::fs::remove_file(entry.path());
     }
+    reap_orphans(&mut reaped);
     reaped
 }

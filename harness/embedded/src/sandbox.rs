@@ -143,11 +143,27 @@ impl SandboxHandle {
             }
         }
         if self.exit_code().is_none() {
-            // Killing the outer bwrap takes the PID namespace with it (--die-with-parent).
-            let _ = kill(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
+            kill_tree(self.pid);
         }
         self.wait().await
     }
+}
+
+/// SIGKILLs a sandbox: its PID-namespace init first (the kernel then kills every process in
+/// the namespace), then the outer `bwrap`. Killing only the outer one is not enough: its init
+/// does not reliably die with it and would be left running with the container under it.
+fn kill_tree(bwrap_pid: u32) {
+    if let Ok(text) =
+        std::fs::read_to_string(format!("/proc/{bwrap_pid}/task/{bwrap_pid}/children"))
+    {
+        for child in text
+            .split_whitespace()
+            .filter_map(|c| c.parse::<i32>().ok())
+        {
+            let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+        }
+    }
+    let _ = kill(Pid::from_raw(bwrap_pid as i32), Signal::SIGKILL);
 }
 
 /// The host PID of the container command: the child of bwrap's namespace init.
@@ -343,7 +359,7 @@ impl Sandboxes {
     /// SIGKILLs every live sandbox now (Drop of the cluster; no grace).
     pub fn kill_all(&self) {
         for pid in self.live_pids() {
-            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            kill_tree(pid);
             let _ = std::fs::remove_file(self.state_dir.join("sandboxes").join(pid.to_string()));
         }
     }

@@ -39,6 +39,22 @@ fn gone(pid: u32) -> bool {
     }
 }
 
+/// Live (non-zombie) processes whose command line carries `state_dir` as the sandbox marker:
+/// the outer `bwrap`, its PID-namespace init (same command line) of every sandbox.
+fn marked_processes(state_dir: &std::path::Path) -> Vec<u32> {
+    let needle = state_dir.as_os_str().as_encoded_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| !gone(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == needle))
+        })
+        .collect()
+}
+
 async fn run_child() {
     let cluster = common::start().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
@@ -99,6 +115,11 @@ async fn kill_9_of_the_cluster_process_leaves_no_sandbox_after_the_next_start() 
         .filter_map(|p| p.parse().ok())
         .collect();
     assert_eq!(pids.len(), 2, "two containers, two sandboxes: {line}");
+    let marked_before = marked_processes(&state_dir);
+    assert!(
+        marked_before.len() >= 4,
+        "each sandbox is an outer bwrap and a namespace init: {marked_before:?}"
+    );
     for pid in &pids {
         assert!(!gone(*pid), "sandbox {pid} is not running before the kill");
         assert!(state_dir.join("sandboxes").join(pid.to_string()).exists());
@@ -111,13 +132,13 @@ async fn kill_9_of_the_cluster_process_leaves_no_sandbox_after_the_next_start() 
     // A new start cleans up what the dead run left.
     let cluster = common::start().await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while pids.iter().any(|p| !gone(*p)) && std::time::Instant::now() < deadline {
+    while !marked_processes(&state_dir).is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let survivors: Vec<&u32> = pids.iter().filter(|p| !gone(**p)).collect();
+    let survivors = marked_processes(&state_dir);
     assert!(
         survivors.is_empty(),
-        "sandboxes of the killed run survive: {survivors:?}"
+        "sandbox processes of the killed run survive: {survivors:?} (before the kill: {marked_before:?})"
     );
     assert!(
         !state_dir.exists(),
