@@ -1,0 +1,42 @@
+//! The self-test on the embedded cluster: every case that targets a reference-operator mutant
+//! passes against the correct operator and fails against each mutant it exists to catch, and
+//! the kill matrix in the bundle says so.
+
+use std::process::Command;
+
+#[test]
+fn every_mutant_is_caught_by_its_case() {
+    let reports = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["selftest", "--reports"])
+        .arg(reports.path())
+        .output()
+        .expect("run rehearse selftest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "selftest failed:\n{stdout}\n{stderr}");
+
+    let path = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("kill matrix: "))
+        .unwrap_or_else(|| panic!("selftest printed no kill matrix path:\n{stdout}"));
+    let matrix: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).expect("kill-matrix.json")).unwrap();
+    let text = matrix.to_string();
+    for (mutant, cases) in rehearsal::cli::run::kill_list() {
+        assert!(
+            text.contains(mutant),
+            "kill matrix lacks mutant {mutant}: {text}"
+        );
+        for case in cases {
+            assert!(
+                stdout.contains(&format!("{mutant:<28} case {:<50} caught", case.name)),
+                "mutant {mutant} was not caught by {}:\n{stdout}",
+                case.name
+            );
+        }
+    }
+    // The bundle holding the matrix still verifies.
+    let bundle = std::path::Path::new(path).parent().unwrap();
+    rehearsal::evidence::receipts::verify(bundle.join("receipts.jsonl")).expect("journal verifies");
+}
