@@ -103,12 +103,15 @@ fn sandbox_state_dir(pid: u32) -> Option<PathBuf> {
     Some(PathBuf::from(String::from_utf8_lossy(value).into_owned()))
 }
 
-/// Kills every marked sandbox process whose cluster has no live owner: the PID-namespace
-/// inits a dead run's `bwrap` left behind (they keep the `bwrap` command line, marker
-/// included) and anything not recorded in time. A live cluster registers its owner record
-/// before it starts any sandbox, so its processes are never touched.
-fn reap_orphans(reaped: &mut Reaped) {
+/// Kills every marked sandbox process whose cluster is dead: the PID-namespace inits a dead
+/// run's `bwrap` left behind (they keep the `bwrap` command line, marker included) and
+/// anything not recorded in time. Dead means: the state directory of an owner found dead in
+/// this sweep (`dead`), or a default state directory (under [`root_dir`]) no live owner
+/// holds. A cluster registers its owner record before it starts any sandbox, so a live
+/// cluster's processes are never touched, nor sandboxes started outside a cluster.
+fn reap_orphans(dead: &[PathBuf], reaped: &mut Reaped) {
     let live: Vec<PathBuf> = live_owner_state_dirs();
+    let root = root_dir();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return;
     };
@@ -118,6 +121,9 @@ fn reap_orphans(reaped: &mut Reaped) {
         };
         if let Some(state) = sandbox_state_dir(pid)
             && !live.contains(&state)
+            && (dead.contains(&state) || state.starts_with(&root))
+            // Re-read the records: a cluster may have registered since the list was taken.
+            && !live_owner_state_dirs().contains(&state)
         {
             tracing::warn!(pid, state = %state.display(), "killing sandbox process of a dead cluster");
             let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
@@ -150,6 +156,7 @@ fn live_owner_state_dirs() -> Vec<PathBuf> {
 /// drops the record.
 pub fn reap_dead_owners() -> Reaped {
     let mut reaped = Reaped::default();
+    let mut dead: Vec<PathBuf> = Vec::new();
     let Ok(entries) = std::fs::read_dir(root_dir().join("owners")) else {
         return reaped;
     };
@@ -170,6 +177,7 @@ pub fn reap_dead_owners() -> Reaped {
         if owner_alive(pid, start) {
             continue;
         }
+        dead.push(state_dir.clone());
         if let Ok(records) = std::fs::read_dir(state_dir.join("sandboxes")) {
             for record in records.flatten() {
                 let Ok(sandbox) = record.file_name().to_string_lossy().parse::<u32>() else {
@@ -192,6 +200,6 @@ pub fn reap_dead_owners() -> Reaped {
         }
         let _ = std::fs::remove_file(entry.path());
     }
-    reap_orphans(&mut reaped);
+    reap_orphans(&dead, &mut reaped);
     reaped
 }
