@@ -121,13 +121,18 @@ impl SandboxHandle {
         *self.exit.borrow()
     }
 
-    /// Sends `signal` to the container's command (PID 2 inside); before it exists, to `bwrap`.
-    pub fn signal(&self, signal: Signal) {
+    /// Sends `signal` to the container's command (PID 2 inside). Returns false when the
+    /// command does not exist (yet): `bwrap` is still setting the sandbox up, or it ended.
+    /// The outer `bwrap` is never signalled this way: if it died before its namespace init,
+    /// the init and the command would be left running.
+    pub fn signal(&self, signal: Signal) -> bool {
         if self.exit_code().is_some() {
-            return;
+            return false;
         }
-        let target = command_pid(self.pid).unwrap_or(self.pid);
-        let _ = kill(Pid::from_raw(target as i32), signal);
+        match command_pid(self.pid) {
+            Some(target) => kill(Pid::from_raw(target as i32), signal).is_ok(),
+            None => false,
+        }
     }
 
     /// Ends the process like a container runtime: SIGTERM, up to `grace`, then SIGKILL of the
@@ -137,10 +142,26 @@ impl SandboxHandle {
             return code;
         }
         if !grace.is_zero() {
-            self.signal(Signal::SIGTERM);
-            if let Ok(code) = tokio::time::timeout(grace, self.wait()).await {
+            let deadline = tokio::time::Instant::now() + grace;
+            // A sandbox stopped right after its start may not have its command yet.
+            while !self.signal(Signal::SIGTERM)
+                && self.exit_code().is_none()
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            if let Ok(code) = tokio::time::timeout_at(deadline, self.wait()).await {
                 return code;
             }
+        }
+        // Kill the tree only once bwrap has created its namespace init (or ended): killed
+        // during set-up, the init it is about to create would outlive it.
+        let settle = tokio::time::Instant::now() + Duration::from_millis(500);
+        while self.exit_code().is_none()
+            && children_of(self.pid).is_empty()
+            && tokio::time::Instant::now() < settle
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         if self.exit_code().is_none() {
             kill_tree(self.pid);
@@ -153,17 +174,20 @@ impl SandboxHandle {
 /// the namespace), then the outer `bwrap`. Killing only the outer one is not enough: its init
 /// does not reliably die with it and would be left running with the container under it.
 fn kill_tree(bwrap_pid: u32) {
-    if let Ok(text) =
-        std::fs::read_to_string(format!("/proc/{bwrap_pid}/task/{bwrap_pid}/children"))
-    {
-        for child in text
-            .split_whitespace()
-            .filter_map(|c| c.parse::<i32>().ok())
-        {
-            let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
-        }
+    for child in children_of(bwrap_pid) {
+        let _ = kill(Pid::from_raw(child as i32), Signal::SIGKILL);
     }
     let _ = kill(Pid::from_raw(bwrap_pid as i32), Signal::SIGKILL);
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .map(|text| {
+            text.split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The host PID of the container command: the child of bwrap's namespace init.
