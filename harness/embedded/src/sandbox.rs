@@ -485,6 +485,45 @@ mod tests {
         );
     }
 
+    /// Live processes carrying `state` as their sandbox marker (outer bwrap and init).
+    fn marked(state: &Path) -> Vec<u32> {
+        let needle = state.as_os_str().as_encoded_bytes();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                !stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                    && std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == needle))
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn stopping_right_after_the_start_leaves_no_process() {
+        let state = tempfile::tempdir().unwrap();
+        let sandboxes = Sandboxes::new(state.path()).unwrap();
+        for grace in [Duration::ZERO, Duration::from_secs(2)] {
+            let handle = sandboxes
+                .spawn(&spec("exec sleep 3600"), &state.path().join("x.log"))
+                .unwrap();
+            handle.stop(grace).await;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !marked(state.path()).is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            marked(state.path()),
+            Vec::<u32>::new(),
+            "sandbox processes left running"
+        );
+    }
+
     async fn wait_for_log(path: &Path, needle: &str) {
         for _ in 0..200 {
             if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
