@@ -27,7 +27,7 @@ fn status_str(v: &Value, pointer: &str) -> Option<String> {
 }
 
 /// A Backup reaching a terminal phase (either one): the verdict is the case's to judge.
-fn backup_finished() -> Condition<Backup> {
+fn terminal_phase() -> Condition<Backup> {
     Condition::new("phase Succeeded or Failed", |b: Option<&Backup>| {
         match b.and_then(|b| b.status.as_ref()).and_then(|s| s.phase) {
             Some(p) if p.is_terminal() => Verdict::Met,
@@ -82,9 +82,29 @@ fn backup_observation(b: &Backup) -> Value {
     })
 }
 
+/// The step "await backup finished": waits for Backup `name` to end either way; the receipt
+/// holds the whole object.
+async fn backup_finished(ctx: &CaseContext<'_>, name: &str) -> Result<Backup, CaseError> {
+    ctx.step("await backup finished", await_backup(ctx, name))
+        .await
+}
+
 async fn await_backup(ctx: &CaseContext<'_>, name: &str) -> Result<Backup, CaseError> {
     let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    Ok(await_object(&api, name, backup_finished(), ctx.bounds.settle).await?)
+    Ok(await_object(&api, name, terminal_phase(), ctx.bounds.settle).await?)
+}
+
+/// Steps "create backup" (quiesced) and "await copy started": returns once the copy Job of
+/// Backup `name` exists, the moment the cases inject their faults.
+async fn copy_under_way(ctx: &CaseContext<'_>, name: &str) -> Result<(), CaseError> {
+    ctx.step(
+        "create backup",
+        fixture::create_backup(ctx, name, SERVER, true),
+    )
+    .await?;
+    ctx.step("await copy started", await_copy_started(ctx, name))
+        .await?;
+    Ok(())
 }
 
 /// Waits until the backup's copy Job exists: the copy is under way.
@@ -184,13 +204,7 @@ fn object(ctx: &CaseContext<'_>, kind: &str, name: &str) -> String {
 /// restartCount +1; the Backup is not a consistent success; no save-on reached the new incarnation.
 pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let (_fx, _before) = running_server(ctx, FixtureOptions::default()).await?;
-    ctx.step(
-        "create backup",
-        fixture::create_backup(ctx, "live", SERVER, true),
-    )
-    .await?;
-    ctx.step("await copy started", await_copy_started(ctx, "live"))
-        .await?;
+    copy_under_way(ctx, "live").await?;
     let restart = ctx
         .step("restart game container in place", async {
             Ok(faults::restart_game_container(
@@ -202,13 +216,7 @@ pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<
             .await?)
         })
         .await?;
-    let backup = ctx
-        .step("await backup finished", async {
-            let b = await_backup(ctx, "live").await?;
-            Ok(backup_observation(&b)).map(|o| (o, b))
-        })
-        .await
-        .map(|(_, b)| b)?;
+    let backup = backup_finished(ctx, "live").await?;
     let audit = ctx
         .step("read RCON audit log", audit_log(ctx, "audit-read"))
         .await?;
@@ -266,13 +274,7 @@ fn fixture_incarnation_after(lines: &[fixture_game::audit::AuditLine]) -> String
 /// consistency Quiesced.
 pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
-    ctx.step(
-        "create backup",
-        fixture::create_backup(ctx, "live", SERVER, true),
-    )
-    .await?;
-    ctx.step("await copy started", await_copy_started(ctx, "live"))
-        .await?;
+    copy_under_way(ctx, "live").await?;
     let restart = ctx
         .step("restart agent container in place", async {
             Ok(faults::restart_agent_container(
@@ -284,13 +286,7 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
             .await?)
         })
         .await?;
-    let backup = ctx
-        .step("await backup finished", async {
-            let b = await_backup(ctx, "live").await?;
-            Ok((backup_observation(&b), b))
-        })
-        .await?
-        .1;
+    let backup = backup_finished(ctx, "live").await?;
     let after = ctx
         .step(
             "observe game incarnation",
@@ -353,13 +349,7 @@ pub async fn live_backup_pod_replaced_during_preparation(
             Ok(faults::replace_pod(&ctx.client, &ctx.namespace, SERVER, ctx.bounds.settle).await?)
         })
         .await?;
-    let backup = ctx
-        .step("await backup finished", async {
-            let b = await_backup(ctx, "live").await?;
-            Ok((backup_observation(&b), b))
-        })
-        .await?
-        .1;
+    let backup = backup_finished(ctx, "live").await?;
     // The successor must be running before its audit log can speak for it.
     ctx.step("await successor ready", async {
         fixture::await_server_pod_ready(ctx, SERVER).await?;
@@ -411,13 +401,7 @@ pub async fn live_backup_game_not_running_yet(ctx: &CaseContext<'_>) -> Result<(
         Ok(json!({"server": SERVER, "backup": "early"}))
     })
     .await?;
-    let backup = ctx
-        .step("await backup finished", async {
-            let b = await_backup(ctx, "early").await?;
-            Ok((backup_observation(&b), b))
-        })
-        .await?
-        .1;
+    let backup = backup_finished(ctx, "early").await?;
     let inc = ctx
         .step(
             "observe game incarnation",
@@ -480,13 +464,7 @@ pub async fn live_backup_older_agent_without_identity_route(
         fixture::create_backup(ctx, "live", SERVER, true),
     )
     .await?;
-    let backup = ctx
-        .step("await backup finished", async {
-            let b = await_backup(ctx, "live").await?;
-            Ok((backup_observation(&b), b))
-        })
-        .await?
-        .1;
+    let backup = backup_finished(ctx, "live").await?;
     let audit = ctx
         .step("read RCON audit log", audit_log(ctx, "audit-read"))
         .await?;
@@ -713,24 +691,12 @@ pub async fn stopped_server_backup_started_mid_copy(
 ) -> Result<(), CaseError> {
     let (_fx, _inc) = running_server(ctx, FixtureOptions::default()).await?;
     ctx.step("stop server", stop_server(ctx)).await?;
-    ctx.step(
-        "create backup",
-        fixture::create_backup(ctx, "stopped", SERVER, true),
-    )
-    .await?;
-    ctx.step("await copy started", await_copy_started(ctx, "stopped"))
-        .await?;
+    copy_under_way(ctx, "stopped").await?;
     ctx.step("start server mid-copy", async {
         Ok(faults::set_suspended(&ctx.client, &ctx.namespace, SERVER, false).await?)
     })
     .await?;
-    let backup = ctx
-        .step("await backup finished", async {
-            let b = await_backup(ctx, "stopped").await?;
-            Ok((backup_observation(&b), b))
-        })
-        .await?
-        .1;
+    let backup = backup_finished(ctx, "stopped").await?;
     ctx.step("assess", async {
         ctx.uses("Backup status");
         let b = object(ctx, "backup", "stopped");
