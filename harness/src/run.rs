@@ -273,10 +273,12 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
     // Dropping the stream drops running cases: their recorders record `interrupted` and their
     // backends end every process they started.
     drop(stream);
+    // A shared cluster outlives the run: a Kind cluster is reused by the next run (and removed
+    // with `rehearse cluster down --kind`); an existing one was never the harness's to delete.
     if let Some(backend) = shared
         && let Ok(backend) = Arc::try_unwrap(backend)
     {
-        let _ = backend.teardown(false).await;
+        let _ = backend.teardown(true).await;
     }
     let interrupted = interrupted.load(Ordering::SeqCst);
     let bundle = Arc::try_unwrap(bundle).map_err(|_| BundleError::Io {
