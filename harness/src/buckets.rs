@@ -64,8 +64,19 @@ pub struct CaseEntry {
     pub test: String,
     /// The row of CONTRACT.md's case table this test proves.
     pub contract: String,
-    /// Reference-operator mutants this case exists to catch (the self-test's kill matrix).
-    pub mutants: Vec<String>,
+    /// Mutants this case exists to catch, each with the check that must catch it (the
+    /// self-test's kill matrix).
+    pub mutants: Vec<MutantTarget>,
+}
+
+/// A mutant a case must catch, and the named check of the case that must fail against it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MutantTarget {
+    /// A reference-operator `--mutant` name, or a harness mutant (`harness-…`).
+    pub name: String,
+    /// The check id (see the case's `assess` receipt) that must be among the failed checks.
+    pub check: String,
 }
 
 impl CaseEntry {
@@ -169,7 +180,7 @@ struct RawCase {
     test: String,
     contract: String,
     #[serde(default)]
-    mutants: Vec<String>,
+    mutants: Vec<MutantTarget>,
 }
 
 /// The workspace's manifest as compiled into this binary, so `rehearse run --bucket` and the
@@ -259,11 +270,18 @@ impl Manifest {
                         "use the test function's path inside its binary, e.g. `live_backup_agent_restart`",
                     ));
                 }
-                if let Some(m) = case.mutants.iter().find(|m| !is_kebab(m)) {
+                if let Some(m) = case.mutants.iter().find(|m| !is_kebab(&m.name)) {
                     return Err(bad(
                         "mutant",
-                        m,
-                        "use the reference operator's `--mutant` name (lowercase letters, digits, `-`)",
+                        &m.name,
+                        "use the reference operator's `--mutant` name or a `harness-…` mutant (lowercase letters, digits, `-`)",
+                    ));
+                }
+                if let Some(m) = case.mutants.iter().find(|m| !is_kebab(&m.check)) {
+                    return Err(bad(
+                        "check",
+                        &m.check,
+                        "use the id of the case's check that must fail against the mutant (lowercase letters, digits, `-`)",
                     ));
                 }
                 if case.contract.trim().is_empty() {
@@ -337,7 +355,7 @@ impl Manifest {
         let mut map: BTreeMap<&str, Vec<&CaseEntry>> = BTreeMap::new();
         for (_, case) in self.cases() {
             for m in &case.mutants {
-                map.entry(m.as_str()).or_default().push(case);
+                map.entry(m.name.as_str()).or_default().push(case);
             }
         }
         map

@@ -303,6 +303,35 @@ pub async fn set_suspended(
     .await
 }
 
+/// Puts a GameServer to sleep as an idle controller would: `spec.idle.enabled: true` (the intent)
+/// and `status.idle.asleep: true` (the decision), without touching `spec.suspend`.
+pub async fn set_idle_asleep(
+    client: &kube::Client,
+    namespace: &str,
+    server: &str,
+) -> Result<SpecChangeObservation, FaultError> {
+    let change = patch_gameserver(
+        client,
+        namespace,
+        server,
+        serde_json::json!({ "spec": { "idle": { "enabled": true } } }),
+    )
+    .await?;
+    let servers: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &gameserver_resource());
+    servers
+        .patch_status(
+            server,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({
+                "status": { "idle": { "asleep": true, "reason": "no players (rehearsal)" } }
+            })),
+        )
+        .await
+        .map_err(kube_error("patch GameServer status", namespace, server))?;
+    Ok(change)
+}
+
 /// Points a GameServer at an image no node can pull ([`UNPULLABLE_IMAGE`] unless given).
 pub async fn point_at_unpullable(
     client: &kube::Client,

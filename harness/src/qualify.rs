@@ -18,7 +18,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::cases::context::{CaseContext, CaseError, expect, expect_eq};
+use crate::cases::context::{CaseContext, CaseError, HarnessMutant};
 use crate::cases::fixture::{self, Markers};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
 use crate::probe::minecraft::{self, Depth};
@@ -50,11 +50,26 @@ pub struct Plan {
     pub rollback: Rollback,
 }
 
+/// The gates, by name (CONTRACT C.2, C.4, C.5).
+pub mod gates {
+    pub const PREFLIGHT: &str = "preflight";
+    pub const IMAGE: &str = "pod runs the pinned image";
+    pub const JOIN: &str = "real Minecraft join reaches play";
+    pub const SAVE: &str = "a save succeeds";
+    pub const READ_BACK: &str = "world data reads back (format marker recorded)";
+    pub const ROLLBACK: &str = "rollback";
+}
+
 /// One gate's result.
 #[derive(Debug, Clone, Serialize)]
 pub struct Gate {
+    /// One of [`gates`].
     pub name: String,
+    /// The server it was judged on (the clone or a fleet member).
+    pub server: String,
     pub passed: bool,
+    /// One line: what was observed that failed it.
+    pub reason: Option<String>,
     pub evidence: Value,
 }
 
@@ -65,7 +80,37 @@ pub enum Outcome {
     /// Every gate passed and every batch was promoted.
     Promoted { batches: usize },
     /// A gate failed: nothing (more) was promoted.
-    Halted { gate: String, reason: String },
+    Halted {
+        /// One of [`gates`], or `promotion batch N`.
+        gate: String,
+        /// The server the gate failed on (none for the preflight).
+        server: Option<String>,
+        /// What was observed, in one line.
+        reason: String,
+        /// Batches fully promoted before the halt.
+        batches_promoted: usize,
+    },
+}
+
+impl Outcome {
+    /// `promote N batches` or `halted at <gate> (<server>): <reason>`.
+    pub fn line(&self) -> String {
+        match self {
+            Outcome::Promoted { batches } => format!("promoted in {batches} batch(es)"),
+            Outcome::Halted {
+                gate,
+                server,
+                reason,
+                batches_promoted,
+            } => format!(
+                "halted at gate {gate:?}{} after {batches_promoted} promoted batch(es): {reason}",
+                server
+                    .as_ref()
+                    .map(|s| format!(" on {s}"))
+                    .unwrap_or_default()
+            ),
+        }
+    }
 }
 
 /// The whole record of a qualification.
@@ -78,6 +123,8 @@ pub struct Qualification {
     pub gates: Vec<Gate>,
     pub clone_pvcs_before: Vec<PvcObservation>,
     pub clone_pvcs_after: Vec<PvcObservation>,
+    /// Promotion receipts written (one per batch promoted or attempted).
+    pub promotion_receipts: usize,
     pub outcome: Outcome,
 }
 
@@ -110,15 +157,20 @@ async fn get_server(ctx: &CaseContext<'_>, name: &str) -> Result<GameServer, Cas
     ))
 }
 
-async fn patch_server(ctx: &CaseContext<'_>, name: &str, patch: Value) -> Result<(), CaseError> {
-    gs_api(ctx)
+/// Patches GameServer `name`; returns its generation after the patch.
+async fn patch_server(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    patch: Value,
+) -> Result<Option<i64>, CaseError> {
+    let gs = gs_api(ctx)
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(CaseError::kube(
             "patch GameServer",
             format!("{}/{name}", ctx.namespace),
         ))?;
-    Ok(())
+    Ok(gs.metadata.generation)
 }
 
 async fn pod_uid(ctx: &CaseContext<'_>, server: &str) -> Result<Option<String>, CaseError> {
@@ -210,6 +262,17 @@ pub async fn join(
     Ok(minecraft::probe(reach.addr, depth, ctx.bounds.probe).await)
 }
 
+/// The depth the join gate asks for: play, unless a harness mutant weakened it.
+fn join_gate_depth(ctx: &CaseContext<'_>) -> Depth {
+    if ctx.harness_mutant(HarnessMutant::JoinStatusOnly) {
+        Depth::Query
+    } else if ctx.harness_mutant(HarnessMutant::JoinLoginOnly) {
+        Depth::Login
+    } else {
+        Depth::Play
+    }
+}
+
 async fn baseline(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Vec<MemberBaseline>, CaseError> {
     let mut members = Vec::new();
     for (i, member) in plan.fleet.iter().enumerate() {
@@ -239,44 +302,58 @@ async fn baseline(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Vec<MemberBaseli
     Ok(members)
 }
 
+/// Why the preflight refuses, as one line.
+#[derive(Debug, Clone)]
+struct Refusal(String);
+
 /// Refuses members that track the template default (they would adopt automatically) and a
 /// candidate whose image is not pinned by digest.
-async fn preflight(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Value, String> {
+async fn preflight(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+) -> Result<Result<Value, Refusal>, CaseError> {
     let mut floating = Vec::new();
     for member in &plan.fleet {
-        let gs = get_server(ctx, member).await.map_err(|e| e.to_string())?;
+        let gs = get_server(ctx, member).await?;
         if gs.spec.version.as_deref().unwrap_or("").is_empty() {
             floating.push(member.clone());
         }
     }
-    if !floating.is_empty() {
-        return Err(format!(
-            "fleet members {floating:?} track the template default and would adopt the candidate automatically; pin spec.version on each"
-        ));
+    if !floating.is_empty() && !ctx.harness_mutant(HarnessMutant::DefaultTrackingAllowed) {
+        return Ok(Err(Refusal(format!(
+            "fleet member(s) {} track the template's default version and would adopt the candidate automatically; pin spec.version on each",
+            floating.join(", ")
+        ))));
     }
     let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
-    let t = templates
-        .get(&plan.template)
+    let Some(t) = templates
+        .get_opt(&plan.template)
         .await
-        .map_err(|e| format!("cannot read GameTemplate {}: {e}", plan.template))?;
-    let version = t
-        .spec
-        .versions
-        .iter()
-        .find(|v| v.id == plan.candidate)
-        .ok_or_else(|| {
-            format!(
-                "GameTemplate {} has no version {:?}",
-                plan.template, plan.candidate
-            )
-        })?;
+        .map_err(CaseError::kube("get GameTemplate", plan.template.clone()))?
+    else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} does not exist; name the template that holds the candidate",
+            plan.template
+        ))));
+    };
+    let Some(version) = t.spec.versions.iter().find(|v| v.id == plan.candidate) else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} has no version {:?}; add it to spec.versions",
+            plan.template, plan.candidate
+        ))));
+    };
     if !version.image.contains("@sha256:") {
-        return Err(format!(
+        return Ok(Err(Refusal(format!(
             "candidate {} image {} is not pinned by digest; reference it as repo@sha256:…",
             plan.candidate, version.image
-        ));
+        ))));
     }
-    Ok(json!({"candidate": plan.candidate, "image": version.image, "fleet_pinned": plan.fleet}))
+    Ok(Ok(json!({
+        "candidate": plan.candidate,
+        "image": version.image,
+        "fleet_pinned": plan.fleet,
+        "tracking_default": floating,
+    })))
 }
 
 fn candidate_digest(image: &str) -> &str {
@@ -295,22 +372,26 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
         gates: vec![],
         clone_pvcs_before: vec![],
         clone_pvcs_after: vec![],
+        promotion_receipts: 0,
         outcome: Outcome::Promoted { batches: 0 },
     };
     ctx.uses("fleet pod UIDs");
     ctx.uses("PVC UIDs");
     q.baseline = ctx.step("baseline receipt", baseline(ctx, plan)).await?;
 
-    let pre = preflight(ctx, plan).await;
-    let pre_ok = pre.is_ok();
-    let evidence = match pre {
-        Ok(v) => v,
-        Err(reason) => json!({"reason": reason}),
+    // 2. Preflight: a refusal is a failed gate (and a failed step), never an `ok` one.
+    let pre = preflight(ctx, plan).await?;
+    let gate = Gate {
+        name: gates::PREFLIGHT.into(),
+        server: String::new(),
+        passed: pre.is_ok(),
+        reason: pre.as_ref().err().map(|r| r.0.clone()),
+        evidence: pre.as_ref().ok().cloned().unwrap_or(Value::Null),
     };
-    ctx.step("gate: preflight", async { Ok(evidence.clone()) })
-        .await?;
-    if !pre_ok {
-        return Ok(halt(q, "preflight", &evidence, None));
+    record(ctx, &gate)?;
+    q.gates.push(gate.clone());
+    if !gate.passed {
+        return Ok(halt(q, &gate, 0));
     }
     let source = get_server(ctx, &plan.source).await?;
     let previous = source.spec.version.clone().unwrap_or_default();
@@ -337,7 +418,7 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
         &snapshot,
         json!({"backup": backup_name, "server": plan.source}),
     )?;
-    ctx.uses("restic snapshots");
+    ctx.uses("Backup status.snapshotID");
     q.snapshot = Some(snapshot.clone());
     ctx.step("create the clone", async {
         let markers = Markers {
@@ -372,102 +453,101 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
     ctx.observe_pvcs(PvcPhase::Before, &q.clone_pvcs_before)?;
 
     // 4. The candidate on the clone only, behind gates.
-    let template: Api<GameTemplate> = Api::all(ctx.client.clone());
-    let candidate_image = template
-        .get(&plan.template)
-        .await
-        .map_err(CaseError::kube("get GameTemplate", plan.template.clone()))?
-        .spec
-        .versions
-        .into_iter()
-        .find(|v| v.id == plan.candidate)
-        .map(|v| v.image)
-        .unwrap_or_default();
-    ctx.step("apply the candidate to the clone", async {
-        patch_server(
-            ctx,
-            &clone,
-            json!({"spec": {"version": plan.candidate, "suspend": false}}),
-        )
-        .await?;
-        Ok(json!({"clone": clone, "version": plan.candidate, "image": candidate_image}))
-    })
-    .await?;
-    let gates = candidate_gates(ctx, &clone, &candidate_image).await?;
+    let candidate_image = version_image(ctx, &plan.template, &plan.candidate).await?;
+    let generation = ctx
+        .step("apply the candidate to the clone", async {
+            let generation = patch_server(
+                ctx,
+                &clone,
+                json!({"spec": {"version": plan.candidate, "suspend": false}}),
+            )
+            .await?;
+            Ok((
+                json!({"clone": clone, "version": plan.candidate, "image": candidate_image, "generation": generation}),
+                generation,
+            ))
+        })
+        .await?
+        .1;
+    let gates = server_gates(ctx, &clone, &candidate_image, generation, true).await?;
     let failed = gates.iter().find(|g| !g.passed).cloned();
     q.gates.extend(gates);
     if let Some(gate) = failed {
-        return Ok(halt(q, &gate.name, &gate.evidence, None));
+        return Ok(halt(q, &gate, 0));
     }
 
-    // 5. Rollback evidence on the clone.
-    let rollback = ctx
-        .step(
-            "rollback on the clone",
-            rollback_clone(ctx, plan, &clone, &previous, &backup_name),
-        )
-        .await?;
-    q.gates.push(Gate {
-        name: "rollback".into(),
-        passed: true,
-        evidence: rollback,
-    });
+    // 5. Rollback evidence on the clone: a gate computed from what was read back.
+    let rollback = rollback_clone(ctx, plan, &clone, &previous, &backup_name).await?;
+    record(ctx, &rollback)?;
+    q.gates.push(rollback.clone());
     q.clone_pvcs_after = fixture::server_pvcs(ctx, &clone).await?;
     ctx.observe_pvcs(PvcPhase::After, &q.clone_pvcs_after)?;
-    for before in &q.clone_pvcs_before {
-        let after = q.clone_pvcs_after.iter().find(|a| a.claim == before.claim);
-        expect_eq(
-            &format!("pvc {}/{}", ctx.namespace, before.claim),
-            "metadata.uid (before candidate / after candidate and rollback)",
-            Some(before.uid.clone()),
-            after.map(|a| a.uid.clone()),
-        )?;
+    if !rollback.passed {
+        return Ok(halt(q, &rollback, 0));
     }
 
     // 6. Promote in gated batches.
-    let mut batches = 0;
+    let mut promoted = 0;
+    let mut first_failure: Option<Gate> = None;
     for (i, batch) in plan.fleet.chunks(plan.batch_size.max(1)).enumerate() {
         let name = format!("promotion batch {}", i + 1);
-        let result = ctx
+        let member_gates = ctx
             .step(&name, async {
-                let mut promoted = Vec::new();
+                let mut generations = Vec::new();
                 for member in batch {
-                    patch_server(ctx, member, json!({"spec": {"version": plan.candidate}})).await?;
+                    generations.push(
+                        patch_server(ctx, member, json!({"spec": {"version": plan.candidate}}))
+                            .await?,
+                    );
                 }
-                for member in batch {
-                    let gates = member_gates(ctx, member, &candidate_image).await?;
-                    promoted.push(json!({"server": member, "gates": gates}));
+                let mut all = Vec::new();
+                for (member, generation) in batch.iter().zip(generations) {
+                    all.extend(
+                        server_gates(ctx, member, &candidate_image, generation, false).await?,
+                    );
                 }
-                Ok(promoted)
+                Ok(all)
             })
             .await?;
-        let all_passed = result.iter().all(|m| {
-            m["gates"]
-                .as_array()
-                .is_some_and(|gs| gs.iter().all(|g| g["passed"] == json!(true)))
-        });
+        let failed = member_gates.iter().find(|g| !g.passed).cloned();
         ctx.recorder.step(
             &name,
-            json!({"kind": "promotion", "batch": i + 1, "members": batch, "passed": all_passed}),
+            json!({"kind": "promotion", "batch": i + 1, "members": batch, "passed": failed.is_none()}),
         )?;
-        batches += 1;
-        if !all_passed {
-            return Ok(halt(q, &name, &json!(result), Some(batches)));
+        q.promotion_receipts += 1;
+        q.gates.extend(member_gates);
+        match failed {
+            None => promoted += 1,
+            Some(gate) => {
+                if ctx.harness_mutant(HarnessMutant::BatchHaltIgnored) {
+                    // The defect: a failed batch does not stop the rollout.
+                    first_failure.get_or_insert(gate);
+                    promoted += 1;
+                    continue;
+                }
+                let mut halted = halt(q, &gate, promoted);
+                if let Outcome::Halted { gate: g, .. } = &mut halted.outcome {
+                    *g = format!("{name}: {}", gate.name);
+                }
+                return Ok(halted);
+            }
         }
     }
-    q.outcome = Outcome::Promoted { batches };
+    let _ = first_failure;
+    q.outcome = Outcome::Promoted { batches: promoted };
     Ok(q)
 }
 
-fn halt(
-    mut q: Qualification,
-    gate: &str,
-    evidence: &Value,
-    _batches: Option<usize>,
-) -> Qualification {
+/// Ends the qualification at `gate`, recording how many batches were promoted before it.
+fn halt(mut q: Qualification, gate: &Gate, batches_promoted: usize) -> Qualification {
     q.outcome = Outcome::Halted {
-        gate: gate.to_string(),
-        reason: evidence.to_string(),
+        gate: gate.name.clone(),
+        server: (!gate.server.is_empty()).then(|| gate.server.clone()),
+        reason: gate
+            .reason
+            .clone()
+            .unwrap_or_else(|| "the gate failed".into()),
+        batches_promoted,
     };
     q
 }
@@ -496,72 +576,58 @@ async fn restore_into(
     Ok(id)
 }
 
-/// The clone's gates: pinned image runs, a real join reaches play, a save succeeds, the world
-/// reads back, and its format marker is recorded. Each writes a receipt; the first failure
-/// stops the rest (they would only repeat it).
-async fn candidate_gates(
-    ctx: &CaseContext<'_>,
-    clone: &str,
-    image: &str,
-) -> Result<Vec<Gate>, CaseError> {
-    member_gates_inner(ctx, clone, image, true).await
+/// Writes a gate's receipt (`gate: <name> (<server>)`, `ok` = passed).
+fn record(ctx: &CaseContext<'_>, gate: &Gate) -> Result<(), CaseError> {
+    let step = if gate.server.is_empty() {
+        format!("gate: {}", gate.name)
+    } else {
+        format!("gate: {} ({})", gate.name, gate.server)
+    };
+    ctx.recorder.step(
+        &step,
+        json!({"ok": gate.passed, "gate": gate.name, "server": gate.server, "passed": gate.passed,
+               "reason": gate.reason, "evidence": gate.evidence}),
+    )?;
+    Ok(())
 }
 
-async fn member_gates(
-    ctx: &CaseContext<'_>,
-    member: &str,
-    image: &str,
-) -> Result<Vec<Gate>, CaseError> {
-    member_gates_inner(ctx, member, image, false).await
+fn gate(server: &str, name: &str, passed: bool, reason: Option<String>, evidence: Value) -> Gate {
+    Gate {
+        name: name.into(),
+        server: server.into(),
+        passed,
+        reason: if passed { None } else { reason },
+        evidence,
+    }
 }
 
-async fn member_gates_inner(
+/// A server's gates after it was moved to the candidate: the pinned image runs, a real join
+/// reaches play, a save succeeds, and (on the clone) the world reads back with its format
+/// marker recorded. Each writes a receipt; the first failure stops the rest (they would only
+/// repeat it).
+async fn server_gates(
     ctx: &CaseContext<'_>,
     server: &str,
     image: &str,
+    generation: Option<i64>,
     read_back: bool,
 ) -> Result<Vec<Gate>, CaseError> {
-    let mut gates = Vec::new();
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let pod_name = names::pod(server);
-    let pulled = await_pod_running_image(ctx, &pods, &pod_name, image).await;
-    let (passed, evidence) = match &pulled {
-        Ok(pod) => {
-            let image_id = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
-                .and_then(|cs| cs.iter().find(|c| c.name == names::containers::GAME))
-                .map(|c| c.image_id.clone())
-                .unwrap_or_default();
-            let digest = candidate_digest(image);
-            (
-                image_id.ends_with(digest),
-                json!({"pod_uid": pod.metadata.uid, "imageID": image_id, "pinned": image}),
-            )
-        }
-        Err(e) => (false, json!({"error": e.to_string()})),
-    };
-    ctx.uses("container imageID");
-    let gate = record_gate(ctx, server, "pod runs the pinned image", passed, evidence).await?;
-    gates.push(gate);
+    let mut out = Vec::new();
+    let g = image_gate(ctx, server, image, generation).await?;
+    record(ctx, &g)?;
+    let passed = g.passed;
+    out.push(g);
     if !passed {
-        return Ok(gates);
+        return Ok(out);
     }
 
-    let verdict = join(ctx, server, Depth::Play).await?;
-    ctx.uses("Minecraft join (play state)");
-    let gate = record_gate(
-        ctx,
-        server,
-        "real Minecraft join reaches play",
-        verdict.ok,
-        json!({"verdict": verdict.line(), "detail": verdict}),
-    )
-    .await?;
-    gates.push(gate);
+    let depth = join_gate_depth(ctx);
+    let verdict = join(ctx, server, depth).await?;
+    ctx.uses("Minecraft join (depth reached)");
+    let mut evidence = json!({"verdict": verdict.line(), "detail": verdict});
     if !verdict.ok {
         // Say what the port does serve, if anything: the HTTP-only candidate's tell.
+        let pod_name = names::pod(server);
         if let Ok(reach) = ctx
             .backend
             .reach(&ctx.namespace, &pod_name, GAME_PORT)
@@ -569,26 +635,40 @@ async fn member_gates_inner(
             && let Ok(http) =
                 crate::probe::http_marker::probe(reach.addr, "/", "", ctx.bounds.probe).await
         {
-            ctx.recorder.step(
-                &format!("{server}: what the game port serves"),
-                json!({"http": http}),
-            )?;
+            ctx.uses("HTTP response on the game port");
+            evidence["http"] = json!(http);
         }
-        return Ok(gates);
+    }
+    let g = gate(
+        server,
+        gates::JOIN,
+        verdict.ok,
+        Some(verdict.line()),
+        evidence,
+    );
+    record(ctx, &g)?;
+    out.push(g);
+    if !verdict.ok {
+        return Ok(out);
     }
 
     let saved = rcon(ctx, server, &["save-all flush"]).await;
-    let (passed, evidence) = match saved {
+    let (passed, reason, evidence) = match saved {
         Ok(replies) => (
             replies.iter().any(|r| r.contains("Saved the game")),
+            Some(format!(
+                "the game replied {replies:?}, not \"Saved the game\""
+            )),
             json!({"replies": replies}),
         ),
-        Err(e) => (false, json!({"error": e.to_string()})),
+        Err(e) => (false, Some(e.to_string()), json!({"error": e.to_string()})),
     };
-    let gate = record_gate(ctx, server, "a save succeeds", passed, evidence).await?;
-    gates.push(gate);
+    ctx.uses("RCON reply to save-all");
+    let g = gate(server, gates::SAVE, passed, reason, evidence);
+    record(ctx, &g)?;
+    out.push(g);
     if !passed || !read_back {
-        return Ok(gates);
+        return Ok(out);
     }
 
     let claims = world_claims(server);
@@ -604,28 +684,216 @@ async fn member_gates_inner(
     })
     .await;
     ctx.uses("world read back from the volumes");
-    let (passed, evidence) = match readback {
+    let (passed, reason, evidence) = match readback {
         Ok(r) => {
-            let ok = r.claims.values().all(|i| !i.torn && i.marker.is_some());
+            let bad: Vec<String> = r
+                .claims
+                .iter()
+                .filter(|(_, i)| i.torn || i.marker.is_none())
+                .map(|(c, i)| format!("{c} (torn: {}, marker: {:?})", i.torn, i.marker))
+                .collect();
             let formats: BTreeMap<_, _> = r
                 .claims
                 .iter()
-                .map(|(c, i)| (c.clone(), json!({"format": i.format, "candidate_marker": i.candidate_marker, "marker": i.marker})))
+                .map(|(c, i)| (c.clone(), json!({"format": i.format, "candidate_marker": i.candidate_marker, "marker": i.marker, "digest": i.digest})))
                 .collect();
-            (ok, json!({"claims": formats}))
+            (
+                bad.is_empty() && !r.claims.is_empty(),
+                Some(format!("unreadable world claims: {}", bad.join(", "))),
+                json!({"claims": formats}),
+            )
         }
-        Err(e) => (false, json!({"error": e.to_string()})),
+        Err(e) => (false, Some(e.to_string()), json!({"error": e.to_string()})),
     };
-    let gate = record_gate(
-        ctx,
+    let g = gate(server, gates::READ_BACK, passed, reason, evidence);
+    record(ctx, &g)?;
+    out.push(g);
+    Ok(out)
+}
+
+/// The image gate: once the operator has observed the version change (GameServer
+/// observedGeneration) and the server's pod runs what its StatefulSet now asks for, the game
+/// container's `imageID` must carry the digest the candidate was pinned to. A pull failure
+/// ends it at once with the pod's waiting reason and the GameServer's phase as the reason.
+async fn image_gate(
+    ctx: &CaseContext<'_>,
+    server: &str,
+    pinned: &str,
+    generation: Option<i64>,
+) -> Result<Gate, CaseError> {
+    ctx.uses("container imageID");
+    let observed = await_generation_observed(ctx, server, generation).await;
+    if let Err(e) = observed {
+        return Ok(gate(
+            server,
+            gates::IMAGE,
+            false,
+            Some(e.to_string()),
+            json!({"error": e.to_string()}),
+        ));
+    }
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pod_name = names::pod(server);
+    let (wanted, revision) = statefulset_revision(ctx, server).await?;
+    let waited = await_pod_of_revision(ctx, &pods, &pod_name, &revision).await;
+    if waited.is_err() {
+        // A pull failure shows on the pod first; the operator then reports the GameServer
+        // Failed (ImagePullFailed). Give it the pull-failure bound to say so.
+        let _ = await_object(
+            &gs_api(ctx),
+            server,
+            conditions::gameserver_phase("Failed"),
+            ctx.bounds.pull_failure,
+        )
+        .await;
+    }
+    let pod = pods.get_opt(&pod_name).await.map_err(CaseError::kube(
+        "get Pod",
+        format!("{}/{pod_name}", ctx.namespace),
+    ))?;
+    let gs = get_server(ctx, server).await?;
+    let game_status = pod
+        .as_ref()
+        .and_then(|p| p.status.as_ref()?.container_statuses.clone())
+        .and_then(|cs| cs.into_iter().find(|c| c.name == names::containers::GAME));
+    let image_id = game_status
+        .as_ref()
+        .map(|c| c.image_id.clone())
+        .unwrap_or_default();
+    let waiting = game_status
+        .as_ref()
+        .and_then(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone());
+    let gs_phase = gs
+        .status
+        .as_ref()
+        .and_then(|s| s.phase)
+        .map(|p| p.as_str().to_string());
+    let gs_reason = gs
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.reason.clone());
+    let digest = candidate_digest(pinned);
+    let matches = !image_id.is_empty() && image_id.ends_with(digest);
+    let skip_digest = ctx.harness_mutant(HarnessMutant::DigestCheckSkipped);
+    let passed = waited.is_ok() && (matches || skip_digest);
+    let reason = match &waited {
+        Err(e) => format!(
+            "the game container did not run: waiting reason {}; GameServer phase {} ({}); {e}",
+            waiting.as_deref().unwrap_or("none"),
+            gs_phase.as_deref().unwrap_or("none"),
+            gs_reason.as_deref().unwrap_or("no Ready reason"),
+        ),
+        Ok(_) => format!(
+            "the game container runs imageID {image_id:?}, not the pinned digest {digest} (pod spec image {wanted})"
+        ),
+    };
+    Ok(gate(
         server,
-        "world data reads back (format marker recorded)",
+        gates::IMAGE,
         passed,
-        evidence,
-    )
-    .await?;
-    gates.push(gate);
-    Ok(gates)
+        Some(reason),
+        json!({
+            "pod_uid": pod.as_ref().and_then(|p| p.metadata.uid.clone()),
+            "imageID": image_id,
+            "pinned": pinned,
+            "spec_image": wanted,
+            "waiting_reason": waiting,
+            "gameserver_phase": gs_phase,
+            "gameserver_ready_reason": gs_reason,
+        }),
+    ))
+}
+
+/// Waits until the operator has observed GameServer `server` at `generation`.
+async fn await_generation_observed(
+    ctx: &CaseContext<'_>,
+    server: &str,
+    generation: Option<i64>,
+) -> Result<GameServer, CaseError> {
+    let wanted = generation.unwrap_or(0);
+    let condition = Condition::new(
+        format!("status.observedGeneration >= {wanted}"),
+        move |gs: Option<&GameServer>| match gs
+            .and_then(|g| g.status.as_ref())
+            .and_then(|s| s.observed_generation)
+        {
+            Some(g) if g >= wanted => Verdict::Met,
+            _ => Verdict::Pending,
+        },
+    );
+    Ok(await_object(&gs_api(ctx), server, condition, ctx.bounds.settle).await?)
+}
+
+/// The game image the server's StatefulSet asks for and its update revision, once the
+/// StatefulSet controller has observed its latest template.
+async fn statefulset_revision(
+    ctx: &CaseContext<'_>,
+    server: &str,
+) -> Result<(String, String), CaseError> {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    let api: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let name = names::statefulset(server);
+    let condition = Condition::new(
+        "status.observedGeneration >= metadata.generation with an updateRevision",
+        |sts: Option<&StatefulSet>| {
+            let Some(sts) = sts else {
+                return Verdict::Pending;
+            };
+            let observed = sts.status.as_ref().and_then(|s| s.observed_generation);
+            let revision = sts.status.as_ref().and_then(|s| s.update_revision.as_ref());
+            if observed >= sts.metadata.generation && revision.is_some() {
+                Verdict::Met
+            } else {
+                Verdict::Pending
+            }
+        },
+    );
+    let sts = await_object(&api, &name, condition, ctx.bounds.settle).await?;
+    let image = sts
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| {
+            p.containers
+                .iter()
+                .find(|c| c.name == names::containers::GAME)
+        })
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default();
+    let revision = sts
+        .status
+        .and_then(|s| s.update_revision)
+        .unwrap_or_default();
+    Ok((image, revision))
+}
+
+/// Waits until the server's pod belongs to StatefulSet revision `revision` and is Ready (a
+/// pull failure is terminal and surfaces within the pull-failure bound).
+async fn await_pod_of_revision(
+    ctx: &CaseContext<'_>,
+    pods: &Api<Pod>,
+    pod_name: &str,
+    revision: &str,
+) -> Result<Pod, CaseError> {
+    let ready = conditions::pod_ready();
+    let wanted = revision.to_string();
+    let condition = Condition::new(
+        format!("pod of revision {wanted} and Ready"),
+        move |pod: Option<&Pod>| {
+            let of_revision = pod
+                .and_then(|p| p.metadata.labels.as_ref())
+                .and_then(|l| l.get("controller-revision-hash"))
+                .is_some_and(|r| *r == wanted);
+            if !of_revision {
+                return Verdict::Pending;
+            }
+            ready.check(pod)
+        },
+    );
+    let bound = ctx.bounds.pull_failure.max(Duration::from_secs(1));
+    Ok(await_object(pods, pod_name, condition, bound).await?)
 }
 
 /// Waits until the server's pod runs `image` in its game container and is Ready. The operator
@@ -686,34 +954,21 @@ async fn version_image(
         })
 }
 
-async fn record_gate(
-    ctx: &CaseContext<'_>,
-    server: &str,
-    name: &str,
-    passed: bool,
-    evidence: Value,
-) -> Result<Gate, CaseError> {
-    let step = format!("gate: {name} ({server})");
-    ctx.recorder.step(
-        &step,
-        json!({"gate": name, "server": server, "passed": passed, "evidence": evidence}),
-    )?;
-    Ok(Gate {
-        name: format!("{name} ({server})"),
-        passed,
-        evidence,
-    })
-}
-
+/// Rolls the clone back (re-pin, or restore the pre-candidate snapshot and re-pin) and judges
+/// it: the previous version runs and joins to play, the save reads as format 1 without the
+/// candidate-only marker, the primary and extra world values are the source's, and the mods
+/// keep the clone's own value.
 async fn rollback_clone(
     ctx: &CaseContext<'_>,
     plan: &Plan,
     clone: &str,
     previous: &str,
     backup: &str,
-) -> Result<Value, CaseError> {
+) -> Result<Gate, CaseError> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let pod_name = names::pod(clone);
+    let mut problems: Vec<String> = Vec::new();
+    let mut evidence = json!({"rollback": plan.rollback});
     match plan.rollback {
         Rollback::Compatible => {
             patch_server(ctx, clone, json!({"spec": {"version": previous}})).await?;
@@ -727,7 +982,7 @@ async fn rollback_clone(
             .await?;
             fixture::await_server_phase(ctx, clone, "Suspended").await?;
             await_condition(&pods, &pod_name, conditions::deleted(), ctx.bounds.settle).await?;
-            restore_into(
+            let id = restore_into(
                 ctx,
                 "restore the pre-candidate snapshot",
                 "qualify-rollback",
@@ -735,22 +990,26 @@ async fn rollback_clone(
                 clone,
             )
             .await?;
+            evidence["restored_snapshot"] = json!(id);
             patch_server(ctx, clone, json!({"spec": {"suspend": false}})).await?;
         }
     }
     // The clone ran the candidate until now: wait for the pod of the previous version, not
     // the candidate's pod that is still Ready while the StatefulSet rolls.
     let previous_image = version_image(ctx, &plan.template, previous).await?;
-    let pod = await_pod_running_image(ctx, &pods, &pod_name, &previous_image).await?;
+    let pod = match await_pod_running_image(ctx, &pods, &pod_name, &previous_image).await {
+        Ok(pod) => pod,
+        Err(e) => {
+            let reason = format!("the previous version did not come back: {e}");
+            evidence["error"] = json!(reason);
+            return Ok(gate(clone, gates::ROLLBACK, false, Some(reason), evidence));
+        }
+    };
     fixture::await_server_phase(ctx, clone, "Running").await?;
     let verdict = join(ctx, clone, Depth::Play).await?;
-    expect(
-        verdict.ok,
-        &format!("gameserver {}/{clone}", ctx.namespace),
-        "join after rollback",
-        "play state",
-        verdict.line(),
-    )?;
+    if !verdict.ok {
+        problems.push(format!("join after rollback: {}", verdict.line()));
+    }
     let mut claims = world_claims(clone);
     let mods_claim = names::mods_pvc(clone, previous);
     claims.push(mods_claim.clone());
@@ -765,47 +1024,51 @@ async fn rollback_clone(
         .await?)
     })
     .await?;
+    ctx.uses("world read back after the rollback");
     let source_markers = Markers::for_server(&ctx.namespace, &plan.source);
     let clone_mods = format!("mods-{clone}-{}", ctx.namespace);
     let data = names::data_pvc(clone);
     let extra = names::extra_pvc(clone, fixture::EXTRA_WORLD);
     let get = |c: &str| readback.claims.get(c).cloned();
-    let o = |c: &str| format!("pvc {}/{c}", ctx.namespace);
     let primary = get(&data);
-    expect_eq(
-        &o(&data),
-        "format (readable by the previous version)",
-        Some(1),
-        primary.as_ref().and_then(|i| i.format),
-    )?;
-    expect_eq(
-        &o(&data),
-        "candidate-only marker",
-        false,
-        primary.as_ref().is_some_and(|i| i.candidate_marker),
-    )?;
-    expect_eq(
-        &o(&data),
-        "world marker",
-        Some(source_markers.primary.clone()),
-        primary.as_ref().and_then(|i| i.marker.clone()),
-    )?;
-    expect_eq(
-        &o(&extra),
-        "extra world marker",
-        Some(source_markers.extra.clone()),
-        get(&extra).and_then(|i| i.marker),
-    )?;
-    expect_eq(
-        &o(&mods_claim),
-        "mods marker (the clone's own: mods are not backed up)",
-        Some(clone_mods),
-        get(&mods_claim).and_then(|i| i.marker),
-    )?;
-    Ok(json!({
-        "rollback": plan.rollback,
-        "pod_uid": pod.metadata.uid,
-        "join": verdict.line(),
-        "readback": readback,
-    }))
+    let format = primary.as_ref().and_then(|i| i.format);
+    if format != Some(1) {
+        problems.push(format!(
+            "{data}: format {format:?}, expected 1 (readable by {previous})"
+        ));
+    }
+    if primary.as_ref().is_some_and(|i| i.candidate_marker) {
+        problems.push(format!("{data}: the candidate-only marker is still there"));
+    }
+    let primary_marker = primary.as_ref().and_then(|i| i.marker.clone());
+    if primary_marker.as_deref() != Some(source_markers.primary.as_str()) {
+        problems.push(format!(
+            "{data}: world marker {primary_marker:?}, expected the source's {:?}",
+            source_markers.primary
+        ));
+    }
+    let extra_marker = get(&extra).and_then(|i| i.marker);
+    if extra_marker.as_deref() != Some(source_markers.extra.as_str()) {
+        problems.push(format!(
+            "{extra}: extra world marker {extra_marker:?}, expected the source's {:?}",
+            source_markers.extra
+        ));
+    }
+    let mods_marker = get(&mods_claim).and_then(|i| i.marker);
+    if mods_marker.as_deref() != Some(clone_mods.as_str()) {
+        problems.push(format!(
+            "{mods_claim}: mods marker {mods_marker:?}, expected the clone's own {clone_mods:?} (mods are not backed up)"
+        ));
+    }
+    evidence["pod_uid"] = json!(pod.metadata.uid);
+    evidence["join"] = json!(verdict.line());
+    evidence["readback"] = json!(readback);
+    let passed = problems.is_empty();
+    Ok(gate(
+        clone,
+        gates::ROLLBACK,
+        passed,
+        Some(problems.join("; ")),
+        evidence,
+    ))
 }

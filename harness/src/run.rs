@@ -165,6 +165,18 @@ async fn ensure_reachable(
 /// interrupted and still finalizes the bundle.
 pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
     let dir = Bundle::dir_for(&config.reports, &config.run_id);
+    // A `harness-…` mutant weakens the harness's own gates; any other name is deployed with
+    // the reference operator.
+    let (operator_mutant, harness_mutant) = match config.mutant.as_deref() {
+        Some(name) if crate::mutants::HarnessMutant::is_harness_name(name) => (
+            None,
+            Some(
+                name.parse::<crate::mutants::HarnessMutant>()
+                    .map_err(|e| BackendError::Setup(e.to_string()))?,
+            ),
+        ),
+        other => (other.map(str::to_string), None),
+    };
     let arch = crate::backend::Arch::host().as_str().to_string();
     let operator_version = match &config.mutant {
         Some(m) => format!("{} (mutant {m})", env!("CARGO_PKG_VERSION")),
@@ -192,20 +204,21 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
     let shared: Option<Arc<Box<dyn Backend>>> = match &config.cluster {
         Cluster::Embedded => None,
         other => Some(Arc::new(
-            start_backend(other, config.mutant.as_deref()).await?,
+            start_backend(other, operator_mutant.as_deref()).await?,
         )),
     };
     let options = RunOptions {
         run_id: config.run_id.clone(),
         keep_on_failure: config.keep_on_failure,
         case_bound: config.case_bound,
+        harness_mutant,
     };
     let jobs = config.cases.iter().map(|case| {
         let bundle = bundle.clone();
         let shared = shared.clone();
         let options = options.clone();
         let cluster = config.cluster.clone();
-        let mutant = config.mutant.clone();
+        let mutant = operator_mutant.clone();
         let bar = multi.add(ProgressBar::new_spinner());
         bar.set_style(style.clone());
         bar.set_prefix(case.name);
@@ -234,6 +247,7 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
                                         case: case.name,
                                         verdict: Verdict::Failed,
                                         reason: Some(reason),
+                                        failed_checks: Vec::new(),
                                         duration: Duration::ZERO,
                                     })
                             }

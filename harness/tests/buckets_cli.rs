@@ -45,7 +45,7 @@ fn verify_passes_on_a_valid_list_from_a_subdirectory() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("verified: 12 cases"),
+        stdout(&out).contains("verified: 17 cases"),
         "{}",
         stdout(&out)
     );
@@ -168,7 +168,7 @@ fn list_and_filter_print_the_manifest() {
     let out = rehearse(&["buckets", "list"], &workspace());
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.starts_with("backup (8 cases)"), "{text}");
+    assert!(text.starts_with("backup (9 cases)"), "{text}");
     assert!(
         text.contains("  rollout::unpullable_candidate  unpullable candidate"),
         "{text}"
@@ -178,7 +178,7 @@ fn list_and_filter_print_the_manifest() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(json["buckets"][1]["name"], "rollout");
     assert_eq!(
-        json["buckets"][0]["cases"][0]["mutants"][0],
+        json["buckets"][0]["cases"][0]["mutants"][0]["name"],
         "ignore-incarnation"
     );
 

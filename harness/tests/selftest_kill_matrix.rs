@@ -20,18 +20,26 @@ fn every_mutant_is_caught_by_its_case() {
         .lines()
         .find_map(|l| l.strip_prefix("kill matrix: "))
         .unwrap_or_else(|| panic!("selftest printed no kill matrix path:\n{stdout}"));
-    let matrix: serde_json::Value =
+    let matrix: rehearsal::evidence::bundle::KillMatrix =
         serde_json::from_slice(&std::fs::read(path).expect("kill-matrix.json")).unwrap();
-    let text = matrix.to_string();
-    for (mutant, cases) in rehearsal::cli::run::kill_list() {
-        assert!(
-            text.contains(mutant),
-            "kill matrix lacks mutant {mutant}: {text}"
-        );
-        for case in cases {
+    let list = rehearsal::cli::run::kill_list().expect("the built-in manifest");
+    assert!(
+        list.len() >= 24,
+        "the catalogue holds {} mutants, fewer than 20 operator + 4 harness",
+        list.len()
+    );
+    for (mutant, cases) in list {
+        let row = matrix
+            .mutants
+            .get(&mutant)
+            .unwrap_or_else(|| panic!("kill matrix lacks mutant {mutant}: {matrix:?}"));
+        for (case, check) in cases {
+            let cell = row
+                .get(case.name)
+                .unwrap_or_else(|| panic!("kill matrix lacks {mutant} × {}", case.name));
             assert!(
-                stdout.contains(&format!("{mutant:<28} case {:<50} caught", case.name)),
-                "mutant {mutant} was not caught by {}:\n{stdout}",
+                cell.caught && cell.check == check && cell.failed_checks.contains(&check),
+                "mutant {mutant} was not caught by {} on {check}: {cell:?}\n{stdout}",
                 case.name
             );
         }

@@ -108,6 +108,7 @@ async fn rehearse_async(case: &str) {
         run_id: run_id.clone(),
         keep_on_failure: false,
         case_bound: Duration::from_secs(600),
+        harness_mutant: None,
     };
     let result = cases::run_case(backend.as_ref(), &bundle, case, &options).await;
     // A shared cluster (Kind, existing) belongs to the whole run: never delete it here.

@@ -33,6 +33,11 @@ fn stopped_server_backups() {
 }
 
 #[test]
+fn idle_asleep_stopped_server_backup() {
+    rehearse("idle_asleep_stopped_server_backup");
+}
+
+#[test]
 fn stopped_server_backup_started_mid_copy() {
     rehearse("stopped_server_backup_started_mid_copy");
 }

@@ -21,3 +21,23 @@ fn format_change_compatible_rollback() {
 fn format_change_restore_required_rollback() {
     rehearse("format_change_restore_required_rollback");
 }
+
+#[test]
+fn member_tracking_default_version() {
+    rehearse("member_tracking_default_version");
+}
+
+#[test]
+fn halt_at_later_batch() {
+    rehearse("halt_at_later_batch");
+}
+
+#[test]
+fn candidate_refuses_login() {
+    rehearse("candidate_refuses_login");
+}
+
+#[test]
+fn candidate_stalls_configuration() {
+    rehearse("candidate_stalls_configuration");
+}

@@ -236,6 +236,21 @@ impl Backend for Embedded {
         })
     }
 
+    fn image_digest<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, BackendError>> {
+        // The catalogue is the embedded node's registry: it derives each image's digest from
+        // its content, whatever the kubelet later reports.
+        Box::pin(async move {
+            Ok(self
+                .cluster
+                .images()
+                .resolve(reference)
+                .map(|r| r.image.digest))
+        })
+    }
+
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             // The embedded node runs local executables: an image is "loaded" when the catalogue

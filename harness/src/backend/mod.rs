@@ -194,6 +194,17 @@ pub trait Backend: Send + Sync {
         pod: &'a str,
         port: u16,
     ) -> BoxFuture<'a, Result<Reach, BackendError>>;
+    /// The content digest (`sha256:…`) of image `reference` as the source the nodes pull from
+    /// holds it (the embedded image catalogue, a registry), read without running it on a node,
+    /// so a gate that compares a container's `imageID` with it is not comparing the node's
+    /// report with itself. `Ok(None)`: this backend cannot tell.
+    fn image_digest<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, BackendError>> {
+        let _ = reference;
+        Box::pin(async { Ok(None) })
+    }
     /// Makes locally built images available to the cluster's nodes.
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>>;
     /// Writes node/cluster logs into `dir` (part of a failure bundle).

@@ -1,30 +1,30 @@
 //! The backup bucket: live backups bound to the game's incarnation (CONTRACT B1), backups of
 //! stopped servers (B2), and what a backup covers and a restore returns (B3).
+//!
+//! Every verdict rests on what the operator, the game and the cluster produced: the Backup's
+//! phase *with* its Completed reason, consistency and Unquiesced condition; whether the copy Job
+//! was drained; the game's own RCON audit log (required to exist and to cover the incarnation in
+//! question); the files inside the restic snapshot; values read back from the volumes; PVC UIDs
+//! compared claim by claim. Each check has a stable id (see `docs/contract.md`), which the
+//! self-test matches against the check a mutant must trip.
 
 use gameplane_api::backup::Backup;
+use gameplane_api::conditions::{reasons, types};
 use gameplane_api::names;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use super::context::{CaseContext, CaseError, expect, expect_eq};
-use super::fixture::{self, AgentKind, FixtureOptions, GameIncarnation, Markers};
+use super::context::{CaseContext, CaseError, Checks};
+use super::fixture::{self, AgentKind, FixtureOptions, GameIncarnation};
+use super::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
 use crate::evidence::pvc_table::PvcPhase;
 use crate::faults;
 use crate::wait::{Condition, Verdict, await_object, conditions};
 
 /// The server every backup case runs.
 const SERVER: &str = "mc";
-
-fn backup_value(b: &Backup) -> Value {
-    serde_json::to_value(b).unwrap_or(Value::Null)
-}
-
-fn status_str(v: &Value, pointer: &str) -> Option<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
 
 /// A Backup reaching a terminal phase (either one): the verdict is the case's to judge.
 fn terminal_phase() -> Condition<Backup> {
@@ -46,7 +46,7 @@ fn quiesced() -> Condition<Backup> {
                 .metadata
                 .annotations
                 .as_ref()
-                .is_some_and(|a| a.contains_key("backup.gameplane.local/quiesced-at"));
+                .is_some_and(|a| a.contains_key(names::annotations::QUIESCED_AT));
             if annotated {
                 return Verdict::Met;
             }
@@ -60,38 +60,61 @@ fn quiesced() -> Condition<Backup> {
     )
 }
 
-fn condition_reason(b: &Backup, type_: &str) -> Option<String> {
-    b.status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
-        .map(|c| format!("{}/{}", c.status, c.reason))
-}
-
 /// Backup summary written into receipts.
 fn backup_observation(b: &Backup) -> Value {
-    let v = backup_value(b);
     json!({
         "name": b.metadata.name,
-        "phase": status_str(&v, "/status/phase"),
-        "consistency": status_str(&v, "/status/consistency"),
-        "source": v.pointer("/status/source").cloned(),
-        "snapshotID": status_str(&v, "/status/snapshotID"),
-        "message": status_str(&v, "/status/message"),
-        "conditions": v.pointer("/status/conditions").cloned(),
-        "annotations": v.pointer("/metadata/annotations").cloned(),
+        "phase": backup_field(b, "/status/phase"),
+        "consistency": backup_field(b, "/status/consistency"),
+        "source": serde_json::to_value(b).ok().and_then(|v| v.pointer("/status/source").cloned()),
+        "snapshotID": backup_field(b, "/status/snapshotID"),
+        "message": backup_field(b, "/status/message"),
+        "completed": backup_condition(b, types::COMPLETED),
+        "unquiesced": backup_condition(b, types::UNQUIESCED),
+        "completionTime": backup_field(b, "/status/completionTime"),
     })
 }
 
-/// The step "await backup finished": waits for Backup `name` to end either way; the receipt
-/// holds the whole object.
-async fn backup_finished(ctx: &CaseContext<'_>, name: &str) -> Result<Backup, CaseError> {
-    ctx.step("await backup finished", await_backup(ctx, name))
-        .await
+/// Creates Backup `name` (quiesced) and waits for it to end; the receipt holds the Backup and
+/// the state of its copy Job at that moment.
+async fn backup_to_end(
+    ctx: &CaseContext<'_>,
+    step: &str,
+    name: &str,
+) -> Result<(Backup, observe::JobState), CaseError> {
+    let (_, b, job) = ctx
+        .step(step, async {
+            fixture::create_backup(ctx, name, SERVER, true).await?;
+            let (b, job) = await_backup(ctx, name).await?;
+            Ok((backup_observation(&b), b, job))
+        })
+        .await?;
+    Ok((b, job))
 }
 
-async fn await_backup(ctx: &CaseContext<'_>, name: &str) -> Result<Backup, CaseError> {
+/// The step "await backup finished": waits for Backup `name` to end either way, then reads its
+/// copy Job (drained or not) at that moment.
+async fn backup_finished(
+    ctx: &CaseContext<'_>,
+    name: &str,
+) -> Result<(Backup, observe::JobState), CaseError> {
+    let (_, b, job) = ctx
+        .step("await backup finished", async {
+            let (b, job) = await_backup(ctx, name).await?;
+            Ok((backup_observation(&b), b, job))
+        })
+        .await?;
+    Ok((b, job))
+}
+
+async fn await_backup(
+    ctx: &CaseContext<'_>,
+    name: &str,
+) -> Result<(Backup, observe::JobState), CaseError> {
     let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    Ok(await_object(&api, name, terminal_phase(), ctx.bounds.settle).await?)
+    let b = await_object(&api, name, terminal_phase(), ctx.bounds.settle).await?;
+    let job = observe::job_state(ctx, &names::backup_job(name)).await?;
+    Ok((b, job))
 }
 
 /// Steps "create backup" (quiesced) and "await copy started": returns once the copy Job of
@@ -102,22 +125,71 @@ async fn copy_under_way(ctx: &CaseContext<'_>, name: &str) -> Result<(), CaseErr
         fixture::create_backup(ctx, name, SERVER, true),
     )
     .await?;
-    ctx.step("await copy started", await_copy_started(ctx, name))
+    ctx.step("await copy started", async {
+        let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+        let job = await_object(
+            &jobs,
+            &names::backup_job(name),
+            conditions::exists(),
+            ctx.bounds.settle,
+        )
         .await?;
+        Ok(json!({"job": job.metadata.name, "uid": job.metadata.uid}))
+    })
+    .await?;
     Ok(())
 }
 
-/// Waits until the backup's copy Job exists: the copy is under way.
-async fn await_copy_started(ctx: &CaseContext<'_>, backup: &str) -> Result<Value, CaseError> {
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let job = await_object(
-        &jobs,
-        &names::backup_job(backup),
-        conditions::exists(),
-        ctx.bounds.settle,
-    )
-    .await?;
-    Ok(json!({"job": job.metadata.name, "uid": job.metadata.uid}))
+/// Right after a fault: the Backup must not have ended before the fault landed, or the case
+/// cannot say whether the operator noticed it (evidence absent, not a verdict). `container` is
+/// the container the fault restarted (its previous instance's termination time is the moment).
+async fn fault_landed_before_completion(
+    ctx: &CaseContext<'_>,
+    backup: &str,
+    container: &str,
+) -> Result<Value, CaseError> {
+    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let b = backups.get(backup).await.map_err(CaseError::kube(
+        "get Backup",
+        format!("{}/{backup}", ctx.namespace),
+    ))?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pod = pods
+        .get_opt(&names::pod(SERVER))
+        .await
+        .map_err(CaseError::kube(
+            "get Pod",
+            format!("{}/{}", ctx.namespace, names::pod(SERVER)),
+        ))?;
+    let fault_at = pod
+        .as_ref()
+        .and_then(|p| p.status.as_ref()?.container_statuses.clone())
+        .and_then(|cs| cs.into_iter().find(|c| c.name == container))
+        .and_then(|c| c.last_state?.terminated?.finished_at)
+        .map(|t| t.0);
+    let completed_at = b
+        .status
+        .as_ref()
+        .and_then(|s| s.completion_time.as_ref())
+        .map(|t| t.0);
+    if let (Some(fault), Some(done)) = (fault_at, completed_at)
+        && done < fault
+    {
+        return Err(CaseError::evidence_absent(
+            format!("backup {}/{backup}", ctx.namespace),
+            format!(
+                "the Backup ended ({}) at {done}, before the {container} container was stopped at {fault}: the fault did not interfere with the copy; rerun the case",
+                backup_phase(&b)
+            ),
+        ));
+    }
+    let job = observe::job_state(ctx, &names::backup_job(backup)).await?;
+    Ok(json!({
+        "container_stopped_at": fault_at.map(|t| t.to_string()),
+        "backup_phase_at_fault": backup_phase(&b),
+        "backup_completed_at": completed_at.map(|t| t.to_string()),
+        "copy_job_at_fault": job,
+    }))
 }
 
 /// Sets up the fixture and one running server; returns its first observed incarnation.
@@ -144,66 +216,91 @@ async fn running_server(
     Ok((fx, inc))
 }
 
-/// Reads the RCON audit log from the server's world volume.
-async fn audit_log(
-    ctx: &CaseContext<'_>,
-    pod_name: &str,
-) -> Result<Vec<fixture_game::audit::AuditLine>, CaseError> {
-    let claim = names::data_pvc(SERVER);
-    let out = fixture::volume_script(
-        ctx,
-        pod_name,
-        std::slice::from_ref(&claim),
-        &format!("cat /v/{claim}/logs/rcon-audit.jsonl 2>/dev/null || true"),
+async fn read_audit(ctx: &CaseContext<'_>, pod_name: &str) -> Result<AuditLog, CaseError> {
+    ctx.step(
+        "read RCON audit log",
+        observe::audit_log(ctx, SERVER, pod_name),
     )
-    .await?;
-    let mut lines = Vec::new();
-    for (i, line) in out.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let parsed = serde_json::from_str(line).map_err(|e| {
-            CaseError::assertion(
-                format!("{claim} logs/rcon-audit.jsonl line {}", i + 1),
-                "format",
-                "one JSON object per line",
-                format!("{e}: {line}"),
-            )
-        })?;
-        lines.push(parsed);
-    }
-    Ok(lines)
-}
-
-fn commands_of(lines: &[fixture_game::audit::AuditLine], incarnation: Option<&str>) -> Vec<String> {
-    lines
-        .iter()
-        .filter(|l| l.event == "command")
-        .filter(|l| incarnation.is_none_or(|i| l.incarnation == i))
-        .filter_map(|l| l.command.clone())
-        .collect()
-}
-
-fn phase_of(b: &Backup) -> String {
-    b.status
-        .as_ref()
-        .and_then(|s| s.phase)
-        .map(|p| format!("{p:?}"))
-        .unwrap_or_else(|| "none".into())
-}
-
-fn consistency_of(b: &Backup) -> Option<String> {
-    status_str(&backup_value(b), "/status/consistency")
+    .await
 }
 
 fn object(ctx: &CaseContext<'_>, kind: &str, name: &str) -> String {
     format!("{kind} {}/{name}", ctx.namespace)
 }
 
+/// Checks `backup-failed` (phase Failed) and `completed-reason` (Completed False/`reason`).
+fn check_failed_for(ctx: &CaseContext<'_>, checks: &mut Checks, b: &Backup, reason: &str) {
+    let o = object(
+        ctx,
+        "backup",
+        b.metadata.name.as_deref().unwrap_or_default(),
+    );
+    checks.eq(
+        "backup-failed",
+        &o,
+        "status.phase",
+        "Failed".to_string(),
+        backup_phase(b),
+    );
+    checks.eq(
+        "completed-reason",
+        &o,
+        "condition Completed (status/reason)",
+        Some(format!("False/{reason}")),
+        backup_condition(b, types::COMPLETED),
+    );
+}
+
+/// Checks `copy-job-drained`: the copy Job of an invalidated or failed capture is gone.
+fn check_drained(ctx: &CaseContext<'_>, checks: &mut Checks, job: &observe::JobState) {
+    checks.check(
+        "copy-job-drained",
+        job.drained(),
+        &object(ctx, "job", &job.name),
+        "existence when the Backup ended",
+        "gone (copy workers drained)",
+        job,
+    );
+}
+
+/// Checks `backup-succeeded` (phase) and `consistency` (status.consistency = `consistency`)
+/// and that the Completed condition agrees.
+fn check_succeeded(ctx: &CaseContext<'_>, checks: &mut Checks, b: &Backup, consistency: &str) {
+    let o = object(
+        ctx,
+        "backup",
+        b.metadata.name.as_deref().unwrap_or_default(),
+    );
+    checks.eq(
+        "backup-succeeded",
+        &o,
+        "status.phase",
+        "Succeeded".to_string(),
+        backup_phase(b),
+    );
+    checks.eq(
+        "consistency",
+        &o,
+        "status.consistency",
+        Some(consistency.to_string()),
+        backup_field(b, "/status/consistency"),
+    );
+    checks.check(
+        "completed-condition",
+        backup_condition(b, types::COMPLETED).is_some_and(|c| c.starts_with("True/")),
+        &o,
+        "condition Completed",
+        "True",
+        backup_condition(b, types::COMPLETED),
+    );
+}
+
 /// Live backup, same-pod game restart: pod UID same, game containerID changed and
-/// restartCount +1; the Backup is not a consistent success; no save-on reached the new incarnation.
+/// restartCount +1; the Backup is not a consistent success (Failed, SourceChanged), its copy
+/// Job is drained, and no save-on reached the new incarnation (the exit of the original is
+/// reported as such).
 pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let (_fx, _before) = running_server(ctx, FixtureOptions::default()).await?;
+    running_server(ctx, FixtureOptions::default()).await?;
     copy_under_way(ctx, "live").await?;
     let restart = ctx
         .step("restart game container in place", async {
@@ -216,62 +313,73 @@ pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<
             .await?)
         })
         .await?;
-    let backup = backup_finished(ctx, "live").await?;
-    let audit = ctx
-        .step("read RCON audit log", audit_log(ctx, "audit-read"))
+    let ordering = ctx
+        .step(
+            "fault landed before the backup ended",
+            fault_landed_before_completion(ctx, "live", names::containers::GAME),
+        )
         .await?;
-    ctx.step("assess", async {
-        ctx.uses("pod UID");
-        ctx.uses("game containerID and restartCount");
-        ctx.uses("Backup status");
-        ctx.uses("RCON audit log");
-        let o = object(ctx, "pod", &names::pod(SERVER));
-        expect_eq(&o, "metadata.uid (same pod)", &restart.before.pod_uid, &restart.after.pod_uid)?;
-        expect(
-            restart.before.container_id != restart.after.container_id,
-            &o,
-            "game containerID",
-            "a new containerID after the restart",
-            &restart.after.container_id,
-        )?;
-        expect_eq(&o, "game restartCount", restart.before.restart_count + 1, restart.after.restart_count)?;
-        let b = object(ctx, "backup", "live");
-        let consistent_success =
-            phase_of(&backup) == "Succeeded" && consistency_of(&backup).as_deref() == Some("Quiesced");
-        expect(
-            !consistent_success,
-            &b,
-            "status (phase, consistency)",
-            "not Succeeded with consistency Quiesced",
-            (phase_of(&backup), consistency_of(&backup)),
-        )?;
-        expect_eq(&b, "status.phase", "Failed".to_string(), phase_of(&backup))?;
-        let new_incarnation_cmds = commands_of(&audit, Some(&fixture_incarnation_after(&audit)));
-        expect(
-            !new_incarnation_cmds.iter().any(|c| c == "save-on"),
-            &o,
-            "RCON commands received by the new game incarnation",
-            "no save-on",
-            &new_incarnation_cmds,
-        )?;
-        Ok(json!({"restart": restart, "backup": backup_observation(&backup), "new_incarnation_commands": new_incarnation_cmds}))
-    })
-    .await?;
-    Ok(())
+    let (backup, job) = backup_finished(ctx, "live").await?;
+    let audit = read_audit(ctx, "audit-read").await?;
+    let original = audit.nth_newest(1, "the original and the restarted game")?;
+    let new = audit.nth_newest(0, "the restarted game")?;
+    ctx.uses("pod UID");
+    ctx.uses("game containerID and restartCount");
+    ctx.uses("Backup status (phase, Completed reason, consistency, Unquiesced)");
+    ctx.uses("copy Job");
+    ctx.uses("RCON audit log");
+    let mut checks = Checks::new();
+    let o = object(ctx, "pod", &names::pod(SERVER));
+    checks.eq(
+        "fault-in-place",
+        &o,
+        "game container (same pod UID, new containerID, restartCount +1)",
+        true,
+        restart.is_in_place(),
+    );
+    let b = object(ctx, "backup", "live");
+    let consistent_success = backup_phase(&backup) == "Succeeded"
+        && backup_field(&backup, "/status/consistency").as_deref() == Some("Quiesced");
+    checks.check(
+        "not-consistent-success",
+        !consistent_success,
+        &b,
+        "status (phase, consistency)",
+        "not Succeeded with consistency Quiesced",
+        (
+            backup_phase(&backup),
+            backup_field(&backup, "/status/consistency"),
+        ),
+    );
+    check_failed_for(ctx, &mut checks, &backup, reasons::SOURCE_CHANGED);
+    check_drained(ctx, &mut checks, &job);
+    checks.eq(
+        "unquiesced-reason",
+        &b,
+        "condition Unquiesced (status/reason)",
+        Some(format!("True/{}", reasons::ORIGINAL_PROCESS_EXITED)),
+        backup_condition(&backup, types::UNQUIESCED),
+    );
+    let new_cmds = audit.commands_of(&new);
+    checks.check(
+        "no-save-on-to-new-incarnation",
+        original != new && !new_cmds.iter().any(|c| c == "save-on"),
+        &o,
+        &format!("RCON commands received by the new game incarnation {new}"),
+        "no save-on",
+        &new_cmds,
+    );
+    ctx.assess(
+        checks,
+        json!({"restart": restart, "ordering": ordering, "backup": backup_observation(&backup), "copy_job": job,
+               "original_incarnation": original, "original_commands": audit.commands_of(&original),
+               "new_incarnation": new, "new_incarnation_commands": new_cmds}),
+    )
 }
 
-/// The incarnation of the last `start` line in the audit log (the newest process).
-fn fixture_incarnation_after(lines: &[fixture_game::audit::AuditLine]) -> String {
-    lines
-        .iter()
-        .rev()
-        .find(|l| l.event == "start")
-        .map(|l| l.incarnation.clone())
-        .unwrap_or_default()
-}
-
-/// Live backup, agent restart: the game incarnation is unchanged; the Backup Succeeds with
-/// consistency Quiesced.
+/// Live backup, agent restart: the agent restarts while the copy runs; the game incarnation is
+/// unchanged; the Backup Succeeds with consistency Quiesced and save-on reaches the original game
+/// through the restarted agent.
 pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
     copy_under_way(ctx, "live").await?;
@@ -286,51 +394,65 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
             .await?)
         })
         .await?;
-    let backup = backup_finished(ctx, "live").await?;
+    let ordering = ctx
+        .step(
+            "fault landed before the backup ended",
+            fault_landed_before_completion(ctx, "live", names::containers::AGENT),
+        )
+        .await?;
+    let (backup, job) = backup_finished(ctx, "live").await?;
     let after = ctx
         .step(
             "observe game incarnation",
             fixture::game_incarnation(ctx, SERVER),
         )
         .await?;
-    ctx.step("assess", async {
-        ctx.uses("game containerID and restartCount");
-        ctx.uses("agent containerID and restartCount");
-        ctx.uses("Backup status");
-        let o = object(ctx, "pod", &names::pod(SERVER));
-        expect_eq(&o, "game incarnation", &before, &after)?;
-        expect(
-            restart.before.container_id != restart.after.container_id,
-            &o,
-            "agent containerID",
-            "a new agent containerID",
-            &restart.after.container_id,
-        )?;
-        let b = object(ctx, "backup", "live");
-        expect_eq(
-            &b,
-            "status.phase",
-            "Succeeded".to_string(),
-            phase_of(&backup),
-        )?;
-        expect_eq(
-            &b,
-            "status.consistency",
-            Some("Quiesced".to_string()),
-            consistency_of(&backup),
-        )?;
-        Ok(json!({"restart": restart, "game": after, "backup": backup_observation(&backup)}))
-    })
-    .await?;
-    Ok(())
+    let audit = read_audit(ctx, "audit-read").await?;
+    let original = audit.nth_newest(0, "the game that was backed up")?;
+    ctx.uses("game containerID and restartCount");
+    ctx.uses("agent containerID and restartCount");
+    ctx.uses("Backup status (phase, consistency, Completed)");
+    ctx.uses("RCON audit log");
+    let mut checks = Checks::new();
+    let o = object(ctx, "pod", &names::pod(SERVER));
+    checks.eq(
+        "fault-in-place",
+        &o,
+        "agent container (same pod UID, new containerID, restartCount +1)",
+        true,
+        restart.is_in_place(),
+    );
+    checks.eq(
+        "game-incarnation-unchanged",
+        &o,
+        "game incarnation",
+        &before,
+        &after,
+    );
+    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
+    let cmds = audit.commands_of(&original);
+    checks.check(
+        "save-on-reached-original",
+        audit.starts().len() == 1 && observe::save_on_after_each_save_off(&cmds),
+        &o,
+        &format!("RCON commands received by the original game incarnation {original}"),
+        "save-off, then save-on after it (and no other incarnation)",
+        (&audit.starts(), &cmds),
+    );
+    ctx.assess(
+        checks,
+        json!({"restart": restart, "ordering": ordering, "game": after, "backup": backup_observation(&backup),
+               "copy_job": job, "original_commands": cmds}),
+    )
 }
 
-/// Live backup, pod replaced during preparation: the Backup fails; cleanup never reaches the
+/// Live backup, pod replaced during preparation: the Backup fails (SourceChanged); the exit of
+/// the original is reported (Unquiesced, OriginalProcessExited); cleanup never reaches the
 /// successor pod.
 pub async fn live_backup_pod_replaced_during_preparation(
     ctx: &CaseContext<'_>,
 ) -> Result<(), CaseError> {
-    let (_fx, _before) = running_server(ctx, FixtureOptions::default()).await?;
+    running_server(ctx, FixtureOptions::default()).await?;
     ctx.step(
         "create backup",
         fixture::create_backup(ctx, "live", SERVER, true),
@@ -349,41 +471,67 @@ pub async fn live_backup_pod_replaced_during_preparation(
             Ok(faults::replace_pod(&ctx.client, &ctx.namespace, SERVER, ctx.bounds.settle).await?)
         })
         .await?;
-    let backup = backup_finished(ctx, "live").await?;
+    let (backup, job) = backup_finished(ctx, "live").await?;
     // The successor must be running before its audit log can speak for it.
-    ctx.step("await successor ready", async {
-        fixture::await_server_pod_ready(ctx, SERVER).await?;
-        fixture::game_incarnation(ctx, SERVER).await
-    })
-    .await?;
-    let audit = ctx
-        .step("read RCON audit log", audit_log(ctx, "audit-read"))
+    let successor_inc = ctx
+        .step("await successor ready", async {
+            fixture::await_server_pod_ready(ctx, SERVER).await?;
+            fixture::game_incarnation(ctx, SERVER).await
+        })
         .await?;
-    ctx.step("assess", async {
-        ctx.uses("pod UID");
-        ctx.uses("Backup status");
-        ctx.uses("RCON audit log");
-        let b = object(ctx, "backup", "live");
-        expect_eq(&b, "status.phase", "Failed".to_string(), phase_of(&backup))?;
-        expect_eq(
-            &b,
-            "condition Unquiesced (status/reason)",
-            Some("True/OriginalProcessExited".to_string()),
-            condition_reason(&backup, "Unquiesced"),
-        )?;
-        let successor = fixture_incarnation_after(&audit);
-        let cmds = commands_of(&audit, Some(&successor));
-        expect(
-            !cmds.iter().any(|c| c == "save-on" || c == "save-off" || c.starts_with("save-all")),
-            &object(ctx, "pod", &names::pod(SERVER)),
-            format!("RCON commands received by the successor (pod UID {})", replaced.new_uid).as_str(),
-            "no backup cleanup (save-on) or quiesce command",
-            &cmds,
-        )?;
-        Ok(json!({"replaced": replaced, "backup": backup_observation(&backup), "successor_commands": cmds}))
-    })
-    .await?;
-    Ok(())
+    let audit = read_audit(ctx, "audit-read").await?;
+    let original = audit.nth_newest(1, "the original and the successor")?;
+    let successor = audit.nth_newest(0, "the successor")?;
+    ctx.uses("pod UID");
+    ctx.uses("Backup status (phase, Completed reason, Unquiesced reason)");
+    ctx.uses("RCON audit log");
+    let mut checks = Checks::new();
+    let b = object(ctx, "backup", "live");
+    checks.check(
+        "fault-replaced-pod",
+        replaced.old_uid != replaced.new_uid && successor_inc.pod_uid == replaced.new_uid,
+        &object(ctx, "pod", &names::pod(SERVER)),
+        "metadata.uid",
+        "a new pod UID",
+        &replaced,
+    );
+    check_failed_for(ctx, &mut checks, &backup, reasons::SOURCE_CHANGED);
+    check_drained(ctx, &mut checks, &job);
+    checks.eq(
+        "unquiesced-reason",
+        &b,
+        "condition Unquiesced (status/reason)",
+        Some(format!("True/{}", reasons::ORIGINAL_PROCESS_EXITED)),
+        backup_condition(&backup, types::UNQUIESCED),
+    );
+    let original_cmds = audit.commands_of(&original);
+    checks.check(
+        "original-was-quiesced",
+        observe::save_offs(&original_cmds) >= 1,
+        &object(ctx, "pod", &names::pod(SERVER)),
+        &format!("RCON commands received by the original incarnation {original}"),
+        "save-off (the fault came after quiesce)",
+        &original_cmds,
+    );
+    let cmds = audit.commands_of(&successor);
+    checks.check(
+        "no-cleanup-on-successor",
+        !cmds
+            .iter()
+            .any(|c| c == "save-on" || c == "save-off" || c.starts_with("save-all")),
+        &object(ctx, "pod", &names::pod(SERVER)),
+        &format!(
+            "RCON commands received by the successor (pod UID {}, incarnation {successor})",
+            replaced.new_uid
+        ),
+        "no backup cleanup (save-on) or quiesce command",
+        &cmds,
+    );
+    ctx.assess(
+        checks,
+        json!({"replaced": replaced, "backup": backup_observation(&backup), "copy_job": job,
+               "original_commands": original_cmds, "successor_commands": cmds}),
+    )
 }
 
 /// Live backup, game not running yet: preparation waits within its deadline, then records the
@@ -401,56 +549,75 @@ pub async fn live_backup_game_not_running_yet(ctx: &CaseContext<'_>) -> Result<(
         Ok(json!({"server": SERVER, "backup": "early"}))
     })
     .await?;
-    let backup = backup_finished(ctx, "early").await?;
+    let (backup, job) = backup_finished(ctx, "early").await?;
     let inc = ctx
         .step(
             "observe game incarnation",
             fixture::game_incarnation(ctx, SERVER),
         )
         .await?;
-    ctx.step("assess", async {
-        ctx.uses("Backup status.source");
-        ctx.uses("game containerID and restartCount");
-        let b = object(ctx, "backup", "early");
-        expect_eq(
-            &b,
-            "status.phase",
-            "Succeeded".to_string(),
-            phase_of(&backup),
-        )?;
-        expect_eq(
-            &b,
-            "status.consistency",
-            Some("Quiesced".to_string()),
-            consistency_of(&backup),
-        )?;
-        let v = backup_value(&backup);
-        expect_eq(
-            &b,
-            "status.source.state",
-            Some("Live".to_string()),
-            status_str(&v, "/status/source/state"),
-        )?;
-        expect_eq(
-            &b,
-            "status.source.podUID",
-            Some(inc.pod_uid.clone()),
-            status_str(&v, "/status/source/podUID"),
-        )?;
-        expect_eq(
-            &b,
-            "status.source.gameContainerID",
-            Some(inc.container_id.clone()),
-            status_str(&v, "/status/source/gameContainerID"),
-        )?;
-        Ok(json!({"backup": backup_observation(&backup), "game": inc}))
-    })
-    .await?;
-    Ok(())
+    let started_at = ctx
+        .step("read game container start", async {
+            let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            let pod = pods
+                .get(&names::pod(SERVER))
+                .await
+                .map_err(CaseError::kube(
+                    "get Pod",
+                    object(ctx, "pod", &names::pod(SERVER)),
+                ))?;
+            Ok(pod
+                .status
+                .and_then(|s| s.container_statuses)
+                .and_then(|cs| cs.into_iter().find(|c| c.name == names::containers::GAME))
+                .and_then(|c| c.state?.running?.started_at)
+                .map(|t| t.0))
+        })
+        .await?;
+    ctx.uses("Backup status.source");
+    ctx.uses("game containerID and restartCount");
+    ctx.uses("game container start time");
+    let mut checks = Checks::new();
+    let b = object(ctx, "backup", "early");
+    let created = backup.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    checks.check(
+        "backup-before-game",
+        matches!((created, started_at), (Some(c), Some(s)) if c <= s),
+        &b,
+        "metadata.creationTimestamp vs the game container's startedAt",
+        "the Backup existed before the game ran (preparation had to wait)",
+        (
+            created.map(|t| t.to_string()),
+            started_at.map(|t| t.to_string()),
+        ),
+    );
+    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
+    checks.eq(
+        "source-live",
+        &b,
+        "status.source.state",
+        Some("Live".to_string()),
+        backup_field(&backup, "/status/source/state"),
+    );
+    checks.eq(
+        "source-recorded",
+        &b,
+        "status.source (podUID, gameContainerID)",
+        (Some(inc.pod_uid.clone()), Some(inc.container_id.clone())),
+        (
+            backup_field(&backup, "/status/source/podUID"),
+            backup_field(&backup, "/status/source/gameContainerID"),
+        ),
+    );
+    ctx.assess(
+        checks,
+        json!({"backup": backup_observation(&backup), "copy_job": job, "game": inc}),
+    )
 }
 
-/// Live backup, older agent without the identity route: fails at the preflight; the game's RCON
-/// audit log shows no save-off.
+/// Live backup, older agent without the identity route: fails at the preflight
+/// (IdentityPreflightFailed); the game's RCON audit log, which covers the running game, shows no
+/// save-off.
 pub async fn live_backup_older_agent_without_identity_route(
     ctx: &CaseContext<'_>,
 ) -> Result<(), CaseError> {
@@ -458,51 +625,52 @@ pub async fn live_backup_older_agent_without_identity_route(
         agent: AgentKind::Legacy,
         ..Default::default()
     };
-    let (_fx, _inc) = running_server(ctx, options).await?;
-    ctx.step(
-        "create backup",
-        fixture::create_backup(ctx, "live", SERVER, true),
+    running_server(ctx, options).await?;
+    let (backup, job) = backup_to_end(ctx, "create backup", "live").await?;
+    let audit = read_audit(ctx, "audit-read").await?;
+    let running = audit.nth_newest(0, "the running game")?;
+    ctx.uses("Backup status (phase, Completed reason)");
+    ctx.uses("RCON audit log");
+    let mut checks = Checks::new();
+    check_failed_for(
+        ctx,
+        &mut checks,
+        &backup,
+        reasons::IDENTITY_PREFLIGHT_FAILED,
+    );
+    check_drained(ctx, &mut checks, &job);
+    let cmds = audit.all_commands();
+    checks.check(
+        "no-save-off",
+        audit.starts().len() == 1 && !cmds.iter().any(|c| c == "save-off"),
+        &object(ctx, "pod", &names::pod(SERVER)),
+        &format!("RCON commands received by the game (incarnation {running}, the only one)"),
+        "no save-off",
+        &cmds,
+    );
+    ctx.assess(
+        checks,
+        json!({"backup": backup_observation(&backup), "copy_job": job, "commands": cmds}),
     )
-    .await?;
-    let backup = backup_finished(ctx, "live").await?;
-    let audit = ctx
-        .step("read RCON audit log", audit_log(ctx, "audit-read"))
-        .await?;
-    ctx.step("assess", async {
-        ctx.uses("Backup status");
-        ctx.uses("RCON audit log");
-        let b = object(ctx, "backup", "live");
-        expect_eq(&b, "status.phase", "Failed".to_string(), phase_of(&backup))?;
-        let cmds = commands_of(&audit, None);
-        expect(
-            !cmds.iter().any(|c| c == "save-off"),
-            &object(ctx, "pod", &names::pod(SERVER)),
-            "RCON commands received by the game",
-            "no save-off",
-            &cmds,
-        )?;
-        Ok(json!({"backup": backup_observation(&backup), "commands": cmds}))
-    })
-    .await?;
-    Ok(())
 }
 
 /// Suspends the server and waits until it is stopped with no pod.
 async fn stop_server(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
     faults::set_suspended(&ctx.client, &ctx.namespace, SERVER, true).await?;
     fixture::await_server_phase(ctx, SERVER, "Suspended").await?;
-    let pods: Api<k8s_openapi::api::core::v1::Pod> =
-        Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    await_condition_absent(&pods, &names::pod(SERVER), ctx).await?;
+    await_pod_gone(ctx).await?;
     Ok(json!({"server": SERVER, "phase": "Suspended", "pod": "absent"}))
 }
 
-async fn await_condition_absent(
-    pods: &Api<k8s_openapi::api::core::v1::Pod>,
-    name: &str,
-    ctx: &CaseContext<'_>,
-) -> Result<(), CaseError> {
-    crate::wait::await_condition(pods, name, conditions::deleted(), ctx.bounds.settle).await?;
+async fn await_pod_gone(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    crate::wait::await_condition(
+        &pods,
+        &names::pod(SERVER),
+        conditions::deleted(),
+        ctx.bounds.settle,
+    )
+    .await?;
     Ok(())
 }
 
@@ -521,34 +689,57 @@ async fn world_listing(ctx: &CaseContext<'_>, pod: &str) -> Result<String, CaseE
     .await
 }
 
-async fn spec_suspend(ctx: &CaseContext<'_>) -> Result<Option<bool>, CaseError> {
+async fn gameserver(
+    ctx: &CaseContext<'_>,
+) -> Result<gameplane_api::gameserver::GameServer, CaseError> {
     let api: Api<gameplane_api::gameserver::GameServer> =
         Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let gs = api.get(SERVER).await.map_err(CaseError::kube(
+    api.get(SERVER).await.map_err(CaseError::kube(
         "get GameServer",
         object(ctx, "gameserver", SERVER),
-    ))?;
-    Ok(gs.spec.suspend)
+    ))
 }
 
-/// Stopped-server backups: two backups and restores while the pod is absent; no agent call;
-/// suspend unchanged; data returned.
-pub async fn stopped_server_backups(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let (_fx, _inc) = running_server(ctx, FixtureOptions::default()).await?;
-    ctx.step("stop server", stop_server(ctx)).await?;
+async fn pod_now(ctx: &CaseContext<'_>) -> Result<Option<String>, CaseError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    Ok(pods
+        .get_opt(&names::pod(SERVER))
+        .await
+        .map_err(CaseError::kube(
+            "get Pod",
+            object(ctx, "pod", &names::pod(SERVER)),
+        ))?
+        .and_then(|p| p.metadata.uid))
+}
+
+/// Restores Backup `backup` into the server with Restore `restore` and waits for Succeeded.
+async fn restore(ctx: &CaseContext<'_>, restore: &str, backup: &str) -> Result<String, CaseError> {
+    fixture::create_restore(ctx, restore, backup, SERVER).await?;
+    let api: Api<gameplane_api::restore::Restore> =
+        Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let r = await_object(&api, restore, conditions::succeeded(), ctx.bounds.settle).await?;
+    let snapshot = r
+        .status
+        .as_ref()
+        .and_then(|s| s.snapshot_id.clone())
+        .unwrap_or_default();
+    ctx.recorder
+        .restic_restore(restore, restore, &snapshot, json!({"backup": backup}))?;
+    Ok(snapshot)
+}
+
+/// Two backups taken and restored while the server stays stopped (suspended or idle-asleep):
+/// returns the checks so far and what was observed.
+async fn stopped_round_trips(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+) -> Result<(Value, AuditLog), CaseError> {
     let pvcs_before = fixture::server_pvcs(ctx, SERVER).await?;
     ctx.observe_pvcs(PvcPhase::Before, &pvcs_before)?;
     let state_one = ctx
         .step("read world (state one)", world_listing(ctx, "list-1"))
         .await?;
-    let first = ctx
-        .step("backup one while stopped", async {
-            fixture::create_backup(ctx, "stopped-1", SERVER, true).await?;
-            let b = await_backup(ctx, "stopped-1").await?;
-            Ok((backup_observation(&b), b))
-        })
-        .await?
-        .1;
+    let (first, first_job) = backup_to_end(ctx, "backup one while stopped", "stopped-1").await?;
     if let Some(id) = first.status.as_ref().and_then(|s| s.snapshot_id.clone()) {
         ctx.recorder.restic_snapshot(
             "backup one while stopped",
@@ -570,14 +761,7 @@ pub async fn stopped_server_backups(ctx: &CaseContext<'_>) -> Result<(), CaseErr
     let state_two = ctx
         .step("read world (state two)", world_listing(ctx, "list-2"))
         .await?;
-    let second = ctx
-        .step("backup two while stopped", async {
-            fixture::create_backup(ctx, "stopped-2", SERVER, true).await?;
-            let b = await_backup(ctx, "stopped-2").await?;
-            Ok((backup_observation(&b), b))
-        })
-        .await?
-        .1;
+    let (second, _) = backup_to_end(ctx, "backup two while stopped", "stopped-2").await?;
     if let Some(id) = second.status.as_ref().and_then(|s| s.snapshot_id.clone()) {
         ctx.recorder.restic_snapshot(
             "backup two while stopped",
@@ -585,294 +769,477 @@ pub async fn stopped_server_backups(ctx: &CaseContext<'_>) -> Result<(), CaseErr
             backup_observation(&second),
         )?;
     }
+    // Read before any restore: a restore rolls the world claim, and the audit log on it, back.
+    let audit = read_audit(ctx, "audit-after").await?;
+    // Restore the older backup first: a restore that picks any snapshot but the Backup's own
+    // (e.g. the newest) returns state two here.
     let mut restored = Vec::new();
-    for (restore, backup, expected, pod) in [
+    for (name, backup, expected, pod) in [
         ("restore-1", "stopped-1", &state_one, "list-r1"),
         ("restore-2", "stopped-2", &state_two, "list-r2"),
     ] {
         let listing = ctx
-            .step(&format!("{restore} from {backup} while stopped"), async {
-                fixture::create_restore(ctx, restore, backup, SERVER).await?;
-                let api: Api<gameplane_api::restore::Restore> =
-                    Api::namespaced(ctx.client.clone(), &ctx.namespace);
-                let r =
-                    await_object(&api, restore, conditions::succeeded(), ctx.bounds.settle).await?;
-                let snapshot = r
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.snapshot_id.clone())
-                    .unwrap_or_default();
-                ctx.recorder.restic_restore(
-                    restore,
-                    restore,
-                    &snapshot,
-                    json!({"backup": backup}),
-                )?;
+            .step(&format!("{name} from {backup} while stopped"), async {
+                restore(ctx, name, backup).await?;
                 world_listing(ctx, pod).await
             })
             .await?;
-        expect_eq(
+        checks.eq(
+            "restored-contents",
             &object(ctx, "pvc", &data),
-            &format!("contents after {restore} (from {backup})"),
+            &format!("world files after {name} (from {backup})"),
             expected.clone(),
             listing.clone(),
-        )?;
+        );
         restored.push(listing);
     }
     let pvcs_after = fixture::server_pvcs(ctx, SERVER).await?;
     ctx.observe_pvcs(PvcPhase::After, &pvcs_after)?;
-    let suspend = spec_suspend(ctx).await?;
-    let pods: Api<k8s_openapi::api::core::v1::Pod> =
-        Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let pod_now = pods
-        .get_opt(&names::pod(SERVER))
-        .await
-        .map_err(CaseError::kube(
-            "get Pod",
-            object(ctx, "pod", &names::pod(SERVER)),
-        ))?;
-    ctx.step("assess", async {
-        ctx.uses("Backup status.source and consistency");
-        ctx.uses("spec.suspend");
-        ctx.uses("data digests read from the volumes");
-        ctx.uses("PVC UIDs");
-        ctx.uses("restic snapshots");
-        for b in [&first, &second] {
-            let name = b.metadata.name.clone().unwrap_or_default();
-            let o = object(ctx, "backup", &name);
-            let v = backup_value(b);
-            expect_eq(&o, "status.phase", "Succeeded".to_string(), phase_of(b))?;
-            expect_eq(
-                &o,
-                "status.source.state",
-                Some("Stopped".to_string()),
-                status_str(&v, "/status/source/state"),
-            )?;
-            expect_eq(
-                &o,
-                "status.consistency",
-                Some("Stopped".to_string()),
-                consistency_of(b),
-            )?;
-        }
-        expect(
-            state_one != state_two,
-            &object(ctx, "pvc", &data),
-            "contents between the backups",
-            "different (the note was planted)",
-            &state_two,
-        )?;
-        let gs = object(ctx, "gameserver", SERVER);
-        expect_eq(&gs, "spec.suspend", Some(true), suspend)?;
-        expect(
-            pod_now.is_none(),
-            &object(ctx, "pod", &names::pod(SERVER)),
-            "existence",
-            "absent (the server stays stopped)",
-            pod_now.as_ref().map(|p| p.metadata.uid.clone()),
-        )?;
-        for (b, a) in pvcs_before.iter().zip(&pvcs_after) {
-            expect_eq(
-                &object(ctx, "pvc", &b.claim),
-                "metadata.uid",
-                &b.uid,
-                &a.uid,
-            )?;
-        }
-        Ok(json!({"state_one": state_one, "state_two": state_two, "restored": restored}))
-    })
-    .await?;
-    Ok(())
+    for b in [&first, &second] {
+        check_succeeded(ctx, checks, b, "Stopped");
+        checks.eq(
+            "source-stopped",
+            &object(
+                ctx,
+                "backup",
+                b.metadata.name.as_deref().unwrap_or_default(),
+            ),
+            "status.source.state",
+            Some("Stopped".to_string()),
+            backup_field(b, "/status/source/state"),
+        );
+    }
+    checks.check(
+        "states-differ",
+        state_one != state_two,
+        &object(ctx, "pvc", &data),
+        "world files between the backups",
+        "different (a note was planted)",
+        &state_two,
+    );
+    let comparison =
+        observe::check_pvcs(ctx, checks, "pvc-uids-kept", &pvcs_before, &pvcs_after, &[]);
+    Ok((
+        json!({"backups": [backup_observation(&first), backup_observation(&second)], "first_copy_job": first_job,
+               "state_one": state_one, "state_two": state_two, "restored": restored, "pvcs": comparison}),
+        audit,
+    ))
 }
 
-/// Stopped-server backup, server started mid-copy: the copy is invalidated, not reported consistent.
+/// The audit log shows no game incarnation started after `before` (the last incarnation seen
+/// while the server ran): nothing ran, so no agent or game could have been called.
+fn check_nothing_started(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    audit: &AuditLog,
+    before: &str,
+    pod: &Option<String>,
+) {
+    let starts = audit.starts();
+    checks.check(
+        "server-stayed-stopped",
+        starts.last().map(String::as_str) == Some(before) && pod.is_none(),
+        &object(ctx, "gameserver", SERVER),
+        "game incarnations started since the stop (audit log) and the pod now",
+        format!("none after {before}; no pod"),
+        (&starts, pod),
+    );
+}
+
+/// Stopped-server backups: two backups and restores while the pod is absent; no agent call;
+/// consistency Stopped; suspend unchanged; data returned.
+pub async fn stopped_server_backups(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    running_server(ctx, FixtureOptions::default()).await?;
+    ctx.step("stop server", stop_server(ctx)).await?;
+    let audit_before = read_audit(ctx, "audit-stopped").await?;
+    let last_running = audit_before.nth_newest(0, "the game before it stopped")?;
+    let mut checks = Checks::new();
+    let (observed, audit) = stopped_round_trips(ctx, &mut checks).await?;
+    let gs = gameserver(ctx).await?;
+    let pod = pod_now(ctx).await?;
+    ctx.uses("Backup status (phase, source, consistency, Completed)");
+    ctx.uses("spec.suspend");
+    ctx.uses("world files and digests read from the volumes");
+    ctx.uses("PVC UIDs");
+    ctx.uses("RCON audit log");
+    checks.eq(
+        "suspend-unchanged",
+        &object(ctx, "gameserver", SERVER),
+        "spec.suspend",
+        Some(true),
+        gs.spec.suspend,
+    );
+    check_nothing_started(ctx, &mut checks, &audit, &last_running, &pod);
+    ctx.assess(checks, observed)
+}
+
+/// Idle-asleep stopped-server backup: an idle-asleep server (no pod, idle intent kept) is
+/// backed up like a suspended one: consistency Stopped, no agent call, idle intent unchanged,
+/// data returned.
+pub async fn idle_asleep_stopped_server_backup(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    running_server(ctx, FixtureOptions::default()).await?;
+    ctx.step("put the server to sleep (idle)", async {
+        faults::set_idle_asleep(&ctx.client, &ctx.namespace, SERVER).await?;
+        fixture::await_server_phase(ctx, SERVER, "Stopped").await?;
+        await_pod_gone(ctx).await?;
+        Ok(json!({"server": SERVER, "phase": "Stopped", "pod": "absent"}))
+    })
+    .await?;
+    let audit_before = read_audit(ctx, "audit-asleep").await?;
+    let last_running = audit_before.nth_newest(0, "the game before it slept")?;
+    let mut checks = Checks::new();
+    let (observed, audit) = stopped_round_trips(ctx, &mut checks).await?;
+    let gs = gameserver(ctx).await?;
+    let pod = pod_now(ctx).await?;
+    ctx.uses("Backup status (phase, source, consistency, Completed)");
+    ctx.uses("status.idle and spec.suspend");
+    ctx.uses("world files and digests read from the volumes");
+    ctx.uses("PVC UIDs");
+    ctx.uses("RCON audit log");
+    let gso = object(ctx, "gameserver", SERVER);
+    checks.eq(
+        "idle-intent-unchanged",
+        &gso,
+        "status.idle.asleep, spec.idle.enabled, spec.suspend",
+        (true, Some(true), None),
+        (
+            gs.idle_asleep(),
+            gs.spec.idle.as_ref().and_then(|i| i.enabled),
+            gs.spec.suspend.filter(|s| *s),
+        ),
+    );
+    check_nothing_started(ctx, &mut checks, &audit, &last_running, &pod);
+    ctx.assess(checks, observed)
+}
+
+/// Stopped-server backup, server started mid-copy: the copy is invalidated (Failed,
+/// SourceStarted), not reported consistent, and its Job is drained.
 pub async fn stopped_server_backup_started_mid_copy(
     ctx: &CaseContext<'_>,
 ) -> Result<(), CaseError> {
-    let (_fx, _inc) = running_server(ctx, FixtureOptions::default()).await?;
+    running_server(ctx, FixtureOptions::default()).await?;
     ctx.step("stop server", stop_server(ctx)).await?;
     copy_under_way(ctx, "stopped").await?;
-    ctx.step("start server mid-copy", async {
-        Ok(faults::set_suspended(&ctx.client, &ctx.namespace, SERVER, false).await?)
-    })
-    .await?;
-    let backup = backup_finished(ctx, "stopped").await?;
-    ctx.step("assess", async {
-        ctx.uses("Backup status");
-        let b = object(ctx, "backup", "stopped");
-        let consistent = phase_of(&backup) == "Succeeded";
-        expect(
-            !consistent,
-            &b,
-            "status.phase",
-            "not Succeeded (the source started during the copy)",
-            (phase_of(&backup), consistency_of(&backup)),
-        )?;
-        expect_eq(&b, "status.phase", "Failed".to_string(), phase_of(&backup))?;
-        Ok(backup_observation(&backup))
-    })
-    .await?;
-    Ok(())
+    let start = ctx
+        .step("start server mid-copy", async {
+            let change = faults::set_suspended(&ctx.client, &ctx.namespace, SERVER, false).await?;
+            let job = observe::job_state(ctx, &names::backup_job("stopped")).await?;
+            let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            let b = backups.get("stopped").await.map_err(CaseError::kube(
+                "get Backup",
+                object(ctx, "backup", "stopped"),
+            ))?;
+            Ok(json!({"change": change, "copy_job_at_start": job, "backup_phase_at_start": backup_phase(&b)}))
+        })
+        .await?;
+    if start["backup_phase_at_start"] == json!("Succeeded") {
+        return Err(CaseError::evidence_absent(
+            object(ctx, "backup", "stopped"),
+            "the Backup had already succeeded when the server was started: the start did not interfere with the copy; rerun the case",
+        ));
+    }
+    let (backup, job) = backup_finished(ctx, "stopped").await?;
+    ctx.uses("Backup status (phase, Completed reason, consistency)");
+    ctx.uses("copy Job");
+    let mut checks = Checks::new();
+    let b = object(ctx, "backup", "stopped");
+    checks.check(
+        "started-mid-copy-invalidated",
+        backup_phase(&backup) != "Succeeded"
+            && backup_field(&backup, "/status/consistency").as_deref() != Some("Stopped"),
+        &b,
+        "status (phase, consistency)",
+        "not Succeeded, not consistency Stopped (the source started during the copy)",
+        (
+            backup_phase(&backup),
+            backup_field(&backup, "/status/consistency"),
+        ),
+    );
+    check_failed_for(ctx, &mut checks, &backup, reasons::SOURCE_STARTED);
+    check_drained(ctx, &mut checks, &job);
+    ctx.assess(
+        checks,
+        json!({"start": start, "backup": backup_observation(&backup), "copy_job": job}),
+    )
 }
 
-/// A plain live backup and restore round trip: the backup succeeds quiesced, a file created
-/// after it does not survive the restore, the markers come back, and every PVC keeps its UID.
+/// Sentinel files the round trip plants in each claim before the backup: distinct names per
+/// claim (so a snapshot listing shows which claims it covers) and values distinct from
+/// anything the game writes.
+struct Sentinels {
+    primary: String,
+    extra: String,
+    mods: String,
+    value: String,
+}
+
+impl Sentinels {
+    fn new(ctx: &CaseContext<'_>) -> Self {
+        Self {
+            primary: names::data_pvc(SERVER),
+            extra: names::extra_pvc(SERVER, fixture::EXTRA_WORLD),
+            mods: names::mods_pvc(SERVER, fixture::VERSION_STABLE),
+            value: format!("rehearsal-before-backup-{}", ctx.namespace),
+        }
+    }
+
+    fn file(claim: &str) -> String {
+        format!("rehearsal-sentinel-{claim}.txt")
+    }
+
+    fn claims(&self) -> Vec<String> {
+        vec![self.primary.clone(), self.extra.clone(), self.mods.clone()]
+    }
+
+    /// Writes `value` into each claim's sentinel and `extra_file` next to it when given.
+    fn script(&self, value: &str, extra_file: Option<&str>) -> String {
+        let mut s = String::new();
+        for c in self.claims() {
+            s.push_str(&format!("echo {value} > /v/{c}/{} && ", Self::file(&c)));
+            if let Some(f) = extra_file {
+                s.push_str(&format!("echo {value} > /v/{c}/{f} && "));
+            }
+        }
+        s.push_str("echo planted");
+        s
+    }
+
+    /// Prints `<claim> <sentinel value or MISSING> <after-file present|absent>` per claim.
+    fn read_script(&self) -> String {
+        let mut s = String::new();
+        for c in self.claims() {
+            s.push_str(&format!(
+                "printf '%s %s %s\\n' {c} \"$(cat /v/{c}/{} 2>/dev/null || echo MISSING)\" \"$(test -e /v/{c}/after-backup.txt && echo present || echo absent)\"; ",
+                Self::file(&c)
+            ));
+        }
+        s
+    }
+}
+
+/// A plain live backup and restore round trip: the backup succeeds quiesced and its snapshot
+/// holds the primary world and every extra claim but not the mods; save-on returns to the game
+/// after it and after a failed copy into an unusable repository; a restore brings back the
+/// values from before the backup and removes files made after it, in every world claim; every
+/// PVC keeps its UID.
 pub async fn live_backup_restore_round_trip(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let (fx, _inc) = running_server(ctx, FixtureOptions::default()).await?;
+    running_server(ctx, FixtureOptions::default()).await?;
+    let sentinels = Sentinels::new(ctx);
     let pvcs_before = fixture::server_pvcs(ctx, SERVER).await?;
     ctx.observe_pvcs(PvcPhase::Before, &pvcs_before)?;
-    let backup = ctx
-        .step("live backup", async {
-            fixture::create_backup(ctx, "live", SERVER, true).await?;
-            let b = await_backup(ctx, "live").await?;
-            Ok((backup_observation(&b), b))
-        })
+    ctx.step("plant sentinels before the backup", async {
+        fixture::volume_script(
+            ctx,
+            "plant-before",
+            &sentinels.claims(),
+            &sentinels.script(&sentinels.value, None),
+        )
+        .await
+    })
+    .await?;
+    let (backup, _) = backup_to_end(ctx, "live backup", "live").await?;
+    let snapshot = backup_field(&backup, "/status/snapshotID").unwrap_or_default();
+    if !snapshot.is_empty() {
+        ctx.recorder
+            .restic_snapshot("live backup", &snapshot, backup_observation(&backup))?;
+    }
+    let files = if snapshot.is_empty() {
+        Vec::new()
+    } else {
+        ctx.step(
+            "list the snapshot's files",
+            observe::snapshot_files(ctx, "snapshot-ls", &snapshot),
+        )
         .await?
-        .1;
+    };
+    // A copy that cannot be written (the repository's password is wrong) must fail, never
+    // report success without a snapshot; the game still gets its save-on.
+    let (bad, bad_job) = ctx
+        .step("backup into an unusable repository", async {
+            fixture::install_bad_repo_secret(ctx).await?;
+            fixture::create_backup_into(ctx, "unusable-repo", SERVER, fixture::BAD_REPO_SECRET)
+                .await?;
+            let (b, job) = await_backup(ctx, "unusable-repo").await?;
+            Ok((backup_observation(&b), b, job))
+        })
+        .await
+        .map(|(_, b, job)| (b, job))?;
+    // Read before the restore: it rolls the world claim, and the audit log on it, back.
+    let audit = read_audit(ctx, "audit-read").await?;
+    ctx.step(
+        "overwrite sentinels and plant files after the backup",
+        async {
+            fixture::volume_script(
+                ctx,
+                "plant-after",
+                &sentinels.claims(),
+                &sentinels.script("rehearsal-after-backup", Some("after-backup.txt")),
+            )
+            .await
+        },
+    )
+    .await?;
+    let restored_id = ctx
+        .step("restore", async {
+            let id = restore(ctx, "back", "live").await?;
+            fixture::await_server_phase(ctx, SERVER, "Running").await?;
+            Ok(id)
+        })
+        .await?;
+    let readback = ctx
+        .step("read sentinels after the restore", async {
+            fixture::volume_script(ctx, "look", &sentinels.claims(), &sentinels.read_script()).await
+        })
+        .await?;
+    let pvcs_after = fixture::server_pvcs(ctx, SERVER).await?;
+    ctx.observe_pvcs(PvcPhase::After, &pvcs_after)?;
+
+    ctx.uses("Backup status (phase, consistency, snapshotID, Completed reason)");
+    if !files.is_empty() {
+        ctx.uses("restic snapshot contents (restic ls)");
+    }
+    ctx.uses("values read back from the volumes");
+    ctx.uses("RCON audit log");
+    ctx.uses("PVC UIDs");
+    let mut checks = Checks::new();
+    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
     let b = object(ctx, "backup", "live");
-    expect_eq(
-        &b,
-        "status.phase",
-        "Succeeded".to_string(),
-        phase_of(&backup),
-    )?;
-    let snapshot = backup
-        .status
-        .as_ref()
-        .and_then(|s| s.snapshot_id.clone())
-        .unwrap_or_default();
-    expect(
+    checks.check(
+        "snapshot-id",
         !snapshot.is_empty(),
         &b,
         "status.snapshotID",
         "a restic snapshot id",
         &snapshot,
-    )?;
-    ctx.recorder
-        .restic_snapshot("live backup", &snapshot, backup_observation(&backup))?;
-    // A copy that cannot be written (the repository's password is wrong) must fail, never
-    // report success without a snapshot.
-    let bad = ctx
-        .step("backup into an unusable repository", async {
-            fixture::install_bad_repo_secret(ctx).await?;
-            let bad = Backup::new(
-                "unusable-repo",
-                gameplane_api::backup::BackupSpec {
-                    server_ref: gameplane_api::backup::ServerRef {
-                        name: SERVER.into(),
-                    },
-                    repo_ref: Some(gameplane_api::backup::RepoRef {
-                        name: fixture::BAD_REPO_SECRET.into(),
-                        key: "repo".into(),
-                    }),
-                    strategy: None,
-                    quiesce: Some(true),
-                    tags: vec![],
-                },
-            );
-            let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-            api.create(&Default::default(), &bad)
-                .await
-                .map_err(CaseError::kube(
-                    "create Backup",
-                    object(ctx, "backup", "unusable-repo"),
-                ))?;
-            let b = await_backup(ctx, "unusable-repo").await?;
-            Ok((backup_observation(&b), b))
-        })
-        .await?
-        .1;
+    );
+    let holds = |claim: &str| {
+        files
+            .iter()
+            .any(|f| f.ends_with(&format!("/{}", Sentinels::file(claim))))
+    };
+    checks.eq(
+        "snapshot-covers-claims",
+        &format!("restic snapshot {snapshot}"),
+        "sentinel files of the primary and extra world claims",
+        (true, true),
+        (holds(&sentinels.primary), holds(&sentinels.extra)),
+    );
+    checks.eq(
+        "snapshot-excludes-mods",
+        &format!("restic snapshot {snapshot}"),
+        "sentinel file of the mods claim (rebuildable, not backed up)",
+        false,
+        holds(&sentinels.mods),
+    );
     let o = object(ctx, "backup", "unusable-repo");
-    expect_eq(&o, "status.phase", "Failed".to_string(), phase_of(&bad))?;
-    let bad_snapshot = bad.status.as_ref().and_then(|s| s.snapshot_id.clone());
-    expect(
-        bad_snapshot.as_deref().is_none_or(str::is_empty),
+    checks.check(
+        "unusable-repo-fails",
+        backup_phase(&bad) == "Failed"
+            && backup_field(&bad, "/status/snapshotID").is_none_or(|s| s.is_empty()),
         &o,
+        "status (phase, snapshotID)",
+        "Failed without a snapshot id",
+        (backup_phase(&bad), backup_field(&bad, "/status/snapshotID")),
+    );
+    checks.eq(
+        "unusable-repo-reason",
+        &o,
+        "condition Completed (status/reason)",
+        Some(format!("False/{}", reasons::COPY_FAILED)),
+        backup_condition(&bad, types::COMPLETED),
+    );
+    // The game ran one incarnation through both backups: the live one's save-on, then the
+    // failed one's, must both have reached it.
+    let starts = audit.starts();
+    let game = audit.nth_newest(0, "the game that was backed up")?;
+    let cmds = audit.commands_of(&game);
+    let pairs: Vec<&[String]> = cmds.split(|c| c == "save-off").skip(1).collect();
+    checks.check(
+        "save-on-reached-original",
+        starts.len() >= 1 && !pairs.is_empty() && pairs[0].iter().any(|c| c == "save-on"),
+        &object(ctx, "pod", &names::pod(SERVER)),
+        &format!("RCON commands of incarnation {game} after the live backup's save-off"),
+        "save-on",
+        &cmds,
+    );
+    checks.check(
+        "save-on-after-failed-backup",
+        pairs.len() >= 2 && pairs[1].iter().any(|c| c == "save-on"),
+        &object(ctx, "pod", &names::pod(SERVER)),
+        &format!("RCON commands of incarnation {game} after the failed backup's save-off"),
+        "save-on (cleanup after a failed quiesced backup)",
+        &cmds,
+    );
+    checks.check(
+        "failed-copy-drained",
+        bad_job.drained(),
+        &object(ctx, "job", &bad_job.name),
+        "existence when the Backup ended",
+        "gone",
+        &bad_job,
+    );
+    let row = |claim: &str| -> (String, String) {
+        readback
+            .lines()
+            .find_map(|l| {
+                let mut parts = l.split_whitespace();
+                (parts.next() == Some(claim)).then(|| {
+                    (
+                        parts.next().unwrap_or("MISSING").to_string(),
+                        parts.next().unwrap_or("unknown").to_string(),
+                    )
+                })
+            })
+            .unwrap_or_else(|| ("MISSING".into(), "unknown".into()))
+    };
+    for (claim, id_value, id_gone) in [
+        (
+            &sentinels.primary,
+            "pre-backup-value-back",
+            "post-backup-file-gone",
+        ),
+        (
+            &sentinels.extra,
+            "extra-value-back",
+            "extra-post-backup-file-gone",
+        ),
+    ] {
+        let (value, after_file) = row(claim);
+        let o = object(ctx, "pvc", claim);
+        checks.eq(
+            id_value,
+            &o,
+            "sentinel value after the restore",
+            sentinels.value.clone(),
+            value,
+        );
+        checks.eq(
+            id_gone,
+            &o,
+            "file created after the backup",
+            "absent".to_string(),
+            after_file,
+        );
+    }
+    checks.eq(
+        "restored-own-snapshot",
+        &object(ctx, "restore", "back"),
         "status.snapshotID",
-        "none (nothing was written)",
-        &bad_snapshot,
-    )?;
-    let data = names::data_pvc(SERVER);
-    ctx.step("plant a file after the backup", async {
-        fixture::volume_script(
-            ctx,
-            "plant",
-            std::slice::from_ref(&data),
-            &format!("echo after-backup > /v/{data}/world/after-backup.txt && ls /v/{data}/world"),
-        )
-        .await
-    })
-    .await?;
-    ctx.step("restore", async {
-        fixture::create_restore(ctx, "back", "live", SERVER).await?;
-        let api: Api<gameplane_api::restore::Restore> =
-            Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        let r = await_object(&api, "back", conditions::succeeded(), ctx.bounds.settle).await?;
-        let id = r
-            .status
-            .as_ref()
-            .and_then(|s| s.snapshot_id.clone())
-            .unwrap_or_default();
-        ctx.recorder
-            .restic_restore("restore", "back", &id, json!({"backup": "live"}))?;
-        fixture::await_server_phase(ctx, SERVER, "Running").await?;
-        Ok(json!({"restore": "back", "snapshot": id}))
-    })
-    .await?;
-    let claims = vec![data.clone(), names::extra_pvc(SERVER, fixture::EXTRA_WORLD)];
-    let readback = ctx
-        .step("read back world", async {
-            Ok(crate::probe::readback::read_back(
-                &ctx.client,
-                &ctx.namespace,
-                "readback",
-                &claims,
-                ctx.bounds.settle,
-            )
-            .await?)
-        })
-        .await?;
-    let planted = ctx
-        .step("look for the planted file", async {
-            fixture::volume_script(
-                ctx,
-                "look",
-                std::slice::from_ref(&data),
-                &format!("test -e /v/{data}/world/after-backup.txt && echo present || echo absent"),
-            )
-            .await
-        })
-        .await?;
-    let pvcs_after = fixture::server_pvcs(ctx, SERVER).await?;
-    ctx.observe_pvcs(PvcPhase::After, &pvcs_after)?;
-    ctx.step("assess", async {
-        ctx.uses("restic snapshot");
-        ctx.uses("data read back from the volumes");
-        ctx.uses("PVC UIDs");
-        let markers = Markers::for_server(&fx.namespace, SERVER);
-        expect_eq(
-            &object(ctx, "pvc", &data),
-            "planted file after restore",
-            "absent",
-            planted.trim(),
-        )?;
-        let primary = readback.claims.get(&data).and_then(|i| i.marker.clone());
-        expect_eq(
-            &object(ctx, "pvc", &data),
-            "world marker",
-            Some(markers.primary.clone()),
-            primary,
-        )?;
-        for (b, a) in pvcs_before.iter().zip(&pvcs_after) {
-            expect_eq(
-                &object(ctx, "pvc", &b.claim),
-                "metadata.uid",
-                &b.uid,
-                &a.uid,
-            )?;
-        }
-        Ok(json!({"snapshot": snapshot, "readback": readback}))
-    })
-    .await?;
-    Ok(())
+        snapshot.clone(),
+        restored_id.clone(),
+    );
+    let comparison = observe::check_pvcs(
+        ctx,
+        &mut checks,
+        "pvc-uids-kept",
+        &pvcs_before,
+        &pvcs_after,
+        &[],
+    );
+    ctx.assess(
+        checks,
+        json!({"backup": backup_observation(&backup), "snapshot_files": files,
+               "unusable_repo": backup_observation(&bad), "readback": readback,
+               "commands": cmds, "pvcs": comparison}),
+    )
 }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::backend::Backend;
 use crate::evidence::bundle::{BundleError, CaseRecorder};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
+pub use crate::mutants::HarnessMutant;
 
 /// Why a case failed. Every variant names the object, what was expected and what was observed.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,27 @@ pub enum CaseError {
     Setup(String),
     #[error("could not write evidence: {0}")]
     Evidence(Box<BundleError>),
+    /// One or more named checks failed: the verdict's evidence, matched by the self-test
+    /// against the check a mutant targets.
+    #[error("{}", describe_failed(.0))]
+    Checks(Vec<CheckResult>),
+    /// The source that would show an absence was not there (a missing or empty log): the case
+    /// cannot conclude, so it fails, and never on a check.
+    #[error("evidence absent: {what}: {why}")]
+    EvidenceAbsent { what: String, why: String },
+}
+
+fn describe_failed(failed: &[CheckResult]) -> String {
+    failed
+        .iter()
+        .map(|c| {
+            format!(
+                "check {}: {}: expected {} {}, observed {}",
+                c.check, c.object, c.field, c.expected, c.observed
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 // Boxed so a `Result<_, CaseError>` stays small; `?` still converts.
@@ -62,6 +84,23 @@ boxed_from!(
 );
 
 impl CaseError {
+    /// The named checks that failed (empty when the case ended for another reason: a wait
+    /// that timed out, a setup error, absent evidence).
+    pub fn failed_checks(&self) -> Vec<String> {
+        match self {
+            Self::Checks(failed) => failed.iter().map(|c| c.check.to_string()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Evidence that a case needed was not there.
+    pub fn evidence_absent(what: impl Into<String>, why: impl Into<String>) -> Self {
+        Self::EvidenceAbsent {
+            what: what.into(),
+            why: why.into(),
+        }
+    }
+
     /// A failed expectation about `object`'s `field`.
     pub fn assertion(
         object: impl Into<String>,
@@ -127,6 +166,81 @@ pub fn expect(
     }
 }
 
+/// One named check of a case's assessment: what it looked at, what it expected, what it saw.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CheckResult {
+    /// Stable id (kebab-case); `scenarios/buckets.toml` names it as a mutant's target.
+    pub check: &'static str,
+    pub passed: bool,
+    pub object: String,
+    pub field: String,
+    pub expected: String,
+    pub observed: String,
+}
+
+/// The assessment of a case: every named check is evaluated (none stops the others), so the
+/// receipt shows each one's verdict and the self-test sees every check a mutant trips.
+#[derive(Debug, Default)]
+pub struct Checks {
+    results: Vec<CheckResult>,
+}
+
+impl Checks {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records check `id`: `passed`, about `object`'s `field`.
+    pub fn check(
+        &mut self,
+        id: &'static str,
+        passed: bool,
+        object: &str,
+        field: &str,
+        expected: impl std::fmt::Display,
+        observed: impl std::fmt::Debug,
+    ) -> bool {
+        self.results.push(CheckResult {
+            check: id,
+            passed,
+            object: object.to_string(),
+            field: field.to_string(),
+            expected: expected.to_string(),
+            observed: format!("{observed:?}"),
+        });
+        passed
+    }
+
+    /// Records check `id`: `observed == expected`.
+    pub fn eq<T: PartialEq + std::fmt::Debug>(
+        &mut self,
+        id: &'static str,
+        object: &str,
+        field: &str,
+        expected: T,
+        observed: T,
+    ) -> bool {
+        let passed = expected == observed;
+        self.check(id, passed, object, field, format!("{expected:?}"), observed)
+    }
+
+    /// Whether every check so far passed.
+    pub fn all_passed(&self) -> bool {
+        self.results.iter().all(|c| c.passed)
+    }
+
+    /// Ends the assessment: every result (for the receipt) or the failed ones as the error.
+    pub fn finish(self) -> Result<Vec<CheckResult>, CaseError> {
+        if self.all_passed() {
+            Ok(self.results)
+        } else {
+            Err(CaseError::Checks(
+                self.results.into_iter().filter(|c| !c.passed).collect(),
+            ))
+        }
+    }
+}
+
 /// Bounds on the waits of a case. Generous: they are ceilings that report the last observed
 /// state, not expectations of speed (speed is measured by `rehearse bench`).
 #[derive(Debug, Clone, Copy)]
@@ -156,6 +270,8 @@ pub struct CaseContext<'a> {
     pub namespace: String,
     pub recorder: CaseRecorder,
     pub bounds: Bounds,
+    /// A deliberately weakened harness gate, when the self-test asks for one.
+    pub harness_mutant: Option<HarnessMutant>,
     started: Instant,
 }
 
@@ -167,6 +283,7 @@ impl<'a> CaseContext<'a> {
             namespace,
             recorder,
             bounds: Bounds::default(),
+            harness_mutant: None,
             started: Instant::now(),
         }
     }
@@ -198,6 +315,29 @@ impl<'a> CaseContext<'a> {
             }
         }
         outcome
+    }
+
+    /// Writes the step "assess": every check's result and `observed`; fails with the failed
+    /// checks when any did.
+    pub fn assess(&self, checks: Checks, observed: Value) -> Result<(), CaseError> {
+        let at_ms = self.started.elapsed().as_millis() as u64;
+        let passed = checks.all_passed();
+        let results = checks.results.clone();
+        let failed: Vec<&str> = results
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.check)
+            .collect();
+        self.recorder.step(
+            "assess",
+            json!({"ok": passed, "at_ms": at_ms, "checks": results, "failed_checks": failed, "observed": observed}),
+        )?;
+        checks.finish().map(|_| ())
+    }
+
+    /// Whether the harness runs with `mutant`'s weakened gate (self-test only).
+    pub fn harness_mutant(&self, mutant: HarnessMutant) -> bool {
+        self.harness_mutant == Some(mutant)
     }
 
     /// Records the PVC rows for `phase` (the PVC UID table is built from these receipts).

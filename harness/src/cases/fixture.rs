@@ -39,12 +39,19 @@ pub const VERSION_COMPAT: &str = "1.1-compat";
 pub const VERSION_FORMAT: &str = "2.0-format";
 pub const VERSION_HTTP_ONLY: &str = "http-only";
 pub const VERSION_UNPULLABLE: &str = "unpullable";
+/// Answers the status ping, refuses every login.
+pub const VERSION_REFUSE_LOGIN: &str = "refuse-login";
+/// Logs in, never finishes the configuration phase.
+pub const VERSION_STALL_CONFIG: &str = "stall-configuration";
 
 pub const GAME_IMAGE_REPO: &str = "rehearsal.local/fixture-game";
 pub const AGENT_IMAGE: &str = "rehearsal.local/fixture-agent:1.0";
 pub const LEGACY_AGENT_IMAGE: &str = "rehearsal.local/fixture-agent:legacy";
 /// A digest no registry or catalogue holds: the unpullable candidate.
 pub const UNPULLABLE_IMAGE: &str = "rehearsal.local/fixture-game@sha256:0000000000000000000000000000000000000000000000000000000000000bad";
+/// restic (with `sh`) for the harness's own snapshot reads: the image the operator's copy Jobs
+/// use, so the same repository format is read.
+pub const RESTIC_IMAGE: &str = "restic/restic:0.14.0";
 /// Busybox for the harness's own volume probes.
 pub const BUSYBOX_IMAGE: &str = "busybox:1.36";
 
@@ -150,6 +157,8 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
         VERSION_FORMAT,
         VERSION_HTTP_ONLY,
         VERSION_UNPULLABLE,
+        VERSION_REFUSE_LOGIN,
+        VERSION_STALL_CONFIG,
     ];
     let agent_image = match options.agent {
         AgentKind::Current => AGENT_IMAGE,
@@ -445,6 +454,38 @@ pub async fn server_pvcs(
     }
     rows.sort_by(|a, b| a.claim.cmp(&b.claim));
     Ok(rows)
+}
+
+/// Creates a quiesced Backup of `server` into the repository named by Secret `repo_secret`.
+pub async fn create_backup_into(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    server: &str,
+    repo_secret: &str,
+) -> Result<Backup, CaseError> {
+    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let b = Backup::new(
+        name,
+        BackupSpec {
+            server_ref: ServerRef {
+                name: server.into(),
+            },
+            repo_ref: Some(RepoRef {
+                name: repo_secret.into(),
+                key: "repo".into(),
+            }),
+            strategy: None,
+            quiesce: Some(true),
+            tags: vec!["rehearsal".into()],
+        },
+    );
+    backups
+        .create(&PostParams::default(), &b)
+        .await
+        .map_err(CaseError::kube(
+            "create Backup",
+            format!("{}/{name}", ctx.namespace),
+        ))
 }
 
 /// Creates a Backup of `server` into the case's repository.

@@ -9,6 +9,7 @@ pub mod artifacts;
 pub mod backup;
 pub mod context;
 pub mod fixture;
+pub mod observe;
 pub mod rollout;
 
 use std::time::Duration;
@@ -27,8 +28,6 @@ pub struct Case {
     pub bucket: &'static str,
     /// The row of CONTRACT.md's case table it proves.
     pub proves: &'static str,
-    /// Reference-operator mutants this case must catch (`rehearse selftest`).
-    pub catches: &'static [&'static str],
 }
 
 /// Every case, in the order of CONTRACT.md's table.
@@ -37,81 +36,86 @@ pub const CASES: &[Case] = &[
         name: "live_backup_same_pod_game_restart",
         bucket: "backup",
         proves: "live backup, same-pod game restart: pod UID same, game containerID changed and restartCount +1; Backup not a consistent success; no save-on reached the new incarnation",
-        catches: &["ignore-incarnation"],
     },
     Case {
         name: "live_backup_agent_restart",
         bucket: "backup",
         proves: "live backup, agent restart: game incarnation unchanged; Backup Succeeded, consistency Quiesced",
-        catches: &[],
     },
     Case {
         name: "live_backup_pod_replaced_during_preparation",
         bucket: "backup",
         proves: "live backup, pod replaced during preparation: Backup fails; cleanup never reaches the successor pod",
-        catches: &["unquiesce-any-pod"],
     },
     Case {
         name: "live_backup_game_not_running_yet",
         bucket: "backup",
         proves: "live backup, game not running yet: preparation waits within its deadline, then records the running incarnation and succeeds",
-        catches: &[],
     },
     Case {
         name: "live_backup_older_agent_without_identity_route",
         bucket: "backup",
         proves: "live backup, older agent without identity route: fails at the preflight; the game's RCON audit log shows no save-off",
-        catches: &["no-identity-preflight"],
     },
     Case {
         name: "stopped_server_backups",
         bucket: "backup",
         proves: "stopped-server backups: two backups and restores while the pod is absent; no agent call; suspend unchanged; data returned",
-        catches: &["stopped-source-needs-agent", "restore-overlays"],
+    },
+    Case {
+        name: "idle_asleep_stopped_server_backup",
+        bucket: "backup",
+        proves: "idle-asleep stopped-server backup: an idle-asleep server (no pod, idle intent kept) is backed up like a suspended one: consistency Stopped, no agent call, idle intent unchanged, data returned",
     },
     Case {
         name: "stopped_server_backup_started_mid_copy",
         bucket: "backup",
         proves: "stopped-server backup, server started mid-copy: the copy is invalidated, not reported consistent",
-        catches: &[],
     },
     Case {
         name: "live_backup_restore_round_trip",
         bucket: "backup",
         proves: "a plain live backup and restore round trip: Succeeded with a snapshot; a copy into an unusable repository fails; files newer than the backup do not survive; markers and PVC UIDs kept",
-        catches: &[
-            "restore-overlays",
-            "restore-recreates-pvc",
-            "succeed-on-failed-copy",
-        ],
     },
     Case {
         name: "unpullable_candidate",
         bucket: "rollout",
         proves: "unpullable candidate: clone fails ImagePull within a bounded time; batch halts; fleet pod UIDs unchanged",
-        catches: &[],
     },
     Case {
         name: "http_only_candidate",
         bucket: "rollout",
         proves: "HTTP-only candidate: serves the world marker over HTTP but fails the real Minecraft handshake; journal keeps only the baseline receipt; promotion blocked",
-        catches: &[],
     },
     Case {
         name: "format_change_compatible_rollback",
         bucket: "rollout",
         proves: "format-changing update, compatible rollback: PVC UIDs unchanged; save readable directly after re-pinning",
-        catches: &[],
     },
     Case {
         name: "format_change_restore_required_rollback",
         bucket: "rollout",
         proves: "format-changing update, restore-required rollback: restore from the pre-candidate snapshot; candidate-only marker gone; primary and extra world values back; mods keep the clone's value; PVC UIDs unchanged",
-        catches: &[
-            "restore-overlays",
-            "restore-recreates-pvc",
-            "backup-skips-extras",
-        ],
+    },
+    Case {
+        name: "member_tracking_default_version",
+        bucket: "rollout",
+        proves: "member tracking the default version: the preflight refuses the rollout before any backup or clone, naming the member; nothing is touched",
+    },
+    Case {
+        name: "halt_at_later_batch",
+        bucket: "rollout",
+        proves: "halt at a later batch: the canary and batch 1 pass, a batch-2 member fails its gate; batch 1 stays promoted, later members untouched, the journal records the failing member's evidence and 1 batch promoted",
+    },
+    Case {
+        name: "candidate_refuses_login",
+        bucket: "rollout",
+        proves: "candidate that answers status but refuses login: the join gate fails at login, not at status; halted, no promotion receipt",
+    },
+    Case {
+        name: "candidate_stalls_configuration",
+        bucket: "rollout",
+        proves: "candidate that logs in but never finishes configuration: the join gate fails in the configuration phase, not earlier; halted, no promotion receipt",
     },
 ];
 
@@ -133,6 +137,7 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
             backup::live_backup_older_agent_without_identity_route(ctx).await
         }
         "stopped_server_backups" => backup::stopped_server_backups(ctx).await,
+        "idle_asleep_stopped_server_backup" => backup::idle_asleep_stopped_server_backup(ctx).await,
         "stopped_server_backup_started_mid_copy" => {
             backup::stopped_server_backup_started_mid_copy(ctx).await
         }
@@ -145,6 +150,10 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         "format_change_restore_required_rollback" => {
             rollout::format_change_restore_required_rollback(ctx).await
         }
+        "member_tracking_default_version" => rollout::member_tracking_default_version(ctx).await,
+        "halt_at_later_batch" => rollout::halt_at_later_batch(ctx).await,
+        "candidate_refuses_login" => rollout::candidate_refuses_login(ctx).await,
+        "candidate_stalls_configuration" => rollout::candidate_stalls_configuration(ctx).await,
         other => Err(CaseError::Setup(format!(
             "no case named {other:?}; `rehearse run --list` shows them"
         ))),
@@ -158,6 +167,8 @@ pub struct CaseResult {
     pub verdict: Verdict,
     /// One line: why it failed, when it did.
     pub reason: Option<String>,
+    /// The named checks that failed (empty when it passed or ended for another reason).
+    pub failed_checks: Vec<String>,
     pub duration: Duration,
 }
 
@@ -169,6 +180,8 @@ pub struct RunOptions {
     pub keep_on_failure: bool,
     /// The whole case's ceiling (its waits have their own, smaller bounds).
     pub case_bound: Duration,
+    /// A weakened harness gate (self-test only).
+    pub harness_mutant: Option<context::HarnessMutant>,
 }
 
 impl Default for RunOptions {
@@ -177,6 +190,7 @@ impl Default for RunOptions {
             run_id: "local".into(),
             keep_on_failure: false,
             case_bound: Duration::from_secs(600),
+            harness_mutant: None,
         }
     }
 }
@@ -201,11 +215,13 @@ pub async fn run_case(
                 case: case.name,
                 verdict: Verdict::Failed,
                 reason: Some(reason),
+                failed_checks: Vec::new(),
                 duration: started.elapsed(),
             });
         }
     };
-    let ctx = CaseContext::new(backend, ns.clone(), recorder);
+    let mut ctx = CaseContext::new(backend, ns.clone(), recorder);
+    ctx.harness_mutant = options.harness_mutant;
     let outcome = match tokio::time::timeout(options.case_bound, body(case, &ctx)).await {
         Ok(r) => r,
         Err(_) => Err(CaseError::Setup(format!(
@@ -213,16 +229,16 @@ pub async fn run_case(
             options.case_bound
         ))),
     };
-    let (verdict, reason) = match &outcome {
-        Ok(()) => (Verdict::Passed, None),
-        Err(e) => (Verdict::Failed, Some(e.to_string())),
+    let (verdict, reason, failed_checks) = match &outcome {
+        Ok(()) => (Verdict::Passed, None, Vec::new()),
+        Err(e) => (Verdict::Failed, Some(e.to_string()), e.failed_checks()),
     };
     if verdict == Verdict::Failed {
         // Evidence first, cleanup after: a failure's artifacts must outlive its namespace.
         artifacts::collect(&ctx, backend).await;
     }
     let CaseContext { recorder, .. } = ctx;
-    recorder.finish_with_reason(verdict, reason.as_deref())?;
+    recorder.finish_with_checks(verdict, reason.as_deref(), &failed_checks)?;
     let keep = verdict == Verdict::Failed && options.keep_on_failure;
     if !keep {
         let _ = namespaces::delete(&client, &ns).await;
@@ -233,6 +249,7 @@ pub async fn run_case(
         case: case.name,
         verdict,
         reason,
+        failed_checks,
         duration: started.elapsed(),
     })
 }

@@ -1,25 +1,69 @@
 //! The rollout bucket: candidates rehearsed through the qualification procedure (CONTRACT C)
-//! on a canary clone restored from a real backup, with a fleet of two pinned servers.
+//! on a canary clone restored from a real backup, with a fleet of pinned servers.
+//!
+//! A negative case passes only when the qualification halted at the gate it targets *for the
+//! reason it targets* (the pod's waiting reason, the join depth reached), with the fleet
+//! untouched and no promotion receipt; a positive case only when every gate passed, the
+//! rollback gate was computed from what was read back, and the clone's PVCs kept their UIDs.
 
 use std::collections::BTreeMap;
 
 use gameplane_api::names;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::api::{Api, ObjectMeta, PostParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::context::{CaseContext, CaseError, expect, expect_eq};
+use super::context::{CaseContext, CaseError, Checks};
 use super::fixture::{self, FixtureOptions};
-use crate::qualify::{self, Outcome, Plan, Qualification, Rollback};
+use super::observe;
+use crate::qualify::{self, Outcome, Plan, Qualification, Rollback, gates};
 use crate::wait::{await_object, conditions};
 
 const SOURCE: &str = "mc-a";
 const OTHER: &str = "mc-b";
+const THIRD: &str = "mc-c";
 
-/// Resolves the fixture game's tags to digest-pinned references by running them once and
-/// reading the `imageID` the node reports: the same on every backend, and exactly what the
-/// "pod runs the pinned image" gate later compares against.
-async fn pin_by_digest(
+/// Resolves the fixture game's tags to digest-pinned references. The digest comes from the
+/// image's source (the catalogue or registry the nodes pull from, [`Backend::image_digest`]),
+/// independently of any node's `imageID` report, so the image gate compares two independent
+/// observations. Only a backend that cannot read its source falls back to running the image once
+/// and reading the node's report — and the receipt says which source was used.
+///
+/// [`Backend::image_digest`]: crate::backend::Backend::image_digest
+async fn pin_by_digest(ctx: &CaseContext<'_>, versions: &[&str]) -> Result<Value, CaseError> {
+    let mut pinned = BTreeMap::new();
+    let mut unresolved = Vec::new();
+    for v in versions {
+        let tag = format!("{}:{v}", fixture::GAME_IMAGE_REPO);
+        match ctx.backend.image_digest(&tag).await {
+            Ok(Some(digest)) => {
+                pinned.insert(
+                    v.to_string(),
+                    format!("{}@{digest}", fixture::GAME_IMAGE_REPO),
+                );
+            }
+            Ok(None) => unresolved.push(*v),
+            Err(e) => {
+                return Err(CaseError::Setup(format!(
+                    "cannot read the digest of {tag}: {e}"
+                )));
+            }
+        }
+    }
+    let source = if unresolved.is_empty() {
+        "image source (catalogue or registry)"
+    } else {
+        for (v, id) in node_reported_digests(ctx, &unresolved).await? {
+            pinned.insert(v, id);
+        }
+        "a node's imageID report (this backend cannot read its image source)"
+    };
+    Ok(json!({"pinned": pinned, "digest_source": source}))
+}
+
+/// Runs `versions` once and reads the `imageID` the node reports (the fallback of
+/// [`pin_by_digest`]).
+async fn node_reported_digests(
     ctx: &CaseContext<'_>,
     versions: &[&str],
 ) -> Result<BTreeMap<String, String>, CaseError> {
@@ -54,8 +98,7 @@ async fn pin_by_digest(
         ))?;
     let done = await_object(&pods, name, conditions::pod_succeeded(), ctx.bounds.settle).await;
     let _ = pods.delete(name, &Default::default()).await;
-    let done = done?;
-    let statuses = done
+    let statuses = done?
         .status
         .and_then(|s| s.container_statuses)
         .unwrap_or_default();
@@ -70,12 +113,10 @@ async fn pin_by_digest(
             .rsplit_once('@')
             .map(|(_, d)| d.to_string())
             .ok_or_else(|| {
-                CaseError::assertion(
-                    format!("pod {}/{name} container v{i}", ctx.namespace),
-                    "imageID",
-                    "repo@sha256:…",
-                    &id,
-                )
+                CaseError::Setup(format!(
+                    "pod {}/{name} container v{i}: imageID {id:?} carries no digest",
+                    ctx.namespace
+                ))
             })?;
         pinned.insert(
             v.to_string(),
@@ -85,16 +126,45 @@ async fn pin_by_digest(
     Ok(pinned)
 }
 
-/// Fixture with two pinned, running fleet members; returns their pod UIDs.
+/// How the fleet is set up.
+struct FleetSpec<'a> {
+    /// Candidate versions to pin by digest in the template.
+    candidates: &'a [&'a str],
+    /// Fleet members, in promotion order.
+    members: &'a [&'a str],
+    /// Members created without `spec.version` (they track the template default).
+    tracking_default: &'a [&'a str],
+    /// Members whose `spec.image` overrides the template's (they keep running it whatever
+    /// version they pin).
+    image_override: &'a [&'a str],
+}
+
+impl Default for FleetSpec<'_> {
+    fn default() -> Self {
+        Self {
+            candidates: &[],
+            members: &[SOURCE, OTHER],
+            tracking_default: &[],
+            image_override: &[],
+        }
+    }
+}
+
+/// Fixture with the fleet running; returns the members' pod UIDs.
 async fn fleet(
     ctx: &CaseContext<'_>,
-    candidates: &[&str],
+    spec: &FleetSpec<'_>,
 ) -> Result<BTreeMap<String, Option<String>>, CaseError> {
-    let pinned = if candidates.is_empty() {
+    let pinned: BTreeMap<String, String> = if spec.candidates.is_empty() {
         BTreeMap::new()
     } else {
-        ctx.step("pin candidates by digest", pin_by_digest(ctx, candidates))
-            .await?
+        let v = ctx
+            .step(
+                "pin candidates by digest",
+                pin_by_digest(ctx, spec.candidates),
+            )
+            .await?;
+        serde_json::from_value(v["pinned"].clone()).unwrap_or_default()
     };
     let options = FixtureOptions {
         pinned,
@@ -104,25 +174,47 @@ async fn fleet(
         .step("install fixture", fixture::install(ctx, &options))
         .await?;
     ctx.step("create fleet", async {
-        for s in [SOURCE, OTHER] {
-            fixture::create_server(ctx, &fx, s, fixture::VERSION_STABLE, false).await?;
+        let servers: Api<gameplane_api::gameserver::GameServer> =
+            Api::namespaced(ctx.client.clone(), &ctx.namespace);
+        for s in spec.members {
+            let markers = fixture::Markers::for_server(&fx.namespace, s);
+            let mut gs = fixture::server(s, &fx.template, fixture::VERSION_STABLE, &markers, false);
+            if spec.tracking_default.contains(s) {
+                gs.spec.version = None;
+            }
+            if spec.image_override.contains(s) {
+                gs.spec.image = Some(format!(
+                    "{}:{}",
+                    fixture::GAME_IMAGE_REPO,
+                    fixture::VERSION_STABLE
+                ));
+            }
+            servers
+                .create(&PostParams::default(), &gs)
+                .await
+                .map_err(CaseError::kube(
+                    "create GameServer",
+                    format!("{}/{s}", ctx.namespace),
+                ))?;
         }
-        for s in [SOURCE, OTHER] {
+        for s in spec.members {
             fixture::await_server_phase(ctx, s, "Running").await?;
             fixture::await_server_pod_ready(ctx, s).await?;
         }
-        Ok(json!({"fleet": [SOURCE, OTHER], "version": fixture::VERSION_STABLE}))
+        Ok(json!({"fleet": spec.members, "version": fixture::VERSION_STABLE,
+                  "tracking_default": spec.tracking_default, "image_override": spec.image_override}))
     })
     .await?;
-    fleet_pod_uids(ctx).await
+    fleet_pod_uids(ctx, spec.members).await
 }
 
 async fn fleet_pod_uids(
     ctx: &CaseContext<'_>,
+    members: &[&str],
 ) -> Result<BTreeMap<String, Option<String>>, CaseError> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let mut uids = BTreeMap::new();
-    for s in [SOURCE, OTHER] {
+    for s in members {
         let name = names::pod(s);
         let uid = pods
             .get_opt(&name)
@@ -137,11 +229,28 @@ async fn fleet_pod_uids(
     Ok(uids)
 }
 
-fn plan(ctx: &CaseContext<'_>, candidate: &str, rollback: Rollback) -> Plan {
+async fn fleet_versions(
+    ctx: &CaseContext<'_>,
+    members: &[&str],
+) -> Result<BTreeMap<String, Option<String>>, CaseError> {
+    let servers: Api<gameplane_api::gameserver::GameServer> =
+        Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut out = BTreeMap::new();
+    for s in members {
+        let gs = servers.get(s).await.map_err(CaseError::kube(
+            "get GameServer",
+            format!("{}/{s}", ctx.namespace),
+        ))?;
+        out.insert(s.to_string(), gs.spec.version);
+    }
+    Ok(out)
+}
+
+fn plan(ctx: &CaseContext<'_>, members: &[&str], candidate: &str, rollback: Rollback) -> Plan {
     Plan {
         template: ctx.namespace.clone(),
         source: SOURCE.into(),
-        fleet: vec![SOURCE.into(), OTHER.into()],
+        fleet: members.iter().map(|m| m.to_string()).collect(),
         batch_size: 1,
         candidate: candidate.into(),
         rollback,
@@ -152,94 +261,265 @@ async fn run(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification, CaseEr
     let q = qualify::qualify(ctx, plan).await?;
     ctx.recorder.step(
         "qualification outcome",
-        json!({"outcome": q.outcome, "gates": q.gates}),
+        json!({"outcome": q.outcome, "line": q.outcome.line(), "gates": q.gates}),
     )?;
     Ok(q)
 }
 
-/// Asserts a halted qualification left the fleet untouched.
-async fn assert_halted_untouched(
-    ctx: &CaseContext<'_>,
-    q: &Qualification,
-    before: &BTreeMap<String, Option<String>>,
-    gate_fragment: &str,
-) -> Result<(), CaseError> {
-    let after = fleet_pod_uids(ctx).await?;
-    ctx.step("assess", async {
-        let o = format!("qualification in {}", ctx.namespace);
-        match &q.outcome {
-            Outcome::Halted { gate, .. } => expect(
-                gate.contains(gate_fragment),
-                &o,
-                "failed gate",
-                gate_fragment,
-                gate,
-            )?,
-            other => {
-                return Err(CaseError::assertion(
-                    &o,
-                    "outcome",
-                    "halted",
-                    format!("{other:?}"),
-                ));
-            }
-        }
-        expect_eq(&o, "fleet pod UIDs (untouched)", before, &after)?;
-        let servers: Api<gameplane_api::gameserver::GameServer> =
-            Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        for s in [SOURCE, OTHER] {
-            let gs = servers.get(s).await.map_err(CaseError::kube(
-                "get GameServer",
-                format!("{}/{s}", ctx.namespace),
-            ))?;
-            expect_eq(
-                &format!("gameserver {}/{s}", ctx.namespace),
-                "spec.version",
-                Some(fixture::VERSION_STABLE.to_string()),
-                gs.spec.version,
-            )?;
-        }
-        Ok(json!({"fleet_pod_uids": after, "outcome": q.outcome}))
-    })
-    .await?;
-    Ok(())
+fn qualification_object(ctx: &CaseContext<'_>) -> String {
+    format!("qualification in {}", ctx.namespace)
 }
 
-/// Unpullable candidate: the clone fails ImagePull within a bounded time; the batch halts; fleet
-/// pod UIDs are unchanged.
+/// The gate a halt names, its server and reason, or `None` when it was not a halt.
+fn halted_at(q: &Qualification) -> Option<(&str, Option<&str>, &str, usize)> {
+    match &q.outcome {
+        Outcome::Halted {
+            gate,
+            server,
+            reason,
+            batches_promoted,
+        } => Some((
+            gate.as_str(),
+            server.as_deref(),
+            reason.as_str(),
+            *batches_promoted,
+        )),
+        Outcome::Promoted { .. } => None,
+    }
+}
+
+/// The failed gate `name` on `server`, if the qualification recorded one.
+fn failed_gate<'q>(q: &'q Qualification, name: &str, server: &str) -> Option<&'q qualify::Gate> {
+    q.gates
+        .iter()
+        .find(|g| g.name == name && g.server == server && !g.passed)
+}
+
+/// Checks that a qualification halted at `gate` on the canary clone before any promotion and
+/// left every fleet member as it was (pod UIDs and versions), with no promotion receipt.
+async fn check_halted_untouched(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    q: &Qualification,
+    members: &[&str],
+    before: &BTreeMap<String, Option<String>>,
+    gate: &str,
+) -> Result<Value, CaseError> {
+    let after = fleet_pod_uids(ctx, members).await?;
+    let versions = fleet_versions(ctx, members).await?;
+    let o = qualification_object(ctx);
+    let halted = halted_at(q);
+    checks.check(
+        "halted-at-gate",
+        matches!(halted, Some((g, Some(s), _, 0)) if g == gate && s == q.clone),
+        &o,
+        "outcome",
+        format!(
+            "halted at gate {gate:?} on the clone {}, before any batch",
+            q.clone
+        ),
+        &q.outcome,
+    );
+    checks.eq(
+        "no-promotion-receipt",
+        &o,
+        "promotion receipts in the journal",
+        0,
+        q.promotion_receipts,
+    );
+    checks.check(
+        "baseline-recorded",
+        q.baseline.len() == members.len(),
+        &o,
+        "baseline receipt",
+        format!("every member of {members:?}"),
+        &q.baseline,
+    );
+    checks.eq(
+        "fleet-untouched",
+        &o,
+        "fleet pod UIDs",
+        before.clone(),
+        after.clone(),
+    );
+    let pinned: BTreeMap<String, Option<String>> = members
+        .iter()
+        .map(|m| (m.to_string(), Some(fixture::VERSION_STABLE.to_string())))
+        .collect();
+    checks.eq(
+        "fleet-versions-unchanged",
+        &o,
+        "fleet spec.version",
+        pinned,
+        versions.clone(),
+    );
+    Ok(json!({"fleet_pod_uids": after, "fleet_versions": versions, "outcome": q.outcome}))
+}
+
+/// Unpullable candidate: the clone fails ImagePull within a bounded time (the pod's waiting
+/// reason and the GameServer's phase say so); the batch halts; fleet pod UIDs are unchanged.
 pub async fn unpullable_candidate(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let before = fleet(ctx, &[]).await?;
+    let members = [SOURCE, OTHER];
+    let before = fleet(ctx, &FleetSpec::default()).await?;
     let q = run(
         ctx,
-        &plan(ctx, fixture::VERSION_UNPULLABLE, Rollback::Compatible),
+        &plan(
+            ctx,
+            &members,
+            fixture::VERSION_UNPULLABLE,
+            Rollback::Compatible,
+        ),
     )
     .await?;
-    ctx.uses("pod image pull state");
-    assert_halted_untouched(ctx, &q, &before, "pinned image").await
+    ctx.uses("pod waiting reason");
+    ctx.uses("GameServer phase and Ready reason");
+    let mut checks = Checks::new();
+    let observed =
+        check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::IMAGE).await?;
+    let g = failed_gate(&q, gates::IMAGE, &q.clone);
+    let waiting = g.and_then(|g| g.evidence["waiting_reason"].as_str().map(str::to_string));
+    checks.check(
+        "pull-failure-observed",
+        matches!(
+            waiting.as_deref(),
+            Some("ErrImagePull" | "ImagePullBackOff")
+        ),
+        &format!("pod {}/{}", ctx.namespace, names::pod(&q.clone)),
+        "game container waiting reason",
+        "ErrImagePull or ImagePullBackOff",
+        &waiting,
+    );
+    let phase = g.map(|g| {
+        (
+            g.evidence["gameserver_phase"].clone(),
+            g.evidence["gameserver_ready_reason"].clone(),
+        )
+    });
+    checks.check(
+        "gameserver-image-pull-failed",
+        phase
+            .as_ref()
+            .is_some_and(|(p, r)| p == &json!("Failed") && r == &json!("ImagePullFailed")),
+        &format!("gameserver {}/{}", ctx.namespace, q.clone),
+        "status.phase and Ready reason",
+        "Failed, ImagePullFailed",
+        &phase,
+    );
+    ctx.assess(checks, observed)
 }
 
 /// HTTP-only candidate: serves the world marker over HTTP but fails the real Minecraft
 /// handshake; the journal keeps only the baseline receipt; promotion is blocked.
 pub async fn http_only_candidate(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let before = fleet(ctx, &[fixture::VERSION_HTTP_ONLY]).await?;
-    let q = run(
+    let members = [SOURCE, OTHER];
+    let before = fleet(
         ctx,
-        &plan(ctx, fixture::VERSION_HTTP_ONLY, Rollback::Compatible),
+        &FleetSpec {
+            candidates: &[fixture::VERSION_HTTP_ONLY],
+            ..Default::default()
+        },
     )
     .await?;
-    assert_halted_untouched(ctx, &q, &before, "Minecraft join").await
+    let q = run(
+        ctx,
+        &plan(
+            ctx,
+            &members,
+            fixture::VERSION_HTTP_ONLY,
+            Rollback::Compatible,
+        ),
+    )
+    .await?;
+    let mut checks = Checks::new();
+    let observed =
+        check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::JOIN).await?;
+    let g = failed_gate(&q, gates::JOIN, &q.clone);
+    let reached = g.map(|g| g.evidence["detail"]["reached"].clone());
+    checks.check(
+        "join-failed-at-status",
+        reached.as_ref().is_some_and(Value::is_null),
+        &format!("pod {}/{}", ctx.namespace, names::pod(&q.clone)),
+        "Minecraft join depth reached",
+        "none (not even the status ping)",
+        &reached,
+    );
+    // The port serves the world over HTTP: the restored source's world marker.
+    let source_marker = fixture::Markers::for_server(&ctx.namespace, SOURCE).primary;
+    let http = g.map(|g| g.evidence["http"].clone());
+    checks.check(
+        "http-world-marker",
+        http.as_ref().is_some_and(|h| {
+            h["body"]
+                .as_str()
+                .is_some_and(|b| b.contains(&source_marker))
+        }),
+        &format!("pod {}/{} game port", ctx.namespace, names::pod(&q.clone)),
+        "HTTP response",
+        format!("a body with the restored world marker {source_marker:?}"),
+        &http,
+    );
+    ctx.assess(checks, observed)
+}
+
+/// Checks a promoted qualification: every gate passed, every batch promoted, the rollback gate
+/// passed, and the clone's claims kept their UIDs (the candidate's mods claim is new, not
+/// changed).
+fn check_promoted(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    q: &Qualification,
+    batches: usize,
+) -> Value {
+    let o = qualification_object(ctx);
+    checks.check(
+        "promoted",
+        matches!(q.outcome, Outcome::Promoted { batches: b } if b == batches),
+        &o,
+        "outcome",
+        format!("promoted in {batches} batches"),
+        &q.outcome,
+    );
+    let rollback = q.gates.iter().find(|g| g.name == gates::ROLLBACK);
+    checks.check(
+        "rollback-gate",
+        rollback.is_some_and(|g| g.passed),
+        &o,
+        "gate rollback",
+        "passed (computed from what was read back)",
+        rollback.map(|g| (&g.passed, &g.reason)),
+    );
+    let candidate_mods = names::mods_pvc(&q.clone, &q.plan.candidate);
+    let comparison = observe::check_pvcs(
+        ctx,
+        checks,
+        "clone-pvcs",
+        &q.clone_pvcs_before,
+        &q.clone_pvcs_after,
+        &[candidate_mods],
+    );
+    json!({"outcome": q.outcome, "clone_pvcs": comparison})
 }
 
 /// Format-changing update, compatible rollback: PVC UIDs unchanged; the save is readable
 /// directly after re-pinning.
 pub async fn format_change_compatible_rollback(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    fleet(ctx, &[fixture::VERSION_COMPAT]).await?;
-    let q = run(
+    let members = [SOURCE, OTHER];
+    fleet(
         ctx,
-        &plan(ctx, fixture::VERSION_COMPAT, Rollback::Compatible),
+        &FleetSpec {
+            candidates: &[fixture::VERSION_COMPAT],
+            ..Default::default()
+        },
     )
     .await?;
-    assert_promoted(ctx, &q).await
+    let q = run(
+        ctx,
+        &plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible),
+    )
+    .await?;
+    let mut checks = Checks::new();
+    let observed = check_promoted(ctx, &mut checks, &q, 2);
+    ctx.assess(checks, observed)
 }
 
 /// Format-changing update, restore-required rollback: restore from the pre-candidate snapshot;
@@ -248,42 +528,250 @@ pub async fn format_change_compatible_rollback(ctx: &CaseContext<'_>) -> Result<
 pub async fn format_change_restore_required_rollback(
     ctx: &CaseContext<'_>,
 ) -> Result<(), CaseError> {
-    fleet(ctx, &[fixture::VERSION_FORMAT]).await?;
-    let q = run(
+    let members = [SOURCE, OTHER];
+    fleet(
         ctx,
-        &plan(ctx, fixture::VERSION_FORMAT, Rollback::RestoreRequired),
+        &FleetSpec {
+            candidates: &[fixture::VERSION_FORMAT],
+            ..Default::default()
+        },
     )
     .await?;
+    let q = run(
+        ctx,
+        &plan(
+            ctx,
+            &members,
+            fixture::VERSION_FORMAT,
+            Rollback::RestoreRequired,
+        ),
+    )
+    .await?;
+    let mut checks = Checks::new();
     // The candidate really changed the format on the clone: otherwise the restore proves nothing.
-    let migrated = q.gates.iter().any(|g| {
-        g.evidence["claims"].as_object().is_some_and(|cs| {
-            cs.values()
-                .any(|c| c["format"] == json!(2) && c["candidate_marker"] == json!(true))
-        })
-    });
-    expect(
-        migrated,
+    let read = q
+        .gates
+        .iter()
+        .find(|g| g.name == gates::READ_BACK && g.server == q.clone);
+    checks.check(
+        "candidate-migrated",
+        read.is_some_and(|g| {
+            g.evidence["claims"].as_object().is_some_and(|cs| {
+                cs.values()
+                    .any(|c| c["format"] == json!(2) && c["candidate_marker"] == json!(true))
+            })
+        }),
         &format!("gameserver {}/{}", ctx.namespace, q.clone),
         "world format under the candidate",
         "format 2 with the candidate-only marker",
-        &q.gates,
-    )?;
-    assert_promoted(ctx, &q).await
+        read.map(|g| &g.evidence),
+    );
+    let observed = check_promoted(ctx, &mut checks, &q, 2);
+    ctx.assess(checks, observed)
 }
 
-async fn assert_promoted(ctx: &CaseContext<'_>, q: &Qualification) -> Result<(), CaseError> {
-    ctx.step("assess", async {
-        let o = format!("qualification in {}", ctx.namespace);
-        expect(
-            matches!(q.outcome, Outcome::Promoted { batches: 2 }),
-            &o,
-            "outcome",
-            "promoted in 2 batches",
-            &q.outcome,
-        )?;
-        expect(!q.clone_pvcs_before.is_empty(), &o, "clone PVCs observed", "some", &q.clone_pvcs_before)?;
-        Ok(json!({"outcome": q.outcome, "clone_pvcs_before": q.clone_pvcs_before, "clone_pvcs_after": q.clone_pvcs_after}))
-    })
+/// Member tracking the default version: the preflight refuses the rollout before any backup or
+/// clone, naming the member; nothing is touched.
+pub async fn member_tracking_default_version(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER];
+    let before = fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_COMPAT],
+            tracking_default: &[OTHER],
+            ..Default::default()
+        },
+    )
     .await?;
-    Ok(())
+    let q = run(
+        ctx,
+        &plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible),
+    )
+    .await?;
+    let after = fleet_pod_uids(ctx, &members).await?;
+    let clone_exists = {
+        let servers: Api<gameplane_api::gameserver::GameServer> =
+            Api::namespaced(ctx.client.clone(), &ctx.namespace);
+        servers
+            .get_opt(&q.clone)
+            .await
+            .map_err(CaseError::kube(
+                "get GameServer",
+                format!("{}/{}", ctx.namespace, q.clone),
+            ))?
+            .is_some()
+    };
+    let backups = {
+        let api: Api<gameplane_api::backup::Backup> =
+            Api::namespaced(ctx.client.clone(), &ctx.namespace);
+        api.list(&Default::default())
+            .await
+            .map_err(CaseError::kube("list Backups", ctx.namespace.clone()))?
+            .items
+            .len()
+    };
+    ctx.uses("GameServer spec.version");
+    let mut checks = Checks::new();
+    let o = qualification_object(ctx);
+    checks.check(
+        "preflight-refused",
+        matches!(halted_at(&q), Some((g, None, reason, 0)) if g == gates::PREFLIGHT && reason.contains(OTHER)),
+        &o,
+        "outcome",
+        format!("halted at the preflight, naming {OTHER}"),
+        &q.outcome,
+    );
+    checks.eq(
+        "nothing-created",
+        &o,
+        "Backups and the clone",
+        (0, false),
+        (backups, clone_exists),
+    );
+    checks.eq(
+        "fleet-untouched",
+        &o,
+        "fleet pod UIDs",
+        before,
+        after.clone(),
+    );
+    checks.eq(
+        "no-promotion-receipt",
+        &o,
+        "promotion receipts in the journal",
+        0,
+        q.promotion_receipts,
+    );
+    ctx.assess(
+        checks,
+        json!({"outcome": q.outcome, "fleet_pod_uids": after}),
+    )
+}
+
+/// Halt at a later batch: the canary and batch 1 pass; the batch-2 member keeps running its
+/// own image override, so its image gate fails; batch 1 stays promoted, the batch-3 member is
+/// untouched, and the journal records the failing member's evidence and 1 batch promoted.
+pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER, THIRD];
+    let before = fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_COMPAT],
+            members: &members,
+            image_override: &[OTHER],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let q = run(
+        ctx,
+        &plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible),
+    )
+    .await?;
+    let after = fleet_pod_uids(ctx, &members).await?;
+    let versions = fleet_versions(ctx, &members).await?;
+    let mut checks = Checks::new();
+    let o = qualification_object(ctx);
+    checks.check(
+        "halted-at-gate",
+        matches!(halted_at(&q), Some((g, Some(s), _, 1)) if g == format!("promotion batch 2: {}", gates::IMAGE) && s == OTHER),
+        &o,
+        "outcome",
+        format!("halted at promotion batch 2 ({}) on {OTHER} after 1 batch", gates::IMAGE),
+        &q.outcome,
+    );
+    let g = failed_gate(&q, gates::IMAGE, OTHER);
+    checks.check(
+        "failing-member-evidence",
+        g.is_some_and(|g| {
+            g.evidence["imageID"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty())
+        }),
+        &format!("gameserver {}/{OTHER}", ctx.namespace),
+        "the failed gate's evidence",
+        "the imageID the member runs",
+        g.map(|g| &g.evidence),
+    );
+    checks.eq(
+        "promotion-receipts",
+        &o,
+        "promotion receipts in the journal (batch 1 passed, batch 2 failed)",
+        2,
+        q.promotion_receipts,
+    );
+    checks.eq(
+        "batch-one-promoted",
+        &format!("gameserver {}/{SOURCE}", ctx.namespace),
+        "spec.version",
+        Some(fixture::VERSION_COMPAT.to_string()),
+        versions.get(SOURCE).cloned().flatten(),
+    );
+    checks.eq(
+        "later-members-untouched",
+        &format!("gameserver {}/{THIRD}", ctx.namespace),
+        "pod UID and spec.version",
+        (
+            before.get(THIRD).cloned().flatten(),
+            Some(fixture::VERSION_STABLE.to_string()),
+        ),
+        (
+            after.get(THIRD).cloned().flatten(),
+            versions.get(THIRD).cloned().flatten(),
+        ),
+    );
+    ctx.assess(
+        checks,
+        json!({"outcome": q.outcome, "fleet_pod_uids": after, "fleet_versions": versions}),
+    )
+}
+
+/// A candidate whose join must fail at `stage` having reached `reached`.
+async fn join_depth_candidate(
+    ctx: &CaseContext<'_>,
+    version: &str,
+    reached: &str,
+    stage: &str,
+) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER];
+    let before = fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[version],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let q = run(ctx, &plan(ctx, &members, version, Rollback::Compatible)).await?;
+    ctx.uses("Minecraft join (depth reached and stage failed)");
+    let mut checks = Checks::new();
+    let observed =
+        check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::JOIN).await?;
+    let g = failed_gate(&q, gates::JOIN, &q.clone);
+    let detail = g.map(|g| {
+        (
+            g.evidence["detail"]["reached"].clone(),
+            g.evidence["detail"]["failed_stage"].clone(),
+        )
+    });
+    checks.eq(
+        "join-depth",
+        &format!("pod {}/{}", ctx.namespace, names::pod(&q.clone)),
+        "join depth reached and the stage it failed in",
+        Some((json!(reached), json!(stage))),
+        detail,
+    );
+    ctx.assess(checks, observed)
+}
+
+/// Candidate that answers status but refuses login: the join gate fails at login, not at
+/// status; halted, no promotion receipt.
+pub async fn candidate_refuses_login(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    join_depth_candidate(ctx, fixture::VERSION_REFUSE_LOGIN, "query", "login").await
+}
+
+/// Candidate that logs in but never finishes configuration: the join gate fails in the
+/// configuration phase, not earlier; halted, no promotion receipt.
+pub async fn candidate_stalls_configuration(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    join_depth_candidate(ctx, fixture::VERSION_STALL_CONFIG, "login", "configuration").await
 }

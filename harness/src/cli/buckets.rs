@@ -153,7 +153,14 @@ pub async fn run(command: BucketsCommand) -> Result<(), CliError> {
                         let mutants = if case.mutants.is_empty() {
                             String::new()
                         } else {
-                            format!(" [catches: {}]", case.mutants.join(", "))
+                            format!(
+                                " [catches: {}]",
+                                case.mutants
+                                    .iter()
+                                    .map(|m| format!("{} on {}", m.name, m.check))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
                         };
                         println!(
                             "  {}::{}  {}{}",

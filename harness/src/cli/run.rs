@@ -282,25 +282,47 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Every mutant a case targets, with the cases that must catch it.
-pub fn kill_list() -> Vec<(&'static str, Vec<&'static Case>)> {
-    let mut out: Vec<(&'static str, Vec<&'static Case>)> = Vec::new();
-    for case in CASES {
-        for m in case.catches {
-            match out.iter_mut().find(|(name, _)| name == m) {
-                Some((_, cases)) => cases.push(case),
-                None => out.push((m, vec![case])),
+/// Every mutant the manifest lists, with the cases that must catch it and the check each must
+/// catch it on (`scenarios/buckets.toml`, as compiled in).
+pub fn kill_list() -> Result<Vec<(String, Vec<(&'static Case, String)>)>, CliError> {
+    let manifest =
+        crate::buckets::Manifest::builtin().map_err(|e| CliError::usage(e.to_string()))?;
+    let mut out: Vec<(String, Vec<(&'static Case, String)>)> = Vec::new();
+    for (_, entry) in manifest.cases() {
+        let Some(case) = crate::cases::find(&entry.test) else {
+            return Err(CliError::usage(format!(
+                "scenarios/buckets.toml names case {} which this rehearse does not have: rebuild rehearse",
+                entry.test
+            )));
+        };
+        for m in &entry.mutants {
+            match out.iter_mut().find(|(name, _)| *name == m.name) {
+                Some((_, cases)) => cases.push((case, m.check.clone())),
+                None => out.push((m.name.clone(), vec![(case, m.check.clone())])),
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// Judges one (mutant, case) pair: caught only when the case failed on the targeted check,
+/// never on a timeout, a setup error or another check alone.
+pub fn judge(result: &crate::cases::CaseResult, check: &str) -> crate::evidence::bundle::KillCell {
+    let caught =
+        result.verdict == Verdict::Failed && result.failed_checks.iter().any(|c| c == check);
+    crate::evidence::bundle::KillCell {
+        caught,
+        check: check.to_string(),
+        failed_checks: result.failed_checks.clone(),
+        reason: if caught { None } else { result.reason.clone() },
+    }
 }
 
 pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
-    let mut list = kill_list();
+    let mut list = kill_list()?;
     for m in &args.mutants {
         if !list.iter().any(|(name, _)| name == m) {
-            let known: Vec<&str> = list.iter().map(|(n, _)| *n).collect();
+            let known: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
             return Err(CliError::usage(format!(
                 "unknown mutant {m:?}; known: {}",
                 known.join(", ")
@@ -313,7 +335,7 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
     // The catching cases must pass against the correct operator, or a "catch" proves nothing.
     let mut needed: Vec<&'static Case> = Vec::new();
     for (_, cases) in &list {
-        for c in cases {
+        for (c, _) in cases {
             if !needed.contains(c) {
                 needed.push(c);
             }
@@ -341,26 +363,38 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
     for (mutant, cases) in &list {
         let outcome = run::run(config(
             &args.target,
-            cases.clone(),
+            cases.iter().map(|(c, _)| *c).collect(),
             false,
             Some(mutant.to_string()),
             format!("{run_id}-mutant-{mutant}"),
         )?)
         .await
         .map_err(run_error)?;
-        let mut caught_any = false;
-        for r in &outcome.results {
-            let caught = r.verdict == Verdict::Failed;
-            caught_any |= caught;
-            matrix.record(mutant, r.case, caught);
+        let mut all_caught = !cases.is_empty();
+        for (case, check) in cases {
+            let cell = match outcome.results.iter().find(|r| r.case == case.name) {
+                Some(r) => judge(r, check),
+                None => crate::evidence::bundle::KillCell {
+                    caught: false,
+                    check: check.clone(),
+                    failed_checks: Vec::new(),
+                    reason: Some("the case did not run".into()),
+                },
+            };
+            all_caught &= cell.caught;
             println!(
-                "mutant {mutant:<28} case {:<50} {}",
-                r.case,
-                if caught { "caught" } else { "SURVIVED" }
+                "mutant {mutant:<36} case {:<50} {}",
+                case.name,
+                if cell.caught {
+                    cell.describe()
+                } else {
+                    format!("SURVIVED: {}", cell.describe())
+                }
             );
+            matrix.record_cell(mutant, case.name, cell);
         }
-        if !caught_any {
-            survivors.push(*mutant);
+        if !all_caught {
+            survivors.push(mutant.clone());
         }
     }
     if let Err(e) = crate::evidence::bundle::Bundle::add_kill_matrix(&baseline.bundle_dir, &matrix)
@@ -376,7 +410,7 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
     );
     if !survivors.is_empty() {
         return Err(CliError::failed(format!(
-            "mutant(s) not caught by their case: {}",
+            "mutant(s) not caught on their targeted check by every case listed for them: {}",
             survivors.join(", ")
         )));
     }

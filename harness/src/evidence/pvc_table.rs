@@ -247,3 +247,101 @@ mod tests {
         assert_eq!(Role::classify("gs", "other-data"), Role::Other);
     }
 }
+
+/// Two observations of a server's claims compared claim by claim (by name), with each side's
+/// extras named: a claim that vanished or appeared is never silently dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PvcComparison {
+    /// Claims on both sides with the same UID.
+    pub kept: Vec<String>,
+    /// Claims on both sides whose UID differs: `(claim, before, after)`.
+    pub changed: Vec<(String, String, String)>,
+    /// Claims observed before but not after.
+    pub vanished: Vec<String>,
+    /// Claims observed after but not before (e.g. a candidate version's new mods claim).
+    pub appeared: Vec<String>,
+}
+
+impl PvcComparison {
+    /// Whether every claim observed before is still there with its UID.
+    pub fn identities_kept(&self) -> bool {
+        self.changed.is_empty() && self.vanished.is_empty()
+    }
+}
+
+/// Compares `before` and `after` claim by claim.
+pub fn compare(before: &[PvcObservation], after: &[PvcObservation]) -> PvcComparison {
+    let after_by_name: BTreeMap<&str, &PvcObservation> =
+        after.iter().map(|a| (a.claim.as_str(), a)).collect();
+    let mut out = PvcComparison::default();
+    for b in before {
+        match after_by_name.get(b.claim.as_str()) {
+            Some(a) if a.uid == b.uid => out.kept.push(b.claim.clone()),
+            Some(a) => out
+                .changed
+                .push((b.claim.clone(), b.uid.clone(), a.uid.clone())),
+            None => out.vanished.push(b.claim.clone()),
+        }
+    }
+    for a in after {
+        if !before.iter().any(|b| b.claim == a.claim) {
+            out.appeared.push(a.claim.clone());
+        }
+    }
+    out
+}
+
+/// The defective comparison the `harness-pvc-compare-zip` mutant uses: pairs by position and
+/// stops at the shorter side, so extras on either side disappear from the result.
+pub fn compare_zip(before: &[PvcObservation], after: &[PvcObservation]) -> PvcComparison {
+    let mut out = PvcComparison::default();
+    for (b, a) in before.iter().zip(after) {
+        if b.uid == a.uid {
+            out.kept.push(b.claim.clone());
+        } else {
+            out.changed
+                .push((b.claim.clone(), b.uid.clone(), a.uid.clone()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod compare_tests {
+    use super::*;
+
+    fn obs(claim: &str, uid: &str) -> PvcObservation {
+        PvcObservation::classify("gs", claim, uid, None)
+    }
+
+    #[test]
+    fn names_each_side_s_extras_and_changed_uids() {
+        let before = [
+            obs("gs-data", "1"),
+            obs("gs-extra-n", "2"),
+            obs("gs-mods-1-0", "3"),
+        ];
+        let after = [
+            obs("gs-data", "1"),
+            obs("gs-extra-n", "9"),
+            obs("gs-mods-2-0", "4"),
+        ];
+        let c = compare(&before, &after);
+        assert_eq!(c.kept, vec!["gs-data"]);
+        assert_eq!(
+            c.changed,
+            vec![("gs-extra-n".into(), "2".into(), "9".into())]
+        );
+        assert_eq!(c.vanished, vec!["gs-mods-1-0"]);
+        assert_eq!(c.appeared, vec!["gs-mods-2-0"]);
+        assert!(!c.identities_kept());
+    }
+
+    #[test]
+    fn zip_drops_the_longer_side_s_tail() {
+        let before = [obs("gs-data", "1")];
+        let after = [obs("gs-data", "1"), obs("gs-mods-2-0", "4")];
+        assert!(compare_zip(&before, &after).appeared.is_empty());
+        assert_eq!(compare(&before, &after).appeared, vec!["gs-mods-2-0"]);
+    }
+}

@@ -203,14 +203,10 @@ pub fn render(report: &Report) -> String {
             for (mutant, row) in &matrix.mutants {
                 let _ = write!(out, "<tr><td><code>{}</code></td>", escape(mutant));
                 for c in &cases {
-                    let mark = match row.get(*c) {
-                        Some(true) => "caught",
-                        Some(false) => "missed",
-                        None => "",
-                    };
-                    let _ = write!(out, "<td>{mark}</td>");
+                    let mark = row.get(*c).map(|cell| cell.describe()).unwrap_or_default();
+                    let _ = write!(out, "<td>{}</td>", escape(&mark));
                 }
-                let caught = row.values().any(|c| *c);
+                let caught = !row.is_empty() && row.values().all(|c| c.caught);
                 let _ = writeln!(
                     out,
                     "<td>{}</td></tr>",

@@ -140,14 +140,10 @@ pub fn render(report: &Report) -> String {
             for (mutant, row) in &matrix.mutants {
                 let _ = write!(out, "| `{mutant}` |");
                 for c in &cases {
-                    let mark = match row.get(*c) {
-                        Some(true) => "caught",
-                        Some(false) => "missed",
-                        None => "",
-                    };
-                    let _ = write!(out, " {mark} |");
+                    let mark = row.get(*c).map(|cell| cell.describe()).unwrap_or_default();
+                    let _ = write!(out, " {} |", cell(&mark));
                 }
-                let caught = row.values().any(|c| *c);
+                let caught = !row.is_empty() && row.values().all(|c| c.caught);
                 let _ = writeln!(
                     out,
                     " {} |",

@@ -158,9 +158,20 @@ impl CaseRecorder {
 
     /// [`CaseRecorder::finish`] with a one-line reason (why it failed or was skipped).
     pub fn finish_with_reason(
+        self,
+        verdict: Verdict,
+        reason: Option<&str>,
+    ) -> Result<Receipt, BundleError> {
+        self.finish_with_checks(verdict, reason, &[])
+    }
+
+    /// [`CaseRecorder::finish_with_reason`] naming the checks that failed (the self-test
+    /// matches them against the check a mutant targets).
+    pub fn finish_with_checks(
         mut self,
         verdict: Verdict,
         reason: Option<&str>,
+        failed_checks: &[String],
     ) -> Result<Receipt, BundleError> {
         self.finished = true;
         let pvcs = lock(&self.pvc_receipts).clone();
@@ -175,7 +186,14 @@ impl CaseRecorder {
             write_new(&self.dir().join(PVC_TABLE_FILE), text.as_bytes())?;
         }
         let evidence = lock(&self.evidence).clone();
-        finish_case(&self.inner, &self.name, verdict, &evidence, reason)
+        finish_case(
+            &self.inner,
+            &self.name,
+            verdict,
+            &evidence,
+            reason,
+            failed_checks,
+        )
     }
 }
 
@@ -198,7 +216,14 @@ impl Drop for CaseRecorder {
         let evidence = lock(&self.evidence).clone();
         // Drop cannot return the error; a failed write leaves the case open, which the report
         // refuses as "no case-finished receipt" rather than trusting it.
-        if let Err(e) = finish_case(&self.inner, &self.name, verdict, &evidence, Some(reason)) {
+        if let Err(e) = finish_case(
+            &self.inner,
+            &self.name,
+            verdict,
+            &evidence,
+            Some(reason),
+            &[],
+        ) {
             tracing::error!(case = %self.name, error = %e, "could not record the case's verdict");
         }
     }
@@ -210,13 +235,13 @@ pub(super) fn finish_case(
     verdict: Verdict,
     evidence: &[String],
     reason: Option<&str>,
+    failed_checks: &[String],
 ) -> Result<Receipt, BundleError> {
-    let receipt = inner.append(
-        case,
-        "case-finished",
-        kind::CASE_FINISHED,
-        json!({"verdict": verdict, "evidence_used": evidence, "reason": reason}),
-    )?;
+    let mut observed = json!({"verdict": verdict, "evidence_used": evidence, "reason": reason});
+    if !failed_checks.is_empty() {
+        observed["failed_checks"] = json!(failed_checks);
+    }
+    let receipt = inner.append(case, "case-finished", kind::CASE_FINISHED, observed)?;
     inner
         .cases
         .lock()

@@ -1,32 +1,119 @@
-//! The mutant kill matrix: for each reference-operator mutant, which cases caught it.
+//! The mutant kill matrix: for each mutant (reference operator or harness), which cases caught
+//! it, and on which check.
 //!
-//! A self-test run records it so a reviewer sees every case fails against the defect it exists
-//! to catch. Stored as `kill-matrix.json`: `{"mutants": {"<mutant>": {"<case>": true}}}`.
+//! A self-test run records it so a reviewer sees every case fail against the defect it exists
+//! to catch, on the check that targets it. Stored as `kill-matrix.json`:
+//! `{"mutants": {"<mutant>": {"<case>": {"caught": true, "check": "…", "failed_checks": […]}}}}`
+//! (older bundles hold a bare `true`/`false` per cell, which still loads).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// mutant → case → caught (the case failed against the mutant).
+/// mutant → case → cell.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KillMatrix {
-    pub mutants: BTreeMap<String, BTreeMap<String, bool>>,
+    pub mutants: BTreeMap<String, BTreeMap<String, KillCell>>,
+}
+
+/// One (mutant, case) pair of the self-test.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "CellRepr")]
+pub struct KillCell {
+    /// The targeted check was among the case's failed checks.
+    pub caught: bool,
+    /// The check that must fail (empty in bundles written before checks were named).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub check: String,
+    /// Every check that failed against the mutant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_checks: Vec<String>,
+    /// How the case ended, when it did not end on the targeted check (a timeout, a setup
+    /// error, a pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CellRepr {
+    Bare(bool),
+    Cell {
+        caught: bool,
+        #[serde(default)]
+        check: String,
+        #[serde(default)]
+        failed_checks: Vec<String>,
+        #[serde(default)]
+        reason: Option<String>,
+    },
+}
+
+impl From<CellRepr> for KillCell {
+    fn from(r: CellRepr) -> Self {
+        match r {
+            CellRepr::Bare(caught) => KillCell {
+                caught,
+                ..Default::default()
+            },
+            CellRepr::Cell {
+                caught,
+                check,
+                failed_checks,
+                reason,
+            } => KillCell {
+                caught,
+                check,
+                failed_checks,
+                reason,
+            },
+        }
+    }
+}
+
+impl KillCell {
+    /// The cell as one short phrase: "caught on <check>", or why not.
+    pub fn describe(&self) -> String {
+        match (self.caught, self.check.is_empty()) {
+            (true, true) => "caught".into(),
+            (true, false) => format!("caught on {}", self.check),
+            (false, _) if !self.failed_checks.is_empty() => {
+                format!("missed (failed on {})", self.failed_checks.join(", "))
+            }
+            (false, _) => match &self.reason {
+                Some(r) => format!("missed ({r})"),
+                None => "missed (the case passed)".into(),
+            },
+        }
+    }
 }
 
 impl KillMatrix {
-    /// Records whether `case` caught `mutant`.
+    /// Records whether `case` caught `mutant` (on no named check: older self-tests).
     pub fn record(&mut self, mutant: &str, case: &str, caught: bool) {
+        self.record_cell(
+            mutant,
+            case,
+            KillCell {
+                caught,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Records one cell.
+    pub fn record_cell(&mut self, mutant: &str, case: &str, cell: KillCell) {
         self.mutants
             .entry(mutant.to_owned())
             .or_default()
-            .insert(case.to_owned(), caught);
+            .insert(case.to_owned(), cell);
     }
 
-    /// Mutants no case caught.
+    /// Mutants not caught by every case listed for them.
     pub fn survivors(&self) -> Vec<&str> {
         self.mutants
             .iter()
-            .filter(|(_, cases)| !cases.values().any(|c| *c))
+            .filter(|(_, cases)| cases.is_empty() || !cases.values().all(|c| c.caught))
             .map(|(m, _)| m.as_str())
             .collect()
     }

@@ -18,7 +18,7 @@ pub mod kill_matrix;
 pub mod summary;
 
 pub use case::CaseRecorder;
-pub use kill_matrix::KillMatrix;
+pub use kill_matrix::{KillCell, KillMatrix};
 pub use summary::{
     BundleMeta, BundleSummary, CaseSummary, FileRef, Operator, SummaryError, Verdict,
 };
@@ -353,6 +353,7 @@ impl Bundle {
                 Verdict::Interrupted,
                 &[],
                 Some("the run ended before this case reached a verdict"),
+                &[],
             )?;
         }
         self.inner

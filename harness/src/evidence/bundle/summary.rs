@@ -89,6 +89,9 @@ pub struct CaseSummary {
     pub evidence_used: Vec<String>,
     /// Why, when the case did not pass.
     pub reason: Option<String>,
+    /// The named checks that failed (empty when it passed or ended for another reason).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_checks: Vec<String>,
     /// 1-based journal lines of the case's `case-started` and `case-finished` receipts.
     pub lines: (usize, usize),
 }
@@ -254,6 +257,7 @@ pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryErro
                     duration_ms,
                     evidence_used: finish.evidence_used,
                     reason: finish.reason,
+                    failed_checks: finish.failed_checks,
                     lines: (started.line, line),
                 });
             }
@@ -346,4 +350,7 @@ pub struct FinishObserved {
     pub evidence_used: Vec<String>,
     #[serde(default)]
     pub reason: Option<String>,
+    /// The named checks that failed, when the verdict rests on failed checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_checks: Vec<String>,
 }

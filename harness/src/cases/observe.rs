@@ -1,0 +1,337 @@
+//! Evidence the cases read from what the operator, the game and the cluster produced: the game's
+//! RCON audit log, the contents of a restic snapshot, the copy Job's state, a Backup's
+//! conditions, and PVC identities compared claim by claim.
+//!
+//! Absence counts only when its source was read and covers the moment in question: a missing
+//! or empty audit log is [`CaseError::EvidenceAbsent`], never an empty list that passes.
+
+use std::collections::BTreeMap;
+
+use gameplane_api::backup::Backup;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, HostPathVolumeSource, Pod, PodSpec, Volume, VolumeMount,
+};
+use kube::api::{Api, ObjectMeta, PostParams};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::context::{CaseContext, CaseError, Checks, HarnessMutant};
+use super::fixture;
+use crate::evidence::pvc_table::{self, PvcComparison, PvcObservation};
+use crate::wait::{await_object, conditions};
+
+/// Where the fixture game keeps its RCON audit log, relative to its world claim.
+pub const AUDIT_LOG: &str = "logs/rcon-audit.jsonl";
+
+/// The game's RCON audit log, as read from its world claim.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditLog {
+    pub claim: String,
+    pub lines: Vec<fixture_game::audit::AuditLine>,
+}
+
+impl AuditLog {
+    /// The incarnations that started, oldest first (one `start` line each).
+    pub fn starts(&self) -> Vec<String> {
+        self.lines
+            .iter()
+            .filter(|l| l.event == "start")
+            .map(|l| l.incarnation.clone())
+            .collect()
+    }
+
+    /// The RCON commands incarnation `incarnation` received, in order.
+    pub fn commands_of(&self, incarnation: &str) -> Vec<String> {
+        self.lines
+            .iter()
+            .filter(|l| l.event == "command" && l.incarnation == incarnation)
+            .filter_map(|l| l.command.clone())
+            .collect()
+    }
+
+    /// Every RCON command any incarnation received.
+    pub fn all_commands(&self) -> Vec<String> {
+        self.lines
+            .iter()
+            .filter(|l| l.event == "command")
+            .filter_map(|l| l.command.clone())
+            .collect()
+    }
+
+    /// The `n`-th newest incarnation (0 = newest), or evidence absent when fewer started.
+    pub fn nth_newest(&self, n: usize, why: &str) -> Result<String, CaseError> {
+        let starts = self.starts();
+        starts
+            .len()
+            .checked_sub(n + 1)
+            .map(|i| starts[i].clone())
+            .ok_or_else(|| {
+                CaseError::evidence_absent(
+                    format!("{} {AUDIT_LOG}", self.claim),
+                    format!(
+                        "{why}: {} incarnation(s) wrote a start line, {} needed",
+                        starts.len(),
+                        n + 1
+                    ),
+                )
+            })
+    }
+}
+
+/// Whether every `save-off` in `commands` was followed by a `save-on` (and there was at least
+/// one `save-off`): cleanup reached this incarnation after each quiesce.
+pub fn save_on_after_each_save_off(commands: &[String]) -> bool {
+    let mut quiesced = 0;
+    let mut pending = false;
+    for c in commands {
+        match c.as_str() {
+            "save-off" => {
+                quiesced += 1;
+                pending = true;
+            }
+            "save-on" => pending = false,
+            _ => {}
+        }
+    }
+    quiesced > 0 && !pending
+}
+
+/// The number of `save-off` commands in `commands`.
+pub fn save_offs(commands: &[String]) -> usize {
+    commands.iter().filter(|c| *c == "save-off").count()
+}
+
+/// Reads server `server`'s RCON audit log from its world claim with a probe pod named
+/// `pod_name`. A missing or empty log is evidence absent.
+pub async fn audit_log(
+    ctx: &CaseContext<'_>,
+    server: &str,
+    pod_name: &str,
+) -> Result<AuditLog, CaseError> {
+    let claim = gameplane_api::names::data_pvc(server);
+    let out = fixture::volume_script(
+        ctx,
+        pod_name,
+        std::slice::from_ref(&claim),
+        &format!("f=/v/{claim}/{AUDIT_LOG}; if [ -f \"$f\" ]; then cat \"$f\"; else echo REHEARSAL-AUDIT-LOG-MISSING; fi"),
+    )
+    .await?;
+    if out.trim() == "REHEARSAL-AUDIT-LOG-MISSING" {
+        return Err(CaseError::evidence_absent(
+            format!("pvc {}/{claim} {AUDIT_LOG}", ctx.namespace),
+            "the game's RCON audit log does not exist, so no absence of a command can be shown",
+        ));
+    }
+    let mut lines = Vec::new();
+    for (i, line) in out.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = serde_json::from_str(line).map_err(|e| {
+            CaseError::evidence_absent(
+                format!("pvc {}/{claim} {AUDIT_LOG} line {}", ctx.namespace, i + 1),
+                format!("not one JSON object per line ({e}): {line}"),
+            )
+        })?;
+        lines.push(parsed);
+    }
+    let log = AuditLog { claim, lines };
+    if log.starts().is_empty() {
+        return Err(CaseError::evidence_absent(
+            format!("pvc {}/{} {AUDIT_LOG}", ctx.namespace, log.claim),
+            "the audit log holds no start line, so it covers no incarnation",
+        ));
+    }
+    Ok(log)
+}
+
+/// The files of snapshot `snapshot` in the case's repository, read with `restic ls` in a pod of
+/// the case (the same repository Secret the Backups use).
+pub async fn snapshot_files(
+    ctx: &CaseContext<'_>,
+    pod_name: &str,
+    snapshot: &str,
+) -> Result<Vec<String>, CaseError> {
+    let repo = fixture::repo_path(&ctx.namespace);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let env = |name: &str, value: &str| EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    };
+    let pod = Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name.into()),
+            labels: Some(BTreeMap::from([(
+                "rehearsal.local/role".to_string(),
+                "snapshot-probe".to_string(),
+            )])),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            containers: vec![Container {
+                name: "restic".into(),
+                image: Some(fixture::RESTIC_IMAGE.into()),
+                command: Some(vec![
+                    "/bin/sh".into(),
+                    "-c".into(),
+                    format!(
+                        "restic --no-cache ls {} && echo REHEARSAL-LS-DONE",
+                        sh_quote(snapshot)
+                    ),
+                ]),
+                env: Some(vec![
+                    env("RESTIC_REPOSITORY", &repo),
+                    env("RESTIC_PASSWORD", fixture::RESTIC_PASSWORD),
+                ]),
+                volume_mounts: Some(vec![VolumeMount {
+                    name: "repo".into(),
+                    mount_path: repo.clone(),
+                    read_only: Some(true),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }],
+            volumes: Some(vec![Volume {
+                name: "repo".into(),
+                host_path: Some(HostPathVolumeSource {
+                    path: repo.clone(),
+                    type_: Some("Directory".into()),
+                }),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let object = format!("pod {}/{pod_name}", ctx.namespace);
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .map_err(CaseError::kube("create", object.clone()))?;
+    let outcome = async {
+        await_object(
+            &pods,
+            pod_name,
+            conditions::pod_succeeded(),
+            ctx.bounds.settle,
+        )
+        .await?;
+        pods.logs(pod_name, &Default::default())
+            .await
+            .map_err(CaseError::kube("read logs of", object.clone()))
+    }
+    .await;
+    let _ = pods.delete(pod_name, &Default::default()).await;
+    let out = outcome?;
+    if !out.contains("REHEARSAL-LS-DONE") {
+        return Err(CaseError::evidence_absent(
+            format!("restic snapshot {snapshot}"),
+            format!("`restic ls` did not finish: {out}"),
+        ));
+    }
+    Ok(out
+        .lines()
+        .filter(|l| l.starts_with('/'))
+        .map(str::to_string)
+        .collect())
+}
+
+/// Quotes `s` for a POSIX shell.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The copy Job of a Backup as seen when its Backup ended.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct JobState {
+    pub name: String,
+    /// The Job object exists and is not being deleted.
+    pub present: bool,
+    pub active: i32,
+    pub succeeded: i32,
+    pub completion_time: Option<String>,
+}
+
+impl JobState {
+    /// Drained: gone, or being deleted with no worker left running.
+    pub fn drained(&self) -> bool {
+        !self.present
+    }
+}
+
+/// Reads Job `name` of the case's namespace.
+pub async fn job_state(ctx: &CaseContext<'_>, name: &str) -> Result<JobState, CaseError> {
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let job = jobs.get_opt(name).await.map_err(CaseError::kube(
+        "get Job",
+        format!("{}/{name}", ctx.namespace),
+    ))?;
+    let status = job
+        .as_ref()
+        .and_then(|j| j.status.clone())
+        .unwrap_or_default();
+    Ok(JobState {
+        name: name.into(),
+        present: job
+            .as_ref()
+            .is_some_and(|j| j.metadata.deletion_timestamp.is_none()),
+        active: status.active.unwrap_or(0),
+        succeeded: status.succeeded.unwrap_or(0),
+        completion_time: status.completion_time.map(|t| t.0.to_string()),
+    })
+}
+
+/// `status/reason` of condition `type_` of a Backup (`None` when absent).
+pub fn backup_condition(b: &Backup, type_: &str) -> Option<String> {
+    b.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .map(|c| format!("{}/{}", c.status, c.reason))
+}
+
+/// A string field of a Backup by JSON pointer (`/status/consistency`, …).
+pub fn backup_field(b: &Backup, pointer: &str) -> Option<String> {
+    serde_json::to_value(b).ok().and_then(|v| {
+        v.pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    })
+}
+
+/// The Backup's phase as a string (`none` when it has none).
+pub fn backup_phase(b: &Backup) -> String {
+    backup_field(b, "/status/phase").unwrap_or_else(|| "none".into())
+}
+
+/// Compares PVC observations claim by claim (or, under the `harness-pvc-compare-zip` mutant,
+/// by position) and records check `id`: every claim before kept its UID, and the claims that
+/// appeared are exactly `expected_new`.
+pub fn check_pvcs(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    id: &'static str,
+    before: &[PvcObservation],
+    after: &[PvcObservation],
+    expected_new: &[String],
+) -> PvcComparison {
+    let comparison = if ctx.harness_mutant(HarnessMutant::PvcCompareZip) {
+        pvc_table::compare_zip(before, after)
+    } else {
+        pvc_table::compare(before, after)
+    };
+    let mut appeared = comparison.appeared.clone();
+    appeared.sort();
+    let mut wanted = expected_new.to_vec();
+    wanted.sort();
+    checks.check(
+        id,
+        comparison.identities_kept() && appeared == wanted && !before.is_empty(),
+        &format!("pvcs of namespace {}", ctx.namespace),
+        "claims before vs after (by name)",
+        format!("every claim kept its UID; new claims exactly {wanted:?}"),
+        &comparison,
+    );
+    comparison
+}

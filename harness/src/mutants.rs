@@ -1,0 +1,98 @@
+//! Harness mutants: deliberate weakenings of the harness's own gates, so the self-test can show
+//! that each gate is what rejects a bad candidate (a gate that can be weakened without any case
+//! noticing proves nothing).
+//!
+//! Selected with `rehearse selftest --mutant NAME` like the reference operator's mutants; only the
+//! self-test turns one on, and a bundle made with one names it.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One weakened gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HarnessMutant {
+    /// The join gate is satisfied by a status ping (no login, no configuration, no play).
+    JoinStatusOnly,
+    /// The join gate is satisfied once login succeeds (the configuration phase is not awaited).
+    JoinLoginOnly,
+    /// A failed gate in a promotion batch does not halt the rollout.
+    BatchHaltIgnored,
+    /// The preflight accepts fleet members that track the template's default version.
+    DefaultTrackingAllowed,
+    /// The image gate accepts the pod once it runs, without comparing its imageID with the digest
+    /// the candidate was pinned to.
+    DigestCheckSkipped,
+    /// PVC tables are compared pairwise by position, so a claim present on one side only is
+    /// silently dropped (the `zip` defect).
+    PvcCompareZip,
+}
+
+impl HarnessMutant {
+    pub const ALL: [HarnessMutant; 6] = [
+        HarnessMutant::JoinStatusOnly,
+        HarnessMutant::JoinLoginOnly,
+        HarnessMutant::BatchHaltIgnored,
+        HarnessMutant::DefaultTrackingAllowed,
+        HarnessMutant::DigestCheckSkipped,
+        HarnessMutant::PvcCompareZip,
+    ];
+
+    /// The `--mutant` name (prefixed `harness-` so it never collides with an operator mutant).
+    pub fn name(self) -> &'static str {
+        match self {
+            HarnessMutant::JoinStatusOnly => "harness-join-status-only",
+            HarnessMutant::JoinLoginOnly => "harness-join-login-only",
+            HarnessMutant::BatchHaltIgnored => "harness-batch-halt-ignored",
+            HarnessMutant::DefaultTrackingAllowed => "harness-default-tracking-allowed",
+            HarnessMutant::DigestCheckSkipped => "harness-digest-check-skipped",
+            HarnessMutant::PvcCompareZip => "harness-pvc-compare-zip",
+        }
+    }
+
+    /// Whether `name` names a harness mutant rather than a reference-operator one.
+    pub fn is_harness_name(name: &str) -> bool {
+        name.starts_with("harness-")
+    }
+}
+
+impl fmt::Display for HarnessMutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A `--mutant harness-…` name that names no harness mutant.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown harness mutant {0:?}; known: {known}", known = HarnessMutant::ALL.map(|m| m.name()).join(", "))]
+pub struct UnknownHarnessMutant(pub String);
+
+impl FromStr for HarnessMutant {
+    type Err = UnknownHarnessMutant;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        HarnessMutant::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| UnknownHarnessMutant(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_marked_as_harness() {
+        for m in HarnessMutant::ALL {
+            assert_eq!(m.name().parse::<HarnessMutant>().unwrap(), m);
+            assert!(HarnessMutant::is_harness_name(m.name()));
+        }
+        assert!(!HarnessMutant::is_harness_name("restore-overlays"));
+        let err = "harness-nope"
+            .parse::<HarnessMutant>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("harness-join-status-only"), "{err}");
+    }
+}
