@@ -26,6 +26,8 @@ pub const DATA_PATH: &str = "/data";
 pub const EXTRA_ROOT: &str = "/extra";
 /// Scratch space (restic cache, restore staging).
 pub const SCRATCH: &str = "/scratch";
+/// Grace period of restic Job pods (a drain waits for them to be gone).
+pub const JOB_TERMINATION_GRACE_SECONDS: i64 = 1;
 /// The Secret key of the repository password.
 pub const PASSWORD_KEY: &str = "password";
 
@@ -95,12 +97,34 @@ printf '%s' "$summary" >/dev/termination-log 2>/dev/null || true
     )
 }
 
-/// The restore script: restore `snapshot` into scratch, then make every path hold exactly the
-/// snapshot's contents (`exact: false` only copies over: the `restore-overlays` defect).
-pub fn restore_script(snapshot: &str, paths: &[String], exact: bool) -> String {
+/// Which snapshot a restore Job restores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection<'a> {
+    /// The Backup's own snapshot, by id.
+    Id(&'a str),
+    /// The newest snapshot tagged `server=<name>` (the `restore-latest-snapshot` defect).
+    LatestOfServer(&'a str),
+}
+
+impl Selection<'_> {
+    /// The `restic restore` arguments that select the snapshot.
+    fn args(self) -> String {
+        match self {
+            Selection::Id(id) => sh_quote(id),
+            Selection::LatestOfServer(server) => {
+                format!("latest --tag {}", sh_quote(&format!("server={server}")))
+            }
+        }
+    }
+}
+
+/// The restore script: restore the selected snapshot into scratch, then make every path hold
+/// exactly the snapshot's contents (`exact: false` only copies over: the `restore-overlays`
+/// defect).
+pub fn restore_script(snapshot: Selection<'_>, paths: &[String], exact: bool) -> String {
     let mut script = format!(
         "{PREAMBLE}rm -rf /scratch/restore\nmkdir -p /scratch/restore\nrestic restore {} --target /scratch/restore\n",
-        sh_quote(snapshot)
+        snapshot.args()
     );
     for path in paths {
         let p = sh_quote(path);
@@ -256,6 +280,8 @@ pub fn job(req: JobRequest<'_>) -> Job {
                     containers: vec![container],
                     volumes: Some(volumes),
                     restart_policy: Some("Never".into()),
+                    // A copy worker has nothing to save: draining it takes a second at most.
+                    termination_grace_period_seconds: Some(JOB_TERMINATION_GRACE_SECONDS),
                     ..Default::default()
                 }),
             },
@@ -331,13 +357,23 @@ mod tests {
 
     #[test]
     fn restore_script_clears_only_when_exact() {
-        let exact = restore_script("abcd", &["/data".into()], true);
+        let exact = restore_script(Selection::Id("abcd"), &["/data".into()], true);
         assert!(exact.contains("find '/data' -mindepth 1"), "{exact}");
-        let overlay = restore_script("abcd", &["/data".into()], false);
+        assert!(exact.contains("restic restore 'abcd' --target"), "{exact}");
+        let overlay = restore_script(Selection::Id("abcd"), &["/data".into()], false);
         assert!(!overlay.contains("find "), "{overlay}");
         assert!(
             overlay.contains("cp -a '/scratch/restore/data'/. '/data'/"),
             "{overlay}"
+        );
+    }
+
+    #[test]
+    fn restore_script_selects_the_latest_snapshot_only_on_request() {
+        let latest = restore_script(Selection::LatestOfServer("gs"), &["/data".into()], true);
+        assert!(
+            latest.contains("restic restore latest --tag 'server=gs' --target"),
+            "{latest}"
         );
     }
 

@@ -26,6 +26,20 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "backup-skips-extras",
             "succeed-on-failed-copy",
             "no-identity-preflight",
+            "wrong-failure-reason",
+            "invalidated-without-draining",
+            "no-unquiesce-after-success",
+            "no-unquiesce-after-failure",
+            "exit-reported-as-unquiesced",
+            "stopped-labelled-quiesced",
+            "idle-asleep-treated-live",
+            "backup-wakes-idle-server",
+            "mid-copy-start-ignored",
+            "restore-latest-snapshot",
+            "backup-includes-mods",
+            "no-preparation-wait",
+            "restore-skips-extras",
+            "agent-restart-invalidates",
         ]
     );
 }

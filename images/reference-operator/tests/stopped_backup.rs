@@ -129,6 +129,16 @@ async fn a_server_started_during_a_stopped_copy_invalidates_it() {
     assert_eq!(status.phase, Some(BackupPhase::Failed), "{}", dump(&b));
     assert_eq!(status.consistency, Some(Consistency::Invalidated));
     assert_eq!(backup_condition(&b, types::COMPLETED).1, "SourceStarted");
+    let job = rig
+        .api::<k8s_openapi::api::batch::v1::Job>()
+        .get_opt("s1")
+        .await
+        .unwrap();
+    assert!(
+        job.is_none(),
+        "the copy Job outlived the Backup: {}",
+        dump(&job)
+    );
     drop(gate);
 }
 
@@ -140,6 +150,14 @@ async fn an_idle_asleep_server_is_backed_up_as_stopped_and_stays_asleep() {
     let rig = Rig::start(None).await;
     rig.create_server("alpha", "mc", false).await;
     rig.await_running_pod("alpha").await;
+    rig.api::<GameServer>()
+        .patch(
+            "alpha",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"idle": {"enabled": true}}})),
+        )
+        .await
+        .expect("enable idle sleep");
     rig.api::<GameServer>()
         .patch_status(
             "alpha",
@@ -153,14 +171,40 @@ async fn an_idle_asleep_server_is_backed_up_as_stopped_and_stays_asleep() {
     let stopped = rig.await_server_phase("alpha", "Stopped").await;
     assert_eq!(ready_reason(&stopped), "IdleAsleep", "{}", dump(&stopped));
     rig.await_no_pod("alpha").await;
+    let data = rig.data_dir("alpha").await;
+    let audit_lines = audit(&data).len();
     rig.create_backup("s1", "alpha").await;
     let b = rig.await_backup_done("s1").await;
     let status = b.status.clone().unwrap();
     assert_eq!(status.phase, Some(BackupPhase::Succeeded), "{}", dump(&b));
+    assert_eq!(
+        status.source.as_ref().map(|s| s.state),
+        Some(SourceState::Stopped)
+    );
     assert_eq!(status.consistency, Some(Consistency::Stopped));
+    assert!(
+        !b.annotations().contains_key(ann::QUIESCE_ATTEMPTED),
+        "an agent call was attempted: {}",
+        dump(&b)
+    );
     let gs = rig.api::<GameServer>().get("alpha").await.unwrap();
     assert_eq!(gs.spec.suspend, Some(false), "suspend untouched");
-    assert!(gs.idle_asleep(), "idle intent untouched: {}", dump(&gs));
+    let idle = gs.status.as_ref().and_then(|s| s.idle.clone()).unwrap();
+    assert_eq!(
+        (idle.asleep, idle.reason.as_deref()),
+        (Some(true), Some("no players")),
+        "idle intent untouched: {}",
+        dump(&gs)
+    );
+    assert!(
+        rig.api::<Pod>().get_opt("alpha-0").await.unwrap().is_none(),
+        "a pod appeared"
+    );
+    assert_eq!(
+        audit(&data).len(),
+        audit_lines,
+        "no RCON command reached the game"
+    );
 }
 
 fn ready_reason(gs: &GameServer) -> String {

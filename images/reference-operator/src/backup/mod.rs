@@ -16,21 +16,32 @@ use gameplane_api::{
     SourceState,
 };
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::{Api, ListParams, LogParams};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PropagationPolicy};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use crate::agent::AgentError;
 use crate::context::Ctx;
-use crate::error::{Error, Result};
+use crate::error::{Error, KubeContext, Result};
 use crate::gameserver::children::extra_names;
 use crate::incarnation::{self, Observation, Verdict};
 use crate::kubeutil::{self, get_opt, now, now_rfc3339};
 use crate::mutant::Mutant;
 use crate::restic::{self, JobOutcome, Repo, Summary};
+
+/// Written by the `agent-restart-invalidates` mutant: every container of the source pod as
+/// `name=containerID#restartCount`, comma-separated.
+const POD_CONTAINERS: &str = "backup.gameplane.local/pod-containers";
+
+/// How the Backup ends, for the cleanup that follows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    Succeeded,
+    Failed,
+}
 
 /// Reconciles one Backup.
 pub async fn reconcile(backup: Arc<Backup>, ctx: Arc<Ctx>) -> Result<Action> {
@@ -136,6 +147,17 @@ impl<'a> Run<'a> {
             return None;
         }
         match incarnation::compare(source, &incarnation::observe(pod), false) {
+            Verdict::Same(_) if self.ctx.mutant(Mutant::AgentRestartInvalidates) => {
+                // The defect: every container of the pod is taken for the game process.
+                let recorded = self.annotation(POD_CONTAINERS)?;
+                let now = pod.map(pod_containers).unwrap_or_default();
+                (recorded != now).then(|| {
+                    format!(
+                        "a container of pod {} restarted: containers {recorded} became {now}",
+                        source.pod_uid.as_deref().unwrap_or_default()
+                    )
+                })
+            }
             Verdict::Same(_) => None,
             other => Some(other.describe(source)),
         }
@@ -167,6 +189,12 @@ impl<'a> Run<'a> {
                     return self
                         .fail(reasons::SOURCE_STARTED, msg, Some(Consistency::Invalidated))
                         .await;
+                }
+                if self.ctx.mutant(Mutant::BackupWakesIdleServer) && server.idle_asleep() {
+                    // The defect: the backup clears the idle intent to reach the game.
+                    let patch =
+                        json!({ "idle": { "asleep": false, "reason": "woken for backup" } });
+                    kubeutil::patch_status(&servers, &self.ns, &self.server, patch).await?;
                 }
             }
             SourceState::Live => {
@@ -205,6 +233,17 @@ impl<'a> Run<'a> {
         let observation = incarnation::observe(pod);
         let source = match (&observation, server.wants_stopped()) {
             (Observation::NoPod, true) => {
+                if self.ctx.mutant(Mutant::IdleAsleepTreatedLive)
+                    && server.idle_asleep()
+                    && !server.suspended()
+                {
+                    // The defect: idle sleep is not taken for a stopped server.
+                    let msg = format!(
+                        "cannot quiesce GameServer {}: no agent pod answers",
+                        self.server
+                    );
+                    return self.fail(reasons::QUIESCE_FAILED, msg, None).await;
+                }
                 if self.ctx.mutant(Mutant::StoppedSourceNeedsAgent) && self.backup.wants_quiesce() {
                     // The defect: a stopped server is treated like a live one.
                     let msg = format!(
@@ -218,9 +257,19 @@ impl<'a> Run<'a> {
                     ..Default::default()
                 }
             }
-            (Observation::Running(live), false) => live.to_source(),
+            (Observation::Running(live), false) => {
+                if self.ctx.mutant(Mutant::AgentRestartInvalidates) {
+                    let containers = pod.map(pod_containers);
+                    self.annotate(BTreeMap::from([(POD_CONTAINERS, containers)]))
+                        .await?;
+                }
+                live.to_source()
+            }
             (waiting, _) => {
-                if self.elapsed() > self.ctx.settings.preparation_deadline {
+                // `no-preparation-wait` defect: missing evidence fails at once.
+                if self.ctx.mutant(Mutant::NoPreparationWait)
+                    || self.elapsed() > self.ctx.settings.preparation_deadline
+                {
                     let msg = format!(
                         "no running game incarnation of {} within {:?}; last observed: {waiting:?}",
                         self.server, self.ctx.settings.preparation_deadline
@@ -325,11 +374,15 @@ impl<'a> Run<'a> {
         let templates: Api<GameTemplate> = Api::all(self.ctx.client.clone());
         let template = get_opt(&templates, "", &server.spec.template_ref.name).await?;
         let extras = extra_names(server, template.as_ref());
-        let claims = restic::claims(
+        let mut claims = restic::claims(
             &self.server,
             &extras,
             !self.ctx.mutant(Mutant::BackupSkipsExtras),
         );
+        if self.ctx.mutant(Mutant::BackupIncludesMods) {
+            // The defect: the rebuildable mods claims are copied too.
+            claims.extend(self.mods_claims(server).await?);
+        }
         let paths: Vec<String> = claims.iter().map(|c| c.path.clone()).collect();
         let mut tags = vec![
             "gameplane".to_string(),
@@ -371,7 +424,8 @@ impl<'a> Run<'a> {
         match source.state {
             SourceState::Stopped => {
                 let started = pod.is_some() || server.as_ref().is_none_or(|s| !s.wants_stopped());
-                if started {
+                // `mid-copy-start-ignored` defect: a start during the copy goes unnoticed.
+                if started && !self.ctx.mutant(Mutant::MidCopyStartIgnored) {
                     let msg = format!("GameServer {} started while its copy ran", self.server);
                     return self
                         .fail(reasons::SOURCE_STARTED, msg, Some(Consistency::Invalidated))
@@ -423,7 +477,7 @@ impl<'a> Run<'a> {
         summary: Option<Summary>,
         server: Option<&GameServer>,
     ) -> Result<Action> {
-        let Some((u_ok, u_reason, u_msg)) = self.unquiesce().await? else {
+        let Some((u_ok, u_reason, u_msg)) = self.unquiesce(Ending::Succeeded).await? else {
             return Ok(self.recheck());
         };
         let mut status = self.status.clone();
@@ -432,6 +486,10 @@ impl<'a> Run<'a> {
         status.phase = Some(BackupPhase::Succeeded);
         status.completion_time = Some(t.clone());
         status.consistency = Some(match source.state {
+            // The defect: a copy without a running game is labelled quiesced.
+            SourceState::Stopped if self.ctx.mutant(Mutant::StoppedLabelledQuiesced) => {
+                Consistency::Quiesced
+            }
             SourceState::Stopped => Consistency::Stopped,
             SourceState::Live if self.backup.wants_quiesce() => Consistency::Quiesced,
             SourceState::Live => Consistency::Unquiesced,
@@ -472,15 +530,34 @@ impl<'a> Run<'a> {
     }
 
     /// Ends the Backup Failed: drains the copy, returns the original process to save-on.
+    ///
+    /// An invalidated capture ends only once its copy Job is gone: the Job is deleted in the
+    /// foreground, so "gone" also means its pods are gone (CONTRACT B2).
     async fn fail(
         &self,
         reason: &str,
         message: String,
         consistency: Option<Consistency>,
     ) -> Result<Action> {
+        let reason =
+            if self.ctx.mutant(Mutant::WrongFailureReason) && reason == reasons::SOURCE_CHANGED {
+                // The defect: an invalidated capture is reported as a failed copy.
+                reasons::COPY_FAILED
+            } else {
+                reason
+            };
         tracing::info!(backup = %self.name, namespace = %self.ns, reason, %message, "backup failed");
-        kubeutil::delete_background(&self.jobs, &self.ns, &names::backup_job(&self.name)).await?;
-        let Some((u_ok, u_reason, u_msg)) = self.unquiesce().await? else {
+        let job_name = names::backup_job(&self.name);
+        let invalidated = consistency == Some(Consistency::Invalidated);
+        if !invalidated {
+            kubeutil::delete_background(&self.jobs, &self.ns, &job_name).await?;
+        } else if self.ctx.mutant(Mutant::InvalidatedWithoutDraining) {
+            // The defect: the copy of an invalidated capture is left to run.
+            tracing::debug!(backup = %self.name, job = %job_name, "leaving the copy Job running");
+        } else if self.drain_copy(&job_name).await? {
+            return Ok(self.recheck());
+        }
+        let Some((u_ok, u_reason, u_msg)) = self.unquiesce(Ending::Failed).await? else {
             return Ok(self.recheck());
         };
         let mut status = self.status.clone();
@@ -518,7 +595,7 @@ impl<'a> Run<'a> {
     /// Returns the original game process to save-on, if it was quiesced and still runs.
     /// Never sends save-on to another pod or another game process. `None`: try again later
     /// (the original's agent did not answer yet, bounded by twice the preparation deadline).
-    async fn unquiesce(&self) -> Result<Option<(bool, &'static str, String)>> {
+    async fn unquiesce(&self, ending: Ending) -> Result<Option<(bool, &'static str, String)>> {
         if self.annotation(ann::QUIESCE_ATTEMPTED).is_none() {
             return Ok(Some((
                 true,
@@ -558,9 +635,24 @@ impl<'a> Run<'a> {
                     "{}; save-on was not sent to any successor",
                     other.describe(&source)
                 );
-                return Ok(Some((true, reasons::ORIGINAL_PROCESS_EXITED, msg)));
+                return Ok(Some(self.original_exited(msg)));
             }
         };
+        if ending == Ending::Succeeded && self.ctx.mutant(Mutant::NoUnquiesceAfterSuccess) {
+            // The defect: success is reported without sending save-on.
+            self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
+                .await?;
+            let msg = format!("save-on confirmed by the agent of pod {}", live.pod_uid);
+            return Ok(Some((true, reasons::UNQUIESCE_SUCCEEDED, msg)));
+        }
+        if ending == Ending::Failed && self.ctx.mutant(Mutant::NoUnquiesceAfterFailure) {
+            // The defect: a failed Backup forgets that it quiesced the game.
+            return Ok(Some((
+                true,
+                reasons::NOT_QUIESCED,
+                "nothing was quiesced".into(),
+            )));
+        }
         let inc = self.annotation(ann::GAME_INCARNATION);
         let mut result = agent
             .unquiesce_bound(&live.pod_ip, &live.pod_uid, inc.as_deref())
@@ -590,16 +682,78 @@ impl<'a> Run<'a> {
             }
             Err(AgentError::Status {
                 status: 409, body, ..
-            }) => (
-                true,
-                reasons::ORIGINAL_PROCESS_EXITED,
-                format!(
-                    "the agent of pod {} refused: {body}; nothing was sent",
-                    live.pod_uid
-                ),
-            ),
+            }) => self.original_exited(format!(
+                "the agent of pod {} refused: {body}; nothing was sent",
+                live.pod_uid
+            )),
             Err(e) => (false, reasons::UNQUIESCE_FAILED, e.to_string()),
         }))
+    }
+
+    /// The `Unquiesced` condition when the quiesced process is gone: nothing to send.
+    fn original_exited(&self, message: String) -> (bool, &'static str, String) {
+        if self.ctx.mutant(Mutant::ExitReportedAsUnquiesced) {
+            // The defect: the exit is reported as a confirmed save-on.
+            return (true, reasons::UNQUIESCE_SUCCEEDED, message);
+        }
+        (true, reasons::ORIGINAL_PROCESS_EXITED, message)
+    }
+
+    /// Deletes the copy Job in the foreground; `true` while it (or one of its pods) exists.
+    async fn drain_copy(&self, job_name: &str) -> Result<bool> {
+        let Some(job) = get_opt(&self.jobs, &self.ns, job_name).await? else {
+            return Ok(false);
+        };
+        if job.metadata.deletion_timestamp.is_none() {
+            let params = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Foreground),
+                ..Default::default()
+            };
+            match self.jobs.delete(job_name, &params).await {
+                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(false),
+                other => other.map(drop).ctx("delete", "Job", &self.ns, job_name)?,
+            }
+        }
+        // A pod the Job controller created after the delete is not part of the cascade: delete
+        // the Job's pods directly too, so the foreground deletion can finish.
+        for pod in self.job_pods().await? {
+            if pod.metadata.deletion_timestamp.is_none() {
+                kubeutil::delete_background(&self.pods, &self.ns, &pod.name_any()).await?;
+            }
+        }
+        tracing::info!(backup = %self.name, job = job_name, "draining the copy of an invalidated capture");
+        Ok(true)
+    }
+
+    /// The mods claims of `server` (owned by it, named `<gs>-mods-<version>`), as restic Job
+    /// claims under `/mods/<version>`. Only the `backup-includes-mods` mutant copies them.
+    async fn mods_claims(&self, server: &GameServer) -> Result<Vec<restic::Claim>> {
+        let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(self.ctx.client.clone(), &self.ns);
+        let prefix = format!("{}-mods-", self.server);
+        let uid = server.metadata.uid.clone();
+        let list = pvcs.list(&ListParams::default()).await.ctx(
+            "list claims of",
+            "GameServer",
+            &self.ns,
+            &self.server,
+        )?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter(|p| {
+                p.owner_references()
+                    .iter()
+                    .any(|o| Some(&o.uid) == uid.as_ref())
+            })
+            .filter_map(|p| {
+                let name = p.name_any();
+                let version = name.strip_prefix(&prefix)?.to_string();
+                Some(restic::Claim {
+                    path: format!("/mods/{version}"),
+                    pvc: name,
+                })
+            })
+            .collect())
     }
 
     async fn job_pods(&self) -> Result<Vec<Pod>> {
@@ -695,4 +849,22 @@ pub async fn repo_from_secret(
         key: key.to_string(),
         local_path: url.starts_with('/').then_some(url),
     }))
+}
+
+/// Every container of `pod` that has an ID, as `name=containerID#restartCount` (sorted by
+/// name, comma-separated): what the `agent-restart-invalidates` mutant binds a capture to.
+fn pod_containers(pod: &Pod) -> String {
+    let mut items: Vec<String> = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let id = c.container_id.as_deref().filter(|id| !id.is_empty())?;
+            Some(format!("{}={id}#{}", c.name, c.restart_count))
+        })
+        .collect();
+    items.sort();
+    items.join(",")
 }

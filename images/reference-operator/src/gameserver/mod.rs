@@ -142,6 +142,10 @@ pub async fn reconcile(server: Arc<GameServer>, ctx: Arc<Ctx>) -> Result<Action>
         t,
     );
     if changed {
+        // Idle sleep and the last backup time are written by others: a merge patch without
+        // them never puts back a stale value from this reconcile's copy.
+        status.idle = None;
+        status.last_backup_time = None;
         kubeutil::patch_status(&servers, &ns, &name, &status).await?;
     }
     Ok(match derived.phase {
@@ -173,6 +177,8 @@ async fn write_status(
     ) || status.phase != Some(phase);
     status.phase = Some(phase);
     status.observed_generation = generation;
+    status.idle = None;
+    status.last_backup_time = None;
     if changed {
         let ns = server.namespace().unwrap_or_default();
         kubeutil::patch_status(servers, &ns, &server.name_any(), &status).await?;

@@ -183,7 +183,12 @@ impl<'a> Run<'a> {
         let templates: Api<GameTemplate> = Api::all(self.ctx.client.clone());
         let template = get_opt(&templates, "", &server.spec.template_ref.name).await?;
         let extras = extra_names(&server, template.as_ref());
-        let claims = restic::claims(&self.server, &extras, true);
+        // `restore-skips-extras` defect: only the world claim is restored.
+        let claims = restic::claims(
+            &self.server,
+            &extras,
+            !self.ctx.mutant(Mutant::RestoreSkipsExtras),
+        );
         if self.ctx.mutant(Mutant::RestoreRecreatesPvc) && !self.recreate_claims(&claims).await? {
             return Ok(self.recheck());
         }
@@ -232,7 +237,13 @@ impl<'a> Run<'a> {
             claims,
             read_only: false,
             script: restic::restore_script(
-                &snapshot,
+                // `restore-latest-snapshot` defect: the server's newest snapshot, whichever
+                // Backup made it.
+                if self.ctx.mutant(Mutant::RestoreLatestSnapshot) {
+                    restic::Selection::LatestOfServer(&self.server)
+                } else {
+                    restic::Selection::Id(&snapshot)
+                },
                 &paths,
                 !self.ctx.mutant(Mutant::RestoreOverlays),
             ),
