@@ -1176,7 +1176,7 @@ pub async fn live_backup_restore_round_trip(ctx: &CaseContext<'_>) -> Result<(),
     let pairs: Vec<&[String]> = cmds.split(|c| c == "save-off").skip(1).collect();
     checks.check(
         "save-on-reached-original",
-        starts.len() >= 1 && !pairs.is_empty() && pairs[0].iter().any(|c| c == "save-on"),
+        !starts.is_empty() && !pairs.is_empty() && pairs[0].iter().any(|c| c == "save-on"),
         &object(ctx, "pod", &names::pod(SERVER)),
         &format!("RCON commands of incarnation {game} after the live backup's save-off"),
         "save-on",

@@ -101,9 +101,9 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
                 Verdict::Passed,
                 format!("promoted {} in {batches} batch(es)", args.candidate),
             ),
-            Outcome::Halted { gate, .. } => (
+            halted @ Outcome::Halted { .. } => (
                 Verdict::Failed,
-                format!("halted at gate {gate:?}; no further fleet member was touched"),
+                format!("{}; no further fleet member was touched", halted.line()),
             ),
         },
         Err(e) => (

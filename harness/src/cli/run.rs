@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+
 use super::CliError;
 use crate::cases::{self, CASES, Case};
 use crate::evidence::bundle::{KillMatrix, Verdict};
@@ -282,12 +284,15 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Mutant → the cases that must catch it, each with its targeted check.
+pub type KillList = Vec<(String, Vec<(&'static Case, String)>)>;
+
 /// Every mutant the manifest lists, with the cases that must catch it and the check each must
 /// catch it on (`scenarios/buckets.toml`, as compiled in).
-pub fn kill_list() -> Result<Vec<(String, Vec<(&'static Case, String)>)>, CliError> {
+pub fn kill_list() -> Result<KillList, CliError> {
     let manifest =
         crate::buckets::Manifest::builtin().map_err(|e| CliError::usage(e.to_string()))?;
-    let mut out: Vec<(String, Vec<(&'static Case, String)>)> = Vec::new();
+    let mut out: KillList = Vec::new();
     for (_, entry) in manifest.cases() {
         let Some(case) = crate::cases::find(&entry.test) else {
             return Err(CliError::usage(format!(
@@ -358,20 +363,25 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
             baseline.bundle_dir.display()
         )));
     }
-    let mut matrix = KillMatrix::default();
-    let mut survivors = Vec::new();
-    for (mutant, cases) in &list {
-        let outcome = run::run(config(
-            &args.target,
-            cases.iter().map(|(c, _)| *c).collect(),
+    // Every (mutant, case) pair is its own run (one embedded cluster, one bundle), so pairs of
+    // different mutants share the machine's `--parallel` slots instead of waiting in turn.
+    let pairs: Vec<(String, &'static Case, String)> = list
+        .iter()
+        .flat_map(|(m, cases)| cases.iter().map(move |(c, check)| (m.clone(), *c, check.clone())))
+        .collect();
+    let slots = args.target.parallel.max(1);
+    let mut target = args.target.clone();
+    target.parallel = 1;
+    let runs = pairs.iter().map(|(mutant, case, check)| {
+        let config = config(
+            &target,
+            vec![*case],
             false,
-            Some(mutant.to_string()),
-            format!("{run_id}-mutant-{mutant}"),
-        )?)
-        .await
-        .map_err(run_error)?;
-        let mut all_caught = !cases.is_empty();
-        for (case, check) in cases {
+            Some(mutant.clone()),
+            format!("{run_id}-mutant-{mutant}-{}", case.name),
+        );
+        async move {
+            let outcome = run::run(config?).await.map_err(run_error)?;
             let cell = match outcome.results.iter().find(|r| r.case == case.name) {
                 Some(r) => judge(r, check),
                 None => crate::evidence::bundle::KillCell {
@@ -381,7 +391,6 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
                     reason: Some("the case did not run".into()),
                 },
             };
-            all_caught &= cell.caught;
             println!(
                 "mutant {mutant:<36} case {:<50} {}",
                 case.name,
@@ -391,12 +400,19 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
                     format!("SURVIVED: {}", cell.describe())
                 }
             );
-            matrix.record_cell(mutant, case.name, cell);
+            Ok::<_, CliError>((mutant.clone(), case.name, cell))
         }
-        if !all_caught {
-            survivors.push(mutant.clone());
-        }
+    });
+    let cells: Vec<Result<_, CliError>> = futures::stream::iter(runs)
+        .buffer_unordered(slots)
+        .collect()
+        .await;
+    let mut matrix = KillMatrix::default();
+    for cell in cells {
+        let (mutant, case, cell) = cell?;
+        matrix.record_cell(&mutant, case, cell);
     }
+    let survivors = matrix.survivors();
     if let Err(e) = crate::evidence::bundle::Bundle::add_kill_matrix(&baseline.bundle_dir, &matrix)
     {
         return Err(CliError::usage(format!(
