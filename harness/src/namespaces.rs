@@ -83,15 +83,13 @@ pub fn label_value(raw: &str) -> String {
     }
 }
 
-/// The namespace name for `case` in run `run_id`: `rh-<case>-<first 8 of run id>`, a valid
-/// DNS label (lowercase, at most 63 characters).
+/// The namespace name for `case` in run `run_id`: `rh-<case>-<8 hex of the run id's SHA-256>`, a
+/// valid DNS label (lowercase, at most 63 characters), distinct for every run id — two runs of
+/// one day, or the self-test's concurrent runs of one case, never share a namespace (nor the
+/// host paths named after it, such as the case's restic repository).
 pub fn namespace_name(case: &str, run_id: &str) -> String {
-    let short: String = run_id
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .take(8)
-        .collect::<String>()
-        .to_ascii_lowercase();
+    use sha2::Digest;
+    let short: String = hex::encode(sha2::Sha256::digest(run_id.as_bytes()))[..8].to_string();
     let mut case: String = case
         .to_ascii_lowercase()
         .chars()

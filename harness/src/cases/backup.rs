@@ -551,10 +551,11 @@ pub async fn live_backup_game_not_running_yet(ctx: &CaseContext<'_>) -> Result<(
     .await?;
     let (backup, job) = backup_finished(ctx, "early").await?;
     let inc = ctx
-        .step(
-            "observe game incarnation",
-            fixture::game_incarnation(ctx, SERVER),
-        )
+        .step("observe game incarnation", async {
+            // The game may still be starting when a (wrongly) impatient Backup has ended.
+            fixture::await_server_pod_ready(ctx, SERVER).await?;
+            fixture::game_incarnation(ctx, SERVER).await
+        })
         .await?;
     let started_at = ctx
         .step("read game container start", async {

@@ -367,7 +367,11 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
     // different mutants share the machine's `--parallel` slots instead of waiting in turn.
     let pairs: Vec<(String, &'static Case, String)> = list
         .iter()
-        .flat_map(|(m, cases)| cases.iter().map(move |(c, check)| (m.clone(), *c, check.clone())))
+        .flat_map(|(m, cases)| {
+            cases
+                .iter()
+                .map(move |(c, check)| (m.clone(), *c, check.clone()))
+        })
         .collect();
     let slots = args.target.parallel.max(1);
     let mut target = args.target.clone();
