@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 pub mod buckets;
 pub mod cluster;
 pub mod probe;
+pub mod profile;
 pub mod qualify;
 pub mod receipts;
 pub mod report;

@@ -458,6 +458,8 @@ pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
         );
     }
     let mut flakes = 0;
+    let mut profile = super::profile::Profile::default();
+    let mut walls = Vec::new();
     for i in 0..args.runs.max(1) {
         let t = Instant::now();
         let outcome = run::run(config(
@@ -470,6 +472,10 @@ pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
         .await
         .map_err(run_error)?;
         let total = t.elapsed();
+        walls.push(total);
+        if let Err(e) = profile.add_bundle(&outcome.bundle_dir) {
+            eprintln!("rehearse bench: step profile skips a bundle: {e}");
+        }
         if i == 0 {
             for r in &outcome.results {
                 println!(
@@ -497,6 +503,14 @@ pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
             outcome.results.len()
         );
     }
+    walls.sort();
+    println!(
+        "full rehearsal wall time over {} run(s): median {:.1} s, max {:.1} s",
+        walls.len(),
+        walls[walls.len() / 2].as_secs_f64(),
+        walls[walls.len() - 1].as_secs_f64()
+    );
+    print!("{}", profile.render());
     println!(
         "runs with a failed case: {flakes} of {} (target 0)",
         args.runs.max(1)

@@ -109,6 +109,44 @@ pub struct PvcRow {
     pub unchanged: bool,
 }
 
+impl PvcRow {
+    /// What happened to the claim between the two observations.
+    pub fn change(&self) -> PvcChange {
+        match (&self.before, &self.after) {
+            (Some(_), Some(_)) if self.unchanged => PvcChange::Kept,
+            (Some(_), Some(_)) => PvcChange::Replaced,
+            (None, _) => PvcChange::Appeared,
+            (Some(_), None) => PvcChange::Vanished,
+        }
+    }
+}
+
+/// What happened to one claim between the `before` and `after` observations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PvcChange {
+    /// Same UID (and volume) on both sides.
+    Kept,
+    /// On both sides with a different UID or volume: the object was replaced.
+    Replaced,
+    /// Only after (e.g. a candidate version's new mods claim): not a change of identity.
+    Appeared,
+    /// Only before: the claim is gone.
+    Vanished,
+}
+
+impl PvcChange {
+    /// The word the report tables show.
+    pub fn label(self) -> &'static str {
+        match self {
+            PvcChange::Kept => "kept",
+            PvcChange::Replaced => "**replaced**",
+            PvcChange::Appeared => "appeared",
+            PvcChange::Vanished => "**vanished**",
+        }
+    }
+}
+
 /// The table for one case, rows ordered by role then claim.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PvcTable {
@@ -185,15 +223,18 @@ impl PvcTable {
         self.rows.is_empty()
     }
 
-    /// Whether every claim was observed on both sides and kept its identity.
+    /// Whether every claim observed before kept its identity (a claim that only appeared
+    /// afterwards changes nothing that existed).
     pub fn all_unchanged(&self) -> bool {
-        self.rows.iter().all(|r| r.unchanged)
+        self.rows
+            .iter()
+            .all(|r| matches!(r.change(), PvcChange::Kept | PvcChange::Appeared))
     }
 
     /// A GitHub-flavoured Markdown table in CONTRACT's shape.
     pub fn to_markdown(&self) -> String {
         let mut out = String::from(
-            "| PVC | Claim | Before | After | Volume | Unchanged |\n|---|---|---|---|---|---|\n",
+            "| PVC | Claim | Before | After | Volume | Identity |\n|---|---|---|---|---|---|\n",
         );
         for row in &self.rows {
             out.push_str(&format!(
@@ -203,7 +244,7 @@ impl PvcTable {
                 side_uid(&row.before),
                 side_uid(&row.after),
                 volume(row),
-                if row.unchanged { "yes" } else { "**no**" },
+                row.change().label(),
             ));
         }
         out

@@ -319,7 +319,7 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
         if !r.case.pvc_table.is_empty() {
             let _ = writeln!(
                 out,
-                "<p>PVC UIDs on {}:</p>\n<table>\n<tr><th>PVC</th><th>Claim</th><th>Before</th><th>After</th><th>Volume</th><th>Unchanged</th></tr>",
+                "<p>PVC UIDs on {}:</p>\n<table>\n<tr><th>PVC</th><th>Claim</th><th>Before</th><th>After</th><th>Volume</th><th>Identity</th></tr>",
                 escape(a)
             );
             for row in &r.case.pvc_table.rows {
@@ -349,10 +349,11 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
                     escape(&row.claim),
                     side(&row.before),
                     side(&row.after),
-                    if row.unchanged {
-                        "<span class=\"v-passed\">yes</span>"
-                    } else {
-                        "<span class=\"v-failed\">no</span>"
+                    match row.change() {
+                        crate::evidence::pvc_table::PvcChange::Kept => "<span class=\"v-passed\">kept</span>",
+                        crate::evidence::pvc_table::PvcChange::Appeared => "<span class=\"v-passed\">appeared</span>",
+                        crate::evidence::pvc_table::PvcChange::Replaced => "<span class=\"v-failed\">replaced</span>",
+                        crate::evidence::pvc_table::PvcChange::Vanished => "<span class=\"v-failed\">vanished</span>",
                     }
                 );
             }
