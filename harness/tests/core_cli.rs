@@ -117,6 +117,42 @@ async fn probe_minecraft_fails_against_an_http_only_candidate() {
 }
 
 #[tokio::test]
+async fn probe_minecraft_names_the_stage_a_negative_candidate_stops_in() {
+    for (mode, prefix, stage) in [
+        (
+            "refuse-login",
+            "VERDICT depth=query wanted=play ok=false",
+            "failed_in=login",
+        ),
+        (
+            "stall-configuration",
+            "VERDICT depth=login wanted=play ok=false",
+            "failed_in=configuration",
+        ),
+    ] {
+        let data = tempfile::tempdir().unwrap();
+        let (_game, addr, _out) = start_game(data.path(), mode).await;
+        let out = rehearse(&[
+            "probe",
+            "minecraft",
+            "--addr",
+            &addr,
+            "--depth",
+            "play",
+            "--timeout",
+            "3s",
+        ])
+        .await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {stdout}");
+        assert!(
+            stdout.starts_with(prefix) && stdout.contains(stage) && stdout.contains("protocol=775"),
+            "{mode}: {stdout}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn probe_minecraft_with_nothing_listening_and_bad_input() {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

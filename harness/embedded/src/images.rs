@@ -199,7 +199,7 @@ impl ImageCatalogue {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         };
-        let game: [(&str, Vec<(String, String)>); 5] = [
+        let game: [(&str, Vec<(String, String)>); 7] = [
             (
                 "1.0",
                 env(&[("FIXTURE_MODE", "normal"), ("FIXTURE_GAME_VERSION", "1.0")]),
@@ -222,6 +222,21 @@ impl ImageCatalogue {
             (
                 "crash",
                 env(&[("FIXTURE_MODE", "crash"), ("FIXTURE_GAME_VERSION", "1.0")]),
+            ),
+            // Negative rollout candidates: the join fails at login, or in configuration.
+            (
+                "refuse-login",
+                env(&[
+                    ("FIXTURE_MODE", "refuse-login"),
+                    ("FIXTURE_GAME_VERSION", "1.0"),
+                ]),
+            ),
+            (
+                "stall-configuration",
+                env(&[
+                    ("FIXTURE_MODE", "stall-configuration"),
+                    ("FIXTURE_GAME_VERSION", "1.0"),
+                ]),
             ),
         ];
         let workspace: Vec<WorkspaceImage> = game

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use fixture_game::client::{Depth, ProbeOutcome};
+pub use fixture_game::client::{Depth, ProbeOutcome, stage};
 use serde::Serialize;
 
 /// The protocol number of Minecraft 26.1, sent in the login handshake.
@@ -16,13 +16,17 @@ pub struct MinecraftVerdict {
     pub addr: SocketAddr,
     /// The depth asked for.
     pub wanted: Depth,
-    /// The deepest stage completed (`None`: not even the status ping).
+    /// The deepest stage completed (`None`: not even the status ping), also when the probe
+    /// failed.
     pub reached: Option<Depth>,
     /// True only when `reached >= wanted`.
     pub ok: bool,
-    /// What the server reported, when the status ping worked.
+    /// The stage the join stopped in when it fell short (`status`, `login`, `configuration`,
+    /// `play`): where the server disconnected the client, or where the probe failed.
+    pub failed_stage: Option<String>,
+    /// What the server reported, when the status ping worked (also when a later stage failed).
     pub outcome: Option<ProbeOutcome>,
-    /// Why the probe stopped short, when it did.
+    /// Why the probe stopped short, when it failed (a disconnect is in `outcome`).
     pub error: Option<String>,
 }
 
@@ -36,7 +40,8 @@ fn depth_name(d: Option<Depth>) -> &'static str {
 }
 
 impl MinecraftVerdict {
-    /// `VERDICT depth=<reached> wanted=<asked> ok=<bool> addr=… [version=… protocol=…] [reason="…"]`.
+    /// `VERDICT depth=<reached> wanted=<asked> ok=<bool> addr=… [failed_in=<stage>]
+    /// [version=… protocol=… players=…] [disconnect="…"] [error="…"]`.
     pub fn line(&self) -> String {
         let mut line = format!(
             "VERDICT depth={} wanted={} ok={} addr={}",
@@ -45,6 +50,9 @@ impl MinecraftVerdict {
             self.ok,
             self.addr
         );
+        if let Some(stage) = &self.failed_stage {
+            line.push_str(&format!(" failed_in={stage}"));
+        }
         if let Some(o) = &self.outcome {
             line.push_str(&format!(
                 " version={:?} protocol={} players={}",
@@ -65,12 +73,20 @@ impl MinecraftVerdict {
 pub async fn probe(addr: SocketAddr, wanted: Depth, timeout: Duration) -> MinecraftVerdict {
     match fixture_game::client::probe(addr, wanted, PROTOCOL_26_1, timeout).await {
         Ok(outcome) => {
-            let reached = Some(outcome.depth_reached);
+            let ok = outcome.depth_reached >= wanted;
+            // Short of the asked depth without an error: the server disconnected the client.
+            let failed_stage = (!ok).then(|| {
+                outcome
+                    .disconnected_in
+                    .clone()
+                    .unwrap_or_else(|| next_stage(outcome.depth_reached).to_string())
+            });
             MinecraftVerdict {
                 addr,
                 wanted,
-                reached,
-                ok: outcome.depth_reached >= wanted,
+                reached: Some(outcome.depth_reached),
+                ok,
+                failed_stage,
                 outcome: Some(outcome),
                 error: None,
             }
@@ -78,10 +94,125 @@ pub async fn probe(addr: SocketAddr, wanted: Depth, timeout: Duration) -> Minecr
         Err(e) => MinecraftVerdict {
             addr,
             wanted,
-            reached: None,
+            reached: e.reached(),
             ok: false,
-            outcome: None,
+            failed_stage: Some(e.stage().to_string()),
+            outcome: e.progress().outcome.clone(),
             error: Some(e.to_string()),
         },
+    }
+}
+
+/// The stage that follows a completed depth.
+fn next_stage(reached: Depth) -> &'static str {
+    match reached {
+        Depth::Query => stage::LOGIN,
+        Depth::Login => stage::CONFIGURATION,
+        Depth::Play => stage::PLAY,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use fixture_game::minecraft::{Join, MinecraftServer, REFUSED_LOGIN_REASON};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// The fixture game's real Minecraft listener with `join`, on a free port; the task ends
+    /// with the returned guard.
+    async fn game(join: Join) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = Arc::new(MinecraftServer {
+            motd: "verdict test".into(),
+            players: Default::default(),
+            keepalive: Duration::from_millis(100),
+            join,
+        });
+        (addr, tokio::spawn(server.run(listener)))
+    }
+
+    #[tokio::test]
+    async fn a_complete_join_has_no_failed_stage() {
+        let (addr, task) = game(Join::Complete).await;
+        let v = probe(addr, Depth::Play, Duration::from_secs(10)).await;
+        task.abort();
+        assert!(v.ok, "{}", v.line());
+        assert_eq!(
+            (v.reached, v.failed_stage.as_deref()),
+            (Some(Depth::Play), None)
+        );
+        assert!(!v.line().contains("failed_in="), "{}", v.line());
+    }
+
+    #[tokio::test]
+    async fn a_refused_login_fails_in_login_after_the_status_ping() {
+        let (addr, task) = game(Join::RefuseLogin).await;
+        let v = probe(addr, Depth::Play, Duration::from_secs(10)).await;
+        task.abort();
+        assert!(!v.ok, "{}", v.line());
+        assert_eq!(v.reached, Some(Depth::Query), "{}", v.line());
+        assert_eq!(
+            v.failed_stage.as_deref(),
+            Some(stage::LOGIN),
+            "{}",
+            v.line()
+        );
+        let reason = v.outcome.as_ref().and_then(|o| o.disconnect_reason.clone());
+        assert!(
+            reason
+                .as_deref()
+                .is_some_and(|r| r.contains(REFUSED_LOGIN_REASON)),
+            "{}",
+            v.line()
+        );
+        let line = v.line();
+        assert!(
+            line.starts_with("VERDICT depth=query wanted=play ok=false")
+                && line.contains("failed_in=login")
+                && line.contains("protocol=775")
+                && line.contains("disconnect="),
+            "{line}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stalled_configuration_fails_in_configuration_after_login() {
+        let (addr, task) = game(Join::StallConfiguration).await;
+        let v = probe(addr, Depth::Play, Duration::from_secs(2)).await;
+        task.abort();
+        assert!(!v.ok, "{}", v.line());
+        assert_eq!(v.reached, Some(Depth::Login), "{}", v.line());
+        assert_eq!(
+            v.failed_stage.as_deref(),
+            Some(stage::CONFIGURATION),
+            "{}",
+            v.line()
+        );
+        let line = v.line();
+        assert!(
+            line.starts_with("VERDICT depth=login wanted=play ok=false")
+                && line.contains("failed_in=configuration")
+                && line.contains("protocol=775")
+                && line.contains("error="),
+            "{line}"
+        );
+    }
+
+    #[tokio::test]
+    async fn nothing_listening_fails_in_status_with_no_depth() {
+        let addr = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let v = probe(addr, Depth::Play, Duration::from_secs(5)).await;
+        assert_eq!(
+            (v.reached, v.failed_stage.as_deref()),
+            (None, Some(stage::STATUS))
+        );
+        assert!(v.line().starts_with("VERDICT depth=none"), "{}", v.line());
     }
 }

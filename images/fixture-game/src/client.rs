@@ -3,8 +3,9 @@
 //! [`probe`] always pings the server list first (version, protocol, MOTD, players), then, for
 //! deeper probes, logs in offline and, for [`Depth::Play`], goes through configuration to the
 //! play-state `Login` and answers the first keep-alive. A login refused by the server (e.g.
-//! outdated client) is not an error: the outcome carries the disconnect reason and the depth
-//! reached before it.
+//! outdated client) is not an error: the outcome carries the disconnect reason, the stage it
+//! came in and the depth reached before it. An error (nothing listening, a broken protocol, the
+//! timeout) names the stage it happened in and the depth reached before it ([`Progress`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), fixture_game::client::ProbeError> {
@@ -63,6 +64,18 @@ pub enum Depth {
     Play,
 }
 
+/// The stages of a join, in protocol order: what a failure or a disconnect is attributed to.
+pub mod stage {
+    /// Server-list status request and ping.
+    pub const STATUS: &str = "status";
+    /// Handshake with login intention, Hello, Login Finished.
+    pub const LOGIN: &str = "login";
+    /// Configuration until Finish Configuration.
+    pub const CONFIGURATION: &str = "configuration";
+    /// Play-state `Login` and the first keep-alive.
+    pub const PLAY: &str = "play";
+}
+
 /// What the probe saw.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeOutcome {
@@ -78,84 +91,140 @@ pub struct ProbeOutcome {
     pub players_online: i32,
     /// The server's reason when it disconnected the client during login or play.
     pub disconnect_reason: Option<String>,
+    /// The [`stage`] the server disconnected the client in, with `disconnect_reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disconnected_in: Option<String>,
 }
 
-/// Why a probe could not complete; each variant names the address and the stage.
+/// How far a probe got before it failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// The [`stage`] the probe was in.
+    pub stage: &'static str,
+    /// What the server said so far (`None` until the status ping completed); its
+    /// `depth_reached` is the deepest stage completed.
+    pub outcome: Option<ProbeOutcome>,
+}
+
+impl Progress {
+    /// The deepest stage completed (`None`: not even the status ping).
+    pub fn reached(&self) -> Option<Depth> {
+        self.outcome.as_ref().map(|o| o.depth_reached)
+    }
+
+    fn reached_name(&self) -> &'static str {
+        match self.reached() {
+            None => "none",
+            Some(Depth::Query) => "query",
+            Some(Depth::Login) => "login",
+            Some(Depth::Play) => "play",
+        }
+    }
+}
+
+/// Why a probe could not complete; each variant names the address, the stage it failed in
+/// and the depth reached before it ([`Progress`]).
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     /// Nothing accepted the connection.
-    #[error("cannot connect to {addr}: {source} (is the game running on that address?)")]
+    #[error(
+        "cannot connect to {addr} for {}: {source} (is the game running on that address?)",
+        at.stage
+    )]
     Connect {
         addr: SocketAddr,
+        at: Progress,
         source: std::io::Error,
     },
-    /// The server did not get the client to `stage` in time.
-    #[error("{addr} did not complete {stage} within {timeout:?}")]
+    /// The server did not get the client through `at.stage` in time.
+    #[error(
+        "{addr} did not complete {} within {timeout:?} (deepest stage completed: {})",
+        at.stage,
+        at.reached_name()
+    )]
     Timeout {
         addr: SocketAddr,
-        stage: &'static str,
+        at: Progress,
         timeout: Duration,
     },
     /// The server sent something that is not the Minecraft 26.1 protocol, or closed early.
-    #[error("{addr} broke the Minecraft protocol during {stage}: {detail}")]
+    #[error("{addr} broke the Minecraft protocol during {}: {detail}", at.stage)]
     Protocol {
         addr: SocketAddr,
-        stage: &'static str,
+        at: Progress,
         detail: String,
     },
 }
 
+impl ProbeError {
+    /// How far the probe got.
+    pub fn progress(&self) -> &Progress {
+        match self {
+            ProbeError::Connect { at, .. }
+            | ProbeError::Timeout { at, .. }
+            | ProbeError::Protocol { at, .. } => at,
+        }
+    }
+
+    /// The [`stage`] the probe failed in.
+    pub fn stage(&self) -> &'static str {
+        self.progress().stage
+    }
+
+    /// The deepest stage completed before the failure (`None`: not even the status ping).
+    pub fn reached(&self) -> Option<Depth> {
+        self.progress().reached()
+    }
+}
+
+/// A failure inside [`run`]; [`probe`] adds the address and the progress.
+enum Failure {
+    Connect(std::io::Error),
+    Protocol(String),
+}
+
 const PROBE_NAME: &str = "rehearsal";
 
-/// Probe `addr` up to `depth`, sending `protocol` in the login handshake (775 is 26.1).
+/// Probe `addr` up to `depth`, sending `protocol` in the login handshake (775 is 26.1). The
+/// whole probe is bounded by `timeout`; a failure says in which stage it happened and how far
+/// the client got.
 pub async fn probe(
     addr: SocketAddr,
     depth: Depth,
     protocol: i32,
     timeout: Duration,
 ) -> Result<ProbeOutcome, ProbeError> {
-    let stage = "the whole probe";
-    tokio::time::timeout(timeout, run(addr, depth, protocol))
-        .await
-        .map_err(|_| ProbeError::Timeout {
-            addr,
-            stage,
-            timeout,
-        })?
-}
-
-fn proto(addr: SocketAddr, stage: &'static str) -> impl Fn(Box<ReadPacketError>) -> ProbeError {
-    move |e| ProbeError::Protocol {
-        addr,
-        stage,
-        detail: e.to_string(),
+    let mut at = Progress {
+        stage: stage::STATUS,
+        outcome: None,
+    };
+    let result = tokio::time::timeout(timeout, run(addr, depth, protocol, &mut at)).await;
+    match result {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(Failure::Connect(source))) => Err(ProbeError::Connect { addr, at, source }),
+        Ok(Err(Failure::Protocol(detail))) => Err(ProbeError::Protocol { addr, at, detail }),
+        Err(_) => Err(ProbeError::Timeout { addr, at, timeout }),
     }
 }
 
-fn io(addr: SocketAddr, stage: &'static str) -> impl Fn(std::io::Error) -> ProbeError {
-    move |e| ProbeError::Protocol {
-        addr,
-        stage,
-        detail: e.to_string(),
-    }
+fn proto(e: Box<ReadPacketError>) -> Failure {
+    Failure::Protocol(e.to_string())
+}
+
+fn io(e: std::io::Error) -> Failure {
+    Failure::Protocol(e.to_string())
 }
 
 async fn connect(
     addr: SocketAddr,
     protocol: i32,
     intention: ClientIntention,
-) -> Result<Connection<ClientboundHandshakePacket, ServerboundHandshakePacket>, ProbeError> {
-    let stream = TcpStream::connect(addr)
-        .await
-        .map_err(|source| ProbeError::Connect { addr, source })?;
+) -> Result<Connection<ClientboundHandshakePacket, ServerboundHandshakePacket>, Failure> {
+    let stream = TcpStream::connect(addr).await.map_err(Failure::Connect)?;
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new_from_stream(stream)
         .await
-        .map_err(|e| ProbeError::Protocol {
-            addr,
-            stage: "connect",
-            detail: e.to_string(),
-        })?;
+        .map_err(|e| Failure::Protocol(format!("connection set-up: {e}")))?;
     conn.write(ServerboundIntention {
         protocol_version: protocol,
         hostname: addr.ip().to_string(),
@@ -163,18 +232,42 @@ async fn connect(
         intention,
     })
     .await
-    .map_err(io(addr, "handshake"))?;
+    .map_err(io)?;
     Ok(conn)
 }
 
-async fn run(addr: SocketAddr, depth: Depth, protocol: i32) -> Result<ProbeOutcome, ProbeError> {
+/// Records that the server disconnected the client in `at.stage` and ends the probe.
+fn disconnected(at: &mut Progress, reason: String) -> Result<ProbeOutcome, Failure> {
+    let stage = at.stage;
+    let outcome = at
+        .outcome
+        .as_mut()
+        .expect("a disconnect after the status ping");
+    outcome.disconnect_reason = Some(reason);
+    outcome.disconnected_in = Some(stage.to_string());
+    Ok(outcome.clone())
+}
+
+fn reach(at: &mut Progress, depth: Depth) {
+    if let Some(outcome) = at.outcome.as_mut() {
+        outcome.depth_reached = depth;
+    }
+}
+
+async fn run(
+    addr: SocketAddr,
+    depth: Depth,
+    protocol: i32,
+    at: &mut Progress,
+) -> Result<ProbeOutcome, Failure> {
     // Status always uses the server's own protocol number: status carries no version check.
-    let mut outcome = status(addr).await?;
+    at.stage = stage::STATUS;
+    at.outcome = Some(status(addr).await?);
     if depth == Depth::Query {
-        return Ok(outcome);
+        return Ok(at.outcome.clone().expect("status outcome"));
     }
 
-    let stage = "login";
+    at.stage = stage::LOGIN;
     let mut conn = connect(addr, protocol, ClientIntention::Login)
         .await?
         .login();
@@ -183,44 +276,37 @@ async fn run(addr: SocketAddr, depth: Depth, protocol: i32) -> Result<ProbeOutco
         profile_id: azalea_crypto::offline::generate_uuid(PROBE_NAME),
     })
     .await
-    .map_err(io(addr, stage))?;
+    .map_err(io)?;
     loop {
-        match conn.read().await.map_err(proto(addr, stage))? {
+        match conn.read().await.map_err(proto)? {
             ClientboundLoginPacket::LoginCompression(p) => {
                 conn.set_compression_threshold(p.compression_threshold);
             }
             ClientboundLoginPacket::LoginFinished(_) => break,
             ClientboundLoginPacket::LoginDisconnect(p) => {
-                outcome.disconnect_reason = Some(p.reason.to_string());
-                return Ok(outcome);
+                return disconnected(at, p.reason.to_string());
             }
             other => {
-                return Err(ProbeError::Protocol {
-                    addr,
-                    stage,
-                    detail: format!(
-                        "unexpected packet {other:?} (this probe supports offline mode only)"
-                    ),
-                });
+                return Err(Failure::Protocol(format!(
+                    "unexpected packet {other:?} (this probe supports offline mode only)"
+                )));
             }
         }
     }
-    outcome.depth_reached = Depth::Login;
-    conn.write(ServerboundLoginAcknowledged)
-        .await
-        .map_err(io(addr, stage))?;
+    reach(at, Depth::Login);
+    conn.write(ServerboundLoginAcknowledged).await.map_err(io)?;
     if depth == Depth::Login {
-        return Ok(outcome);
+        return Ok(at.outcome.clone().expect("status outcome"));
     }
 
-    let stage = "configuration";
+    at.stage = stage::CONFIGURATION;
     let mut conn = conn.config();
     loop {
-        match conn.read().await.map_err(proto(addr, stage))? {
+        match conn.read().await.map_err(proto)? {
             ClientboundConfigPacket::FinishConfiguration(_) => {
                 conn.write(ServerboundFinishConfiguration)
                     .await
-                    .map_err(io(addr, stage))?;
+                    .map_err(io)?;
                 break;
             }
             ClientboundConfigPacket::SelectKnownPacks(_) => conn
@@ -228,74 +314,58 @@ async fn run(addr: SocketAddr, depth: Depth, protocol: i32) -> Result<ProbeOutco
                     known_packs: Vec::new(),
                 })
                 .await
-                .map_err(io(addr, stage))?,
-            ClientboundConfigPacket::KeepAlive(p) => conn
-                .write(ConfigKeepAlive { id: p.id })
-                .await
-                .map_err(io(addr, stage))?,
-            ClientboundConfigPacket::Ping(p) => conn
-                .write(ConfigPong { id: p.id })
-                .await
-                .map_err(io(addr, stage))?,
+                .map_err(io)?,
+            ClientboundConfigPacket::KeepAlive(p) => {
+                conn.write(ConfigKeepAlive { id: p.id }).await.map_err(io)?
+            }
+            ClientboundConfigPacket::Ping(p) => {
+                conn.write(ConfigPong { id: p.id }).await.map_err(io)?
+            }
             ClientboundConfigPacket::Disconnect(p) => {
-                outcome.disconnect_reason = Some(p.reason.to_string());
-                return Ok(outcome);
+                return disconnected(at, p.reason.to_string());
             }
             _ => {}
         }
     }
 
-    let stage = "play";
+    at.stage = stage::PLAY;
     let mut conn = conn.game();
     let mut logged_in = false;
     loop {
-        match conn.read().await.map_err(proto(addr, stage))? {
+        match conn.read().await.map_err(proto)? {
             ClientboundGamePacket::Login(_) => logged_in = true,
             ClientboundGamePacket::KeepAlive(p) if logged_in => {
                 conn.write(ServerboundKeepAlive { id: p.id })
                     .await
-                    .map_err(io(addr, stage))?;
-                outcome.depth_reached = Depth::Play;
-                return Ok(outcome);
+                    .map_err(io)?;
+                reach(at, Depth::Play);
+                return Ok(at.outcome.clone().expect("status outcome"));
             }
             ClientboundGamePacket::Disconnect(p) => {
-                outcome.disconnect_reason = Some(p.reason.to_string());
-                return Ok(outcome);
+                return disconnected(at, p.reason.to_string());
             }
             _ => {}
         }
     }
 }
 
-async fn status(addr: SocketAddr) -> Result<ProbeOutcome, ProbeError> {
-    let stage = "status";
+async fn status(addr: SocketAddr) -> Result<ProbeOutcome, Failure> {
     let protocol = azalea_protocol::packets::PROTOCOL_VERSION;
     let mut conn = connect(addr, protocol, ClientIntention::Status)
         .await?
         .status();
-    conn.write(ServerboundStatusRequest)
-        .await
-        .map_err(io(addr, stage))?;
-    let ClientboundStatusPacket::StatusResponse(response) =
-        conn.read().await.map_err(proto(addr, stage))?
+    conn.write(ServerboundStatusRequest).await.map_err(io)?;
+    let ClientboundStatusPacket::StatusResponse(response) = conn.read().await.map_err(proto)?
     else {
-        return Err(ProbeError::Protocol {
-            addr,
-            stage,
-            detail: "expected a status response".into(),
-        });
+        return Err(Failure::Protocol("expected a status response".into()));
     };
     conn.write(ServerboundPingRequest { time: 1 })
         .await
-        .map_err(io(addr, stage))?;
-    match conn.read().await.map_err(proto(addr, stage))? {
+        .map_err(io)?;
+    match conn.read().await.map_err(proto)? {
         ClientboundStatusPacket::PongResponse(p) if p.time == 1 => {}
         other => {
-            return Err(ProbeError::Protocol {
-                addr,
-                stage,
-                detail: format!("expected pong 1, got {other:?}"),
-            });
+            return Err(Failure::Protocol(format!("expected pong 1, got {other:?}")));
         }
     }
     Ok(ProbeOutcome {
@@ -305,5 +375,6 @@ async fn status(addr: SocketAddr) -> Result<ProbeOutcome, ProbeError> {
         motd: response.description.to_string(),
         players_online: response.players.online,
         disconnect_reason: None,
+        disconnected_in: None,
     })
 }

@@ -6,6 +6,15 @@
 //! and `inspect` ([`inspect`]). Other crates use [`client::probe`] (a real Minecraft client),
 //! [`rcon::RconClient`] and the [`inspect`] and [`audit`] types.
 //!
+//! # Modes
+//!
+//! `serve --mode` (`FIXTURE_MODE`, [`mode::Mode`]) picks the kind of version: `normal`,
+//! `compat` (reads and writes format 1 too), `format` (migrates to format 2), `http-only` (HTTP
+//! on the game port), `crash` (exits 1), and two negative candidates for the join gate:
+//! `refuse-login` (the status ping answers, every login gets a Login Disconnect) and
+//! `stall-configuration` (login succeeds, the configuration phase never finishes). All but
+//! `crash` keep RCON, saves and the agent working like `normal`.
+//!
 //! # On-disk layout
 //!
 //! ```text

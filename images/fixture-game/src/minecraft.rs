@@ -2,6 +2,10 @@
 //! login, the configuration phase and the play-state `Login`, then keep-alives until the
 //! client leaves. A login with another protocol number gets vanilla's outdated-client
 //! disconnect. The packet sequence is the one measured in `facts/minecraft.md`.
+//!
+//! Two [`Join`] behaviours make negative rollout candidates that fail at a known depth: one
+//! refuses every login after a normal status ping, one logs players in and then never finishes
+//! the configuration phase.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,16 +17,19 @@ use azalea_chat::translatable_component::{PrimitiveOrComponent, TranslatableComp
 use azalea_core::entity_id::MinecraftEntityId;
 use azalea_core::game_type::{GameMode, OptionalGameType};
 use azalea_protocol::connect::Connection;
+use azalea_protocol::connect::ReadConnection;
 use azalea_protocol::packets::common::CommonPlayerSpawnInfo;
 use azalea_protocol::packets::config::{
-    ClientboundFinishConfiguration, ClientboundRegistryData, ServerboundConfigPacket,
+    ClientboundConfigPacket, ClientboundFinishConfiguration,
+    ClientboundKeepAlive as ConfigKeepAlive, ClientboundRegistryData, ServerboundConfigPacket,
 };
 use azalea_protocol::packets::game::{
     ClientboundGamePacket, ClientboundKeepAlive, ClientboundLogin, ServerboundGamePacket,
 };
 use azalea_protocol::packets::handshake::{ClientboundHandshakePacket, ServerboundHandshakePacket};
 use azalea_protocol::packets::login::{
-    ClientboundLoginDisconnect, ClientboundLoginFinished, ServerboundLoginPacket,
+    ClientboundLoginDisconnect, ClientboundLoginFinished, ClientboundLoginPacket,
+    ServerboundLoginPacket,
 };
 use azalea_protocol::packets::status::{
     ClientboundPongResponse, ClientboundStatusResponse, ServerboundStatusPacket,
@@ -38,14 +45,34 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::players::{MAX_PLAYERS, Players};
 
+/// The reason every login gets from a server that refuses logins ([`Join::RefuseLogin`]).
+pub const REFUSED_LOGIN_REASON: &str =
+    "This server refuses every login (rehearsal fixture, mode refuse-login)";
+
+/// How far this server lets a client join.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Join {
+    /// Status, login, configuration and play, like vanilla.
+    #[default]
+    Complete,
+    /// Status works; every login gets a Login Disconnect with [`REFUSED_LOGIN_REASON`].
+    RefuseLogin,
+    /// Status and login work; configuration never finishes (no Finish Configuration). The
+    /// connection stays open with configuration keep-alives until the client leaves.
+    StallConfiguration,
+}
+
 /// What the Minecraft listener needs from the rest of the game.
 pub struct MinecraftServer {
     /// The server-list description.
     pub motd: String,
     /// Who is online.
     pub players: Arc<Players>,
-    /// Time between keep-alives in play (vanilla: 15 s; clients time out after 30 s).
+    /// Time between keep-alives in configuration and play (vanilla: 15 s; clients time out
+    /// after 30 s).
     pub keepalive: Duration,
+    /// How far a client gets.
+    pub join: Join,
 }
 
 /// Why one client session ended abnormally (logged, never fatal for the server).
@@ -118,26 +145,20 @@ impl MinecraftServer {
                         "multiplayer.disconnect.outdated_client".into(),
                         vec![PrimitiveOrComponent::String(VERSION_NAME.into())],
                     );
-                    conn.write(ClientboundLoginDisconnect {
-                        reason: FormattedText::from(reason),
-                    })
-                    .await
-                    .map_err(write_err)?;
-                    let _ = conn.writer.shutdown().await;
-                    // Closing with the client's Hello still unread can turn our FIN into an
-                    // RST that discards the reason; drain until the client closes (bounded).
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(2),
-                        drain(&mut conn.reader.raw.read_stream),
-                    )
-                    .await;
-                    return Ok(());
+                    return disconnect_login(conn, FormattedText::from(reason))
+                        .await
+                        .map_err(write_err);
                 }
                 let hello = loop {
                     if let ServerboundLoginPacket::Hello(h) = conn.read().await.map_err(read_err)? {
                         break h;
                     }
                 };
+                if self.join == Join::RefuseLogin {
+                    // Like a whitelist refusal: the Hello is read, then the reason is sent.
+                    let reason = FormattedText::from(REFUSED_LOGIN_REASON);
+                    return disconnect_login(conn, reason).await.map_err(write_err);
+                }
                 let uuid = azalea_crypto::offline::generate_uuid(&hello.name);
                 conn.write(ClientboundLoginFinished {
                     game_profile: GameProfile::new(uuid, hello.name.clone()),
@@ -162,6 +183,25 @@ impl MinecraftServer {
                 })
                 .await
                 .map_err(write_err)?;
+                if self.join == Join::StallConfiguration {
+                    let (rd, mut wr) = conn.into_split();
+                    let keepalive = self.keepalive;
+                    // Keep-alives keep a client waiting instead of timing out on its own.
+                    let writer = tokio::spawn(async move {
+                        let mut ticks = tokio::time::interval(keepalive);
+                        loop {
+                            ticks.tick().await;
+                            let id = jiff::Timestamp::now().as_millisecond() as u64;
+                            let packet = ClientboundConfigPacket::KeepAlive(ConfigKeepAlive { id });
+                            if wr.write(packet).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                    let result = read_until_closed(rd).await.map_err(read_err);
+                    writer.abort();
+                    return result;
+                }
                 conn.write(ClientboundFinishConfiguration)
                     .await
                     .map_err(write_err)?;
@@ -221,6 +261,40 @@ impl MinecraftServer {
                 protocol: PROTOCOL_VERSION,
             },
             enforces_secure_chat: Some(false),
+        }
+    }
+}
+
+/// Sends a Login Disconnect with `reason` and closes the connection.
+async fn disconnect_login(
+    mut conn: Connection<ServerboundLoginPacket, ClientboundLoginPacket>,
+    reason: FormattedText,
+) -> Result<(), std::io::Error> {
+    conn.write(ClientboundLoginDisconnect { reason }).await?;
+    let _ = conn.writer.shutdown().await;
+    // Closing with client packets still unread can turn our FIN into an RST that discards the
+    // reason; drain until the client closes (bounded).
+    let _ = tokio::time::timeout(
+        Duration::from_secs(2),
+        drain(&mut conn.reader.raw.read_stream),
+    )
+    .await;
+    Ok(())
+}
+
+/// Reads (and ignores) configuration packets until the client leaves.
+async fn read_until_closed(
+    mut rd: ReadConnection<ServerboundConfigPacket>,
+) -> Result<(), Box<ReadPacketError>> {
+    loop {
+        match rd.read().await {
+            Ok(_) => {}
+            Err(e) => match *e {
+                ReadPacketError::Parse { .. }
+                | ReadPacketError::LeftoverData { .. }
+                | ReadPacketError::UnknownPacketId { .. } => {}
+                _ => return Err(e),
+            },
         }
     }
 }

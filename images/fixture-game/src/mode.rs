@@ -18,6 +18,10 @@ pub enum Mode {
     HttpOnly,
     /// Exits 1 right after start.
     Crash,
+    /// Answers the status ping like `normal` but refuses every login (Login Disconnect).
+    RefuseLogin,
+    /// Logs players in but never finishes the configuration phase (no Finish Configuration).
+    StallConfiguration,
 }
 
 impl Mode {
@@ -25,7 +29,12 @@ impl Mode {
     pub fn supported_format(self) -> u32 {
         match self {
             Mode::Format => FORMAT_V2,
-            Mode::Normal | Mode::Compat | Mode::HttpOnly | Mode::Crash => FORMAT_V1,
+            Mode::Normal
+            | Mode::Compat
+            | Mode::HttpOnly
+            | Mode::Crash
+            | Mode::RefuseLogin
+            | Mode::StallConfiguration => FORMAT_V1,
         }
     }
 
@@ -37,6 +46,8 @@ impl Mode {
             Mode::Format => "format",
             Mode::HttpOnly => "http-only",
             Mode::Crash => "crash",
+            Mode::RefuseLogin => "refuse-login",
+            Mode::StallConfiguration => "stall-configuration",
         }
     }
 }

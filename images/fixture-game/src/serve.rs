@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 
 use crate::audit::{AuditError, AuditLog, LOG_DIR};
 use crate::commands::GameCommands;
-use crate::minecraft::MinecraftServer;
+use crate::minecraft::{Join, MinecraftServer};
 use crate::mode::Mode;
 use crate::mods::{self, ModsError};
 use crate::players::Players;
@@ -302,10 +302,16 @@ pub async fn serve(args: ServeArgs) -> Result<Stopped, ServeError> {
             "Rehearsal fixture game {} ({})",
             args.game_version, args.mode
         );
+        let join = match args.mode {
+            Mode::RefuseLogin => Join::RefuseLogin,
+            Mode::StallConfiguration => Join::StallConfiguration,
+            _ => Join::Complete,
+        };
         let server = Arc::new(MinecraftServer {
             motd,
             players,
             keepalive: Duration::from_millis(args.keepalive_ms.max(1)),
+            join,
         });
         tasks.spawn(server.run(game_listener));
     }

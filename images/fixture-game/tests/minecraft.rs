@@ -120,3 +120,66 @@ async fn hold_in_play(
     while !matches!(conn.read().await.unwrap(), ClientboundGamePacket::Login(_)) {}
     conn
 }
+
+#[tokio::test]
+async fn refuse_login_answers_status_then_refuses_the_login_with_a_reason() {
+    use fixture_game::client::stage;
+    use fixture_game::minecraft::REFUSED_LOGIN_REASON;
+    let dir = tempfile::tempdir().unwrap();
+    let game = support::serve(dir.path(), &["--mode", "refuse-login"], &[]);
+
+    let status = probe(game.game, Depth::Query, 775, PROBE).await.unwrap();
+    assert_eq!(
+        (status.version_name.as_str(), status.protocol),
+        ("26.1", 775)
+    );
+    let outcome = probe(game.game, Depth::Play, 775, PROBE).await.unwrap();
+    assert_eq!(outcome.depth_reached, Depth::Query, "{outcome:?}");
+    assert_eq!(outcome.disconnected_in.as_deref(), Some(stage::LOGIN));
+    let reason = outcome.disconnect_reason.expect("a disconnect reason");
+    assert!(reason.contains(REFUSED_LOGIN_REASON), "{reason:?}");
+
+    // Otherwise a normal game: RCON answers.
+    let mut rcon = fixture_game::rcon::RconClient::connect(game.rcon, support::PASSWORD)
+        .await
+        .unwrap();
+    assert!(rcon.command("list").await.unwrap().contains("There are 0"));
+}
+
+#[tokio::test]
+async fn stall_configuration_logs_in_and_never_finishes_configuration() {
+    use fixture_game::client::{ProbeError, stage};
+    let dir = tempfile::tempdir().unwrap();
+    // Keep-alives well inside the probe's bound: the client answers them and still waits.
+    let game = support::serve(
+        dir.path(),
+        &["--mode", "stall-configuration", "--keepalive-ms", "100"],
+        &[],
+    );
+
+    let login = probe(game.game, Depth::Login, 775, PROBE).await.unwrap();
+    assert_eq!(login.depth_reached, Depth::Login, "{login:?}");
+
+    let bound = Duration::from_secs(2);
+    let err = probe(game.game, Depth::Play, 775, bound).await.unwrap_err();
+    assert!(matches!(err, ProbeError::Timeout { .. }), "{err}");
+    assert_eq!(err.stage(), stage::CONFIGURATION, "{err}");
+    assert_eq!(err.reached(), Some(Depth::Login), "{err}");
+    let seen = err.progress().outcome.clone().expect("the status answer");
+    assert_eq!(seen.protocol, 775);
+    assert!(err.to_string().contains("configuration"), "{err}");
+}
+
+#[tokio::test]
+async fn a_failed_probe_names_its_stage_and_depth() {
+    use fixture_game::client::{ProbeError, stage};
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let err = probe(addr, Depth::Play, 775, PROBE).await.unwrap_err();
+    assert!(matches!(err, ProbeError::Connect { .. }), "{err}");
+    assert_eq!((err.stage(), err.reached()), (stage::STATUS, None));
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+}

@@ -51,6 +51,8 @@ pub struct Proc {
     lines: Receiver<String>,
     pub seen: Vec<String>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The stderr reader, joined once the process exited so `stderr()` holds all of it.
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Proc {
@@ -69,7 +71,7 @@ impl Proc {
         let stderr_text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let stderr = child.stderr.take().expect("stderr piped");
         let sink = stderr_text.clone();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 let mut s = sink.lock().unwrap();
@@ -82,6 +84,7 @@ impl Proc {
             lines: rx,
             seen: Vec::new(),
             stderr: stderr_text,
+            stderr_reader: Some(stderr_reader),
         }
     }
 
@@ -135,7 +138,12 @@ impl Proc {
                 ),
             }
         }
-        self.child.wait().expect("wait for child")
+        let status = self.child.wait().expect("wait for child");
+        // The process is gone, so its stderr ends: read it to the end before anyone looks.
+        if let Some(reader) = self.stderr_reader.take() {
+            let _ = reader.join();
+        }
+        status
     }
 
     pub fn signal(&self, sig: i32) {
