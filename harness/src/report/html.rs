@@ -156,10 +156,10 @@ pub fn render(report: &Report) -> String {
             escape(&run.operator.version),
             run.started,
             run.finished,
-            if run.interrupted {
-                "<strong>yes</strong>"
-            } else {
-                "no"
+            match (run.killed, run.interrupted) {
+                (true, _) => "<strong>killed</strong> (no bundle.json: derived from its receipts)",
+                (false, true) => "<strong>yes</strong>",
+                (false, false) => "no",
             },
             escape(&run.href),
             run.entries
