@@ -17,6 +17,16 @@ use crate::backend::{Backend, BackendError};
 use crate::cases::{self, Case, CaseResult, RunOptions};
 use crate::evidence::bundle::{Bundle, BundleError, BundleMeta, BundleSummary, Verdict};
 
+/// The ceiling of one case (its waits have their own, smaller bounds). The one value every
+/// runner uses: `rehearse run`, the nextest scenarios, and — checked by
+/// `harness/tests/buckets_nextest_config.rs` — every nextest profile's slow-timeout, which must
+/// let the case reach this bound and record its verdict before nextest kills the process.
+pub const CASE_BOUND: Duration = Duration::from_secs(600);
+
+/// What a case's process needs beyond [`CASE_BOUND`]: starting (or reaching) the cluster,
+/// collecting a failed case's artifacts, tearing down and finalizing the bundle.
+pub const CASE_OVERHEAD: Duration = Duration::from_secs(120);
+
 /// Which cluster a run uses.
 #[derive(Debug, Clone)]
 pub enum Cluster {

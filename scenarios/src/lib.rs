@@ -9,7 +9,6 @@
 //! - `REHEARSAL_MUTANT`: deploy the reference operator with this mutant (embedded only).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use rehearsal::cases::{self, RunOptions};
 use rehearsal::evidence::bundle::{Bundle, BundleMeta, Verdict};
@@ -107,7 +106,7 @@ async fn rehearse_async(case: &str) {
     let options = RunOptions {
         run_id: run_id.clone(),
         keep_on_failure: false,
-        case_bound: Duration::from_secs(600),
+        case_bound: run::CASE_BOUND,
     };
     let result = cases::run_case(backend.as_ref(), &bundle, case, &options).await;
     // A shared cluster (Kind, existing) belongs to the whole run: never delete it here.

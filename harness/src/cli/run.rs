@@ -1,7 +1,7 @@
 //! `rehearse run`, `rehearse selftest` and `rehearse bench`: local rehearsals.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::CliError;
 use crate::cases::{self, CASES, Case};
@@ -202,7 +202,7 @@ fn config(
         parallel: target.parallel.max(1),
         mutant,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        case_bound: Duration::from_secs(600),
+        case_bound: run::CASE_BOUND,
     })
 }
 
