@@ -41,6 +41,60 @@ pub enum Cluster {
     },
 }
 
+impl Cluster {
+    /// The cluster a scenario test process uses, from the environment nextest gives it
+    /// (`lookup` reads a variable; `std::env::var` in the scenarios):
+    ///
+    /// - `REHEARSAL_CLUSTER` unset or `embedded`: its own embedded cluster;
+    /// - `kind`: the Kind cluster the setup script `kind-cluster` brought up, attached through
+    ///   the `REHEARSAL_KUBECONFIG` it exported once and `REHEARSAL_CONTEXT` (which must be
+    ///   `kind-<REHEARSAL_KIND_CLUSTER>`); the test process never runs `kind` itself;
+    /// - `existing`: `REHEARSAL_KUBECONFIG` and `REHEARSAL_CONTEXT`.
+    ///
+    /// The error is one line naming the variable and the fix.
+    pub fn from_nextest_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Cluster, String> {
+        let required =
+            |var: &str, why: &str| lookup(var).ok_or_else(|| format!("{var} is unset; {why}"));
+        match lookup("REHEARSAL_CLUSTER").as_deref() {
+            None | Some("embedded") => Ok(Cluster::Embedded),
+            Some("kind") => {
+                let name = lookup("REHEARSAL_KIND_CLUSTER").unwrap_or_else(|| "rehearsal".into());
+                let exported = "run the cases with a bucket profile (e.g. `cargo nextest run -p rehearsal-scenarios --profile backup`), whose setup script `kind-cluster` exports the Kind cluster's kubeconfig once";
+                let kubeconfig = required("REHEARSAL_KUBECONFIG", exported)?;
+                let context = required("REHEARSAL_CONTEXT", exported)?;
+                let state = lookup("REHEARSAL_KIND_STATE")
+                    .map(PathBuf::from)
+                    .or_else(|| {
+                        std::path::Path::new(&kubeconfig)
+                            .parent()
+                            .map(PathBuf::from)
+                    })
+                    .unwrap_or_default();
+                let mut options = crate::backend::kind::KindOptions::new(name, state);
+                if context != options.context() {
+                    return Err(format!(
+                        "REHEARSAL_CONTEXT={context} is not the context of Kind cluster {} ({}); the harness never acts on another context",
+                        options.cluster_name,
+                        options.context()
+                    ));
+                }
+                options.exported_kubeconfig = Some(kubeconfig.into());
+                Ok(Cluster::Kind(options))
+            }
+            Some("existing") => Ok(Cluster::Existing {
+                kubeconfig: required("REHEARSAL_KUBECONFIG", "export the kubeconfig path")?.into(),
+                context: required(
+                    "REHEARSAL_CONTEXT",
+                    "the harness never acts on a context it was not told to use",
+                )?,
+            }),
+            Some(other) => Err(format!(
+                "REHEARSAL_CLUSTER={other:?} is not one of embedded, kind, existing"
+            )),
+        }
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -123,6 +177,11 @@ pub async fn start_backend(
                 .await?;
             Ok(Box::new(b))
         }
+        // A test process of a nextest bucket run attaches through the kubeconfig the setup
+        // script exported; `rehearse run` and `cluster up` create or reuse the cluster.
+        Cluster::Kind(options) if options.exported_kubeconfig.is_some() => Ok(Box::new(
+            crate::backend::kind::Kind::attach(options.clone()).await?,
+        )),
         Cluster::Kind(options) => Ok(Box::new(
             crate::backend::kind::Kind::up(options.clone()).await?,
         )),

@@ -111,3 +111,74 @@ async fn missing_helm_is_one_line_naming_what_to_install() {
         .to_string();
     assert!(!err.contains('\n') && err.contains("helm"), "{err}");
 }
+
+fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |k| {
+        vars.iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// A scenario test process on Kind attaches through the kubeconfig the setup script exported
+/// (it never runs `kind`; see core_podman.rs for the run against a real node container).
+#[test]
+fn scenario_processes_on_kind_read_the_exported_kubeconfig() {
+    use rehearsal::run::Cluster;
+    let cluster = Cluster::from_nextest_env(env(&[
+        ("REHEARSAL_CLUSTER", "kind"),
+        ("REHEARSAL_KIND_CLUSTER", "ci"),
+        ("REHEARSAL_KUBECONFIG", "/state/ci/rehearsal.kubeconfig"),
+        ("REHEARSAL_CONTEXT", "kind-ci"),
+    ]))
+    .unwrap();
+    let Cluster::Kind(options) = cluster else {
+        panic!("expected Kind, got {cluster:?}")
+    };
+    assert_eq!(
+        options.exported_kubeconfig.as_deref(),
+        Some(std::path::Path::new("/state/ci/rehearsal.kubeconfig"))
+    );
+    assert_eq!(options.context(), "kind-ci");
+    assert_eq!(options.state_dir, std::path::Path::new("/state/ci"));
+
+    // Without the setup script's export the process refuses instead of exporting on its own.
+    let err = Cluster::from_nextest_env(env(&[
+        ("REHEARSAL_CLUSTER", "kind"),
+        ("REHEARSAL_CONTEXT", "kind-rehearsal"),
+    ]))
+    .unwrap_err();
+    assert!(
+        err.starts_with("REHEARSAL_KUBECONFIG is unset")
+            && err.contains("--profile")
+            && !err.contains('\n'),
+        "{err}"
+    );
+    // A context that is not this cluster's is never used.
+    let err = Cluster::from_nextest_env(env(&[
+        ("REHEARSAL_CLUSTER", "kind"),
+        ("REHEARSAL_KUBECONFIG", "/k"),
+        ("REHEARSAL_CONTEXT", "prod-eu"),
+    ]))
+    .unwrap_err();
+    assert!(
+        err.contains("prod-eu") && err.contains("kind-rehearsal"),
+        "{err}"
+    );
+    assert!(matches!(
+        Cluster::from_nextest_env(env(&[])),
+        Ok(Cluster::Embedded)
+    ));
+}
+
+#[tokio::test]
+async fn attaching_without_the_exported_kubeconfig_names_the_setup_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = KindOptions::new("rehearsal", dir.path());
+    o.exported_kubeconfig = Some(dir.path().join("missing.kubeconfig"));
+    let err = Kind::attach(o).await.unwrap_err().to_string();
+    assert!(
+        err.contains("missing.kubeconfig") && err.contains("kind-cluster") && !err.contains('\n'),
+        "{err}"
+    );
+}

@@ -590,3 +590,62 @@ async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
     assert!(!argv.contains("--retain"), "{argv}");
     assert!(records.iter().all(|r| r.success()), "{records:?}");
 }
+
+/// Defect: every scenario test process ran `kind get clusters` and `kind export kubeconfig`
+/// into the one kubeconfig file the others were reading (kind's lock is create-exclusive and
+/// does not retry), so concurrent cases failed at random. Now the setup script exports once
+/// and the test processes — several at a time here — only read that kubeconfig: `kind` is not
+/// run again, and an attached process never deletes the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_processes_attach_to_kind_without_running_kind() {
+    use rehearsal::run::{self, Cluster};
+    require_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let cluster = unique("rh");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let kubeconfig = state.join("rehearsal.kubeconfig");
+    // The setup script's one export.
+    let setup = std::process::Command::new(&kind)
+        .args(["export", "kubeconfig", "--name", &cluster, "--kubeconfig"])
+        .arg(&kubeconfig)
+        .status()
+        .unwrap();
+    assert!(setup.success());
+
+    let context = format!("kind-{cluster}");
+    let vars = [
+        ("REHEARSAL_CLUSTER", "kind".to_string()),
+        ("REHEARSAL_KIND_CLUSTER", cluster.clone()),
+        ("REHEARSAL_KIND_STATE", state.display().to_string()),
+        ("REHEARSAL_KUBECONFIG", kubeconfig.display().to_string()),
+        ("REHEARSAL_CONTEXT", context.clone()),
+    ];
+    let mut target =
+        Cluster::from_nextest_env(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
+            .unwrap();
+    // Were `kind` run, the recording stand-in would log it.
+    if let Cluster::Kind(options) = &mut target {
+        options.kind_program = kind.display().to_string();
+    }
+    let backends =
+        futures::future::join_all((0..4).map(|_| run::start_backend(&target, None))).await;
+    for backend in backends {
+        let backend = backend.expect("attach");
+        assert_eq!(
+            backend.kubeconfig(),
+            (kubeconfig.as_path(), context.as_str())
+        );
+        backend.teardown(false).await.unwrap();
+    }
+    let argv = std::fs::read_to_string(dir.path().join("kind-argv.log")).unwrap();
+    assert_eq!(
+        argv.lines().collect::<Vec<_>>(),
+        [format!(
+            "export kubeconfig --name {cluster} --kubeconfig {}",
+            kubeconfig.display()
+        )],
+        "only the setup script's export may run kind"
+    );
+}

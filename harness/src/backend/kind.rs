@@ -3,6 +3,8 @@
 //!
 //! - The node image is pinned by digest ([`NodeImage::for_arch`]).
 //! - An existing cluster of the same name is reused (CI creates it once per job).
+//! - The test processes of a nextest bucket run only attach ([`Kind::attach`]) through the
+//!   kubeconfig the setup script exported once; they never run `kind`.
 //! - On a failed create the nodes are kept when `keep_on_failure` is set (`--retain`).
 //! - Images are loaded per node as a single-platform archive imported with `ctr`, avoiding the
 //!   multi-platform `kind load` failure.
@@ -75,6 +77,10 @@ pub struct KindOptions {
     pub kind_program: String,
     /// What to install once the cluster is up (boxed: options are passed around by value).
     pub deploy: Box<KindDeploy>,
+    /// The kubeconfig another process exported once for this cluster (the nextest setup
+    /// script's `REHEARSAL_KUBECONFIG`): set, the harness attaches through it ([`Kind::attach`])
+    /// and never runs `kind`.
+    pub exported_kubeconfig: Option<PathBuf>,
 }
 
 /// The operator under test on Kind.
@@ -115,6 +121,7 @@ impl KindOptions {
             wait: Duration::from_secs(300),
             kind_program: std::env::var("REHEARSAL_KIND").unwrap_or_else(|_| "kind".into()),
             deploy: Box::new(KindDeploy::Nothing),
+            exported_kubeconfig: None,
         }
     }
 
@@ -260,6 +267,9 @@ fn cmd(argv: &[String]) -> Cmd {
 pub enum Provenance {
     Created,
     Reused,
+    /// Reached through a kubeconfig another process exported; `kind` was not run and teardown
+    /// never deletes the cluster.
+    Attached,
 }
 
 /// A Kind cluster the harness created or reused.
@@ -331,6 +341,39 @@ impl Kind {
         };
         kind.deploy().await?;
         Ok(kind)
+    }
+
+    /// Connects to the cluster through [`KindOptions::exported_kubeconfig`], which the process
+    /// that brought the cluster up exported once (the nextest setup script `kind-cluster`).
+    ///
+    /// Never runs `kind`: every scenario test process attaches at the same time, and concurrent
+    /// `kind export kubeconfig` calls into one file fail (kind's lock file is create-exclusive
+    /// and only `kind create cluster` retries). Nothing is deployed; the setup did that.
+    pub async fn attach(options: KindOptions) -> Result<Self, BackendError> {
+        let Some(kubeconfig) = options.exported_kubeconfig.clone() else {
+            return Err(BackendError::Setup(format!(
+                "no exported kubeconfig for Kind cluster {}; set REHEARSAL_KUBECONFIG (the nextest setup script `kind-cluster` exports it)",
+                options.cluster_name
+            )));
+        };
+        if !kubeconfig.is_file() {
+            return Err(BackendError::Setup(format!(
+                "the exported kubeconfig {} does not exist; run the cases with a bucket profile and REHEARSAL_CLUSTER=kind, whose setup script `kind-cluster` writes it",
+                kubeconfig.display()
+            )));
+        }
+        let engine = NodeEngine::connect().await?;
+        let context = options.context();
+        let client = super::pinned_client(&kubeconfig, &context).await?;
+        Ok(Self {
+            kubeconfig_path: kubeconfig,
+            options,
+            context,
+            client,
+            engine,
+            log: ProcessLog::default(),
+            provenance: Provenance::Attached,
+        })
     }
 
     /// Installs what [`KindOptions::deploy`] names.
@@ -503,7 +546,8 @@ impl Backend for Kind {
 
     fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, Result<(), BackendError>> {
         Box::pin(async move {
-            if !keep {
+            // An attached cluster belongs to the process that brought it up.
+            if !keep && self.provenance != Provenance::Attached {
                 cmd(&self.options.delete_argv())
                     .run_checked(&self.log)
                     .await?;
