@@ -267,3 +267,24 @@ fn images_job_ships_the_operator_image_the_harness_deploys() {
         );
     }
 }
+
+/// The image tarball CI loads into Kind holds every image `rehearse run --cluster kind` loads
+/// (the images the cases use).
+#[test]
+fn images_job_ships_every_image_the_cases_use() {
+    let wf = workflow();
+    let save = wf["jobs"]["images"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.contains("docker save"))
+        .unwrap();
+    let saved: Vec<&str> = save.split_whitespace().collect();
+    for image in rehearsal::deploy::images::for_cases() {
+        assert!(
+            saved.contains(&image.as_str()),
+            "{image} is used by the cases but not in the images tarball"
+        );
+    }
+}

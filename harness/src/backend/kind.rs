@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::node_engine::{NodeEngine, cri_container_id};
 use super::{Arch, Backend, BackendError, BackendKind, BoxFuture, PortForward, Reach};
 use crate::deploy::helm::{HelmConfig, HelmInstall};
-use crate::deploy::reference_operator;
+use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog, ProcessRecord};
 
 /// The Kind release whose node image the harness pins (Kubernetes 1.33.1).
@@ -89,9 +89,9 @@ pub enum KindDeploy {
     /// Nothing (the caller deploys, or the cluster is reused with an operator already in it).
     #[default]
     Nothing,
-    /// The reference operator: its image loaded into the nodes, its manifests applied, then
-    /// its Deployment awaited.
-    ReferenceOperator { manifests: PathBuf, bound: Duration },
+    /// The reference operator: every image the cases use loaded into the nodes, then the CRDs
+    /// and its manifests applied and its rollout awaited ([`KindInstall`]).
+    ReferenceOperator(KindInstall),
     /// Gameplane's Helm chart (`helm upgrade --install … --wait`) run with `helm_program`
     /// (default `helm`, or `REHEARSAL_HELM`).
     Helm {
@@ -380,19 +380,17 @@ impl Kind {
     async fn deploy(&self) -> Result<(), BackendError> {
         match self.options.deploy.as_ref() {
             KindDeploy::Nothing => Ok(()),
-            KindDeploy::ReferenceOperator { manifests, bound } => {
-                self.load_images(&[reference_operator::IMAGE.to_string()])
-                    .await?;
-                reference_operator::deploy_manifests(
-                    &self.client,
-                    &self.kubeconfig_path,
-                    &self.context,
-                    manifests,
-                    *bound,
-                    &self.log,
-                )
-                .await
-                .map_err(|e| BackendError::Setup(format!("deploy the reference operator: {e}")))
+            KindDeploy::ReferenceOperator(install) => {
+                // Images first: the operator's pod and the cases' pods must never try a pull.
+                self.load_images(&install.images).await?;
+                install
+                    .apply(&self.kubeconfig_path, &self.context, &self.log)
+                    .await
+                    .map_err(|e| {
+                        BackendError::Setup(format!(
+                            "install the CRDs and the reference operator: {e}"
+                        ))
+                    })
             }
             KindDeploy::Helm {
                 config,

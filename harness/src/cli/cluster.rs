@@ -5,9 +5,10 @@
 //!   then shuts it down cleanly. The kubeconfig written to PATH is removed at shutdown because
 //!   it points at a server that no longer exists; a `--state-dir` is never removed (that is
 //!   where volumes and logs are kept for inspection).
-//! - `rehearse cluster up --kind [--name N] [--state-dir DIR] [--reference-operator DIR |
-//!   --helm-chart CHART [--helm-values FILE…]]` creates (or reuses) a Kind cluster, deploys the
-//!   operator under test and returns; `rehearse cluster down --kind [--name N]` deletes it.
+//! - `rehearse cluster up --kind [--name N] [--state-dir DIR] [--reference-operator DIR
+//!   [--crds DIR] | --helm-chart CHART [--helm-values FILE…]]` creates (or reuses) a Kind
+//!   cluster, deploys the operator under test (for the reference operator: every image the cases
+//!   use, the CRDs, the operator) and returns; `rehearse cluster down --kind [--name N]` deletes it.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,6 +18,7 @@ use crate::backend::Backend;
 use crate::backend::embedded::{Embedded, EmbeddedOptions};
 use crate::backend::kind::{Kind, KindDeploy, KindOptions};
 use crate::deploy::helm::HelmConfig;
+use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog};
 
 #[derive(Debug, clap::Subcommand)]
@@ -57,9 +59,13 @@ pub struct UpArgs {
     /// Kind: keep the nodes of a failed create for inspection.
     #[arg(long)]
     pub keep_on_failure: bool,
-    /// Kind: deploy the reference operator from these manifests (its image must be built).
+    /// Kind: deploy the reference operator from these manifests, after loading every image the
+    /// cases use (they must be built) and installing the CRDs of --crds.
     #[arg(long, value_name = "DIR", conflicts_with = "helm_chart")]
     pub reference_operator: Option<PathBuf>,
+    /// Kind: the CRDs installed with --reference-operator.
+    #[arg(long, value_name = "DIR", default_value = "fixtures/crds")]
+    pub crds: PathBuf,
     /// Kind: install Gameplane's Helm chart from this path.
     #[arg(long, value_name = "CHART")]
     pub helm_chart: Option<PathBuf>,
@@ -165,10 +171,10 @@ async fn up_kind(args: UpArgs) -> Result<(), CliError> {
     options.backup_repo_dir = args.backup_repo.clone();
     options.keep_on_failure = args.keep_on_failure;
     if let Some(manifests) = &args.reference_operator {
-        *options.deploy = KindDeploy::ReferenceOperator {
-            manifests: manifests.clone(),
-            bound: Duration::from_secs(300),
-        };
+        let mut install = KindInstall::for_cases(std::path::Path::new(""));
+        install.manifests = manifests.clone();
+        install.crds = args.crds.clone();
+        *options.deploy = KindDeploy::ReferenceOperator(install);
     } else if let Some(chart) = &args.helm_chart {
         *options.deploy = KindDeploy::helm(HelmConfig {
             release: "gameplane".into(),
