@@ -182,3 +182,38 @@ async fn attaching_without_the_exported_kubeconfig_names_the_setup_script() {
         "{err}"
     );
 }
+
+/// Defect: `--backup-repo` was mounted at a node path no repository used, so the mount was
+/// dead. It now covers the directory the cases' backup Jobs mount.
+#[test]
+fn the_backup_repo_mount_is_where_the_cases_keep_their_repositories() {
+    use rehearsal::backend::kind::NODE_BACKUP_REPO;
+    let config = options("amd64").render_config().unwrap();
+    assert!(
+        config.contains(&format!("containerPath: {NODE_BACKUP_REPO}\n")),
+        "{config}"
+    );
+    let repo = rehearsal::cases::fixture::repo_path("rh-stopped-server-backups-1");
+    assert_eq!(
+        std::path::Path::new(&repo).parent(),
+        Some(std::path::Path::new(NODE_BACKUP_REPO)),
+        "repositories live at {repo}, the mount is at {NODE_BACKUP_REPO}"
+    );
+}
+
+#[test]
+fn only_paths_well_below_the_root_are_removed_as_repositories() {
+    use rehearsal::backend::repository_path;
+    assert!(repository_path("/var/tmp/rehearsal-repos/rh-x").is_ok());
+    for bad in [
+        "/",
+        "/var",
+        "var/tmp/x",
+        "/var/tmp/../../etc",
+        "/var/./tmp/x",
+        "",
+    ] {
+        let err = repository_path(bad).unwrap_err().to_string();
+        assert!(err.starts_with("refusing to remove"), "{bad}: {err}");
+    }
+}

@@ -812,3 +812,65 @@ fn rehearse_run_on_kind_installs_the_operator_then_runs_the_case() {
         "{case:?}"
     );
 }
+
+/// Defect: a case's repository was deleted on the machine running the harness, while on Kind it
+/// lives inside the node. The Kind backend removes it inside the node and leaves the host's
+/// path of the same name alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
+    use rehearsal::backend::Backend;
+    use rehearsal::backend::kind::{Kind, KindOptions};
+    require_engine();
+    let engine = NodeEngine::connect().await.expect("engine answers");
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = unique("rh");
+    let repo = format!("rehearsal.local/{}", unique("test-repo-node"));
+    let image = format!("{repo}:latest");
+    let node = format!("{cluster}-control-plane");
+    let _cleanup = Cleanup {
+        engine: engine.clone(),
+        containers: vec![node.clone()],
+        images: vec![image.clone()],
+    };
+    import_test_image(&engine, &repo, "latest").await;
+    start_node(&engine, &image, &node, &cluster).await;
+    let kind = fake_kind(dir.path());
+    let kubeconfig = dir.path().join("rehearsal.kubeconfig");
+    let export = std::process::Command::new(&kind)
+        .args(["export", "kubeconfig", "--name", &cluster, "--kubeconfig"])
+        .arg(&kubeconfig)
+        .status()
+        .unwrap();
+    assert!(export.success());
+    let mut options = KindOptions::new(&cluster, dir.path());
+    options.exported_kubeconfig = Some(kubeconfig);
+    let backend = Kind::attach(options).await.expect("attach");
+
+    let path = rehearsal::cases::fixture::repo_path(&unique("rh-case"));
+    exec_out(
+        &engine,
+        &node,
+        &["mkdir", "-p", &format!("{path}/snapshots")],
+    )
+    .await;
+    // The host's path of the same name (what the old cleanup removed) must survive.
+    let host_twin = dir.path().join("host-twin");
+    std::fs::create_dir_all(&host_twin).unwrap();
+    backend
+        .remove_repository(&path)
+        .await
+        .expect("remove in the node");
+    let gone = engine.exec(&node, &["test", "-e", &path]).await.unwrap();
+    assert_eq!(gone.exit_code, Some(1), "{path} still exists in the node");
+    // The repositories' root stays (other cases' repositories live there).
+    let root = engine
+        .exec(
+            &node,
+            &["test", "-d", rehearsal::backend::kind::NODE_BACKUP_REPO],
+        )
+        .await
+        .unwrap();
+    assert_eq!(root.exit_code, Some(0));
+    assert!(host_twin.is_dir());
+    assert!(backend.remove_repository("/").await.is_err());
+}

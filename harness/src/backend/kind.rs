@@ -29,8 +29,10 @@ pub const KIND_RELEASE: &str = "v0.29.0";
 /// Label Kind puts on every node container of a cluster.
 pub const CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
 
-/// Where the backup repository directory appears inside the node.
-pub const NODE_BACKUP_REPO: &str = "/var/lib/rehearsal/backup-repo";
+/// Where the cases' restic repositories live inside the node (the root of
+/// [`crate::cases::fixture::repo_path`], which the backup Jobs mount with hostPath); a
+/// `--backup-repo` host directory is mounted here, so the repositories land in it.
+pub const NODE_BACKUP_REPO: &str = "/var/tmp/rehearsal-repos";
 
 /// A node image reference pinned by digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -524,6 +526,21 @@ impl Backend for Kind {
                         .import_into_node(&node, &format!("image-{i}.tar"), archive, &arch)
                         .await?;
                 }
+            }
+            Ok(())
+        })
+    }
+
+    /// Inside every node: the repository is the node's directory (or, with `--backup-repo`,
+    /// the host directory mounted there), never a path of the machine running the harness.
+    fn remove_repository<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let path = super::repository_path(path)?;
+            let path = path.to_str().unwrap_or_default();
+            for node in self.nodes().await? {
+                self.engine
+                    .exec_checked(&node, &["rm", "-rf", path])
+                    .await?;
             }
             Ok(())
         })

@@ -53,7 +53,8 @@ pub struct UpArgs {
     /// Kind: cluster name.
     #[arg(long, default_value = "rehearsal")]
     pub name: String,
-    /// Kind: host directory mounted into the node for the backup repository.
+    /// Kind: host directory mounted into the node where the cases' restic repositories live
+    /// (/var/tmp/rehearsal-repos), so they can be inspected from the host.
     #[arg(long)]
     pub backup_repo: Option<PathBuf>,
     /// Kind: keep the nodes of a failed create for inspection.
