@@ -120,3 +120,37 @@ fn collect_local_images(value: &serde_json::Value, out: &mut std::collections::B
         _ => {}
     }
 }
+
+/// Gameplane's GameTemplate `rcon.protocol` enum (charts/gameplane CRD, Aug 2026).
+const GAMEPLANE_RCON_PROTOCOLS: &[&str] = &[
+    "source",
+    "telnet",
+    "websocket",
+    "battleye",
+    "satisfactory",
+    "palworld",
+    "nuclearoption",
+    "none",
+];
+
+/// Defect: the fixture template said `rcon.protocol: minecraft`, which Gameplane's CRD rejects;
+/// Minecraft's RCON is the Source RCON protocol.
+#[test]
+fn the_fixture_template_names_an_rcon_protocol_gameplane_accepts() {
+    use rehearsal::cases::fixture::{self, FixtureOptions};
+    let template = fixture::template("t", &FixtureOptions::default());
+    let protocol = template
+        .spec
+        .rcon
+        .as_ref()
+        .and_then(|r| r.protocol.as_deref())
+        .unwrap_or("(unset)");
+    assert!(
+        GAMEPLANE_RCON_PROTOCOLS.contains(&protocol),
+        "rcon.protocol {protocol:?} is not in Gameplane's enum {GAMEPLANE_RCON_PROTOCOLS:?}"
+    );
+    assert_eq!(
+        protocol, "source",
+        "Minecraft's RCON is the Source RCON protocol"
+    );
+}
