@@ -95,6 +95,41 @@ impl Cluster {
     }
 }
 
+/// The operator under test as a scenario test process names it in its bundle, from
+/// `REHEARSAL_OPERATOR` (set by the workflow's deploy step; `lookup` reads a variable):
+///
+/// - unset or `reference`: the reference operator of this workspace (its version is this
+///   build's: the embedded cluster runs the binary next to the tests, Kind the image built from
+///   the same commit);
+/// - `gameplane-chart`: Gameplane from its Helm chart, at `REHEARSAL_OPERATOR_VERSION` (the
+///   chart's version as the deploy step read it) — required: a bundle never names a version
+///   nobody read.
+///
+/// The error is one line naming the variable and the fix.
+pub fn operator_from_nextest_env(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<crate::evidence::bundle::Operator, String> {
+    use crate::evidence::bundle::Operator;
+    match lookup("REHEARSAL_OPERATOR").as_deref() {
+        None | Some("reference") => Ok(Operator {
+            name: "reference-operator".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }),
+        Some("gameplane-chart") => {
+            let version = lookup("REHEARSAL_OPERATOR_VERSION").filter(|v| !v.is_empty()).ok_or(
+                "REHEARSAL_OPERATOR=gameplane-chart but REHEARSAL_OPERATOR_VERSION is unset; export the version of the chart that was installed (its Chart.yaml `version`)",
+            )?;
+            Ok(Operator {
+                name: "gameplane".into(),
+                version,
+            })
+        }
+        Some(other) => Err(format!(
+            "REHEARSAL_OPERATOR={other:?} is not one of reference, gameplane-chart; set it to the operator the cluster runs"
+        )),
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {

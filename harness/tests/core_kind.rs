@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use rehearsal::backend::Arch;
 use rehearsal::backend::kind::{Kind, KindOptions};
-use rehearsal::deploy::helm::{HelmConfig, HelmInstall, ImageOverride};
+use rehearsal::deploy::helm::{GameplaneImages, HelmConfig, HelmInstall};
 
 fn options(arch: &str) -> KindOptions {
     let mut o = KindOptions::new("rehearsal", "/var/tmp/rehearsal-state");
@@ -52,27 +52,42 @@ fn kind_argv() {
     insta::assert_json_snapshot!(argv);
 }
 
+/// Gameplane's chart installed with the values its own e2e sets, under the chart's real keys
+/// (Helm ignores unknown keys silently: `controller.image`/`agent.image` did nothing).
 #[test]
 fn helm_invocation() {
-    let config = HelmConfig {
-        release: "gameplane".into(),
-        chart: "/src/gameplane/charts/gameplane".into(),
-        values: vec!["/src/rehearsal/fixtures/helm/values-kind.yaml".into()],
-        images: vec![
-            ImageOverride {
-                key: "controller.image".into(),
-                reference: "rehearsal.local/gameplane:candidate@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into(),
-            },
-            ImageOverride {
-                key: "agent.image".into(),
-                reference: "rehearsal.local/fixture-agent:1.0".into(),
-            },
-        ],
-        timeout_secs: 300,
-    };
+    let config = HelmConfig::gameplane(
+        "/src/gameplane/charts/gameplane",
+        &GameplaneImages {
+            registry: "gameplane-test".into(),
+            tag: "e2e-4f1c2e9".into(),
+            agent: "gameplane-test/agent:e2e-4f1c2e9".into(),
+        },
+    );
     let mut install = HelmInstall::new(config, "/state/kubeconfig".as_ref(), "kind-rehearsal");
     install.helm_program = "helm".into();
-    insta::assert_json_snapshot!(install.argv());
+    let argv = install.argv();
+    // Only keys of Gameplane's chart (charts/gameplane values.yaml).
+    const CHART_KEYS: &[&str] = &[
+        "image.registry",
+        "image.tag",
+        "operator.agentImage",
+        "ingress.enabled",
+        "web.enabled",
+        "defaultModuleSource.enabled",
+        "operator.leaderElect",
+    ];
+    let set: Vec<&str> = argv
+        .windows(2)
+        .filter(|w| w[0] == "--set" || w[0] == "--set-string")
+        .map(|w| w[1].split_once('=').unwrap().0)
+        .collect();
+    assert_eq!(set, CHART_KEYS);
+    assert!(
+        !argv.iter().any(|a| a == "--values"),
+        "no values file that does not exist"
+    );
+    insta::assert_json_snapshot!(argv);
 }
 
 #[test]
@@ -216,4 +231,80 @@ fn only_paths_well_below_the_root_are_removed_as_repositories() {
         let err = repository_path(bad).unwrap_err().to_string();
         assert!(err.starts_with("refusing to remove"), "{bad}: {err}");
     }
+}
+
+/// Without the tag and agent of the Gameplane images that were built and loaded, the chart
+/// would silently run its published images: refused, naming the flags.
+#[test]
+fn cluster_up_with_the_chart_needs_the_gameplane_images() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args([
+            "cluster",
+            "up",
+            "--kind",
+            "--helm-chart",
+            "charts/gameplane",
+        ])
+        .arg("--state-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--gameplane-tag") && stderr.contains("--gameplane-agent-image"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+/// Defect: the workflow wrote REHEARSAL_OPERATOR but nothing read it, so every bundle said
+/// "reference-operator" even when Gameplane's chart ran. Every value the workflow's deploy step
+/// writes names an operator, and an unknown or unversioned one is refused.
+#[test]
+fn the_operator_a_bundle_names_comes_from_the_deploy_step() {
+    use rehearsal::run::operator_from_nextest_env;
+    let reference = operator_from_nextest_env(env(&[])).unwrap();
+    assert_eq!(reference.name, "reference-operator");
+    let gameplane = operator_from_nextest_env(env(&[
+        ("REHEARSAL_OPERATOR", "gameplane-chart"),
+        ("REHEARSAL_OPERATOR_VERSION", "0.9.2"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        (gameplane.name.as_str(), gameplane.version.as_str()),
+        ("gameplane", "0.9.2")
+    );
+    let err =
+        operator_from_nextest_env(env(&[("REHEARSAL_OPERATOR", "gameplane-chart")])).unwrap_err();
+    assert!(
+        err.contains("REHEARSAL_OPERATOR_VERSION") && !err.contains('\n'),
+        "{err}"
+    );
+    assert!(operator_from_nextest_env(env(&[("REHEARSAL_OPERATOR", "gameplane")])).is_err());
+
+    let workflow = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.github/workflows/rehearsal.yml"),
+    )
+    .unwrap();
+    let written: Vec<&str> = workflow
+        .lines()
+        .filter_map(|l| l.split("echo \"REHEARSAL_OPERATOR=").nth(1))
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(written, ["gameplane-chart", "reference"], "{workflow}");
+    for value in written {
+        let operator = operator_from_nextest_env(env(&[
+            ("REHEARSAL_OPERATOR", value),
+            ("REHEARSAL_OPERATOR_VERSION", "1.2.3"),
+        ]))
+        .unwrap_or_else(|e| panic!("the workflow writes REHEARSAL_OPERATOR={value}: {e}"));
+        assert_ne!(
+            (value == "gameplane-chart"),
+            (operator.name == "reference-operator"),
+            "{value} → {operator:?}"
+        );
+    }
+    assert!(workflow.contains("echo \"REHEARSAL_OPERATOR_VERSION=$chart_version\""));
 }

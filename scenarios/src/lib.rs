@@ -9,6 +9,8 @@
 //! - `REHEARSAL_REPORTS`: where bundles go (default `target/rehearsal-bundles/`); each test
 //!   writes `<reports>/<run-id>-<case>/`.
 //! - `REHEARSAL_MUTANT`: deploy the reference operator with this mutant (embedded only).
+//! - `REHEARSAL_OPERATOR` (`reference` or `gameplane-chart`, with `REHEARSAL_OPERATOR_VERSION`):
+//!   the operator the bundle names (`rehearsal::run::operator_from_nextest_env`).
 
 use std::path::PathBuf;
 
@@ -66,13 +68,16 @@ async fn rehearse_async(case: &str) {
         .unwrap_or_else(|_| run::new_run_id());
     let dir = Bundle::dir_for(reports_root(), &format!("{run_id}-{}", case.name));
     let arch = rehearsal::backend::Arch::host().as_str().to_string();
+    // The operator the cluster runs, as the deploy step named it (REHEARSAL_OPERATOR).
+    let operator = run::operator_from_nextest_env(|var| std::env::var(var).ok())
+        .unwrap_or_else(|e| panic!("{e}"));
     let bundle = Bundle::create(
         &dir,
         BundleMeta::new(
             &run_id,
             &run::current_commit(),
-            "reference-operator",
-            env!("CARGO_PKG_VERSION"),
+            &operator.name,
+            &operator.version,
             &arch,
         ),
     )

@@ -17,14 +17,14 @@ use super::CliError;
 use crate::backend::Backend;
 use crate::backend::embedded::{Embedded, EmbeddedOptions};
 use crate::backend::kind::{Kind, KindDeploy, KindOptions};
-use crate::deploy::helm::HelmConfig;
+use crate::deploy::helm::{GameplaneImages, HelmConfig};
 use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ClusterCommand {
     /// Start a cluster: --embedded (foreground until Ctrl-C) or --kind.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Delete a Kind cluster made by `cluster up --kind`.
     Down(DownArgs),
 }
@@ -70,9 +70,24 @@ pub struct UpArgs {
     /// Kind: install Gameplane's Helm chart from this path.
     #[arg(long, value_name = "CHART")]
     pub helm_chart: Option<PathBuf>,
-    /// Kind: values files for the chart (repeatable).
+    /// Kind: values files for the chart (repeatable; the image values below still win).
     #[arg(long, value_name = "FILE", requires = "helm_chart")]
     pub helm_values: Vec<PathBuf>,
+    /// Kind: the chart's `image.registry`, where the Gameplane images you built and loaded are
+    /// named (Gameplane's e2e: gameplane-test).
+    #[arg(
+        long,
+        value_name = "REGISTRY",
+        requires = "helm_chart",
+        default_value = "gameplane-test"
+    )]
+    pub gameplane_registry: String,
+    /// Kind: the chart's `image.tag` of those images (required with --helm-chart).
+    #[arg(long, value_name = "TAG", requires = "helm_chart")]
+    pub gameplane_tag: Option<String>,
+    /// Kind: the chart's `operator.agentImage` (required with --helm-chart).
+    #[arg(long, value_name = "IMAGE", requires = "helm_chart")]
+    pub gameplane_agent_image: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -94,8 +109,8 @@ fn default_kind_state(name: &str) -> PathBuf {
 
 pub async fn run(command: ClusterCommand) -> Result<(), CliError> {
     match command {
-        ClusterCommand::Up(args) if args.embedded => up_embedded(args).await,
-        ClusterCommand::Up(args) => up_kind(args).await,
+        ClusterCommand::Up(args) if args.embedded => up_embedded(*args).await,
+        ClusterCommand::Up(args) => up_kind(*args).await,
         ClusterCommand::Down(args) => down_kind(args).await,
     }
 }
@@ -177,13 +192,21 @@ async fn up_kind(args: UpArgs) -> Result<(), CliError> {
         install.crds = args.crds.clone();
         *options.deploy = KindDeploy::ReferenceOperator(install);
     } else if let Some(chart) = &args.helm_chart {
-        *options.deploy = KindDeploy::helm(HelmConfig {
-            release: "gameplane".into(),
-            chart: chart.clone(),
-            values: args.helm_values.clone(),
-            images: Vec::new(),
-            timeout_secs: 300,
-        });
+        let (Some(tag), Some(agent)) = (&args.gameplane_tag, &args.gameplane_agent_image) else {
+            return Err(CliError::usage(
+                "--helm-chart needs --gameplane-tag TAG and --gameplane-agent-image IMAGE: the Gameplane images you built and loaded (Helm would silently fall back to the chart's published images)",
+            ));
+        };
+        let mut config = HelmConfig::gameplane(
+            chart.clone(),
+            &GameplaneImages {
+                registry: args.gameplane_registry.clone(),
+                tag: tag.clone(),
+                agent: agent.clone(),
+            },
+        );
+        config.values = args.helm_values.clone();
+        *options.deploy = KindDeploy::helm(config);
     }
     let backend = Kind::up(options.clone())
         .await
