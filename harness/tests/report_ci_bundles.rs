@@ -390,3 +390,70 @@ fn the_workflow_report_step_reports_every_uploaded_bundle() {
     assert!(summary.contains("**killed**"), "{summary}");
     assert!(workspace.join("report/report.html").is_file());
 }
+
+/// What CI does, for real and end to end on the embedded cluster: a bucket profile run of the
+/// scenarios with real nextest (two cases, so two bundles of one architecture, written by the
+/// test processes themselves), then the workflow's report step over them laid out as the
+/// bucket job uploads them.
+#[test]
+fn a_real_bucket_run_is_reported_by_the_workflow_step() {
+    let root = tempfile::tempdir().unwrap();
+    let workspace = root.path().join("work");
+    let runner_temp = root.path().join("runner");
+    std::fs::create_dir_all(runner_temp.join("build")).unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_rehearse"),
+        runner_temp.join("build/rehearse"),
+    )
+    .unwrap();
+    let reports = workspace.join("bundles/bundle-backup-amd64/reports");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut run = Command::new(cargo);
+    run.args(["nextest", "run", "--locked", "--offline"])
+        .args(["-p", "rehearsal-scenarios", "--profile", "backup"])
+        .args([
+            "-E",
+            "test(=live_backup_agent_restart) | test(=stopped_server_backups)",
+        ])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .env("REHEARSAL_REPORTS", &reports)
+        .stdin(Stdio::null());
+    // The outer nextest's variables (run id, profile, setup-script exports) are not this run's,
+    // nor the ones cargo gives a test (package metadata, .cargo/config.toml's [env]): inherited,
+    // they change the build's fingerprints and cargo rebuilds the workspace.
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        let cargo_given = k.starts_with("CARGO_") && k != "CARGO_HOME" && k != "CARGO_TARGET_DIR";
+        if k.starts_with("NEXTEST")
+            || cargo_given
+            || k == "RUSTC_BOOTSTRAP"
+            || (k.starts_with("REHEARSAL_") && k != "REHEARSAL_REPORTS")
+        {
+            run.env_remove(&key);
+        }
+    }
+    let out = run.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bundles = std::fs::read_dir(&reports).unwrap().count();
+    assert_eq!(bundles, 2, "one bundle per case");
+
+    let (out, summary) = run_report_step(&workspace, &runner_temp);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let arch = rehearsal::backend::Arch::host();
+    assert!(
+        summary.contains(&format!("- **{arch}**: 2 passed")),
+        "{summary}"
+    );
+    for case in ["live_backup_agent_restart", "stopped_server_backups"] {
+        assert!(summary.contains(&format!("[`{case}`]")), "{summary}");
+    }
+}
