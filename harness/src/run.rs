@@ -17,6 +17,16 @@ use crate::backend::{Backend, BackendError};
 use crate::cases::{self, Case, CaseResult, RunOptions};
 use crate::evidence::bundle::{Bundle, BundleError, BundleMeta, BundleSummary, Verdict};
 
+/// The ceiling of one case (its waits have their own, smaller bounds). The one value every
+/// runner uses: `rehearse run`, the nextest scenarios, and — checked by
+/// `harness/tests/buckets_nextest_config.rs` — every nextest profile's slow-timeout, which must
+/// let the case reach this bound and record its verdict before nextest kills the process.
+pub const CASE_BOUND: Duration = Duration::from_secs(600);
+
+/// What a case's process needs beyond [`CASE_BOUND`]: starting (or reaching) the cluster,
+/// collecting a failed case's artifacts, tearing down and finalizing the bundle.
+pub const CASE_OVERHEAD: Duration = Duration::from_secs(120);
+
 /// Which cluster a run uses.
 #[derive(Debug, Clone)]
 pub enum Cluster {
@@ -29,6 +39,95 @@ pub enum Cluster {
         kubeconfig: PathBuf,
         context: String,
     },
+}
+
+impl Cluster {
+    /// The cluster a scenario test process uses, from the environment nextest gives it
+    /// (`lookup` reads a variable; `std::env::var` in the scenarios):
+    ///
+    /// - `REHEARSAL_CLUSTER` unset or `embedded`: its own embedded cluster;
+    /// - `kind`: the Kind cluster the setup script `kind-cluster` brought up, attached through
+    ///   the `REHEARSAL_KUBECONFIG` it exported once and `REHEARSAL_CONTEXT` (which must be
+    ///   `kind-<REHEARSAL_KIND_CLUSTER>`); the test process never runs `kind` itself;
+    /// - `existing`: `REHEARSAL_KUBECONFIG` and `REHEARSAL_CONTEXT`.
+    ///
+    /// The error is one line naming the variable and the fix.
+    pub fn from_nextest_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Cluster, String> {
+        let required =
+            |var: &str, why: &str| lookup(var).ok_or_else(|| format!("{var} is unset; {why}"));
+        match lookup("REHEARSAL_CLUSTER").as_deref() {
+            None | Some("embedded") => Ok(Cluster::Embedded),
+            Some("kind") => {
+                let name = lookup("REHEARSAL_KIND_CLUSTER").unwrap_or_else(|| "rehearsal".into());
+                let exported = "run the cases with a bucket profile (e.g. `cargo nextest run -p rehearsal-scenarios --profile backup`), whose setup script `kind-cluster` exports the Kind cluster's kubeconfig once";
+                let kubeconfig = required("REHEARSAL_KUBECONFIG", exported)?;
+                let context = required("REHEARSAL_CONTEXT", exported)?;
+                let state = lookup("REHEARSAL_KIND_STATE")
+                    .map(PathBuf::from)
+                    .or_else(|| {
+                        std::path::Path::new(&kubeconfig)
+                            .parent()
+                            .map(PathBuf::from)
+                    })
+                    .unwrap_or_default();
+                let mut options = crate::backend::kind::KindOptions::new(name, state);
+                if context != options.context() {
+                    return Err(format!(
+                        "REHEARSAL_CONTEXT={context} is not the context of Kind cluster {} ({}); the harness never acts on another context",
+                        options.cluster_name,
+                        options.context()
+                    ));
+                }
+                options.exported_kubeconfig = Some(kubeconfig.into());
+                Ok(Cluster::Kind(options))
+            }
+            Some("existing") => Ok(Cluster::Existing {
+                kubeconfig: required("REHEARSAL_KUBECONFIG", "export the kubeconfig path")?.into(),
+                context: required(
+                    "REHEARSAL_CONTEXT",
+                    "the harness never acts on a context it was not told to use",
+                )?,
+            }),
+            Some(other) => Err(format!(
+                "REHEARSAL_CLUSTER={other:?} is not one of embedded, kind, existing"
+            )),
+        }
+    }
+}
+
+/// The operator under test as a scenario test process names it in its bundle, from
+/// `REHEARSAL_OPERATOR` (set by the workflow's deploy step; `lookup` reads a variable):
+///
+/// - unset or `reference`: the reference operator of this workspace (its version is this
+///   build's: the embedded cluster runs the binary next to the tests, Kind the image built from
+///   the same commit);
+/// - `gameplane-chart`: Gameplane from its Helm chart, at `REHEARSAL_OPERATOR_VERSION` (the
+///   chart's version as the deploy step read it) — required: a bundle never names a version
+///   nobody read.
+///
+/// The error is one line naming the variable and the fix.
+pub fn operator_from_nextest_env(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<crate::evidence::bundle::Operator, String> {
+    use crate::evidence::bundle::Operator;
+    match lookup("REHEARSAL_OPERATOR").as_deref() {
+        None | Some("reference") => Ok(Operator {
+            name: "reference-operator".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }),
+        Some("gameplane-chart") => {
+            let version = lookup("REHEARSAL_OPERATOR_VERSION").filter(|v| !v.is_empty()).ok_or(
+                "REHEARSAL_OPERATOR=gameplane-chart but REHEARSAL_OPERATOR_VERSION is unset; export the version of the chart that was installed (its Chart.yaml `version`)",
+            )?;
+            Ok(Operator {
+                name: "gameplane".into(),
+                version,
+            })
+        }
+        Some(other) => Err(format!(
+            "REHEARSAL_OPERATOR={other:?} is not one of reference, gameplane-chart; set it to the operator the cluster runs"
+        )),
+    }
 }
 
 /// What to run.
@@ -113,6 +212,11 @@ pub async fn start_backend(
                 .await?;
             Ok(Box::new(b))
         }
+        // A test process of a nextest bucket run attaches through the kubeconfig the setup
+        // script exported; `rehearse run` and `cluster up` create or reuse the cluster.
+        Cluster::Kind(options) if options.exported_kubeconfig.is_some() => Ok(Box::new(
+            crate::backend::kind::Kind::attach(options.clone()).await?,
+        )),
         Cluster::Kind(options) => Ok(Box::new(
             crate::backend::kind::Kind::up(options.clone()).await?,
         )),

@@ -306,3 +306,83 @@ fn real_nextest_ci_profile_fails_flaky_tests() {
     // Nextest marks the retry's pass as "configured to fail if flaky" (FLKY-FL).
     assert!(all.contains("fail if flaky"), "{all}");
 }
+
+/// `"120s"`, `"10m"`, `"1h"`: the humantime forms this config uses.
+fn duration(text: &str) -> std::time::Duration {
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(0));
+    let n: u64 = number
+        .parse()
+        .unwrap_or_else(|_| panic!("unreadable duration {text:?}"));
+    match unit {
+        "s" => std::time::Duration::from_secs(n),
+        "m" => std::time::Duration::from_secs(n * 60),
+        "h" => std::time::Duration::from_secs(n * 3600),
+        _ => panic!("unreadable duration {text:?}: use s, m or h"),
+    }
+}
+
+/// When nextest kills a test: `period` × `terminate-after` of a `slow-timeout` table.
+fn kill_after(table: &toml::Value) -> Option<std::time::Duration> {
+    let period = duration(table.get("period")?.as_str()?);
+    let after = table.get("terminate-after")?.as_integer()?;
+    Some(period * u32::try_from(after).ok()?)
+}
+
+/// Defect: the bucket profiles inherited `ci`'s 60 s × 5 while a case may run for 600 s, so
+/// nextest killed slow cases before they recorded a verdict. Every profile (scenario cases run
+/// under all of them: the embedded cluster by default, Kind in the bucket profiles) must give a
+/// scenario case its bound plus its overhead, through an override in the profile itself, and no
+/// other slow-timeout override may match a case first.
+#[test]
+fn every_profile_lets_a_scenario_case_reach_its_bound() {
+    let manifest = real_manifest();
+    let config = config();
+    let scenarios = manifest.scenarios_filter();
+    let case_names: BTreeSet<String> = manifest.cases().map(|(_, c)| c.test.clone()).collect();
+    let needed = rehearsal::run::CASE_BOUND + rehearsal::run::CASE_OVERHEAD;
+    // The library's default options use the same bound (one source, not two).
+    assert_eq!(
+        rehearsal::cases::RunOptions::default().case_bound,
+        rehearsal::run::CASE_BOUND
+    );
+    let profiles = config["profile"].as_table().unwrap();
+    assert!(profiles.contains_key("default") && profiles.contains_key("ci"));
+    for (name, p) in profiles {
+        let overrides: Vec<&toml::Table> = p
+            .get("overrides")
+            .and_then(toml::Value::as_array)
+            .map(|o| o.iter().filter_map(toml::Value::as_table).collect())
+            .unwrap_or_default();
+        let with_timeout: Vec<&&toml::Table> = overrides
+            .iter()
+            .filter(|o| o.contains_key("slow-timeout"))
+            .collect();
+        let first = with_timeout.first().unwrap_or_else(|| {
+            panic!("[profile.{name}] has no slow-timeout override for the scenario cases ({scenarios}); scenario cases would be killed at the profile's slow-timeout")
+        });
+        assert_eq!(
+            str_of(first, "filter"),
+            Some(scenarios.as_str()),
+            "[profile.{name}]: the first slow-timeout override must be the scenario cases' one"
+        );
+        let kill = kill_after(&first["slow-timeout"]).unwrap_or_else(|| {
+            panic!("[profile.{name}] scenario slow-timeout needs period and terminate-after")
+        });
+        assert!(
+            kill >= needed,
+            "[profile.{name}] kills a scenario case after {kill:?}, before CASE_BOUND + CASE_OVERHEAD = {needed:?}: raise period × terminate-after"
+        );
+        // Any other slow-timeout override names one test that is not a case.
+        for o in &with_timeout[1..] {
+            let filter = str_of(o, "filter").unwrap_or("");
+            let test = filter
+                .strip_prefix("test(=")
+                .and_then(|f| f.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("[profile.{name}] override {filter:?} may match a scenario case before its own override; select one test with test(=NAME)"));
+            assert!(
+                !case_names.contains(test),
+                "[profile.{name}] override {filter:?} would shorten a case's slow-timeout"
+            );
+        }
+    }
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use rehearsal::backend::Arch;
 use rehearsal::backend::kind::{Kind, KindOptions};
-use rehearsal::deploy::helm::{HelmConfig, HelmInstall, ImageOverride};
+use rehearsal::deploy::helm::{GameplaneImages, HelmConfig, HelmInstall};
 
 fn options(arch: &str) -> KindOptions {
     let mut o = KindOptions::new("rehearsal", "/var/tmp/rehearsal-state");
@@ -52,27 +52,42 @@ fn kind_argv() {
     insta::assert_json_snapshot!(argv);
 }
 
+/// Gameplane's chart installed with the values its own e2e sets, under the chart's real keys
+/// (Helm ignores unknown keys silently: `controller.image`/`agent.image` did nothing).
 #[test]
 fn helm_invocation() {
-    let config = HelmConfig {
-        release: "gameplane".into(),
-        chart: "/src/gameplane/charts/gameplane".into(),
-        values: vec!["/src/rehearsal/fixtures/helm/values-kind.yaml".into()],
-        images: vec![
-            ImageOverride {
-                key: "controller.image".into(),
-                reference: "rehearsal.local/gameplane:candidate@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into(),
-            },
-            ImageOverride {
-                key: "agent.image".into(),
-                reference: "rehearsal.local/fixture-agent:1.0".into(),
-            },
-        ],
-        timeout_secs: 300,
-    };
+    let config = HelmConfig::gameplane(
+        "/src/gameplane/charts/gameplane",
+        &GameplaneImages {
+            registry: "gameplane-test".into(),
+            tag: "e2e-4f1c2e9".into(),
+            agent: "gameplane-test/agent:e2e-4f1c2e9".into(),
+        },
+    );
     let mut install = HelmInstall::new(config, "/state/kubeconfig".as_ref(), "kind-rehearsal");
     install.helm_program = "helm".into();
-    insta::assert_json_snapshot!(install.argv());
+    let argv = install.argv();
+    // Only keys of Gameplane's chart (charts/gameplane values.yaml).
+    const CHART_KEYS: &[&str] = &[
+        "image.registry",
+        "image.tag",
+        "operator.agentImage",
+        "ingress.enabled",
+        "web.enabled",
+        "defaultModuleSource.enabled",
+        "operator.leaderElect",
+    ];
+    let set: Vec<&str> = argv
+        .windows(2)
+        .filter(|w| w[0] == "--set" || w[0] == "--set-string")
+        .map(|w| w[1].split_once('=').unwrap().0)
+        .collect();
+    assert_eq!(set, CHART_KEYS);
+    assert!(
+        !argv.iter().any(|a| a == "--values"),
+        "no values file that does not exist"
+    );
+    insta::assert_json_snapshot!(argv);
 }
 
 #[test]
@@ -110,4 +125,186 @@ async fn missing_helm_is_one_line_naming_what_to_install() {
         .unwrap_err()
         .to_string();
     assert!(!err.contains('\n') && err.contains("helm"), "{err}");
+}
+
+fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |k| {
+        vars.iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// A scenario test process on Kind attaches through the kubeconfig the setup script exported
+/// (it never runs `kind`; see core_podman.rs for the run against a real node container).
+#[test]
+fn scenario_processes_on_kind_read_the_exported_kubeconfig() {
+    use rehearsal::run::Cluster;
+    let cluster = Cluster::from_nextest_env(env(&[
+        ("REHEARSAL_CLUSTER", "kind"),
+        ("REHEARSAL_KIND_CLUSTER", "ci"),
+        ("REHEARSAL_KUBECONFIG", "/state/ci/rehearsal.kubeconfig"),
+        ("REHEARSAL_CONTEXT", "kind-ci"),
+    ]))
+    .unwrap();
+    let Cluster::Kind(options) = cluster else {
+        panic!("expected Kind, got {cluster:?}")
+    };
+    assert_eq!(
+        options.exported_kubeconfig.as_deref(),
+        Some(std::path::Path::new("/state/ci/rehearsal.kubeconfig"))
+    );
+    assert_eq!(options.context(), "kind-ci");
+    assert_eq!(options.state_dir, std::path::Path::new("/state/ci"));
+
+    // Without the setup script's export the process refuses instead of exporting on its own.
+    let err = Cluster::from_nextest_env(env(&[
+        ("REHEARSAL_CLUSTER", "kind"),
+        ("REHEARSAL_CONTEXT", "kind-rehearsal"),
+    ]))
+    .unwrap_err();
+    assert!(
+        err.starts_with("REHEARSAL_KUBECONFIG is unset")
+            && err.contains("--profile")
+            && !err.contains('\n'),
+        "{err}"
+    );
+    // A context that is not this cluster's is never used.
+    let err = Cluster::from_nextest_env(env(&[
+        ("REHEARSAL_CLUSTER", "kind"),
+        ("REHEARSAL_KUBECONFIG", "/k"),
+        ("REHEARSAL_CONTEXT", "prod-eu"),
+    ]))
+    .unwrap_err();
+    assert!(
+        err.contains("prod-eu") && err.contains("kind-rehearsal"),
+        "{err}"
+    );
+    assert!(matches!(
+        Cluster::from_nextest_env(env(&[])),
+        Ok(Cluster::Embedded)
+    ));
+}
+
+#[tokio::test]
+async fn attaching_without_the_exported_kubeconfig_names_the_setup_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = KindOptions::new("rehearsal", dir.path());
+    o.exported_kubeconfig = Some(dir.path().join("missing.kubeconfig"));
+    let err = Kind::attach(o).await.unwrap_err().to_string();
+    assert!(
+        err.contains("missing.kubeconfig") && err.contains("kind-cluster") && !err.contains('\n'),
+        "{err}"
+    );
+}
+
+/// Defect: `--backup-repo` was mounted at a node path no repository used, so the mount was
+/// dead. It now covers the directory the cases' backup Jobs mount.
+#[test]
+fn the_backup_repo_mount_is_where_the_cases_keep_their_repositories() {
+    use rehearsal::backend::kind::NODE_BACKUP_REPO;
+    let config = options("amd64").render_config().unwrap();
+    assert!(
+        config.contains(&format!("containerPath: {NODE_BACKUP_REPO}\n")),
+        "{config}"
+    );
+    let repo = rehearsal::cases::fixture::repo_path("rh-stopped-server-backups-1");
+    assert_eq!(
+        std::path::Path::new(&repo).parent(),
+        Some(std::path::Path::new(NODE_BACKUP_REPO)),
+        "repositories live at {repo}, the mount is at {NODE_BACKUP_REPO}"
+    );
+}
+
+#[test]
+fn only_paths_well_below_the_root_are_removed_as_repositories() {
+    use rehearsal::backend::repository_path;
+    assert!(repository_path("/var/tmp/rehearsal-repos/rh-x").is_ok());
+    for bad in [
+        "/",
+        "/var",
+        "var/tmp/x",
+        "/var/tmp/../../etc",
+        "/var/./tmp/x",
+        "",
+    ] {
+        let err = repository_path(bad).unwrap_err().to_string();
+        assert!(err.starts_with("refusing to remove"), "{bad}: {err}");
+    }
+}
+
+/// Without the tag and agent of the Gameplane images that were built and loaded, the chart
+/// would silently run its published images: refused, naming the flags.
+#[test]
+fn cluster_up_with_the_chart_needs_the_gameplane_images() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args([
+            "cluster",
+            "up",
+            "--kind",
+            "--helm-chart",
+            "charts/gameplane",
+        ])
+        .arg("--state-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--gameplane-tag") && stderr.contains("--gameplane-agent-image"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+/// Defect: the workflow wrote REHEARSAL_OPERATOR but nothing read it, so every bundle said
+/// "reference-operator" even when Gameplane's chart ran. Every value the workflow's deploy step
+/// writes names an operator, and an unknown or unversioned one is refused.
+#[test]
+fn the_operator_a_bundle_names_comes_from_the_deploy_step() {
+    use rehearsal::run::operator_from_nextest_env;
+    let reference = operator_from_nextest_env(env(&[])).unwrap();
+    assert_eq!(reference.name, "reference-operator");
+    let gameplane = operator_from_nextest_env(env(&[
+        ("REHEARSAL_OPERATOR", "gameplane-chart"),
+        ("REHEARSAL_OPERATOR_VERSION", "0.9.2"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        (gameplane.name.as_str(), gameplane.version.as_str()),
+        ("gameplane", "0.9.2")
+    );
+    let err =
+        operator_from_nextest_env(env(&[("REHEARSAL_OPERATOR", "gameplane-chart")])).unwrap_err();
+    assert!(
+        err.contains("REHEARSAL_OPERATOR_VERSION") && !err.contains('\n'),
+        "{err}"
+    );
+    assert!(operator_from_nextest_env(env(&[("REHEARSAL_OPERATOR", "gameplane")])).is_err());
+
+    let workflow = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.github/workflows/rehearsal.yml"),
+    )
+    .unwrap();
+    let written: Vec<&str> = workflow
+        .lines()
+        .filter_map(|l| l.split("echo \"REHEARSAL_OPERATOR=").nth(1))
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(written, ["gameplane-chart", "reference"], "{workflow}");
+    for value in written {
+        let operator = operator_from_nextest_env(env(&[
+            ("REHEARSAL_OPERATOR", value),
+            ("REHEARSAL_OPERATOR_VERSION", "1.2.3"),
+        ]))
+        .unwrap_or_else(|e| panic!("the workflow writes REHEARSAL_OPERATOR={value}: {e}"));
+        assert_ne!(
+            (value == "gameplane-chart"),
+            (operator.name == "reference-operator"),
+            "{value} → {operator:?}"
+        );
+    }
+    assert!(workflow.contains("echo \"REHEARSAL_OPERATOR_VERSION=$chart_version\""));
 }

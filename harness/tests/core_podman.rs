@@ -54,6 +54,8 @@ for last; do :; done
   echo "argv: $*"
   sha256sum "$last"
   tar -tf "$last"
+  tar -xOf "$last" manifest.json
+  echo
 } >> /var/log/ctr-imports.log
 "#;
 
@@ -438,6 +440,20 @@ async fn testcontainers_service_on_host_network_serves_the_marker() {
     );
 }
 
+/// A recording stand-in for `program` (it appends its argv to `<dir>/<program>-argv.log`).
+fn recorder(dir: &Path, program: &str) -> std::path::PathBuf {
+    let path = dir.join(program);
+    let log = dir.join(format!("{program}-argv.log"));
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
 /// A `kind` stand-in that records its argv and writes the kubeconfig Kind would.
 fn fake_kind(dir: &Path) -> std::path::PathBuf {
     let log = dir.join("kind-argv.log");
@@ -589,4 +605,272 @@ async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
     );
     assert!(!argv.contains("--retain"), "{argv}");
     assert!(records.iter().all(|r| r.success()), "{records:?}");
+}
+
+/// Defect: every scenario test process ran `kind get clusters` and `kind export kubeconfig`
+/// into the one kubeconfig file the others were reading (kind's lock is create-exclusive and
+/// does not retry), so concurrent cases failed at random. Now the setup script exports once
+/// and the test processes — several at a time here — only read that kubeconfig: `kind` is not
+/// run again, and an attached process never deletes the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_processes_attach_to_kind_without_running_kind() {
+    use rehearsal::run::{self, Cluster};
+    require_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let cluster = unique("rh");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let kubeconfig = state.join("rehearsal.kubeconfig");
+    // The setup script's one export.
+    let setup = std::process::Command::new(&kind)
+        .args(["export", "kubeconfig", "--name", &cluster, "--kubeconfig"])
+        .arg(&kubeconfig)
+        .status()
+        .unwrap();
+    assert!(setup.success());
+
+    let context = format!("kind-{cluster}");
+    let vars = [
+        ("REHEARSAL_CLUSTER", "kind".to_string()),
+        ("REHEARSAL_KIND_CLUSTER", cluster.clone()),
+        ("REHEARSAL_KIND_STATE", state.display().to_string()),
+        ("REHEARSAL_KUBECONFIG", kubeconfig.display().to_string()),
+        ("REHEARSAL_CONTEXT", context.clone()),
+    ];
+    let mut target =
+        Cluster::from_nextest_env(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
+            .unwrap();
+    // Were `kind` run, the recording stand-in would log it.
+    if let Cluster::Kind(options) = &mut target {
+        options.kind_program = kind.display().to_string();
+    }
+    let backends =
+        futures::future::join_all((0..4).map(|_| run::start_backend(&target, None))).await;
+    for backend in backends {
+        let backend = backend.expect("attach");
+        assert_eq!(
+            backend.kubeconfig(),
+            (kubeconfig.as_path(), context.as_str())
+        );
+        backend.teardown(false).await.unwrap();
+    }
+    let argv = std::fs::read_to_string(dir.path().join("kind-argv.log")).unwrap();
+    assert_eq!(
+        argv.lines().collect::<Vec<_>>(),
+        [format!(
+            "export kubeconfig --name {cluster} --kubeconfig {}",
+            kubeconfig.display()
+        )],
+        "only the setup script's export may run kind"
+    );
+}
+
+/// The workspace root (the CRDs and the operator's manifests are read from the checkout).
+fn workspace() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Defect: Kind got only the operator's image and its manifests, not the CRDs nor the images
+/// the cases use. Now every image of the install goes into the node (as a single-platform
+/// archive, through the node's `ctr`), then the CRDs are applied and awaited, then the
+/// operator is applied and its rollout awaited — in that order, context pinned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_with_the_reference_operator_loads_every_image_then_installs_crds_and_operator() {
+    use rehearsal::backend::Backend;
+    use rehearsal::backend::kind::{Kind, KindDeploy, KindOptions};
+    use rehearsal::deploy::reference_operator::KindInstall;
+    require_engine();
+    let engine = NodeEngine::connect().await.expect("engine answers");
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let kubectl = recorder(dir.path(), "kubectl");
+    let cluster = unique("rh");
+    let node = format!("{cluster}-control-plane");
+    // Unique names: the shared engine may hold the real rehearsal.local images of others.
+    // (Podman's import ignores the tag: the unique part is in the repository.)
+    let images: Vec<String> = ["game", "agent"]
+        .iter()
+        .map(|what| format!("rehearsal.local/{}:latest", unique(&format!("test-{what}"))))
+        .collect();
+    let _cleanup = Cleanup {
+        engine: engine.clone(),
+        containers: vec![node.clone()],
+        images: images.clone(),
+    };
+    for image in &images {
+        let (repo, tag) = image.split_once(':').unwrap();
+        import_test_image(&engine, repo, tag).await;
+    }
+    start_node(&engine, &images[0], &node, &cluster).await;
+
+    let mut options = KindOptions::new(&cluster, dir.path().join("state"));
+    options.kind_program = kind.display().to_string();
+    let mut install = KindInstall::for_cases(&workspace());
+    install.images = images.clone();
+    install.kubectl = Some(kubectl.clone());
+    *options.deploy = KindDeploy::ReferenceOperator(install.clone());
+    let backend = Kind::up(options.clone())
+        .await
+        .expect("kind up with the operator");
+
+    let imports = exec_out(&engine, &node, &["cat", "/var/log/ctr-imports.log"]).await;
+    // One archive per image, each tagged as the image (its manifest.json's RepoTags).
+    assert_eq!(imports.matches("argv: ").count(), images.len(), "{imports}");
+    for image in &images {
+        assert!(
+            imports.contains(&format!("\"{image}\"")),
+            "{image} was not imported into the node: {imports}"
+        );
+    }
+    let context = format!("kind-{cluster}");
+    let kubeconfig = options.kubeconfig_path();
+    let ran: Vec<String> = std::fs::read_to_string(dir.path().join("kubectl-argv.log"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let expected: Vec<String> = install
+        .kubectl_argvs(&kubectl, &kubeconfig, &context)
+        .into_iter()
+        .map(|argv| argv[1..].join(" "))
+        .collect();
+    assert_eq!(ran, expected);
+    let crds = workspace().join("fixtures/crds").display().to_string();
+    assert!(ran[0].contains(&format!(
+        "--context {context} apply --server-side -f {crds}"
+    )));
+    assert!(ran[1].contains("wait --for condition=established"));
+    assert!(ran[2].ends_with("images/reference-operator/deploy"));
+    assert!(ran[3].contains("rollout status deployment/reference-operator"));
+    Box::new(backend).teardown(false).await.unwrap();
+}
+
+/// `rehearse run --cluster kind` end to end with a stand-in `kind` (whose kubeconfig points at
+/// no API server) and a stand-in kubectl: it installs the CRDs and the operator, then runs the
+/// case to a verdict — failed, because the stand-in cluster has no API server — and writes the
+/// bundle and report. (The image loads of the real names are covered above with unique
+/// names; this cluster has no node container, so there is nothing to load into.)
+#[test]
+fn rehearse_run_on_kind_installs_the_operator_then_runs_the_case() {
+    require_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let kubectl = recorder(dir.path(), "kubectl");
+    let reports = dir.path().join("reports");
+    let cluster = unique("rh");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["run", "--cluster", "kind", "--kind-name", &cluster])
+        .args(["--case", "unpullable_candidate", "--reports"])
+        .arg(&reports)
+        .current_dir(workspace())
+        .env("REHEARSAL_KIND", &kind)
+        .env("REHEARSAL_KUBECTL", &kubectl)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("1 case(s) failed: unpullable_candidate") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    let kind_log = std::fs::read_to_string(dir.path().join("kind-argv.log")).unwrap();
+    assert!(
+        kind_log.lines().any(|l| l.starts_with("create cluster")),
+        "{kind_log}"
+    );
+    let kubectl_log = std::fs::read_to_string(dir.path().join("kubectl-argv.log")).unwrap();
+    let verbs: Vec<&str> = kubectl_log
+        .lines()
+        .map(|l| {
+            l.split(&format!("--context kind-{cluster} "))
+                .nth(1)
+                .unwrap_or(l)
+        })
+        .collect();
+    assert_eq!(
+        verbs,
+        [
+            "apply --server-side -f fixtures/crds",
+            "wait --for condition=established --timeout 300s -f fixtures/crds",
+            "apply --server-side -f images/reference-operator/deploy",
+            "--namespace gameplane-system rollout status deployment/reference-operator --timeout 300s",
+        ]
+    );
+    // The case ran after the install and reached a verdict in its bundle.
+    let bundle = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("bundle: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let loaded = rehearsal::report::load(Path::new(bundle)).expect("the bundle loads");
+    let case = &loaded.summary.cases[0];
+    assert_eq!(case.name, "unpullable_candidate");
+    assert_eq!(case.verdict, rehearsal::evidence::bundle::Verdict::Failed);
+    assert!(
+        case.reason.as_deref().unwrap_or("").contains("namespace"),
+        "{case:?}"
+    );
+}
+
+/// Defect: a case's repository was deleted on the machine running the harness, while on Kind it
+/// lives inside the node. The Kind backend removes it inside the node and leaves the host's
+/// path of the same name alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
+    use rehearsal::backend::Backend;
+    use rehearsal::backend::kind::{Kind, KindOptions};
+    require_engine();
+    let engine = NodeEngine::connect().await.expect("engine answers");
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = unique("rh");
+    let repo = format!("rehearsal.local/{}", unique("test-repo-node"));
+    let image = format!("{repo}:latest");
+    let node = format!("{cluster}-control-plane");
+    let _cleanup = Cleanup {
+        engine: engine.clone(),
+        containers: vec![node.clone()],
+        images: vec![image.clone()],
+    };
+    import_test_image(&engine, &repo, "latest").await;
+    start_node(&engine, &image, &node, &cluster).await;
+    let kind = fake_kind(dir.path());
+    let kubeconfig = dir.path().join("rehearsal.kubeconfig");
+    let export = std::process::Command::new(&kind)
+        .args(["export", "kubeconfig", "--name", &cluster, "--kubeconfig"])
+        .arg(&kubeconfig)
+        .status()
+        .unwrap();
+    assert!(export.success());
+    let mut options = KindOptions::new(&cluster, dir.path());
+    options.exported_kubeconfig = Some(kubeconfig);
+    let backend = Kind::attach(options).await.expect("attach");
+
+    let path = rehearsal::cases::fixture::repo_path(&unique("rh-case"));
+    exec_out(
+        &engine,
+        &node,
+        &["mkdir", "-p", &format!("{path}/snapshots")],
+    )
+    .await;
+    // The host's path of the same name (what the old cleanup removed) must survive.
+    let host_twin = dir.path().join("host-twin");
+    std::fs::create_dir_all(&host_twin).unwrap();
+    backend
+        .remove_repository(&path)
+        .await
+        .expect("remove in the node");
+    let gone = engine.exec(&node, &["test", "-e", &path]).await.unwrap();
+    assert_eq!(gone.exit_code, Some(1), "{path} still exists in the node");
+    // The repositories' root stays (other cases' repositories live there).
+    let root = engine
+        .exec(
+            &node,
+            &["test", "-d", rehearsal::backend::kind::NODE_BACKUP_REPO],
+        )
+        .await
+        .unwrap();
+    assert_eq!(root.exit_code, Some(0));
+    assert!(host_twin.is_dir());
+    assert!(backend.remove_repository("/").await.is_err());
 }

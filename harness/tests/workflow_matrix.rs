@@ -267,3 +267,85 @@ fn images_job_ships_the_operator_image_the_harness_deploys() {
         );
     }
 }
+
+/// The image tarball CI loads into Kind holds every image `rehearse run --cluster kind` loads
+/// (the images the cases use).
+#[test]
+fn images_job_ships_every_image_the_cases_use() {
+    let wf = workflow();
+    let save = wf["jobs"]["images"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.contains("docker save"))
+        .unwrap();
+    let saved: Vec<&str> = save.split_whitespace().collect();
+    for image in rehearsal::deploy::images::for_cases() {
+        assert!(
+            saved.contains(&image.as_str()),
+            "{image} is used by the cases but not in the images tarball"
+        );
+    }
+}
+
+/// Defect: nextest came from install-action with its default fallback, cargo-binstall, which
+/// downloads release binaries without a checksum whenever the pinned action's manifest does
+/// not list the requested version (v2.62.49 predates nextest 0.9.143). Every install-action
+/// step pins the workflow's nextest version and falls back only to `cargo install` (crates.io
+/// checksums) or nothing; `fallback: cargo-install` needs install-action ≥ 2.60.0.
+#[test]
+fn nextest_is_installed_only_through_checksum_verified_paths() {
+    let wf = workflow();
+    let text = workflow_text();
+    let mut steps = 0;
+    for (job, body) in wf["jobs"].as_mapping().unwrap() {
+        for step in body["steps"].as_sequence().unwrap() {
+            let Some(uses) = step["uses"].as_str() else {
+                continue;
+            };
+            if !uses.starts_with("taiki-e/install-action@") {
+                continue;
+            }
+            steps += 1;
+            let job = job.as_str().unwrap();
+            assert_eq!(
+                step["with"]["tool"].as_str(),
+                Some("nextest@${{ env.NEXTEST_VERSION }}"),
+                "{job}"
+            );
+            let fallback = step["with"]["fallback"].as_str();
+            assert!(
+                matches!(fallback, Some("cargo-install" | "none")),
+                "{job}: install-action falls back to cargo-binstall (unverified) unless `fallback: cargo-install` or `none`; found {fallback:?}"
+            );
+        }
+    }
+    assert!(steps >= 3, "verify, build and rehearse install nextest");
+    // The pin's version comment is a release with the `cargo-install` fallback.
+    for line in text
+        .lines()
+        .filter(|l| l.contains("taiki-e/install-action@"))
+    {
+        let version = line.rsplit("# v").next().unwrap().trim();
+        let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap()).collect();
+        assert!(parts >= vec![2, 60, 0], "{line}");
+    }
+    // The version nextest.toml requires is at most the one installed.
+    let installed = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("NEXTEST_VERSION: "))
+        .unwrap()
+        .trim_matches('"');
+    let config = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.config/nextest.toml"),
+    )
+    .unwrap();
+    let required = config
+        .lines()
+        .find_map(|l| l.strip_prefix("nextest-version = { required = \""))
+        .unwrap()
+        .trim_end_matches("\" }");
+    let v = |s: &str| -> Vec<u32> { s.split('.').map(|p| p.parse().unwrap()).collect() };
+    assert!(v(installed) >= v(required), "{installed} < {required}");
+}

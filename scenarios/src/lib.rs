@@ -3,45 +3,23 @@
 //!
 //! - `REHEARSAL_CLUSTER`: `embedded` (default; this test process starts its own embedded cluster
 //!   and reference operator) or `kind`/`existing` (the cluster the nextest setup script booted:
-//!   `REHEARSAL_KUBECONFIG` and `REHEARSAL_CONTEXT`).
+//!   `REHEARSAL_KUBECONFIG` and `REHEARSAL_CONTEXT`; on Kind the test process only reads the
+//!   kubeconfig the setup script exported once, it never runs `kind`). See
+//!   `rehearsal::run::Cluster::from_nextest_env`.
 //! - `REHEARSAL_REPORTS`: where bundles go (default `target/rehearsal-bundles/`); each test
 //!   writes `<reports>/<run-id>-<case>/`.
 //! - `REHEARSAL_MUTANT`: deploy the reference operator with this mutant (embedded only).
+//! - `REHEARSAL_OPERATOR` (`reference` or `gameplane-chart`, with `REHEARSAL_OPERATOR_VERSION`):
+//!   the operator the bundle names (`rehearsal::run::operator_from_nextest_env`).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use rehearsal::cases::{self, RunOptions};
 use rehearsal::evidence::bundle::{Bundle, BundleMeta, Verdict};
 use rehearsal::run::{self, Cluster};
 
 fn cluster_from_env() -> Cluster {
-    match std::env::var("REHEARSAL_CLUSTER").as_deref() {
-        // The Kind cluster the nextest setup script booted (or reused): the Kind backend, so
-        // in-place container restarts go through crictl inside the node.
-        Ok("kind") => {
-            let name =
-                std::env::var("REHEARSAL_KIND_CLUSTER").unwrap_or_else(|_| "rehearsal".into());
-            let state = std::env::var("REHEARSAL_KIND_STATE")
-                .map(PathBuf::from)
-                .unwrap_or_else(|_| reports_root().join(".kind"));
-            Cluster::Kind(rehearsal::backend::kind::KindOptions::new(name, state))
-        }
-        Ok("existing") => {
-            let kubeconfig = std::env::var("REHEARSAL_KUBECONFIG").unwrap_or_else(|_| {
-                panic!("REHEARSAL_CLUSTER=existing but REHEARSAL_KUBECONFIG is unset; export the kubeconfig path")
-            });
-            let context = std::env::var("REHEARSAL_CONTEXT").unwrap_or_else(|_| {
-                panic!("REHEARSAL_CONTEXT is unset: the harness never acts on a context it was not told to use")
-            });
-            Cluster::Existing {
-                kubeconfig: kubeconfig.into(),
-                context,
-            }
-        }
-        Ok("embedded") | Err(_) => Cluster::Embedded,
-        Ok(other) => panic!("REHEARSAL_CLUSTER={other:?} is not one of embedded, kind, existing"),
-    }
+    Cluster::from_nextest_env(|var| std::env::var(var).ok()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn reports_root() -> PathBuf {
@@ -90,13 +68,16 @@ async fn rehearse_async(case: &str) {
         .unwrap_or_else(|_| run::new_run_id());
     let dir = Bundle::dir_for(reports_root(), &format!("{run_id}-{}", case.name));
     let arch = rehearsal::backend::Arch::host().as_str().to_string();
+    // The operator the cluster runs, as the deploy step named it (REHEARSAL_OPERATOR).
+    let operator = run::operator_from_nextest_env(|var| std::env::var(var).ok())
+        .unwrap_or_else(|e| panic!("{e}"));
     let bundle = Bundle::create(
         &dir,
         BundleMeta::new(
             &run_id,
             &run::current_commit(),
-            "reference-operator",
-            env!("CARGO_PKG_VERSION"),
+            &operator.name,
+            &operator.version,
             &arch,
         ),
     )
@@ -107,7 +88,7 @@ async fn rehearse_async(case: &str) {
     let options = RunOptions {
         run_id: run_id.clone(),
         keep_on_failure: false,
-        case_bound: Duration::from_secs(600),
+        case_bound: run::CASE_BOUND,
         harness_mutant: None,
     };
     let result = cases::run_case(backend.as_ref(), &bundle, case, &options).await;

@@ -124,6 +124,19 @@ impl Backend for Existing {
         })
     }
 
+    /// The repository is on a node the harness cannot reach; this host's path of the same name
+    /// is not it.
+    fn remove_repository<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            Err(BackendError::Unsupported {
+                backend: BackendKind::Existing,
+                operation: format!("remove the repository {path}"),
+                why: "it is on the cluster's node; use a restic REST server for existing clusters"
+                    .into(),
+            })
+        })
+    }
+
     fn export_logs<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             // Node logs are out of reach; the Node objects (conditions, versions) are not.

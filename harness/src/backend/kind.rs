@@ -3,6 +3,8 @@
 //!
 //! - The node image is pinned by digest ([`NodeImage::for_arch`]).
 //! - An existing cluster of the same name is reused (CI creates it once per job).
+//! - The test processes of a nextest bucket run only attach ([`Kind::attach`]) through the
+//!   kubeconfig the setup script exported once; they never run `kind`.
 //! - On a failed create the nodes are kept when `keep_on_failure` is set (`--retain`).
 //! - Images are loaded per node as a single-platform archive imported with `ctr`, avoiding the
 //!   multi-platform `kind load` failure.
@@ -18,7 +20,7 @@ use serde::Serialize;
 use super::node_engine::{NodeEngine, cri_container_id};
 use super::{Arch, Backend, BackendError, BackendKind, BoxFuture, PortForward, Reach};
 use crate::deploy::helm::{HelmConfig, HelmInstall};
-use crate::deploy::reference_operator;
+use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog, ProcessRecord};
 
 /// The Kind release whose node image the harness pins (Kubernetes 1.33.1).
@@ -27,8 +29,10 @@ pub const KIND_RELEASE: &str = "v0.29.0";
 /// Label Kind puts on every node container of a cluster.
 pub const CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
 
-/// Where the backup repository directory appears inside the node.
-pub const NODE_BACKUP_REPO: &str = "/var/lib/rehearsal/backup-repo";
+/// Where the cases' restic repositories live inside the node (the root of
+/// [`crate::cases::fixture::repo_path`], which the backup Jobs mount with hostPath); a
+/// `--backup-repo` host directory is mounted here, so the repositories land in it.
+pub const NODE_BACKUP_REPO: &str = "/var/tmp/rehearsal-repos";
 
 /// A node image reference pinned by digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +79,10 @@ pub struct KindOptions {
     pub kind_program: String,
     /// What to install once the cluster is up (boxed: options are passed around by value).
     pub deploy: Box<KindDeploy>,
+    /// The kubeconfig another process exported once for this cluster (the nextest setup
+    /// script's `REHEARSAL_KUBECONFIG`): set, the harness attaches through it ([`Kind::attach`])
+    /// and never runs `kind`.
+    pub exported_kubeconfig: Option<PathBuf>,
 }
 
 /// The operator under test on Kind.
@@ -83,9 +91,9 @@ pub enum KindDeploy {
     /// Nothing (the caller deploys, or the cluster is reused with an operator already in it).
     #[default]
     Nothing,
-    /// The reference operator: its image loaded into the nodes, its manifests applied, then
-    /// its Deployment awaited.
-    ReferenceOperator { manifests: PathBuf, bound: Duration },
+    /// The reference operator: every image the cases use loaded into the nodes, then the CRDs
+    /// and its manifests applied and its rollout awaited ([`KindInstall`]).
+    ReferenceOperator(KindInstall),
     /// Gameplane's Helm chart (`helm upgrade --install … --wait`) run with `helm_program`
     /// (default `helm`, or `REHEARSAL_HELM`).
     Helm {
@@ -115,6 +123,7 @@ impl KindOptions {
             wait: Duration::from_secs(300),
             kind_program: std::env::var("REHEARSAL_KIND").unwrap_or_else(|_| "kind".into()),
             deploy: Box::new(KindDeploy::Nothing),
+            exported_kubeconfig: None,
         }
     }
 
@@ -260,6 +269,9 @@ fn cmd(argv: &[String]) -> Cmd {
 pub enum Provenance {
     Created,
     Reused,
+    /// Reached through a kubeconfig another process exported; `kind` was not run and teardown
+    /// never deletes the cluster.
+    Attached,
 }
 
 /// A Kind cluster the harness created or reused.
@@ -333,23 +345,54 @@ impl Kind {
         Ok(kind)
     }
 
+    /// Connects to the cluster through [`KindOptions::exported_kubeconfig`], which the process
+    /// that brought the cluster up exported once (the nextest setup script `kind-cluster`).
+    ///
+    /// Never runs `kind`: every scenario test process attaches at the same time, and concurrent
+    /// `kind export kubeconfig` calls into one file fail (kind's lock file is create-exclusive
+    /// and only `kind create cluster` retries). Nothing is deployed; the setup did that.
+    pub async fn attach(options: KindOptions) -> Result<Self, BackendError> {
+        let Some(kubeconfig) = options.exported_kubeconfig.clone() else {
+            return Err(BackendError::Setup(format!(
+                "no exported kubeconfig for Kind cluster {}; set REHEARSAL_KUBECONFIG (the nextest setup script `kind-cluster` exports it)",
+                options.cluster_name
+            )));
+        };
+        if !kubeconfig.is_file() {
+            return Err(BackendError::Setup(format!(
+                "the exported kubeconfig {} does not exist; run the cases with a bucket profile and REHEARSAL_CLUSTER=kind, whose setup script `kind-cluster` writes it",
+                kubeconfig.display()
+            )));
+        }
+        let engine = NodeEngine::connect().await?;
+        let context = options.context();
+        let client = super::pinned_client(&kubeconfig, &context).await?;
+        Ok(Self {
+            kubeconfig_path: kubeconfig,
+            options,
+            context,
+            client,
+            engine,
+            log: ProcessLog::default(),
+            provenance: Provenance::Attached,
+        })
+    }
+
     /// Installs what [`KindOptions::deploy`] names.
     async fn deploy(&self) -> Result<(), BackendError> {
         match self.options.deploy.as_ref() {
             KindDeploy::Nothing => Ok(()),
-            KindDeploy::ReferenceOperator { manifests, bound } => {
-                self.load_images(&[reference_operator::IMAGE.to_string()])
-                    .await?;
-                reference_operator::deploy_manifests(
-                    &self.client,
-                    &self.kubeconfig_path,
-                    &self.context,
-                    manifests,
-                    *bound,
-                    &self.log,
-                )
-                .await
-                .map_err(|e| BackendError::Setup(format!("deploy the reference operator: {e}")))
+            KindDeploy::ReferenceOperator(install) => {
+                // Images first: the operator's pod and the cases' pods must never try a pull.
+                self.load_images(&install.images).await?;
+                install
+                    .apply(&self.kubeconfig_path, &self.context, &self.log)
+                    .await
+                    .map_err(|e| {
+                        BackendError::Setup(format!(
+                            "install the CRDs and the reference operator: {e}"
+                        ))
+                    })
             }
             KindDeploy::Helm {
                 config,
@@ -488,6 +531,21 @@ impl Backend for Kind {
         })
     }
 
+    /// Inside every node: the repository is the node's directory (or, with `--backup-repo`,
+    /// the host directory mounted there), never a path of the machine running the harness.
+    fn remove_repository<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let path = super::repository_path(path)?;
+            let path = path.to_str().unwrap_or_default();
+            for node in self.nodes().await? {
+                self.engine
+                    .exec_checked(&node, &["rm", "-rf", path])
+                    .await?;
+            }
+            Ok(())
+        })
+    }
+
     fn export_logs<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             cmd(&self.options.export_logs_argv(dir))
@@ -503,7 +561,8 @@ impl Backend for Kind {
 
     fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, Result<(), BackendError>> {
         Box::pin(async move {
-            if !keep {
+            // An attached cluster belongs to the process that brought it up.
+            if !keep && self.provenance != Provenance::Attached {
                 cmd(&self.options.delete_argv())
                     .run_checked(&self.log)
                     .await?;

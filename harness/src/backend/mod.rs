@@ -213,6 +213,37 @@ pub trait Backend: Send + Sync {
     fn process_records(&self) -> Vec<crate::process::ProcessRecord>;
     /// Tears the cluster down; with `keep` it is left running for inspection.
     fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, Result<(), BackendError>>;
+    /// Removes a case's restic repository directory where the node keeps it (the path its
+    /// backup Job mounts). The default is for a node that is this host (the embedded cluster);
+    /// a backend whose nodes are elsewhere overrides it.
+    fn remove_repository<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let path = repository_path(path)?;
+            match std::fs::remove_dir_all(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(BackendError::io("remove the repository", path, e))
+                }
+                _ => Ok(()),
+            }
+        })
+    }
+}
+
+/// `path` as a repository directory to remove: absolute, normalized and below the root, never
+/// `/` itself — a removal runs as root inside nodes.
+pub fn repository_path(path: &str) -> Result<&Path, BackendError> {
+    let p = Path::new(path);
+    let normal = !path.split('/').any(|s| s == "." || s == "..")
+        && p.components()
+            .skip(1)
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if p.is_absolute() && normal && p.components().count() >= 3 {
+        Ok(p)
+    } else {
+        Err(BackendError::Setup(format!(
+            "refusing to remove {path:?}: a repository path is absolute, without `.`/`..`, and at least two levels below /"
+        )))
+    }
 }
 
 /// The architecture of the cluster's first node (`status.nodeInfo.architecture`); the host's

@@ -189,7 +189,7 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
             }],
             storage: None,
             rcon: Some(RconSpec {
-                protocol: Some("minecraft".into()),
+                protocol: Some("source".into()),
                 port: Some(25575),
                 password_secret_ref: Some(SecretKeyRef {
                     name: RCON_SECRET.into(),

@@ -243,7 +243,7 @@ pub async fn run_case(
     if !keep {
         let _ = namespaces::delete(&client, &ns).await;
         let _ = fixture::cleanup_cluster_scoped(&client, &ns).await;
-        let _ = std::fs::remove_dir_all(fixture::repo_path(&ns));
+        let _ = backend.remove_repository(&fixture::repo_path(&ns)).await;
     }
     Ok(CaseResult {
         case: case.name,

@@ -5,9 +5,10 @@
 //!   then shuts it down cleanly. The kubeconfig written to PATH is removed at shutdown because
 //!   it points at a server that no longer exists; a `--state-dir` is never removed (that is
 //!   where volumes and logs are kept for inspection).
-//! - `rehearse cluster up --kind [--name N] [--state-dir DIR] [--reference-operator DIR |
-//!   --helm-chart CHART [--helm-values FILE…]]` creates (or reuses) a Kind cluster, deploys the
-//!   operator under test and returns; `rehearse cluster down --kind [--name N]` deletes it.
+//! - `rehearse cluster up --kind [--name N] [--state-dir DIR] [--reference-operator DIR
+//!   [--crds DIR] | --helm-chart CHART [--helm-values FILE…]]` creates (or reuses) a Kind
+//!   cluster, deploys the operator under test (for the reference operator: every image the cases
+//!   use, the CRDs, the operator) and returns; `rehearse cluster down --kind [--name N]` deletes it.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,13 +17,14 @@ use super::CliError;
 use crate::backend::Backend;
 use crate::backend::embedded::{Embedded, EmbeddedOptions};
 use crate::backend::kind::{Kind, KindDeploy, KindOptions};
-use crate::deploy::helm::HelmConfig;
+use crate::deploy::helm::{GameplaneImages, HelmConfig};
+use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ClusterCommand {
     /// Start a cluster: --embedded (foreground until Ctrl-C) or --kind.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Delete a Kind cluster made by `cluster up --kind`.
     Down(DownArgs),
 }
@@ -51,21 +53,41 @@ pub struct UpArgs {
     /// Kind: cluster name.
     #[arg(long, default_value = "rehearsal")]
     pub name: String,
-    /// Kind: host directory mounted into the node for the backup repository.
+    /// Kind: host directory mounted into the node where the cases' restic repositories live
+    /// (/var/tmp/rehearsal-repos), so they can be inspected from the host.
     #[arg(long)]
     pub backup_repo: Option<PathBuf>,
     /// Kind: keep the nodes of a failed create for inspection.
     #[arg(long)]
     pub keep_on_failure: bool,
-    /// Kind: deploy the reference operator from these manifests (its image must be built).
+    /// Kind: deploy the reference operator from these manifests, after loading every image the
+    /// cases use (they must be built) and installing the CRDs of --crds.
     #[arg(long, value_name = "DIR", conflicts_with = "helm_chart")]
     pub reference_operator: Option<PathBuf>,
+    /// Kind: the CRDs installed with --reference-operator.
+    #[arg(long, value_name = "DIR", default_value = "fixtures/crds")]
+    pub crds: PathBuf,
     /// Kind: install Gameplane's Helm chart from this path.
     #[arg(long, value_name = "CHART")]
     pub helm_chart: Option<PathBuf>,
-    /// Kind: values files for the chart (repeatable).
+    /// Kind: values files for the chart (repeatable; the image values below still win).
     #[arg(long, value_name = "FILE", requires = "helm_chart")]
     pub helm_values: Vec<PathBuf>,
+    /// Kind: the chart's `image.registry`, where the Gameplane images you built and loaded are
+    /// named (Gameplane's e2e: gameplane-test).
+    #[arg(
+        long,
+        value_name = "REGISTRY",
+        requires = "helm_chart",
+        default_value = "gameplane-test"
+    )]
+    pub gameplane_registry: String,
+    /// Kind: the chart's `image.tag` of those images (required with --helm-chart).
+    #[arg(long, value_name = "TAG", requires = "helm_chart")]
+    pub gameplane_tag: Option<String>,
+    /// Kind: the chart's `operator.agentImage` (required with --helm-chart).
+    #[arg(long, value_name = "IMAGE", requires = "helm_chart")]
+    pub gameplane_agent_image: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -87,8 +109,8 @@ fn default_kind_state(name: &str) -> PathBuf {
 
 pub async fn run(command: ClusterCommand) -> Result<(), CliError> {
     match command {
-        ClusterCommand::Up(args) if args.embedded => up_embedded(args).await,
-        ClusterCommand::Up(args) => up_kind(args).await,
+        ClusterCommand::Up(args) if args.embedded => up_embedded(*args).await,
+        ClusterCommand::Up(args) => up_kind(*args).await,
         ClusterCommand::Down(args) => down_kind(args).await,
     }
 }
@@ -165,18 +187,26 @@ async fn up_kind(args: UpArgs) -> Result<(), CliError> {
     options.backup_repo_dir = args.backup_repo.clone();
     options.keep_on_failure = args.keep_on_failure;
     if let Some(manifests) = &args.reference_operator {
-        *options.deploy = KindDeploy::ReferenceOperator {
-            manifests: manifests.clone(),
-            bound: Duration::from_secs(300),
-        };
+        let mut install = KindInstall::for_cases(std::path::Path::new(""));
+        install.manifests = manifests.clone();
+        install.crds = args.crds.clone();
+        *options.deploy = KindDeploy::ReferenceOperator(install);
     } else if let Some(chart) = &args.helm_chart {
-        *options.deploy = KindDeploy::helm(HelmConfig {
-            release: "gameplane".into(),
-            chart: chart.clone(),
-            values: args.helm_values.clone(),
-            images: Vec::new(),
-            timeout_secs: 300,
-        });
+        let (Some(tag), Some(agent)) = (&args.gameplane_tag, &args.gameplane_agent_image) else {
+            return Err(CliError::usage(
+                "--helm-chart needs --gameplane-tag TAG and --gameplane-agent-image IMAGE: the Gameplane images you built and loaded (Helm would silently fall back to the chart's published images)",
+            ));
+        };
+        let mut config = HelmConfig::gameplane(
+            chart.clone(),
+            &GameplaneImages {
+                registry: args.gameplane_registry.clone(),
+                tag: tag.clone(),
+                agent: agent.clone(),
+            },
+        );
+        config.values = args.helm_values.clone();
+        *options.deploy = KindDeploy::helm(config);
     }
     let backend = Kind::up(options.clone())
         .await

@@ -1,5 +1,6 @@
 //! `rehearse report BUNDLE… [--out DIR] [--format md,html,junit,json]`: renders one
-//! qualification report from one or more bundles (usually the amd64 and arm64 runs of a commit).
+//! qualification report from one or more bundles of a commit: the amd64 and arm64 runs of
+//! `rehearse run`, or the many bundles CI writes (one per case and architecture).
 
 use std::path::PathBuf;
 
@@ -8,7 +9,8 @@ use crate::report::{self, Format, Report};
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Bundle directories (reports/<run-id>) to render, one per architecture.
+    /// Bundle directories (reports/<run-id>) to render: any number per architecture, each case
+    /// in one of them.
     #[arg(required = true)]
     pub bundles: Vec<PathBuf>,
     /// Where to write report.md, report.html, junit.xml and summary.json.

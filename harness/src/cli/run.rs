@@ -1,12 +1,13 @@
 //! `rehearse run`, `rehearse selftest` and `rehearse bench`: local rehearsals.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 
 use super::CliError;
 use crate::cases::{self, CASES, Case};
+use crate::deploy::reference_operator::KindInstall;
 use crate::evidence::bundle::{KillMatrix, Verdict};
 use crate::run::{self, Cluster, RunConfig, RunOutcome};
 
@@ -129,19 +130,31 @@ pub fn cluster(target: &Target) -> Result<Cluster, CliError> {
             Ok(Cluster::Embedded)
         }
         ClusterArg::Kind => {
-            for program in ["kind", "docker"] {
-                if crate::process::find_program(program).is_err() {
+            let mut options = crate::backend::kind::KindOptions::new(
+                &target.kind_name,
+                target.reports.join(".kind"),
+            );
+            // The nodes are reached through the engine API (DOCKER_HOST), not a `docker` CLI.
+            if crate::process::find_program(&options.kind_program).is_err() {
+                return Err(CliError::usage(format!(
+                    "`{}` is not installed but --cluster kind needs it; {}",
+                    options.kind_program,
+                    crate::process::install_hint("kind")
+                )));
+            }
+            // One run loads every image the cases use, installs the CRDs and the reference
+            // operator, then runs the cases.
+            let install = KindInstall::for_cases(Path::new(""));
+            for dir in [&install.crds, &install.manifests] {
+                if !dir.is_dir() {
                     return Err(CliError::usage(format!(
-                        "`{program}` is not installed but --cluster kind needs it; {}",
-                        crate::process::install_hint(program)
+                        "{} not found: run `rehearse run --cluster kind` from the repository root (it installs the CRDs from fixtures/crds and the reference operator from images/reference-operator/deploy)",
+                        dir.display()
                     )));
                 }
             }
-            let state = target.reports.join(".kind");
-            Ok(Cluster::Kind(crate::backend::kind::KindOptions::new(
-                &target.kind_name,
-                state,
-            )))
+            *options.deploy = crate::backend::kind::KindDeploy::ReferenceOperator(install);
+            Ok(Cluster::Kind(options))
         }
         ClusterArg::Existing => {
             let kubeconfig = target.kubeconfig.clone().ok_or_else(|| {
@@ -204,7 +217,7 @@ fn config(
         parallel: target.parallel.max(1),
         mutant,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        case_bound: Duration::from_secs(600),
+        case_bound: run::CASE_BOUND,
     })
 }
 

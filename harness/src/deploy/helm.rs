@@ -1,5 +1,8 @@
 //! `helm upgrade --install` of Gameplane's chart, with the kube context pinned and the chart
-//! path, values files and image overrides taken from configuration.
+//! path, values files and values taken from configuration.
+//!
+//! Helm ignores value keys the chart does not have, silently; [`HelmConfig::gameplane`] sets
+//! only keys of Gameplane's chart (`charts/gameplane`), the ones its own e2e sets.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,20 +23,70 @@ pub struct HelmConfig {
     /// Values files, in order (later ones win).
     #[serde(default)]
     pub values: Vec<PathBuf>,
-    /// Image overrides: chart value key → image reference (set with `--set-string`).
+    /// Values set with `--set-string` (image references, tags), in order.
     #[serde(default)]
-    pub images: Vec<ImageOverride>,
+    pub set_string: Vec<HelmValue>,
+    /// Values set with `--set` (booleans), in order.
+    #[serde(default)]
+    pub set: Vec<HelmValue>,
     /// How long `--wait` may take, in seconds.
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: u64,
 }
 
-/// One image override: `key` is the chart value (e.g. `controller.image`), `reference` the image.
+/// One chart value: `key` is its dotted path in the chart's values (e.g. `image.tag`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ImageOverride {
+pub struct HelmValue {
     pub key: String,
-    pub reference: String,
+    pub value: String,
+}
+
+impl HelmValue {
+    pub fn new(key: &str, value: &str) -> Self {
+        Self {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// The Gameplane images a chart install runs: built from a Gameplane checkout and loaded into
+/// the nodes (the chart composes `<registry>/<component>:<tag>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GameplaneImages {
+    /// `image.registry` (Gameplane's e2e builds into `gameplane-test`).
+    pub registry: String,
+    /// `image.tag`.
+    pub tag: String,
+    /// `operator.agentImage`: the agent sidecar the operator injects into game pods.
+    pub agent: String,
+}
+
+impl HelmConfig {
+    /// Gameplane's chart at `chart`, configured the way Gameplane's own e2e installs it: its
+    /// locally built images, no ingress and no web UI (no controller or DNS in the cluster), no
+    /// default module source (it would clone a git repository), and no leader election (one
+    /// replica; a lease only delays start-up).
+    pub fn gameplane(chart: impl Into<PathBuf>, images: &GameplaneImages) -> Self {
+        Self {
+            release: default_release(),
+            chart: chart.into(),
+            values: Vec::new(),
+            set_string: vec![
+                HelmValue::new("image.registry", &images.registry),
+                HelmValue::new("image.tag", &images.tag),
+                HelmValue::new("operator.agentImage", &images.agent),
+            ],
+            set: vec![
+                HelmValue::new("ingress.enabled", "false"),
+                HelmValue::new("web.enabled", "false"),
+                HelmValue::new("defaultModuleSource.enabled", "false"),
+                HelmValue::new("operator.leaderElect", "false"),
+            ],
+            timeout_secs: default_timeout_secs(),
+        }
+    }
 }
 
 fn default_release() -> String {
@@ -90,9 +143,11 @@ impl HelmInstall {
             argv.push("--values".into());
             argv.push(values.display().to_string());
         }
-        for image in &c.images {
-            argv.push("--set-string".into());
-            argv.push(format!("{}={}", image.key, image.reference));
+        for (flag, values) in [("--set-string", &c.set_string), ("--set", &c.set)] {
+            for v in values {
+                argv.push(flag.into());
+                argv.push(format!("{}={}", v.key, v.value));
+            }
         }
         argv
     }

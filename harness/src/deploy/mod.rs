@@ -3,6 +3,7 @@
 //! the embedded cluster or as an image plus manifests on Kind.
 
 pub mod helm;
+pub mod images;
 pub mod reference_operator;
 
 /// The namespace the operator is installed into (the chart's and the reference operator's).

@@ -3,18 +3,15 @@
 //!   [--mutant M]`)
 //!   held by a [`ChildGuard`]; it is ready when it has written the file named by
 //!   `REHEARSAL_READY_FILE` (it does so once its watches are established);
-//! - on Kind from its manifests (`images/reference-operator/deploy/`, applied with kubectl 1.37
-//!   and the context pinned) with its image loaded into the nodes; ready when the Deployment is
-//!   Available.
+//! - on Kind ([`KindInstall`]): every image the cases use loaded into the nodes, the CRDs
+//!   (`fixtures/crds`) and its manifests (`images/reference-operator/deploy/`) applied with
+//!   kubectl 1.37 and the context pinned; ready when its rollout is complete.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::Deployment;
-use kube::Api;
-
 use crate::process::{ChildGuard, Cmd, ProcessError, ProcessLog, kubectl_path};
-use crate::wait::{WaitError, await_condition, conditions};
+use crate::wait::WaitError;
 
 /// Environment variable naming the file the operator writes once it is ready.
 pub const READY_FILE_ENV: &str = "REHEARSAL_READY_FILE";
@@ -164,27 +161,103 @@ pub fn apply_argv(
     ]
 }
 
-/// Applies the manifests in `manifests` and waits for the Deployment to become Available.
-pub async fn deploy_manifests(
-    client: &kube::Client,
-    kubeconfig: &Path,
-    context: &str,
-    manifests: &Path,
-    bound: Duration,
-    log: &ProcessLog,
-) -> Result<(), DeployError> {
-    let argv = apply_argv(&kubectl_path()?, kubeconfig, context, manifests);
-    Cmd::new(argv[0].clone())
-        .args(argv[1..].iter().cloned())
-        .run_checked(log)
-        .await?;
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), super::SYSTEM_NAMESPACE);
-    await_condition(
-        &deployments,
-        DEPLOYMENT,
-        conditions::deployment_available(),
-        bound,
-    )
-    .await?;
-    Ok(())
+/// The reference operator on Kind, installed in this order: every image the cases use loaded
+/// into the nodes (by the backend, before anything runs), the Gameplane CRDs applied and awaited
+/// Established, the operator's manifests applied, and its rollout awaited.
+///
+/// Waiting with `kubectl rollout status` rather than for `Available=True` matters on a reused
+/// cluster: an earlier rollout is still Available while the new one has not started.
+#[derive(Debug, Clone)]
+pub struct KindInstall {
+    /// The CRDs (`fixtures/crds`).
+    pub crds: PathBuf,
+    /// The operator's manifests (`images/reference-operator/deploy`).
+    pub manifests: PathBuf,
+    /// Every image the cases and the operator use ([`super::images::for_cases`]).
+    pub images: Vec<String>,
+    /// How long the CRDs and the rollout may take.
+    pub bound: Duration,
+    /// kubectl 1.37; `None` is [`kubectl_path`].
+    pub kubectl: Option<PathBuf>,
+}
+
+impl KindInstall {
+    /// What `rehearse run --cluster kind` installs, from the repository checkout at `root`.
+    pub fn for_cases(root: &Path) -> Self {
+        Self {
+            crds: root.join("fixtures").join("crds"),
+            manifests: root
+                .join("images")
+                .join("reference-operator")
+                .join("deploy"),
+            images: super::images::for_cases(),
+            bound: Duration::from_secs(300),
+            kubectl: None,
+        }
+    }
+
+    /// The kubectl argvs, in the order they run, context pinned.
+    pub fn kubectl_argvs(
+        &self,
+        kubectl: &Path,
+        kubeconfig: &Path,
+        context: &str,
+    ) -> Vec<Vec<String>> {
+        let base = |rest: &[&str]| -> Vec<String> {
+            let mut argv = vec![
+                kubectl.display().to_string(),
+                "--kubeconfig".into(),
+                kubeconfig.display().to_string(),
+                "--context".into(),
+                context.into(),
+            ];
+            argv.extend(rest.iter().map(|s| s.to_string()));
+            argv
+        };
+        let bound = format!("{}s", self.bound.as_secs());
+        vec![
+            apply_argv(kubectl, kubeconfig, context, &self.crds),
+            base(&[
+                "wait",
+                "--for",
+                "condition=established",
+                "--timeout",
+                &bound,
+                "-f",
+                &self.crds.display().to_string(),
+            ]),
+            apply_argv(kubectl, kubeconfig, context, &self.manifests),
+            base(&[
+                "--namespace",
+                super::SYSTEM_NAMESPACE,
+                "rollout",
+                "status",
+                &format!("deployment/{DEPLOYMENT}"),
+                "--timeout",
+                &bound,
+            ]),
+        ]
+    }
+
+    /// Applies the CRDs and the operator and waits for its rollout (the images must already be
+    /// in the nodes).
+    pub async fn apply(
+        &self,
+        kubeconfig: &Path,
+        context: &str,
+        log: &ProcessLog,
+    ) -> Result<(), DeployError> {
+        let kubectl = match &self.kubectl {
+            Some(k) => k.clone(),
+            None => kubectl_path()?,
+        };
+        for argv in self.kubectl_argvs(&kubectl, kubeconfig, context) {
+            Cmd::new(argv[0].clone())
+                .args(argv[1..].iter().cloned())
+                .timeout(self.bound + Duration::from_secs(30))
+                .run_checked(log)
+                .await?;
+        }
+        Ok(())
+    }
 }

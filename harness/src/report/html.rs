@@ -156,10 +156,10 @@ pub fn render(report: &Report) -> String {
             escape(&run.operator.version),
             run.started,
             run.finished,
-            if run.interrupted {
-                "<strong>yes</strong>"
-            } else {
-                "no"
+            match (run.killed, run.interrupted) {
+                (true, _) => "<strong>killed</strong> (no bundle.json: derived from its receipts)",
+                (false, true) => "<strong>yes</strong>",
+                (false, false) => "no",
             },
             escape(&run.href),
             run.entries
@@ -350,10 +350,14 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
                     side(&row.before),
                     side(&row.after),
                     match row.change() {
-                        crate::evidence::pvc_table::PvcChange::Kept => "<span class=\"v-passed\">kept</span>",
-                        crate::evidence::pvc_table::PvcChange::Appeared => "<span class=\"v-passed\">appeared</span>",
-                        crate::evidence::pvc_table::PvcChange::Replaced => "<span class=\"v-failed\">replaced</span>",
-                        crate::evidence::pvc_table::PvcChange::Vanished => "<span class=\"v-failed\">vanished</span>",
+                        crate::evidence::pvc_table::PvcChange::Kept =>
+                            "<span class=\"v-passed\">kept</span>",
+                        crate::evidence::pvc_table::PvcChange::Appeared =>
+                            "<span class=\"v-passed\">appeared</span>",
+                        crate::evidence::pvc_table::PvcChange::Replaced =>
+                            "<span class=\"v-failed\">replaced</span>",
+                        crate::evidence::pvc_table::PvcChange::Vanished =>
+                            "<span class=\"v-failed\">vanished</span>",
                     }
                 );
             }

@@ -46,7 +46,7 @@ pub fn render(report: &Report) -> String {
         "architectures": report.arches,
         "runs": report.runs.iter().map(|r| json!({
             "arch": r.arch, "run_id": r.run_id, "started": r.started, "finished": r.finished,
-            "interrupted": r.interrupted, "entries": r.entries, "bundle": r.href,
+            "interrupted": r.interrupted, "killed": r.killed, "entries": r.entries, "bundle": r.href,
         })).collect::<Vec<_>>(),
         "agree": report.disagreements.is_empty(),
         "disagreements": report.disagreements.iter().map(|d| json!({

@@ -4,6 +4,10 @@
 //! partial line, when a case lacks its `case-finished` receipt, when `bundle.json` claims
 //! anything the receipts do not prove, or when a file a receipt names (PVC table, artifact,
 //! kill matrix) is missing or differs from the SHA-256 recorded for it.
+//!
+//! The one exception is a run killed from outside before it finalized (no `bundle.json`, no
+//! `run-finished` receipt): its complete entries must verify, and its summary is derived from
+//! them with every open case `interrupted` ([`summary::summarize_killed`]).
 
 use std::path::{Path, PathBuf};
 
@@ -18,9 +22,9 @@ use crate::evidence::receipts::{self, FILE_NAME, Receipt, VerifyError, kind};
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error(
-        "{dir}: no {SUMMARY_FILE}: the run was not finalized (killed?); `rehearse receipts verify {dir}` shows how far its journal goes"
+        "{dir}: neither {SUMMARY_FILE} nor {FILE_NAME}: not a bundle; pass bundle directories (reports/<run-id>)"
     )]
-    NotFinalized { dir: PathBuf },
+    NotABundle { dir: PathBuf },
     #[error("{path}: cannot read: {source}")]
     Io {
         path: PathBuf,
@@ -103,16 +107,25 @@ pub struct LoadedBundle {
     /// The directory as given.
     pub dir: PathBuf,
     pub summary: BundleSummary,
+    /// The run's process was killed before it finalized: there is no `bundle.json`, and
+    /// `summary` was derived from the journal ([`summary::summarize_killed`]), its open cases
+    /// `interrupted`.
+    pub killed: bool,
     pub cases: Vec<LoadedCase>,
     pub kill_matrix: Option<KillMatrix>,
 }
 
 /// Loads and checks the bundle in `dir`.
+///
+/// A bundle without `bundle.json` is a run whose process was killed before it finalized (a
+/// case nextest terminated, a crashed runner): its summary is derived from the journal's
+/// complete entries and every case it left open is `interrupted`, so the report shows the
+/// kill as a failure instead of losing the case.
 pub fn load(dir: impl AsRef<Path>) -> Result<LoadedBundle, LoadError> {
     let dir = dir.as_ref().to_path_buf();
     let summary_path = dir.join(SUMMARY_FILE);
     if !summary_path.exists() {
-        return Err(LoadError::NotFinalized { dir });
+        return load_killed(dir);
     }
     let text = read(&summary_path)?;
     let claimed: BundleSummary =
@@ -131,6 +144,35 @@ pub fn load(dir: impl AsRef<Path>) -> Result<LoadedBundle, LoadError> {
     if let Some(field) = first_difference(&claimed, &proven) {
         return Err(LoadError::SummaryMismatch { dir, field });
     }
+    finish_loading(dir, journal, proven, false)
+}
+
+/// [`load`] of a bundle whose `bundle.json` was never written.
+fn load_killed(dir: PathBuf) -> Result<LoadedBundle, LoadError> {
+    if !dir.join(FILE_NAME).exists() {
+        return Err(LoadError::NotABundle { dir });
+    }
+    // A partial last line is what a kill in the middle of a write leaves; every complete entry
+    // before it still has to verify.
+    let checked =
+        receipts::verify_prefix(dir.join(FILE_NAME)).map_err(|source| LoadError::Journal {
+            dir: dir.clone(),
+            source: Box::new(source),
+        })?;
+    let journal = checked.journal;
+    let proven = summary::summarize_killed(&journal).map_err(|source| LoadError::Incomplete {
+        dir: dir.clone(),
+        source,
+    })?;
+    finish_loading(dir, journal, proven, true)
+}
+
+fn finish_loading(
+    dir: PathBuf,
+    journal: receipts::VerifiedJournal,
+    proven: BundleSummary,
+    killed: bool,
+) -> Result<LoadedBundle, LoadError> {
     let mut cases = Vec::with_capacity(proven.cases.len());
     for case in &proven.cases {
         cases.push(load_case(&dir, &journal.receipts, case)?);
@@ -160,6 +202,7 @@ pub fn load(dir: impl AsRef<Path>) -> Result<LoadedBundle, LoadError> {
     Ok(LoadedBundle {
         dir,
         summary: proven,
+        killed,
         cases,
         kill_matrix,
     })
@@ -227,8 +270,13 @@ fn load_case(
     })?;
     let table_rel = format!("{CASES_DIR}/{}/{PVC_TABLE_FILE}", case.name);
     let table_path = dir.join(&table_rel);
+    // The table is written just before `case-finished`: a case killed before that has none.
+    let finished = receipts
+        .get(last_line - 1)
+        .is_some_and(|r| r.kind == kind::CASE_FINISHED);
     match (pvc_table.is_empty(), table_path.exists()) {
         (true, false) => {}
+        (false, false) if !finished => {}
         (true, true) => {
             return Err(LoadError::FileMismatch {
                 dir: dir.to_path_buf(),

@@ -111,7 +111,11 @@ pub fn render(report: &Report) -> String {
             run.operator.version,
             run.started,
             run.finished,
-            if run.interrupted { "**yes**" } else { "no" },
+            match (run.killed, run.interrupted) {
+                (true, _) => "**killed** (no bundle.json: derived from its receipts)",
+                (false, true) => "**yes**",
+                (false, false) => "no",
+            },
             run.href,
             run.entries
         );

@@ -72,7 +72,7 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Json => json::render(report),
         Format::Junit => {
             let runs: Vec<&crate::evidence::bundle::BundleSummary> =
-                report.summaries.values().collect();
+                report.summaries.iter().collect();
             crate::evidence::bundle::junit::render(&runs)
         }
     }

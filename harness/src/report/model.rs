@@ -1,5 +1,10 @@
 //! The report's data: loaded bundles merged by case name across architectures.
 //!
+//! Any number of bundles may come from one architecture: CI writes one bundle per case (each
+//! nextest test process records its own), or one per bucket job. A case appears once per
+//! architecture; the same case in two bundles of one architecture is refused, because the
+//! report could only show one of the two verdicts.
+//!
 //! Everything a renderer prints is here, already ordered (cases by bucket then name,
 //! architectures by name), so every renderer is a pure function of a [`Report`] and the same
 //! bundles always give the same bytes.
@@ -26,11 +31,28 @@ pub enum MergeError {
         commit_a: String,
         commit_b: String,
     },
-    #[error("bundles {a} and {b} are both {arch} runs; pass one bundle per architecture")]
-    DuplicateArch { a: String, b: String, arch: String },
+    #[error(
+        "bundles {a} and {b} both hold case {case} on {arch}; pass each case's bundle once per architecture (report a rerun separately)"
+    )]
+    DuplicateCase {
+        a: String,
+        b: String,
+        case: String,
+        arch: String,
+    },
+    #[error(
+        "bundles {a} and {b} both record whether case {case} caught mutant {mutant} on {arch}; pass one self-test per architecture"
+    )]
+    DuplicateKill {
+        a: String,
+        b: String,
+        mutant: String,
+        case: String,
+        arch: String,
+    },
 }
 
-/// One architecture's run.
+/// One bundle's run (an architecture's whole run, or one case's or bucket's part of it).
 #[derive(Debug, Clone)]
 pub struct RunInfo {
     pub arch: String,
@@ -39,6 +61,8 @@ pub struct RunInfo {
     pub started: jiff::Timestamp,
     pub finished: jiff::Timestamp,
     pub interrupted: bool,
+    /// Killed before it finalized: no `bundle.json`; the summary was derived from the journal.
+    pub killed: bool,
     pub entries: u64,
     /// Relative link from the report directory to the bundle directory.
     pub href: String,
@@ -96,45 +120,52 @@ pub struct Report {
     pub runs: Vec<RunInfo>,
     pub cases: Vec<MergedCase>,
     pub disagreements: Vec<Disagreement>,
-    /// arch → kill matrix, for runs that recorded one.
+    /// arch → kill matrix, for runs that recorded one (merged across an arch's bundles).
     pub kill_matrices: BTreeMap<String, KillMatrix>,
-    /// arch → the run's proven summary (for JUnit).
-    pub summaries: BTreeMap<String, BundleSummary>,
+    /// Every bundle's proven summary, in the order of [`Report::runs`] (for JUnit).
+    pub summaries: Vec<BundleSummary>,
 }
 
 impl Report {
     /// Merges verified bundles; links are made relative to `out_dir`, where the report is written.
-    pub fn merge(bundles: Vec<LoadedBundle>, out_dir: &Path) -> Result<Report, MergeError> {
+    ///
+    /// Bundles are ordered by architecture, run id and directory first, so the order they are
+    /// given in never changes the output.
+    pub fn merge(mut bundles: Vec<LoadedBundle>, out_dir: &Path) -> Result<Report, MergeError> {
         let first = bundles.first().ok_or(MergeError::Empty)?;
         let commit = first.summary.meta.commit.clone();
-        let mut by_arch: BTreeMap<String, LoadedBundle> = BTreeMap::new();
-        for bundle in bundles.iter() {
-            if bundle.summary.meta.commit != commit {
-                return Err(MergeError::DifferentCommits {
-                    a: first.dir.display().to_string(),
-                    b: bundle.dir.display().to_string(),
-                    commit_a: commit,
-                    commit_b: bundle.summary.meta.commit.clone(),
-                });
-            }
-            let arch = bundle.summary.meta.arch.clone();
-            if let Some(other) = by_arch.get(&arch) {
-                return Err(MergeError::DuplicateArch {
-                    a: other.dir.display().to_string(),
-                    b: bundle.dir.display().to_string(),
-                    arch,
-                });
-            }
-            by_arch.insert(arch, bundle.clone());
+        if let Some(other) = bundles.iter().find(|b| b.summary.meta.commit != commit) {
+            return Err(MergeError::DifferentCommits {
+                a: first.dir.display().to_string(),
+                b: other.dir.display().to_string(),
+                commit_a: commit,
+                commit_b: other.summary.meta.commit.clone(),
+            });
         }
-        let arches: Vec<String> = by_arch.keys().cloned().collect();
+        bundles.sort_by(|x, y| {
+            (&x.summary.meta.arch, &x.summary.meta.run_id, &x.dir).cmp(&(
+                &y.summary.meta.arch,
+                &y.summary.meta.run_id,
+                &y.dir,
+            ))
+        });
+        let mut arches: Vec<String> = bundles
+            .iter()
+            .map(|b| b.summary.meta.arch.clone())
+            .collect();
+        arches.dedup();
         let mut operators: Vec<Operator> = Vec::new();
         let mut runs = Vec::new();
         let mut cases: BTreeMap<(String, String), MergedCase> = BTreeMap::new();
-        let mut kill_matrices = BTreeMap::new();
-        let mut summaries = BTreeMap::new();
-        for (arch, bundle) in by_arch {
-            summaries.insert(arch.clone(), bundle.summary.clone());
+        // (arch, case) → the bundle that holds it, to name both sides of a duplicate.
+        let mut holder: BTreeMap<(String, String), String> = BTreeMap::new();
+        let mut kill_matrices: BTreeMap<String, KillMatrix> = BTreeMap::new();
+        let mut kill_holder: BTreeMap<(String, String, String), String> = BTreeMap::new();
+        let mut summaries = Vec::new();
+        for bundle in bundles {
+            let arch = bundle.summary.meta.arch.clone();
+            let dir = bundle.dir.display().to_string();
+            summaries.push(bundle.summary.clone());
             let s = &bundle.summary;
             if !operators.contains(&s.meta.operator) {
                 operators.push(s.meta.operator.clone());
@@ -148,11 +179,21 @@ impl Report {
                 started: s.started,
                 finished: s.finished,
                 interrupted: s.interrupted,
+                killed: bundle.killed,
                 entries: s.journal.entries,
                 href: href.clone(),
             });
             for case in bundle.cases {
-                let key = (case.summary.bucket.clone(), case.summary.name.clone());
+                let name = case.summary.name.clone();
+                if let Some(a) = holder.insert((arch.clone(), name.clone()), dir.clone()) {
+                    return Err(MergeError::DuplicateCase {
+                        a,
+                        b: dir,
+                        case: name,
+                        arch,
+                    });
+                }
+                let key = (case.summary.bucket.clone(), name);
                 cases
                     .entry(key)
                     .or_insert_with(|| MergedCase {
@@ -171,7 +212,22 @@ impl Report {
                     );
             }
             if let Some(matrix) = bundle.kill_matrix {
-                kill_matrices.insert(arch, matrix);
+                let merged = kill_matrices.entry(arch.clone()).or_default();
+                for (mutant, row) in &matrix.mutants {
+                    for (case, caught) in row {
+                        let key = (arch.clone(), mutant.clone(), case.clone());
+                        if let Some(a) = kill_holder.insert(key, dir.clone()) {
+                            return Err(MergeError::DuplicateKill {
+                                a,
+                                b: dir,
+                                mutant: mutant.clone(),
+                                case: case.clone(),
+                                arch,
+                            });
+                        }
+                        merged.record_cell(mutant, case, caught.clone());
+                    }
+                }
             }
         }
         operators.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));

@@ -156,6 +156,10 @@ pub enum SummaryError {
         "the journal's last entry (line {line}) is not run-finished: the run was not finalized"
     )]
     NotFinalized { line: usize },
+    #[error(
+        "line {line}: the run finished (run-finished receipt) but its bundle.json is missing; restore bundle.json from the run's artifact (a finished run is reported only with the summary that anchors its journal)"
+    )]
+    FinishedNotKilled { line: usize },
 }
 
 fn malformed(line: usize, r: &Receipt, reason: impl std::fmt::Display) -> SummaryError {
@@ -184,6 +188,31 @@ struct Open {
 
 /// Derives the summary of a finalized run from its verified journal.
 pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryError> {
+    derive(journal, Ending::Finalized)
+}
+
+/// Why a case of a killed run has no verdict of its own.
+pub const KILLED_REASON: &str = "killed: the case's process ended before the case reached a verdict (no case-finished receipt, no bundle.json; e.g. nextest's slow-timeout terminate-after)";
+
+/// Derives the summary of a run whose process was killed before [`super::Bundle::finalize`]
+/// (nextest's `terminate-after`, SIGKILL, a crashed runner): the journal has no
+/// `run-finished` entry and `bundle.json` was never written.
+///
+/// The summary claims only what the receipts prove: every case still open is
+/// [`Verdict::Interrupted`] with [`KILLED_REASON`] and the last step it recorded, the run is
+/// `interrupted`, and the anchor is the journal's last complete entry. A journal that *does*
+/// end with `run-finished` is not a killed run: use [`summarize`].
+pub fn summarize_killed(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryError> {
+    derive(journal, Ending::Killed)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Finalized,
+    Killed,
+}
+
+fn derive(journal: &VerifiedJournal, ending: Ending) -> Result<BundleSummary, SummaryError> {
     let receipts = &journal.receipts;
     let first = receipts.first().ok_or(SummaryError::NoRunStarted)?;
     let meta = meta_of(first)?;
@@ -277,6 +306,50 @@ pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryErro
             }
             _ => {}
         }
+    }
+    if ending == Ending::Killed {
+        if let Some((_, _, line)) = finished {
+            return Err(SummaryError::FinishedNotKilled { line });
+        }
+        // Open cases end at their last receipt, in the order they started.
+        for (name, started) in open {
+            let (last_line, last) = receipts
+                .iter()
+                .enumerate()
+                .skip(started.line - 1)
+                .filter(|(_, r)| r.case.as_deref() == Some(name.as_str()))
+                .map(|(i, r)| (i + 1, r))
+                .next_back()
+                .expect("the case-started receipt itself");
+            cases.push(CaseSummary {
+                duration_ms: last.time.duration_since(started.time).as_millis().max(0) as u64,
+                reason: Some(format!(
+                    "{KILLED_REASON}; its last receipt is line {last_line} (step `{}`)",
+                    last.step
+                )),
+                name,
+                bucket: started.bucket,
+                verdict: Verdict::Interrupted,
+                evidence_used: Vec::new(),
+                failed_checks: Vec::new(),
+                lines: (started.line, last_line),
+            });
+        }
+        let last = receipts.last().expect("run-started at least");
+        return Ok(BundleSummary {
+            format: FORMAT,
+            meta,
+            started: first.time,
+            finished: last.time,
+            interrupted: true,
+            cases,
+            journal: JournalAnchor {
+                file: FILE_NAME.into(),
+                entries: receipts.len() as u64,
+                head_sha256: journal.head.clone(),
+            },
+            kill_matrix,
+        });
     }
     if let Some((case, o)) = open.into_iter().next() {
         return Err(SummaryError::CaseNotFinished {

@@ -1,0 +1,30 @@
+//! The images a Kind node must hold before the cases run.
+//!
+//! No registry serves them: they are built from `images/` (the workflow's `images` job) and
+//! loaded into the nodes. Public images the cases also use (`busybox`, `restic/restic`) are
+//! pulled by the node itself.
+
+use crate::cases::fixture;
+
+/// Every locally built image the cases and the reference operator reference, sorted: the
+/// fixture game versions the templates name, both agents, and the operator.
+pub fn for_cases() -> Vec<String> {
+    let mut images: Vec<String> = [
+        fixture::VERSION_STABLE,
+        fixture::VERSION_COMPAT,
+        fixture::VERSION_FORMAT,
+        fixture::VERSION_HTTP_ONLY,
+    ]
+    .iter()
+    .map(|v| format!("{}:{v}", fixture::GAME_IMAGE_REPO))
+    .chain([
+        fixture::AGENT_IMAGE.to_string(),
+        fixture::LEGACY_AGENT_IMAGE.to_string(),
+        crate::probe::readback::INSPECT_IMAGE.to_string(),
+        super::reference_operator::IMAGE.to_string(),
+    ])
+    .collect();
+    images.sort();
+    images.dedup();
+    images
+}
