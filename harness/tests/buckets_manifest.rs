@@ -35,6 +35,7 @@ const BACKUP: &[&str] = &[
     "live_backup_game_not_running_yet",
     "live_backup_older_agent_without_identity_route",
     "stopped_server_backups",
+    "idle_asleep_stopped_server_backup",
     "stopped_server_backup_started_mid_copy",
     "live_backup_restore_round_trip",
 ];
@@ -43,6 +44,10 @@ const ROLLOUT: &[&str] = &[
     "http_only_candidate",
     "format_change_compatible_rollback",
     "format_change_restore_required_rollback",
+    "member_tracking_default_version",
+    "halt_at_later_batch",
+    "candidate_refuses_login",
+    "candidate_stalls_configuration",
 ];
 
 #[test]
@@ -69,64 +74,50 @@ fn real_manifest_has_the_agreed_buckets_and_case_names() {
     }
 }
 
+/// The mutant catalogue: at least 20 reference-operator mutants and 4 harness mutants, every
+/// operator mutant one the reference operator knows (its `--list-mutants`), every harness mutant
+/// one the harness knows, each targeted on a named check.
 #[test]
 fn real_manifest_maps_every_mutant_to_the_case_that_catches_it() {
     let m = real_manifest();
-    let targets: Vec<(String, Vec<String>)> = m
-        .cases_targeting()
-        .into_iter()
-        .map(|(mutant, cases)| {
-            (
-                mutant.to_owned(),
-                cases.iter().map(|c| c.test.clone()).collect(),
-            )
-        })
+    let targets = m.cases_targeting();
+    let known_operator: Vec<&str> = reference_operator::Mutant::ALL
+        .iter()
+        .map(|m| m.name())
         .collect();
-    let expect = |m: &str, cases: &[&str]| {
-        (
-            m.to_owned(),
-            cases.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
-        )
-    };
-    assert_eq!(
-        targets,
-        vec![
-            expect(
-                "backup-skips-extras",
-                &["format_change_restore_required_rollback"]
-            ),
-            expect("ignore-incarnation", &["live_backup_same_pod_game_restart"]),
-            expect(
-                "no-identity-preflight",
-                &["live_backup_older_agent_without_identity_route"]
-            ),
-            expect(
-                "restore-overlays",
-                &[
-                    "stopped_server_backups",
-                    "live_backup_restore_round_trip",
-                    "format_change_restore_required_rollback"
-                ]
-            ),
-            expect(
-                "restore-recreates-pvc",
-                &[
-                    "live_backup_restore_round_trip",
-                    "format_change_restore_required_rollback"
-                ]
-            ),
-            expect("stopped-source-needs-agent", &["stopped_server_backups"]),
-            // The round trip's copy into an unusable repository is what exposes this mutant.
-            expect(
-                "succeed-on-failed-copy",
-                &["live_backup_restore_round_trip"]
-            ),
-            expect(
-                "unquiesce-any-pod",
-                &["live_backup_pod_replaced_during_preparation"]
-            ),
-        ]
+    let (harness, operator): (Vec<&str>, Vec<&str>) = targets
+        .keys()
+        .copied()
+        .partition(|n| rehearsal::mutants::HarnessMutant::is_harness_name(n));
+    assert!(
+        operator.len() >= 20,
+        "{} operator mutants: {operator:?}",
+        operator.len()
     );
+    assert!(
+        harness.len() >= 4,
+        "{} harness mutants: {harness:?}",
+        harness.len()
+    );
+    for name in &operator {
+        assert!(
+            known_operator.contains(name),
+            "reference-operator has no mutant {name}"
+        );
+    }
+    for name in &harness {
+        name.parse::<rehearsal::mutants::HarnessMutant>()
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    // Every reference-operator mutant is targeted by some case.
+    for name in &known_operator {
+        assert!(targets.contains_key(name), "no case targets mutant {name}");
+    }
+    for (_, case) in m.cases() {
+        for t in &case.mutants {
+            assert!(!t.check.is_empty(), "{} × {}: no check", t.name, case.test);
+        }
+    }
 }
 
 #[test]
@@ -170,7 +161,7 @@ fn valid_list_verifies() {
     assert_eq!(summary.cases, 17);
     assert_eq!(
         summary.buckets,
-        vec![("backup".to_owned(), 8), ("rollout".to_owned(), 4)]
+        vec![("backup".to_owned(), 9), ("rollout".to_owned(), 8)]
     );
     let line = summary.to_string();
     assert!(!line.contains('\n'));
@@ -453,7 +444,7 @@ fn bucket_filter_selects_exactly_its_cases() {
     let filter = real_manifest().nextest_filter("rollout").unwrap();
     assert_eq!(
         filter,
-        "package(=rehearsal-scenarios) & kind(test) & (test(=unpullable_candidate) | test(=http_only_candidate) | test(=format_change_compatible_rollback) | test(=format_change_restore_required_rollback))"
+        "package(=rehearsal-scenarios) & kind(test) & (test(=unpullable_candidate) | test(=http_only_candidate) | test(=format_change_compatible_rollback) | test(=format_change_restore_required_rollback) | test(=member_tracking_default_version) | test(=halt_at_later_batch) | test(=candidate_refuses_login) | test(=candidate_stalls_configuration))"
     );
 }
 
