@@ -625,8 +625,9 @@ async fn server_gates(
     let verdict = join(ctx, server, depth).await?;
     ctx.uses("Minecraft join (depth reached)");
     let mut evidence = json!({"verdict": verdict.line(), "detail": verdict});
-    if !verdict.ok {
-        // Say what the port does serve, if anything: the HTTP-only candidate's tell.
+    if !verdict.ok && verdict.reached.is_none() {
+        // No Minecraft stage answered: say what the port does serve, if anything (the
+        // HTTP-only candidate's tell). A port that spoke Minecraft at all is not asked.
         let pod_name = names::pod(server);
         if let Ok(reach) = ctx
             .backend

@@ -14,6 +14,8 @@ pub fn for_cases() -> Vec<String> {
         fixture::VERSION_COMPAT,
         fixture::VERSION_FORMAT,
         fixture::VERSION_HTTP_ONLY,
+        fixture::VERSION_REFUSE_LOGIN,
+        fixture::VERSION_STALL_CONFIG,
     ]
     .iter()
     .map(|v| format!("{}:{v}", fixture::GAME_IMAGE_REPO))
