@@ -40,6 +40,11 @@ impl Outbox {
         self.tx.send(Message::binary(frame)).await.is_ok()
     }
 
+    /// Sends one binary message as is (SPDY frames tunnelled without a channel byte).
+    pub async fn send_raw(&self, message: Vec<u8>) -> bool {
+        self.tx.send(Message::binary(message)).await.is_ok()
+    }
+
     /// Copies `reader` to `channel` until its end (or until the client is gone).
     pub async fn pump(&self, mut reader: ProcessOutput, channel: u8) {
         let mut buf = vec![0u8; CHUNK];

@@ -6,6 +6,7 @@
 mod channel;
 mod exec;
 mod portforward;
+mod spdy;
 mod websocket;
 
 use std::sync::Arc;
@@ -162,11 +163,6 @@ pub(super) async fn serve(
             tty,
         })
     };
-    let ports = if kind == Kind::PortForward {
-        parse_ports(call.raw_query)?
-    } else {
-        Vec::new()
-    };
     if pod
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
@@ -202,6 +198,12 @@ pub(super) async fn serve(
         Kind::Exec | Kind::Attach => exec::PROTOCOLS,
     };
     let protocol = websocket::negotiate(call.headers, supported)?;
+    // SPDY names its ports in each stream's headers; the channel protocols in the query.
+    let ports = if kind == Kind::PortForward && protocol != spdy::PROTOCOL {
+        parse_ports(call.raw_query)?
+    } else {
+        Vec::new()
+    };
     let upgrade = call
         .upgrade
         .lock()
@@ -230,6 +232,15 @@ pub(super) async fn serve(
                 exec::session(socket, protocol, &request, started, stopped).await;
             }
             (Some(_), None) => unreachable!("an exec request always has a start"),
+            (None, _) if protocol == spdy::PROTOCOL => {
+                let base = PortForwardRequest {
+                    namespace,
+                    pod: pod_name,
+                    uid,
+                    port: 0,
+                };
+                spdy::session(socket, streams, base, stopped).await;
+            }
             (None, _) => {
                 let requests = ports
                     .iter()

@@ -19,8 +19,12 @@ use super::channel::{self, Outbox};
 use super::websocket::Socket;
 use crate::streams::{PodStreams, PortForwardRequest};
 
-/// What port-forward speaks over plain WebSocket, best first.
-pub const PROTOCOLS: &[&str] = &["v4.channel.k8s.io", "portforward.k8s.io"];
+/// What port-forward speaks over WebSocket: kubectl's SPDY tunnel, then the channel protocols.
+pub const PROTOCOLS: &[&str] = &[
+    super::spdy::PROTOCOL,
+    "v4.channel.k8s.io",
+    "portforward.k8s.io",
+];
 
 /// The kubelet's wording for a port it could not forward.
 pub fn forward_error(request: &PortForwardRequest, why: &str) -> String {
