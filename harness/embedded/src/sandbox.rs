@@ -417,14 +417,31 @@ impl Sandboxes {
                 Stdio::null()
             }
         };
-        cmd.stdin(piped(stdio.stdin))
-            .stdout(piped(stdio.stdout))
-            .stderr(piped(stdio.stderr));
-        cmd.kill_on_drop(true);
-        let child = cmd.spawn().map_err(|source| EnterError::Spawn {
+        let spawn_error = |source| EnterError::Spawn {
             argv: argv.to_vec(),
             source,
-        })?;
+        };
+        cmd.stdin(piped(stdio.stdin));
+        // With a TTY the client gets one stream; without a PTY here, one pipe stands in.
+        let output = if stdio.merged_output {
+            let (reader, writer) = std::io::pipe().map_err(spawn_error)?;
+            cmd.stdout(writer.try_clone().map_err(spawn_error)?)
+                .stderr(writer);
+            Some(reader)
+        } else {
+            cmd.stdout(piped(stdio.stdout)).stderr(piped(stdio.stderr));
+            None
+        };
+        cmd.kill_on_drop(true);
+        let child = cmd.spawn().map_err(spawn_error)?;
+        // Our copies of the pipe's write end must close, or the reader never sees its end.
+        drop(cmd);
+        let merged_output = output
+            .map(|reader| {
+                tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))
+            })
+            .transpose()
+            .map_err(spawn_error)?;
         let pid = child.id().unwrap_or_default();
         tracing::debug!(
             pid,
@@ -434,6 +451,7 @@ impl Sandboxes {
         );
         Ok(EnteredProcess {
             child,
+            merged_output,
             tree: TreeGuard { root: Some(pid) },
         })
     }
@@ -453,6 +471,9 @@ pub struct EnterStdio {
     pub stdin: bool,
     pub stdout: bool,
     pub stderr: bool,
+    /// stdout and stderr into one pipe ([`EnteredProcess::merged_output`]), as a terminal
+    /// would merge them (`kubectl exec -t`); `stdout` and `stderr` are then ignored.
+    pub merged_output: bool,
 }
 
 /// Why a process could not be started inside a sandbox.
@@ -478,6 +499,8 @@ pub enum EnterError {
 pub struct EnteredProcess {
     /// The `nsenter` child (its pipes are the process's standard streams).
     pub child: tokio::process::Child,
+    /// stdout and stderr together, when [`EnterStdio::merged_output`] was asked for.
+    pub merged_output: Option<tokio::net::unix::pipe::Receiver>,
     tree: TreeGuard,
 }
 

@@ -129,6 +129,22 @@ async fn exec_runs_in_the_container_with_output_and_exit_code() {
     let ok = finish(pods.exec("exec", ["true"], &params).await.unwrap()).await;
     assert_eq!(ok.summary(), ("Success", "", ""));
 
+    // A TTY request: one output stream, stderr included (no PTY on this node).
+    let tty = finish(
+        pods.exec(
+            "exec",
+            ["sh", "-c", "echo to-out; echo to-err >&2"],
+            &AttachParams::default().stdout(true).stderr(false).tty(true),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (tty.stdout.as_str(), tty.stderr.as_str()),
+        ("to-out\nto-err\n", "")
+    );
+
     let missing = finish(
         pods.exec("exec", ["no-such-command"], &params)
             .await

@@ -58,6 +58,8 @@ impl Kubelet {
             stdin: request.stdin,
             stdout: request.stdout,
             stderr: request.stderr,
+            // No PTY on this node: a TTY request gets the terminal's single output stream.
+            merged_output: request.tty && request.stdout,
         };
         let mut entered = self
             .node
@@ -74,11 +76,14 @@ impl Kubelet {
             .stdin
             .take()
             .map(|s| Box::pin(s) as ProcessInput);
-        let stdout = entered
-            .child
-            .stdout
-            .take()
-            .map(|s| Box::pin(s) as ProcessOutput);
+        let stdout = match entered.merged_output.take() {
+            Some(merged) => Some(Box::pin(merged) as ProcessOutput),
+            None => entered
+                .child
+                .stdout
+                .take()
+                .map(|s| Box::pin(s) as ProcessOutput),
+        };
         let stderr = entered
             .child
             .stderr
