@@ -450,9 +450,9 @@ impl Sandboxes {
             "process entered a sandbox"
         );
         Ok(EnteredProcess {
+            tree: TreeGuard { root: Some(pid) },
             child,
             merged_output,
-            tree: TreeGuard { root: Some(pid) },
         })
     }
 
@@ -497,11 +497,13 @@ pub enum EnterError {
 /// [`EnteredProcess::wait`] returns kills it and every process it started.
 #[derive(Debug)]
 pub struct EnteredProcess {
+    // Dropped first (fields drop in order): the tree is walked while `nsenter` still holds
+    // it; killing `nsenter` first (the child's kill-on-drop) would orphan its descendants.
+    tree: TreeGuard,
     /// The `nsenter` child (its pipes are the process's standard streams).
     pub child: tokio::process::Child,
     /// stdout and stderr together, when [`EnterStdio::merged_output`] was asked for.
     pub merged_output: Option<tokio::net::unix::pipe::Receiver>,
-    tree: TreeGuard,
 }
 
 impl EnteredProcess {

@@ -1,5 +1,5 @@
-//! Real `kubectl` 1.37 `exec` (WebSocket, v5.channel.k8s.io) against pods on the embedded
-//! node: output, exit code, stdin with `-i`, and the errors kubectl prints.
+//! Real `kubectl` 1.37 `exec` and `attach` (WebSocket, v5.channel.k8s.io) against pods on the
+//! embedded node: output, exit code, stdin with `-i`, and the errors kubectl prints.
 
 mod common;
 
@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::PostParams;
 use rehearsal_embedded::EmbeddedCluster;
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 fn kubectl_binary() -> PathBuf {
     if let Ok(path) = std::env::var("REHEARSAL_KUBECTL") {
@@ -167,5 +167,93 @@ async fn kubectl_exec_i_feeds_stdin_to_the_command() {
     .await;
     assert_eq!(ran.code, 0, "{ran:?}");
     assert_eq!(ran.stdout, "PIPED THROUGH\nKUBECTL\nend\n", "{ran:?}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_streams_the_container_output_until_it_ends() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    // Echoes each line written to its FIFO (held open read-write, so a writer's close is
+    // never an end of file); "end" ends it.
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "talker"},
+        "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 2,
+            "containers": [{"name": "main", "image": "busybox:1.36",
+                "command": ["sh", "-c", "mkfifo /tmp/go && exec 3<>/tmp/go && while read line <&3; do echo attached-$line; [ \"$line\" = end ] && exit 0; done"],
+                "readinessProbe": {"exec": {"command": ["test", "-p", "/tmp/go"]}, "periodSeconds": 1}}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    common::wait_for(
+        &pods,
+        "talker",
+        "pod Ready (its FIFO exists)",
+        common::pod_ready(),
+    )
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(kubectl_binary())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .args(["--context", rehearsal_apiserver_context()])
+        .args(["attach", "talker", "-c", "main"])
+        .env_remove("KUBECONFIG")
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl runs");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // Lines written before kubectl is attached are not shown to it (as on any cluster):
+    // write until one shows, each wait bounded, the whole bounded by WAIT.
+    let attached = tokio::time::timeout(common::WAIT, async {
+        loop {
+            let wrote = kubectl(
+                &cluster,
+                &["exec", "talker", "--", "sh", "-c", "echo ping > /tmp/go"],
+                None,
+            )
+            .await;
+            assert_eq!(wrote.code, 0, "{wrote:?}");
+            if let Ok(line) =
+                tokio::time::timeout(std::time::Duration::from_millis(500), lines.next_line()).await
+            {
+                return line.unwrap();
+            }
+        }
+    })
+    .await
+    .expect("kubectl attach shows what the container writes");
+    assert_eq!(attached.as_deref(), Some("attached-ping"));
+    let ended = kubectl(
+        &cluster,
+        &["exec", "talker", "--", "sh", "-c", "echo end > /tmp/go"],
+        None,
+    )
+    .await;
+    // The container ends on "end", and its end kills what still runs in its PID namespace:
+    // the writer may be caught before it exits (137), as in any container.
+    assert!(matches!(ended.code, 0 | 137), "{ended:?}");
+    let mut rest = Vec::new();
+    while let Some(line) = tokio::time::timeout(common::WAIT, lines.next_line())
+        .await
+        .expect("kubectl attach ends when the container does")
+        .unwrap()
+    {
+        rest.push(line);
+    }
+    assert_eq!(
+        rest.last().map(String::as_str),
+        Some("attached-end"),
+        "{rest:?}"
+    );
+    let status = tokio::time::timeout(common::WAIT, child.wait())
+        .await
+        .expect("kubectl attach exits")
+        .unwrap();
+    assert!(status.success(), "kubectl attach exited {status}");
     cluster.shutdown().await;
 }

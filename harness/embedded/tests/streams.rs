@@ -383,7 +383,14 @@ async fn attach_streams_what_the_container_writes_until_it_ends() {
         .unwrap(),
     )
     .await;
-    assert_eq!(go.summary(), ("Success", "", ""));
+    // The container ends once it read the line, killing what still runs in its PID
+    // namespace: the writer may be caught before it exits (137), as in any container.
+    assert!(
+        go.summary() == ("Success", "", "")
+            || go.causes() == [("ExitCode".to_string(), "137".to_string())],
+        "{:?}",
+        go.status
+    );
     let done = finish(attached).await;
     assert_eq!(done.stdout, "attached-output\n");
     assert_eq!(done.summary(), ("Success", "", ""));
