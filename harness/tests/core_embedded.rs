@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::api::{DynamicObject, ListParams, PostParams};
-use rehearsal::backend::embedded::{Embedded, EmbeddedOptions};
+use rehearsal::backend::embedded::{Embedded, EmbeddedOptions, ReachMode};
 use rehearsal::backend::{Arch, Backend};
 use rehearsal::faults;
 use rehearsal::namespaces::{self, Owner};
@@ -213,9 +213,10 @@ async fn reach_probe_and_restart_a_container_in_place() {
         .unwrap();
 
     let reach = backend.reach("default", "web", 8080).await.unwrap();
-    assert!(
-        reach.forward.is_none(),
-        "the embedded backend reaches pods by IP"
+    assert_eq!(
+        reach.forward.is_some(),
+        backend.reach_mode() == ReachMode::PortForward,
+        "the embedded backend reaches pods by IP unless port-forward is selected"
     );
     assert!(reach.addr.ip().is_loopback());
     let seen = rehearsal::probe::http_marker::probe(

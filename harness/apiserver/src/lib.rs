@@ -4,7 +4,8 @@
 //! behaviour that kube-rs, the Python client and `kubectl` 1.37 work against it unchanged:
 //! discovery (aggregated and legacy), OpenAPI v3 for `kubectl apply`, generic object storage
 //! with real metadata semantics, watches, patches, CRDs with schema validation, Table output,
-//! garbage collection and `metav1.Status` errors.
+//! garbage collection, `metav1.Status` errors, and the streaming subresources (`pods/exec`,
+//! `pods/attach`, `pods/portforward` over WebSocket) served by an attached [`PodStreams`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,6 +33,7 @@ mod server;
 mod smp;
 mod state;
 mod status;
+mod streams;
 mod strict;
 // Some of the printer helpers exist for other users of the module.
 #[allow(dead_code)]
@@ -40,3 +42,7 @@ mod watch;
 
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
 pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};
+pub use streams::{
+    ExecProcess, ExecRequest, PodConnection, PodConnectionIo, PodStreams, PortForwardRequest,
+    ProcessInput, ProcessOutput, StreamError,
+};

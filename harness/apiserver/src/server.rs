@@ -15,6 +15,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::logs::PodLogSource;
 use crate::state::{Settings, State};
+use crate::streams::PodStreams;
 
 /// The kubeconfig cluster, context and user name [`ApiServer::write_kubeconfig`] uses.
 pub const DEFAULT_CONTEXT: &str = "rehearsal-embedded";
@@ -65,6 +66,7 @@ pub enum StartError {
 pub(crate) struct Shared {
     pub state: Mutex<State>,
     pub logs: RwLock<Option<Arc<dyn PodLogSource>>>,
+    pub streams: RwLock<Option<Arc<dyn PodStreams>>>,
     pub shutdown: watch::Receiver<bool>,
     pub config: ApiServerConfig,
     pub addr: SocketAddr,
@@ -105,6 +107,7 @@ impl ApiServer {
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             logs: RwLock::new(None),
+            streams: RwLock::new(None),
             shutdown: shutdown_rx,
             config,
             addr,
@@ -157,6 +160,15 @@ impl ApiServer {
     /// Attaches the source `GET …/pods/NAME/log` reads from (the kubelet).
     pub fn set_pod_logs(&self, source: Arc<dyn PodLogSource>) {
         *self.shared.logs.write().unwrap_or_else(|p| p.into_inner()) = Some(source);
+    }
+
+    /// Attaches the node that serves `pods/exec`, `pods/attach` and `pods/portforward`.
+    pub fn set_pod_streams(&self, streams: Arc<dyn PodStreams>) {
+        *self
+            .shared
+            .streams
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Some(streams);
     }
 
     /// Stops accepting, ends every watch and waits (bounded) for open requests to finish.
@@ -239,7 +251,9 @@ async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         .keep_alive(true)
         // A client that shuts down its write side still gets its answer.
         .half_close(true)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(stream), service)
+        // exec, attach and port-forward switch the connection to WebSocket.
+        .with_upgrades();
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}

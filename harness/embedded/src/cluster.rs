@@ -222,6 +222,9 @@ impl EmbeddedCluster {
             sandboxes.clone(),
         );
         api.set_pod_logs(Arc::new(KubeletLogs(kubelet.logs())));
+        api.set_pod_streams(Arc::new(crate::kubelet::streams::KubeletStreams(
+            kubelet.clone(),
+        )));
         let tasks = vec![
             tokio::spawn(controllers::scheduler::run(client.clone())),
             tokio::spawn(controllers::volumes::run(client.clone(), state_dir.clone())),

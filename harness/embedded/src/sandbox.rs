@@ -1,4 +1,5 @@
-//! Sandboxed processes: the only place the embedded node spawns anything.
+//! Sandboxed processes: the only place the embedded node spawns anything (sandboxes, and
+//! processes entering a running sandbox's namespaces for `kubectl exec`).
 //!
 //! A container is a `bwrap` process tree: the outer `bwrap` (our child), its PID-namespace init,
 //! and the container's command (PID 2 inside). The host's `/usr` and `/etc` form a read-only root,
@@ -380,6 +381,81 @@ impl Sandboxes {
         }
     }
 
+    /// Starts `argv` inside a running sandbox, in its mount, UTS, IPC and PID namespaces, with
+    /// its root, the container's environment and working directory (what `kubectl exec`
+    /// gets from a container runtime). The process tree ends when the returned
+    /// [`EnteredProcess`] is dropped before it exits.
+    pub fn enter(
+        &self,
+        handle: &SandboxHandle,
+        spec: &SandboxSpec,
+        argv: &[String],
+        stdio: EnterStdio,
+    ) -> Result<EnteredProcess, EnterError> {
+        if argv.is_empty() {
+            return Err(EnterError::NoCommand);
+        }
+        // bwrap's PID-namespace init holds every namespace of the container.
+        let init = match handle.exit_code() {
+            Some(_) => None,
+            None => children_of(handle.pid).first().copied(),
+        }
+        .ok_or(EnterError::NotRunning)?;
+        let mut cmd = tokio::process::Command::new("nsenter");
+        cmd.arg(format!("--target={init}"))
+            .args(["--mount", "--uts", "--ipc", "--pid", "--root"])
+            .arg(format!("--wdns={}", spec.workdir.as_deref().unwrap_or("/")))
+            .arg("--")
+            .args(argv);
+        cmd.env_clear();
+        cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        cmd.env(STATE_MARKER_ENV, &self.state_dir);
+        let piped = |wanted: bool| {
+            if wanted {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            }
+        };
+        let spawn_error = |source| EnterError::Spawn {
+            argv: argv.to_vec(),
+            source,
+        };
+        cmd.stdin(piped(stdio.stdin));
+        // With a TTY the client gets one stream; without a PTY here, one pipe stands in.
+        let output = if stdio.merged_output {
+            let (reader, writer) = std::io::pipe().map_err(spawn_error)?;
+            cmd.stdout(writer.try_clone().map_err(spawn_error)?)
+                .stderr(writer);
+            Some(reader)
+        } else {
+            cmd.stdout(piped(stdio.stdout)).stderr(piped(stdio.stderr));
+            None
+        };
+        cmd.kill_on_drop(true);
+        let child = cmd.spawn().map_err(spawn_error)?;
+        // Our copies of the pipe's write end must close, or the reader never sees its end.
+        drop(cmd);
+        let merged_output = output
+            .map(|reader| {
+                tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))
+            })
+            .transpose()
+            .map_err(spawn_error)?;
+        let pid = child.id().unwrap_or_default();
+        tracing::debug!(
+            pid,
+            sandbox = handle.pid,
+            ?argv,
+            "process entered a sandbox"
+        );
+        Ok(EnteredProcess {
+            tree: TreeGuard { root: Some(pid) },
+            child,
+            merged_output,
+        })
+    }
+
     /// SIGKILLs every live sandbox now (Drop of the cluster; no grace).
     pub fn kill_all(&self) {
         for pid in self.live_pids() {
@@ -387,6 +463,110 @@ impl Sandboxes {
             let _ = std::fs::remove_file(self.state_dir.join("sandboxes").join(pid.to_string()));
         }
     }
+}
+
+/// Which standard streams an entered process gets as pipes (the others are `/dev/null`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EnterStdio {
+    pub stdin: bool,
+    pub stdout: bool,
+    pub stderr: bool,
+    /// stdout and stderr into one pipe ([`EnteredProcess::merged_output`]), as a terminal
+    /// would merge them (`kubectl exec -t`); `stdout` and `stderr` are then ignored.
+    pub merged_output: bool,
+}
+
+/// Why a process could not be started inside a sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum EnterError {
+    /// The sandbox has ended (or has not set its namespaces up yet).
+    #[error("the container is not running")]
+    NotRunning,
+    /// No command was given.
+    #[error("no command given")]
+    NoCommand,
+    /// `nsenter` could not be executed.
+    #[error("cannot start nsenter for {argv:?}: {source} (install Debian package `util-linux`)")]
+    Spawn {
+        argv: Vec<String>,
+        source: std::io::Error,
+    },
+}
+
+/// A process started inside a sandbox by [`Sandboxes::enter`]. Dropping it before
+/// [`EnteredProcess::wait`] returns kills it and every process it started.
+#[derive(Debug)]
+pub struct EnteredProcess {
+    // Dropped first (fields drop in order): the tree is walked while `nsenter` still holds
+    // it; killing `nsenter` first (the child's kill-on-drop) would orphan its descendants.
+    tree: TreeGuard,
+    /// The `nsenter` child (its pipes are the process's standard streams).
+    pub child: tokio::process::Child,
+    /// stdout and stderr together, when [`EnterStdio::merged_output`] was asked for.
+    pub merged_output: Option<tokio::net::unix::pipe::Receiver>,
+}
+
+impl EnteredProcess {
+    /// Waits for the process to end: its exit code (128 + signal when killed).
+    pub async fn wait(mut self) -> std::io::Result<i32> {
+        let status = self.child.wait().await?;
+        // Reaped: the PID may be reused, so the guard must not kill by it any more.
+        self.tree.root = None;
+        Ok(exit_code(status))
+    }
+}
+
+/// Kills a process and all its descendants on drop (unless disarmed).
+#[derive(Debug)]
+struct TreeGuard {
+    root: Option<u32>,
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        if let Some(root) = self.root.take() {
+            kill_descendants_and(root);
+        }
+    }
+}
+
+/// SIGKILLs `root` and every descendant. The tree is collected first and the processes are
+/// stopped before they are killed, so none is reparented (and lost) half-way.
+fn kill_descendants_and(root: u32) {
+    let mut tree = vec![root];
+    let mut seen = 0;
+    // Stop what is found, then look again: a process forking meanwhile is found next round.
+    while seen < tree.len() {
+        let batch: Vec<u32> = tree[seen..].to_vec();
+        seen = tree.len();
+        for pid in batch {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGSTOP);
+            for child in all_children_of(pid) {
+                if !tree.contains(&child) {
+                    tree.push(child);
+                }
+            }
+        }
+    }
+    for pid in tree {
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
+}
+
+/// Children of every thread of `pid`.
+fn all_children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

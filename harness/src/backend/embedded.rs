@@ -1,8 +1,11 @@
 //! The embedded backend: the in-process cluster ([`EmbeddedCluster`]) with the project's CRDs
 //! installed and the reference operator running as a child process against its kubeconfig.
 //!
-//! Pods get a loopback pod IP (127.x.y.z), so [`Backend::reach`] needs no port-forward, and an
-//! in-place container restart is the embedded kubelet's own (`crictl stop` semantics).
+//! Pods get a loopback pod IP (127.x.y.z), so [`Backend::reach`] can connect to it directly;
+//! that shortcut is the default, and [`ReachMode::PortForward`] (or
+//! `REHEARSAL_EMBEDDED_REACH=port-forward`) takes the path Kind and existing clusters take,
+//! `pods/portforward` through the API server. An in-place container restart is the embedded
+//! kubelet's own (`crictl stop` semantics).
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -43,6 +46,33 @@ pub const CRD_FIXTURES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The environment variable that selects [`ReachMode`] when the options leave it unset:
+/// `pod-ip` (the default) or `port-forward`.
+pub const REACH_ENV: &str = "REHEARSAL_EMBEDDED_REACH";
+
+/// How [`Backend::reach`] gets to a pod's port on the embedded cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReachMode {
+    /// Connect to the pod's loopback IP directly (an optimisation only the embedded node allows).
+    PodIp,
+    /// Through `pods/portforward` on the API server, as on Kind and existing clusters.
+    PortForward,
+}
+
+impl ReachMode {
+    /// The mode named by [`REACH_ENV`] (unset or empty: [`ReachMode::PodIp`]).
+    pub fn from_env() -> Result<Self, BackendError> {
+        match std::env::var(REACH_ENV).as_deref() {
+            Err(_) | Ok("") | Ok("pod-ip") => Ok(ReachMode::PodIp),
+            Ok("port-forward") => Ok(ReachMode::PortForward),
+            Ok(other) => Err(BackendError::Setup(format!(
+                "{REACH_ENV}={other:?} is not a reach mode; set it to `pod-ip` or `port-forward`"
+            ))),
+        }
+    }
+}
+
 /// How to start the embedded backend.
 #[derive(Debug, Clone)]
 pub struct EmbeddedOptions {
@@ -55,6 +85,8 @@ pub struct EmbeddedOptions {
     pub mutant: Option<String>,
     /// How long the operator may take to become ready.
     pub operator_ready: Duration,
+    /// How pods are reached; `None`: from [`REACH_ENV`].
+    pub reach: Option<ReachMode>,
 }
 
 impl Default for EmbeddedOptions {
@@ -64,6 +96,7 @@ impl Default for EmbeddedOptions {
             operator: true,
             mutant: None,
             operator_ready: Duration::from_secs(30),
+            reach: None,
         }
     }
 }
@@ -75,6 +108,7 @@ pub struct Embedded {
     name: String,
     kubeconfig: PathBuf,
     log: ProcessLog,
+    reach: ReachMode,
 }
 
 impl std::fmt::Debug for Embedded {
@@ -83,6 +117,7 @@ impl std::fmt::Debug for Embedded {
             .field("name", &self.name)
             .field("kubeconfig", &self.kubeconfig)
             .field("operator", &self.operator.as_ref().and_then(|o| o.pid()))
+            .field("reach", &self.reach)
             .finish()
     }
 }
@@ -126,6 +161,10 @@ pub async fn install_crds(client: &kube::Client, bound: Duration) -> Result<(), 
 impl Embedded {
     /// Starts the cluster, installs the CRDs and (unless disabled) starts the reference operator.
     pub async fn up(options: EmbeddedOptions) -> Result<Self, BackendError> {
+        let reach = match options.reach {
+            Some(mode) => mode,
+            None => ReachMode::from_env()?,
+        };
         let cluster = EmbeddedCluster::start(options.cluster.clone())
             .await
             .map_err(|e| BackendError::Setup(format!("embedded cluster: {e}")))?;
@@ -158,7 +197,13 @@ impl Embedded {
             name,
             kubeconfig,
             log,
+            reach,
         })
+    }
+
+    /// How [`Backend::reach`] gets to pods on this cluster.
+    pub fn reach_mode(&self) -> ReachMode {
+        self.reach
     }
 
     /// The underlying cluster (image catalogue, sandbox PIDs, API URL).
@@ -214,6 +259,14 @@ impl Backend for Embedded {
         pod: &'a str,
         port: u16,
     ) -> BoxFuture<'a, Result<Reach, BackendError>> {
+        if self.reach == ReachMode::PortForward {
+            return Box::pin(super::port_forward::reach(
+                self.client(),
+                namespace,
+                pod,
+                port,
+            ));
+        }
         Box::pin(async move {
             let pods: Api<Pod> = Api::namespaced(self.client(), namespace);
             let p = pods

@@ -12,7 +12,7 @@ use kube::Api;
 use kube::api::ListParams;
 
 use super::kubeconfig::explicit_context;
-use super::{Backend, BackendError, BackendKind, BoxFuture, PortForward, Reach};
+use super::{Backend, BackendError, BackendKind, BoxFuture, Reach};
 use crate::process::ProcessRecord;
 
 /// A cluster the harness did not create.
@@ -101,13 +101,12 @@ impl Backend for Existing {
         pod: &'a str,
         port: u16,
     ) -> BoxFuture<'a, Result<Reach, BackendError>> {
-        Box::pin(async move {
-            let forward = PortForward::start(self.client.clone(), namespace, pod, port).await?;
-            Ok(Reach {
-                addr: forward.addr(),
-                forward: Some(forward),
-            })
-        })
+        Box::pin(super::port_forward::reach(
+            self.client.clone(),
+            namespace,
+            pod,
+            port,
+        ))
     }
 
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {

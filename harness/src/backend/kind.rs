@@ -18,7 +18,7 @@ use kube::Api;
 use serde::Serialize;
 
 use super::node_engine::{NodeEngine, cri_container_id};
-use super::{Arch, Backend, BackendError, BackendKind, BoxFuture, PortForward, Reach};
+use super::{Arch, Backend, BackendError, BackendKind, BoxFuture, Reach};
 use crate::deploy::helm::{HelmConfig, HelmInstall};
 use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog, ProcessRecord};
@@ -507,13 +507,12 @@ impl Backend for Kind {
         pod: &'a str,
         port: u16,
     ) -> BoxFuture<'a, Result<Reach, BackendError>> {
-        Box::pin(async move {
-            let forward = PortForward::start(self.client.clone(), namespace, pod, port).await?;
-            Ok(Reach {
-                addr: forward.addr(),
-                forward: Some(forward),
-            })
-        })
+        Box::pin(super::port_forward::reach(
+            self.client.clone(),
+            namespace,
+            pod,
+            port,
+        ))
     }
 
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {

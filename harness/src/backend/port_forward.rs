@@ -3,6 +3,8 @@
 //!
 //! A local listener on 127.0.0.1 accepts connections; each one opens its own port-forward
 //! stream, so concurrent probes do not share a tunnel. Dropping [`PortForward`] closes it.
+//! [`reach`] is what every backend's `Backend::reach` runs on this path (the embedded one
+//! too, when selected), so the code Kind and existing clusters depend on is the code tested.
 
 use std::net::SocketAddr;
 
@@ -11,7 +13,39 @@ use kube::Api;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use super::BackendError;
+use super::{BackendError, Reach};
+
+/// Reaches `port` of a pod through the API server: checks that the pod is running (a clear
+/// error now rather than a reset connection later), then starts a [`PortForward`].
+pub async fn reach(
+    client: kube::Client,
+    namespace: &str,
+    pod: &str,
+    port: u16,
+) -> Result<Reach, BackendError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let found = pods
+        .get(pod)
+        .await
+        .map_err(|e| BackendError::kube(format!("get pod {namespace}/{pod} to port-forward"), e))?;
+    let phase = found
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_else(|| "Unknown".into());
+    if phase != "Running" {
+        return Err(BackendError::PodState {
+            namespace: namespace.into(),
+            pod: pod.into(),
+            what: format!("running container to port-forward to (phase {phase})"),
+        });
+    }
+    let forward = PortForward::start(client, namespace, pod, port).await?;
+    Ok(Reach {
+        addr: forward.addr(),
+        forward: Some(forward),
+    })
+}
 
 /// A running local listener that forwards to one pod port.
 #[derive(Debug)]

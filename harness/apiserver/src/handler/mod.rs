@@ -30,6 +30,7 @@ use crate::watch::{self, WatchRequest};
 mod pod_log;
 mod read;
 mod scale;
+mod stream;
 mod write;
 
 use pod_log::*;
@@ -179,7 +180,10 @@ async fn read_body(
 }
 
 async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    // Taken for the streaming subresources (exec, attach, port-forward), which switch protocols.
+    let upgrade = std::sync::Mutex::new(parts.extensions.remove::<hyper::upgrade::OnUpgrade>());
+    let raw_query = parts.uri.query().unwrap_or("").to_string();
     let query = parse_query(parts.uri.query());
     let segments: Vec<String> = parts
         .uri
@@ -268,6 +272,8 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respons
                 method: parts.method.clone(),
                 headers: &parts.headers,
                 query: &query,
+                raw_query: &raw_query,
+                upgrade,
             };
             resource(call, "", "v1", rest, body).await
         }
@@ -277,6 +283,8 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respons
                 method: parts.method.clone(),
                 headers: &parts.headers,
                 query: &query,
+                raw_query: &raw_query,
+                upgrade,
             };
             resource(call, group, version, rest, body).await
         }
@@ -289,6 +297,9 @@ struct Call<'a> {
     method: Method,
     headers: &'a HeaderMap,
     query: &'a Query,
+    /// The query as sent (repeated parameters such as `command` keep every value).
+    raw_query: &'a str,
+    upgrade: std::sync::Mutex<Option<hyper::upgrade::OnUpgrade>>,
 }
 
 struct ResourcePath<'a> {
@@ -378,6 +389,14 @@ async fn resource(
         Some("log") if info.log && call.method == Method::GET => {
             let name = target.name.expect("sub implies a name");
             return pod_log(&call, &info, ns, name).await;
+        }
+        Some(sub) if info.log && stream::Kind::parse(sub).is_some() => {
+            let name = target.name.expect("sub implies a name");
+            let kind = stream::Kind::parse(sub).expect("checked above");
+            if !matches!(call.method, Method::GET | Method::POST) {
+                return Err(ApiError::method_not_allowed(call.method.as_str()));
+            }
+            return stream::serve(&call, &info, ns, name, kind).await;
         }
         Some("scale") if info.scale => {
             let name = target.name.expect("sub implies a name");

@@ -10,6 +10,7 @@ pub mod logs;
 mod pod_worker;
 mod probes;
 mod status;
+pub mod streams;
 mod volumes;
 
 use std::collections::HashMap;
@@ -122,11 +123,25 @@ pub(crate) enum PodCommand {
         container: String,
         reply: oneshot::Sender<Result<RestartedContainer, RestartError>>,
     },
+    /// The running instance of a container (exec, attach).
+    Locate {
+        container: String,
+        reply: oneshot::Sender<Result<RunningContainer, String>>,
+    },
+    /// The pod's IP (port-forward).
+    Address { reply: oneshot::Sender<String> },
     /// End every container now with this grace (cluster shutdown) and stop the worker.
     Shutdown {
         grace: Duration,
         done: oneshot::Sender<()>,
     },
+}
+
+/// A running container as exec and attach need it.
+#[derive(Clone, Debug)]
+pub(crate) struct RunningContainer {
+    pub handle: crate::sandbox::SandboxHandle,
+    pub spec: crate::sandbox::SandboxSpec,
 }
 
 struct PodEntry {
@@ -304,6 +319,23 @@ impl Kubelet {
         if let Some(entry) = self.lock().get(uid) {
             let _ = entry.updates.send(None);
         }
+    }
+
+    /// The command channel of a pod this node runs (matching `uid` when one is given).
+    fn commands_for(
+        &self,
+        namespace: &str,
+        pod: &str,
+        uid: Option<&str>,
+    ) -> Option<mpsc::UnboundedSender<PodCommand>> {
+        self.lock()
+            .iter()
+            .find(|(u, e)| {
+                e.namespace == namespace
+                    && e.name == pod
+                    && uid.is_none_or(|want| want == u.as_str())
+            })
+            .map(|(_, e)| e.commands.clone())
     }
 
     /// Restarts one container of a running pod in place (`crictl stop` on a Kind node).

@@ -304,6 +304,12 @@ pub(super) async fn run(
             Some(exit) = exits_rx.recv() => worker.on_exit(exit),
             command = commands.recv() => match command {
                 Some(PodCommand::Restart { container, reply }) => worker.restart(&container, reply),
+                Some(PodCommand::Locate { container, reply }) => {
+                    let _ = reply.send(worker.locate(&container));
+                }
+                Some(PodCommand::Address { reply }) => {
+                    let _ = reply.send(worker.ip.clone());
+                }
                 Some(PodCommand::Shutdown { grace, done }) => {
                     worker.terminate(grace).await;
                     let _ = done.send(());
@@ -668,6 +674,23 @@ impl Worker {
                 );
             }
         }
+    }
+
+    /// The running instance of `container`, as the kubelet's `findContainer` finds it: a
+    /// container that is not running is "not found".
+    fn locate(&self, container: &str) -> Result<super::RunningContainer, String> {
+        self.apps
+            .iter()
+            .chain(self.init.iter())
+            .find(|c| c.spec.name == container)
+            .and_then(|c| {
+                let run = c.run.as_ref().filter(|r| !r.stopping)?;
+                Some(super::RunningContainer {
+                    handle: run.handle.clone(),
+                    spec: run.spec.clone(),
+                })
+            })
+            .ok_or_else(|| format!("container not found ({container:?})"))
     }
 
     fn restart(

