@@ -227,6 +227,15 @@ async fn set_up_fleet(client: &kube::Client, repo: &Path) {
 }
 
 fn qualify(kubeconfig: &Path, reports: &Path, candidate: &str, extra: &[&str]) -> Output {
+    qualify_as(
+        kubeconfig,
+        reports,
+        candidate,
+        &[extra, &["--operator", "reference-operator@embedded-test"]].concat(),
+    )
+}
+
+fn qualify_as(kubeconfig: &Path, reports: &Path, candidate: &str, extra: &[&str]) -> Output {
     Command::new(REHEARSE)
         .args(["qualify", "--cluster", "existing", "--kubeconfig"])
         .arg(kubeconfig)
@@ -332,6 +341,25 @@ fn assert_promoted(out: &Output) {
         .output()
         .unwrap();
     assert!(verify.status.success(), "{:?}", text(&verify));
+    // The bundle names the operator as given and the harness's build commit, not the git
+    // repository of the directory the command ran in.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("bundle.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["operator"]["name"], "reference-operator",
+        "{summary}"
+    );
+    assert_eq!(summary["operator"]["version"], "embedded-test", "{summary}");
+    let commit = summary["commit"].as_str().unwrap_or_default();
+    assert!(
+        commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit()),
+        "the harness's build commit: {summary}"
+    );
+    let journal = std::fs::read_to_string(bundle.join("receipts.jsonl")).unwrap();
+    assert!(
+        journal.contains(&format!("\"context\":\"{CONTEXT}\"")),
+        "the identity receipt names the cluster context"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -381,6 +409,17 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         assert_tidy(&client, &format!("round {round}: the promoted run")).await;
     }
 
+    // Without --operator, the operator is read from its Deployment; without one (the embedded
+    // cluster runs it as a process and serves no Deployments), the run is refused.
+    let refused = qualify_as(&kubeconfig, &reports, "unpullable", &[]);
+    let (_, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no Deployment gameplane-system/reference-operator")
+            && stderr.contains("--operator NAME@VERSION")
+            && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
     // A name the run needs, held by an object it did not make, is refused — never deleted.
     let restores: Api<Restore> = Api::namespaced(client.clone(), NS);
     let foreign: Restore = from_json(json!({

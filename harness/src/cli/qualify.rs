@@ -8,6 +8,7 @@ use super::CliError;
 use super::run::{Target, check_reports_dir, cluster};
 use crate::cases::context::CaseContext;
 use crate::evidence::bundle::{Bundle, BundleMeta, Verdict};
+use crate::qualify::identity::{self, OperatorIdentity};
 use crate::qualify::{self, Outcome, Plan, Rollback, tidy};
 use crate::run;
 
@@ -54,6 +55,13 @@ pub struct QualifyArgs {
     /// inspect it; by default it is removed at the end.
     #[arg(long)]
     pub keep: bool,
+    /// The operator under test as NAME@VERSION (default: read from --operator-deployment).
+    #[arg(long)]
+    pub operator: Option<String>,
+    /// The operator's Deployment as NAMESPACE/NAME, whose image and running digest the bundle
+    /// records.
+    #[arg(long, default_value = "gameplane-system/reference-operator")]
+    pub operator_deployment: String,
 }
 
 pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
@@ -65,12 +73,22 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     check_reports_dir(&args.target.reports)?;
     let run_id = args.run_id.clone().unwrap_or_else(run::new_run_id);
     tidy::check_run_id(&run_id).map_err(CliError::usage)?;
+    let given_operator = args
+        .operator
+        .as_deref()
+        .map(identity::parse_operator)
+        .transpose()
+        .map_err(CliError::usage)?;
     let cluster = cluster(&args.target)?;
     let backend = run::start_backend(&cluster, None)
         .await
         .map_err(|e| CliError::usage(format!("cannot reach the cluster: {e}")))?;
     let client = backend.client();
     let namespace = args.namespace.clone();
+    let operator = match given_operator {
+        Some(o) => o,
+        None => read_operator(&client, &args.operator_deployment).await?,
+    };
     let bound = crate::cases::context::Bounds::default().settle;
     let plan = Plan {
         template: args.template.clone(),
@@ -123,9 +141,14 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         &dir,
         BundleMeta::new(
             &run_id,
-            &run::current_commit(),
-            "operator-under-test",
-            "unknown",
+            identity::HARNESS_COMMIT,
+            &operator.name,
+            &match &operator.digest {
+                Some(d) if !operator.version.contains(d.as_str()) => {
+                    format!("{} ({d})", operator.version)
+                }
+                _ => operator.version.clone(),
+            },
             &arch,
         ),
     )
@@ -135,6 +158,17 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         .case(&case, "qualify")
         .map_err(|e| CliError::usage(e.to_string()))?;
     let ctx = CaseContext::new(backend.as_ref(), namespace.clone(), recorder);
+    ctx.recorder
+        .step(
+            "identity",
+            serde_json::json!({
+                "operator": operator,
+                "harness": {"version": identity::HARNESS_VERSION, "commit": identity::HARNESS_COMMIT},
+                "cluster": {"backend": backend.kind().to_string(), "context": backend.name()},
+                "namespace": namespace,
+            }),
+        )
+        .map_err(|e| CliError::usage(e.to_string()))?;
     if !leftovers.is_empty() {
         ctx.recorder
             .step(
@@ -236,4 +270,27 @@ async fn tidy_up(
         tidy::remove(client, namespace, &created, bound).await?;
     }
     Ok(created)
+}
+
+/// The operator under test read from its Deployment `NAMESPACE/NAME`; without one, the run
+/// is refused: a qualification must say which operator it qualified.
+async fn read_operator(
+    client: &kube::Client,
+    deployment: &str,
+) -> Result<OperatorIdentity, CliError> {
+    let Some((ns, name)) = deployment.split_once('/') else {
+        return Err(CliError::usage(format!(
+            "--operator-deployment {deployment:?} is not NAMESPACE/NAME; name the operator's Deployment, or pass --operator NAME@VERSION"
+        )));
+    };
+    match identity::from_deployment(client, ns, name).await {
+        Ok(Some(o)) => Ok(o),
+        Ok(None) => Err(CliError::usage(format!(
+            "no Deployment {ns}/{name} runs the operator under test; name it with --operator-deployment NAMESPACE/NAME, or pass --operator NAME@VERSION"
+        ))),
+        Err(e) => Err(CliError::usage(format!(
+            "cannot read the operator's Deployment {ns}/{name}: {}; pass --operator NAME@VERSION",
+            crate::kube_error::line(&e)
+        ))),
+    }
 }

@@ -6,6 +6,7 @@
 //! owner, so a failed canary cannot block a restore. A halted qualification leaves the baseline
 //! receipt and the failed gate's evidence, and no `promotion` receipt.
 
+pub mod identity;
 pub mod tidy;
 
 use std::collections::BTreeMap;
