@@ -158,7 +158,7 @@ async fn set_up_fleet(client: &kube::Client, repo: &Path) {
             .await
             .unwrap();
     }
-    let pinned = digests(client, &["1.0", "1.1-compat"]).await;
+    let pinned = digests(client, &["1.0", "1.1-compat", "http-only"]).await;
     let version = |id: &str, image: &str, default: bool| {
         json!({"id": id, "displayName": format!("Minecraft {id}"), "image": image,
                "default": default, "gameVersion": "26.1"})
@@ -174,6 +174,7 @@ async fn set_up_fleet(client: &kube::Client, repo: &Path) {
             "versions": [
                 version("1.0", &pinned[0], true),
                 version("1.1-compat", &pinned[1], false),
+                version("http-only", &pinned[2], false),
                 version("unpullable", &format!("{REPO}@sha256:{}", "0".repeat(61) + "bad"), false),
             ],
             "env": [
@@ -408,6 +409,17 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         }
         assert_tidy(&client, &format!("round {round}: the promoted run")).await;
     }
+
+    // An HTTP-only candidate halts at the join gate, saying no Minecraft stage answered.
+    let http = qualify(&kubeconfig, &reports, "http-only", &[]);
+    let (stdout, stderr) = text(&http);
+    assert_eq!(http.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("halted at gate \"real Minecraft join reaches play\" on survival-canary")
+            && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+    assert_tidy(&client, "the HTTP-only run").await;
 
     // Without --operator, the operator is read from its Deployment; without one (the embedded
     // cluster runs it as a process and serves no Deployments), the run is refused.
