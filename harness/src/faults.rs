@@ -32,7 +32,7 @@ pub enum FaultError {
     Backend(Box<BackendError>),
     #[error(transparent)]
     Wait(Box<WaitError>),
-    #[error("{what} {namespace}/{name}: {source}")]
+    #[error("{what} {namespace}/{name}: {}", crate::kube_error::line(source))]
     Kube {
         what: &'static str,
         namespace: String,

@@ -19,6 +19,7 @@ pub mod cli;
 pub mod deploy;
 pub mod evidence;
 pub mod faults;
+pub mod kube_error;
 pub mod mutants;
 pub mod namespaces;
 pub mod probe;

@@ -26,14 +26,14 @@ pub const CREATED_AT_ANNOTATION: &str = "rehearsal.local/created-at";
 /// Why a namespace operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NamespaceError {
-    #[error("cannot {what} namespace {name}: {source}")]
+    #[error("cannot {what} namespace {name}: {}", crate::kube_error::line(source))]
     Kube {
         what: &'static str,
         name: String,
         #[source]
         source: kube::Error,
     },
-    #[error("cannot list rehearsal namespaces: {0}")]
+    #[error("cannot list rehearsal namespaces: {}", crate::kube_error::line(.0))]
     List(#[source] kube::Error),
 }
 

@@ -265,6 +265,35 @@ fn rehearse_receipts_verify_names_the_first_bad_entry() {
     );
 }
 
+/// `receipts verify` checks bundle.json against the journal too: an edited verdict in an
+/// otherwise intact bundle is refused, naming the field, exactly as `report` refuses it.
+#[test]
+fn rehearse_receipts_verify_refuses_an_edited_summary() {
+    let (_r, dir) = fresh();
+    let path = dir.join("bundle.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let flipped = if v["cases"][1]["verdict"] == "passed" {
+        "failed"
+    } else {
+        "passed"
+    };
+    v["cases"][1]["verdict"] = json!(flipped);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["receipts", "verify"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("bundle.json field `cases[1]") && stderr.contains("do not trust"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
+}
+
 #[test]
 fn a_step_appended_after_the_run_finished_is_refused() {
     let (_r, dir) = fresh();

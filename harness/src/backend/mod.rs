@@ -103,7 +103,10 @@ pub enum BackendError {
     Kubeconfig(#[from] kubeconfig::KubeconfigError),
     #[error(transparent)]
     Engine(#[from] node_engine::EngineError),
-    #[error("Kubernetes API call failed ({what}): {source}")]
+    #[error(
+        "Kubernetes API call failed ({what}): {}",
+        crate::kube_error::line(source)
+    )]
     Kube {
         what: String,
         #[source]

@@ -32,7 +32,7 @@ pub enum CaseError {
     Fault(Box<crate::faults::FaultError>),
     #[error(transparent)]
     Readback(Box<crate::probe::readback::ReadbackError>),
-    #[error("{what} {object}: {source}")]
+    #[error("{what} {object}: {}", crate::kube_error::line(source))]
     Kube {
         what: &'static str,
         object: String,

@@ -254,6 +254,8 @@ fn plan(ctx: &CaseContext<'_>, members: &[&str], candidate: &str, rollback: Roll
         batch_size: 1,
         candidate: candidate.into(),
         rollback,
+        run_id: ctx.namespace.clone(),
+        repo_secret: fixture::REPO_SECRET.into(),
     }
 }
 

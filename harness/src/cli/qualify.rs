@@ -8,7 +8,8 @@ use super::CliError;
 use super::run::{Target, check_reports_dir, cluster};
 use crate::cases::context::CaseContext;
 use crate::evidence::bundle::{Bundle, BundleMeta, Verdict};
-use crate::qualify::{self, Outcome, Plan, Rollback};
+use crate::qualify::identity::{self, OperatorIdentity};
+use crate::qualify::{self, Outcome, Plan, Rollback, tidy};
 use crate::run;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -43,9 +44,24 @@ pub struct QualifyArgs {
     pub batch_size: usize,
     #[arg(long, value_enum, default_value = "compatible")]
     pub rollback: RollbackArg,
-    /// Bundle directory name under --reports (default: a fresh run id).
+    /// Bundle directory name under --reports and the value of the label on every object the
+    /// run creates (default: a fresh run id).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// The Secret (key `repo`) naming the restic repository the source's backup goes to.
+    #[arg(long, default_value = "restic-repo")]
+    pub repo_secret: String,
+    /// Keep what the run created (clone, Backup, Restores) and print the kubectl commands to
+    /// inspect it; by default it is removed at the end.
+    #[arg(long)]
+    pub keep: bool,
+    /// The operator under test as NAME@VERSION (default: read from --operator-deployment).
+    #[arg(long)]
+    pub operator: Option<String>,
+    /// The operator's Deployment as NAMESPACE/NAME, whose image and running digest the bundle
+    /// records.
+    #[arg(long, default_value = "gameplane-system/reference-operator")]
+    pub operator_deployment: String,
 }
 
 pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
@@ -55,29 +71,25 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         ));
     }
     check_reports_dir(&args.target.reports)?;
+    let run_id = args.run_id.clone().unwrap_or_else(run::new_run_id);
+    tidy::check_run_id(&run_id).map_err(CliError::usage)?;
+    let given_operator = args
+        .operator
+        .as_deref()
+        .map(identity::parse_operator)
+        .transpose()
+        .map_err(CliError::usage)?;
     let cluster = cluster(&args.target)?;
     let backend = run::start_backend(&cluster, None)
         .await
         .map_err(|e| CliError::usage(format!("cannot reach the cluster: {e}")))?;
-    let run_id = args.run_id.clone().unwrap_or_else(run::new_run_id);
-    let dir: PathBuf = Bundle::dir_for(&args.target.reports, &run_id);
-    let arch = crate::backend::Arch::host().as_str().to_string();
-    let bundle = Bundle::create(
-        &dir,
-        BundleMeta::new(
-            &run_id,
-            &run::current_commit(),
-            "operator-under-test",
-            "unknown",
-            &arch,
-        ),
-    )
-    .map_err(|e| CliError::usage(e.to_string()))?;
-    let case = format!("qualify-{}", args.candidate);
-    let recorder = bundle
-        .case(&case, "qualify")
-        .map_err(|e| CliError::usage(e.to_string()))?;
-    let ctx = CaseContext::new(backend.as_ref(), args.namespace.clone(), recorder);
+    let client = backend.client();
+    let namespace = args.namespace.clone();
+    let operator = match given_operator {
+        Some(o) => o,
+        None => read_operator(&client, &args.operator_deployment).await?,
+    };
+    let bound = crate::cases::context::Bounds::default().settle;
     let plan = Plan {
         template: args.template.clone(),
         source: args.source.clone(),
@@ -92,8 +104,97 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
             RollbackArg::Compatible => Rollback::Compatible,
             RollbackArg::RestoreRequired => Rollback::RestoreRequired,
         },
+        run_id: run_id.clone(),
+        repo_secret: args.repo_secret.clone(),
     };
+    // What an earlier run left (killed, or kept with --keep) is found by its label and removed
+    // first; a name the run needs held by anything else is refused, never deleted.
+    let leftovers = tidy::find(&client, &namespace, None)
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    if !leftovers.is_empty() {
+        println!(
+            "removing what earlier qualification runs left in namespace {namespace}: {}",
+            leftovers
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        tidy::remove(&client, &namespace, &leftovers, bound)
+            .await
+            .map_err(|e| CliError::usage(e.to_string()))?;
+    }
+    let [clone_restore, rollback_restore] = plan.restore_names();
+    tidy::check_free(
+        &client,
+        &namespace,
+        &qualify::clone_name(&plan.source),
+        &[&plan.backup_name()],
+        &[&clone_restore, &rollback_restore],
+    )
+    .await
+    .map_err(|e| CliError::usage(e.to_string()))?;
+    let dir: PathBuf = Bundle::dir_for(&args.target.reports, &run_id);
+    let arch = crate::backend::Arch::host().as_str().to_string();
+    let bundle = Bundle::create(
+        &dir,
+        BundleMeta::new(
+            &run_id,
+            identity::HARNESS_COMMIT,
+            &operator.name,
+            &match &operator.digest {
+                Some(d) if !operator.version.contains(d.as_str()) => {
+                    format!("{} ({d})", operator.version)
+                }
+                _ => operator.version.clone(),
+            },
+            &arch,
+        ),
+    )
+    .map_err(|e| CliError::usage(e.to_string()))?;
+    let case = format!("qualify-{}", args.candidate);
+    let recorder = bundle
+        .case(&case, "qualify")
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let ctx = CaseContext::new(backend.as_ref(), namespace.clone(), recorder);
+    ctx.recorder
+        .step(
+            "identity",
+            serde_json::json!({
+                "operator": operator,
+                "harness": {"version": identity::HARNESS_VERSION, "commit": identity::HARNESS_COMMIT},
+                "cluster": {"backend": backend.kind().to_string(), "context": backend.name()},
+                "namespace": namespace,
+            }),
+        )
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    if !leftovers.is_empty() {
+        ctx.recorder
+            .step(
+                "remove what earlier runs left",
+                serde_json::json!({"removed": leftovers}),
+            )
+            .map_err(|e| CliError::usage(e.to_string()))?;
+    }
     let result = qualify::qualify(&ctx, &plan).await;
+    // Tidy up whatever the outcome: the run's own objects, found by its label.
+    let tidied = tidy_up(&client, &namespace, &run_id, bound, args.keep).await;
+    ctx.recorder
+        .step(
+            if args.keep {
+                "keep what the run created"
+            } else {
+                "remove what the run created"
+            },
+            match &tidied {
+                Ok(created) => {
+                    serde_json::json!({"ok": true, "objects": created, "kept": args.keep})
+                }
+                Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
+            },
+        )
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let CaseContext { recorder, .. } = ctx;
     let (verdict, message) = match &result {
         Ok(q) => match &q.outcome {
@@ -120,12 +221,76 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     bundle
         .finalize(false)
         .map_err(|e| CliError::usage(e.to_string()))?;
+    let (kubeconfig, context) = backend.kubeconfig();
+    let inspect = tidy::inspect_commands(kubeconfig, context, &namespace, &run_id);
     let _ = backend.teardown(true).await;
     println!("bundle: {}", dir.display());
+    match &tidied {
+        Ok(created) if args.keep => {
+            println!(
+                "kept {} object(s) of run {run_id} in namespace {namespace}; inspect them with:",
+                created.len()
+            );
+            for line in &inspect {
+                println!("  {line}");
+            }
+        }
+        Ok(created) => println!(
+            "removed {} object(s) run {run_id} created in namespace {namespace}",
+            created.len()
+        ),
+        Err(e) => {
+            let verdict_line = if verdict == Verdict::Passed {
+                &message
+            } else {
+                &format!("not promoted: {message}")
+            };
+            println!("{verdict_line}");
+            return Err(CliError::failed(e.to_string()));
+        }
+    }
     if verdict == Verdict::Passed {
         println!("{message}");
         Ok(())
     } else {
         Err(CliError::failed(message))
+    }
+}
+
+/// Removes (or, with `keep`, only lists) the objects run `run_id` created; returns them.
+async fn tidy_up(
+    client: &kube::Client,
+    namespace: &str,
+    run_id: &str,
+    bound: std::time::Duration,
+    keep: bool,
+) -> Result<Vec<tidy::Created>, tidy::TidyError> {
+    let created = tidy::find(client, namespace, Some(run_id)).await?;
+    if !keep {
+        tidy::remove(client, namespace, &created, bound).await?;
+    }
+    Ok(created)
+}
+
+/// The operator under test read from its Deployment `NAMESPACE/NAME`; without one, the run
+/// is refused: a qualification must say which operator it qualified.
+async fn read_operator(
+    client: &kube::Client,
+    deployment: &str,
+) -> Result<OperatorIdentity, CliError> {
+    let Some((ns, name)) = deployment.split_once('/') else {
+        return Err(CliError::usage(format!(
+            "--operator-deployment {deployment:?} is not NAMESPACE/NAME; name the operator's Deployment, or pass --operator NAME@VERSION"
+        )));
+    };
+    match identity::from_deployment(client, ns, name).await {
+        Ok(Some(o)) => Ok(o),
+        Ok(None) => Err(CliError::usage(format!(
+            "no Deployment {ns}/{name} runs the operator under test; name it with --operator-deployment NAMESPACE/NAME, or pass --operator NAME@VERSION"
+        ))),
+        Err(e) => Err(CliError::usage(format!(
+            "cannot read the operator's Deployment {ns}/{name}: {}; pass --operator NAME@VERSION",
+            crate::kube_error::line(&e)
+        ))),
     }
 }

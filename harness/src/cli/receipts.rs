@@ -41,6 +41,7 @@ pub fn verify(bundle: &Path) -> Result<String, CliError> {
     match receipts::verify(&path) {
         Ok(journal) => {
             check_anchor(bundle, &journal)?;
+            check_summary(bundle)?;
             let (run, arch) = journal
                 .receipts
                 .first()
@@ -64,6 +65,20 @@ pub fn verify(bundle: &Path) -> Result<String, CliError> {
             "{e}; do not trust this bundle: rerun the case and keep the original for investigation"
         ))),
     }
+}
+
+/// A finalized bundle's `bundle.json` must claim nothing its receipts do not prove (verdicts,
+/// reasons, evidence, the files it names): the same check `rehearse report` refuses a bundle
+/// on, so a bundle that verifies is one the report will render.
+fn check_summary(bundle: &Path) -> Result<(), CliError> {
+    if !bundle.is_dir() || !bundle.join(crate::evidence::bundle::SUMMARY_FILE).is_file() {
+        return Ok(());
+    }
+    crate::report::load(bundle).map(|_| ()).map_err(|e| {
+        CliError::failed(format!(
+            "{e}; do not trust this bundle: rerun the case and keep the original for investigation"
+        ))
+    })
 }
 
 /// A finalized bundle's `bundle.json` records the journal's length and head hash; comparing

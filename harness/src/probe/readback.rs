@@ -25,7 +25,10 @@ pub const MOUNT_ROOT: &str = "/inspect";
 /// Why a read-back failed; the pod is deleted in every case.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadbackError {
-    #[error("read-back pod {namespace}/{pod}: {what}: {source}")]
+    #[error(
+        "read-back pod {namespace}/{pod}: {what}: {}",
+        crate::kube_error::line(source)
+    )]
     Kube {
         namespace: String,
         pod: String,
@@ -160,7 +163,25 @@ pub async fn read_back(
     claims: &[String],
     bound: Duration,
 ) -> Result<Readback, ReadbackError> {
+    read_back_labelled(client, namespace, pod_name, claims, bound, &BTreeMap::new()).await
+}
+
+/// [`read_back`] with extra `labels` on the pod (a qualification labels what it creates with
+/// its run id, so a pod a killed run left behind can be found).
+pub async fn read_back_labelled(
+    client: &kube::Client,
+    namespace: &str,
+    pod_name: &str,
+    claims: &[String],
+    bound: Duration,
+    labels: &BTreeMap<String, String>,
+) -> Result<Readback, ReadbackError> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let mut pod = readback_pod(pod_name, INSPECT_IMAGE, claims);
+    pod.metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .extend(labels.clone());
     let kube_err = |what: &'static str| {
         let (namespace, pod) = (namespace.to_string(), pod_name.to_string());
         move |source| ReadbackError::Kube {
@@ -170,12 +191,9 @@ pub async fn read_back(
             source: Box::new(source),
         }
     };
-    pods.create(
-        &PostParams::default(),
-        &readback_pod(pod_name, INSPECT_IMAGE, claims),
-    )
-    .await
-    .map_err(kube_err("create"))?;
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .map_err(kube_err("create"))?;
     let result = async {
         await_condition(&pods, pod_name, conditions::pod_succeeded(), bound)
             .await

@@ -6,13 +6,17 @@
 //! owner, so a failed canary cannot block a restore. A halted qualification leaves the baseline
 //! receipt and the failed gate's evidence, and no `promotion` receipt.
 
+pub mod identity;
+pub mod tidy;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use gameplane_api::backup::{Backup, BackupSpec, RepoRef, ServerRef};
 use gameplane_api::gameserver::GameServer;
 use gameplane_api::gametemplate::GameTemplate;
 use gameplane_api::names;
-use gameplane_api::restore::Restore;
+use gameplane_api::restore::{BackupRef, Restore, RestoreSpec};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
@@ -48,6 +52,24 @@ pub struct Plan {
     /// The candidate version id (its image must be pinned by digest).
     pub candidate: String,
     pub rollback: Rollback,
+    /// Labels every object the run creates ([`tidy::RUN_LABEL`]); a valid label value.
+    pub run_id: String,
+    /// The Secret naming the restic repository the source's backup goes to (key `repo`).
+    pub repo_secret: String,
+}
+
+impl Plan {
+    /// The Backup of the source that seeds the clone.
+    pub fn backup_name(&self) -> String {
+        format!("qualify-{}", self.source)
+    }
+    /// The Restore that seeds the clone, and the one that rolls it back.
+    pub fn restore_names(&self) -> [String; 2] {
+        [
+            format!("qualify-{}-clone", self.source),
+            format!("qualify-{}-rollback", self.source),
+        ]
+    }
 }
 
 /// The gates, by name (CONTRACT C.2, C.4, C.5).
@@ -279,12 +301,13 @@ async fn baseline(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Vec<MemberBaseli
         let gs = get_server(ctx, member).await?;
         let pvcs = fixture::server_pvcs(ctx, member).await?;
         let claims = world_claims(member);
-        let readback = crate::probe::readback::read_back(
+        let readback = crate::probe::readback::read_back_labelled(
             &ctx.client,
             &ctx.namespace,
             &format!("baseline-{i}"),
             &claims,
             ctx.bounds.settle,
+            &tidy::labels(&plan.run_id),
         )
         .await?;
         members.push(MemberBaseline {
@@ -397,12 +420,33 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
     let previous = source.spec.version.clone().unwrap_or_default();
 
     // 3. Back up the source, clone it, restore the backup into the clone.
-    let backup_name = format!("qualify-{}", plan.source);
+    let backup_name = plan.backup_name();
+    let [clone_restore, rollback_restore] = plan.restore_names();
     let snapshot = ctx
         .step("back up the source", async {
-            fixture::create_backup(ctx, &backup_name, &plan.source, true).await?;
-            let api: Api<gameplane_api::backup::Backup> =
-                Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            let mut backup = Backup::new(
+                &backup_name,
+                BackupSpec {
+                    server_ref: ServerRef {
+                        name: plan.source.clone(),
+                    },
+                    repo_ref: Some(RepoRef {
+                        name: plan.repo_secret.clone(),
+                        key: "repo".into(),
+                    }),
+                    strategy: None,
+                    quiesce: Some(true),
+                    tags: vec!["rehearsal".into(), "qualify".into()],
+                },
+            );
+            backup.metadata.labels = Some(tidy::labels(&plan.run_id));
+            api.create(&Default::default(), &backup)
+                .await
+                .map_err(CaseError::kube(
+                    "create Backup",
+                    format!("{}/{backup_name}", ctx.namespace),
+                ))?;
             let b = await_object(
                 &api,
                 &backup_name,
@@ -426,10 +470,9 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
             ..Markers::for_server(&ctx.namespace, &clone)
         };
         let mut gs = fixture::server(&clone, &plan.template, &previous, &markers, true);
-        gs.metadata.labels = Some(BTreeMap::from([(
-            "rehearsal.local/canary-of".into(),
-            plan.source.clone(),
-        )]));
+        let mut labels = tidy::labels(&plan.run_id);
+        labels.insert("rehearsal.local/canary-of".into(), plan.source.clone());
+        gs.metadata.labels = Some(labels);
         gs_api(ctx)
             .create(&Default::default(), &gs)
             .await
@@ -443,8 +486,9 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
     .await?;
     restore_into(
         ctx,
+        plan,
         "restore the backup into the clone",
-        "qualify-clone",
+        &clone_restore,
         &backup_name,
         &clone,
     )
@@ -469,7 +513,7 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
         })
         .await?
         .1;
-    let gates = server_gates(ctx, &clone, &candidate_image, generation, true).await?;
+    let gates = server_gates(ctx, plan, &clone, &candidate_image, generation, true).await?;
     let failed = gates.iter().find(|g| !g.passed).cloned();
     q.gates.extend(gates);
     if let Some(gate) = failed {
@@ -477,7 +521,15 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
     }
 
     // 5. Rollback evidence on the clone: a gate computed from what was read back.
-    let rollback = rollback_clone(ctx, plan, &clone, &previous, &backup_name).await?;
+    let rollback = rollback_clone(
+        ctx,
+        plan,
+        &clone,
+        &previous,
+        &backup_name,
+        &rollback_restore,
+    )
+    .await?;
     record(ctx, &rollback)?;
     q.gates.push(rollback.clone());
     q.clone_pvcs_after = fixture::server_pvcs(ctx, &clone).await?;
@@ -503,7 +555,8 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
                 let mut all = Vec::new();
                 for (member, generation) in batch.iter().zip(generations) {
                     all.extend(
-                        server_gates(ctx, member, &candidate_image, generation, false).await?,
+                        server_gates(ctx, plan, member, &candidate_image, generation, false)
+                            .await?,
                     );
                 }
                 Ok(all)
@@ -554,6 +607,7 @@ fn halt(mut q: Qualification, gate: &Gate, batches_promoted: usize) -> Qualifica
 
 async fn restore_into(
     ctx: &CaseContext<'_>,
+    plan: &Plan,
     step: &str,
     restore: &str,
     backup: &str,
@@ -561,8 +615,25 @@ async fn restore_into(
 ) -> Result<String, CaseError> {
     let id = ctx
         .step(step, async {
-            fixture::create_restore(ctx, restore, backup, server).await?;
             let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            let mut r = Restore::new(
+                restore,
+                RestoreSpec {
+                    backup_ref: BackupRef {
+                        name: backup.into(),
+                    },
+                    server_ref: ServerRef {
+                        name: server.into(),
+                    },
+                },
+            );
+            r.metadata.labels = Some(tidy::labels(&plan.run_id));
+            api.create(&Default::default(), &r)
+                .await
+                .map_err(CaseError::kube(
+                    "create Restore",
+                    format!("{}/{restore}", ctx.namespace),
+                ))?;
             let r = await_object(&api, restore, conditions::succeeded(), ctx.bounds.settle).await?;
             Ok(r.status.and_then(|s| s.snapshot_id).unwrap_or_default())
         })
@@ -607,6 +678,7 @@ fn gate(server: &str, name: &str, passed: bool, reason: Option<String>, evidence
 /// repeat it).
 async fn server_gates(
     ctx: &CaseContext<'_>,
+    plan: &Plan,
     server: &str,
     image: &str,
     generation: Option<i64>,
@@ -674,12 +746,13 @@ async fn server_gates(
 
     let claims = world_claims(server);
     let readback = with_saves_off(ctx, server, async {
-        Ok(crate::probe::readback::read_back(
+        Ok(crate::probe::readback::read_back_labelled(
             &ctx.client,
             &ctx.namespace,
             &format!("{server}-gate-read"),
             &claims,
             ctx.bounds.settle,
+            &tidy::labels(&plan.run_id),
         )
         .await?)
     })
@@ -965,6 +1038,7 @@ async fn rollback_clone(
     clone: &str,
     previous: &str,
     backup: &str,
+    restore: &str,
 ) -> Result<Gate, CaseError> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let pod_name = names::pod(clone);
@@ -985,8 +1059,9 @@ async fn rollback_clone(
             await_condition(&pods, &pod_name, conditions::deleted(), ctx.bounds.settle).await?;
             let id = restore_into(
                 ctx,
+                plan,
                 "restore the pre-candidate snapshot",
-                "qualify-rollback",
+                restore,
                 backup,
                 clone,
             )
@@ -1015,12 +1090,13 @@ async fn rollback_clone(
     let mods_claim = names::mods_pvc(clone, previous);
     claims.push(mods_claim.clone());
     let readback = with_saves_off(ctx, clone, async {
-        Ok(crate::probe::readback::read_back(
+        Ok(crate::probe::readback::read_back_labelled(
             &ctx.client,
             &ctx.namespace,
             "rollback-read",
             &claims,
             ctx.bounds.settle,
+            &tidy::labels(&plan.run_id),
         )
         .await?)
     })

@@ -1,0 +1,113 @@
+//! Who is being qualified, by whom, where: the operator under test as the cluster runs it (its
+//! Deployment's image and the imageID digest its pods report) or as `--operator NAME@VERSION`
+//! names it, the harness's own version and build commit, and the cluster context.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use serde::Serialize;
+
+/// The harness's version (Cargo) and the commit it was built from (`GITHUB_SHA` or git, at
+/// build time; see build.rs).
+pub const HARNESS_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const HARNESS_COMMIT: &str = env!("REHEARSAL_BUILD_COMMIT");
+
+/// The operator under test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OperatorIdentity {
+    pub name: String,
+    /// The image reference (tag or digest) or the version given with `--operator`.
+    pub version: String,
+    /// `sha256:…` the running pods report, when read from the cluster.
+    pub digest: Option<String>,
+    /// `--operator` or `deployment <ns>/<name>`.
+    pub source: String,
+}
+
+/// Parses `NAME@VERSION`.
+pub fn parse_operator(arg: &str) -> Result<OperatorIdentity, String> {
+    match arg.split_once('@') {
+        Some((name, version)) if !name.is_empty() && !version.is_empty() => Ok(OperatorIdentity {
+            name: name.into(),
+            version: version.into(),
+            digest: None,
+            source: "--operator".into(),
+        }),
+        _ => Err(format!(
+            "--operator {arg:?} is not NAME@VERSION; name the operator under test, e.g. --operator gameplane@0.9.1"
+        )),
+    }
+}
+
+/// Reads the operator from Deployment `namespace/name`: its first container's image, and the
+/// imageID its running pods report. `Ok(None)`: no such Deployment.
+pub async fn from_deployment(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<OperatorIdentity>, kube::Error> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let Some(d) = deployments.get_opt(name).await? else {
+        return Ok(None);
+    };
+    let spec = d.spec;
+    let image = spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default();
+    let selector = spec
+        .selector
+        .match_labels
+        .unwrap_or_default()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let digest = if selector.is_empty() {
+        None
+    } else {
+        pods.list(&ListParams::default().labels(&selector))
+            .await?
+            .items
+            .iter()
+            .filter_map(|p| p.status.as_ref()?.container_statuses.as_ref()?.first())
+            .filter_map(|c| c.image_id.rsplit_once('@').map(|(_, d)| d.to_string()))
+            .next()
+    };
+    Ok(Some(OperatorIdentity {
+        name: image
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.split([':', '@']).next())
+            .unwrap_or(name)
+            .to_string(),
+        version: image,
+        digest,
+        source: format!("deployment {namespace}/{name}"),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_flag_is_name_at_version() {
+        let o = parse_operator("gameplane@0.9.1").unwrap();
+        assert_eq!(
+            (o.name.as_str(), o.version.as_str()),
+            ("gameplane", "0.9.1")
+        );
+        assert!(parse_operator("gameplane").is_err());
+        assert!(parse_operator("@1").is_err());
+    }
+
+    #[test]
+    fn the_harness_commit_comes_from_the_build() {
+        assert!(!HARNESS_COMMIT.is_empty());
+    }
+}

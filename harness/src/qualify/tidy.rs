@@ -1,0 +1,426 @@
+//! What a qualification leaves in the fleet's namespace. Every object it creates (the clone
+//! GameServer, its Backup and Restores, the read-back pods) carries [`RUN_LABEL`] with the run
+//! id, so the run removes exactly its own objects at the end, `--keep` can name them, and a
+//! later run finds what an earlier one (killed, or kept) left behind and removes it first.
+//!
+//! ```no_run
+//! # async fn f(client: kube::Client) -> Result<(), rehearsal::qualify::tidy::TidyError> {
+//! use rehearsal::qualify::tidy;
+//! let leftovers = tidy::find(&client, "games", None).await?;
+//! tidy::remove(&client, "games", &leftovers, std::time::Duration::from_secs(90)).await?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::time::Duration;
+
+use gameplane_api::backup::Backup;
+use gameplane_api::gameserver::GameServer;
+use gameplane_api::restore::Restore;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::{Api, DeleteParams, ListParams};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::wait::{WaitError, await_condition, conditions};
+
+/// The label every object a qualification creates carries; its value is the run id.
+pub const RUN_LABEL: &str = "rehearsal.local/qualify-run";
+
+/// The labels of objects created by run `run_id`.
+pub fn labels(run_id: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(RUN_LABEL.to_string(), run_id.to_string())])
+}
+
+/// Whether `run_id` can be a label value (it labels every object the run creates).
+pub fn check_run_id(run_id: &str) -> Result<(), String> {
+    let ok_chars = run_id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if run_id.len() <= 63 && ok_chars && ends(run_id.chars().next()) && ends(run_id.chars().last())
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "run id {run_id:?} cannot label the objects the run creates; use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+        ))
+    }
+}
+
+/// One object a qualification run created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Created {
+    /// `GameServer`, `Backup`, `Restore` or `Pod`.
+    pub kind: &'static str,
+    pub name: String,
+    /// The run that created it (its [`RUN_LABEL`] value).
+    pub run: String,
+}
+
+impl std::fmt::Display for Created {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} (run {})", self.kind, self.name, self.run)
+    }
+}
+
+/// Why the namespace could not be tidied; each names the object and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TidyError {
+    #[error(
+        "cannot list {kind}s in namespace {namespace}: {}; check the context's permissions",
+        crate::kube_error::line(source)
+    )]
+    List {
+        kind: &'static str,
+        namespace: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error(
+        "cannot remove {object} from namespace {namespace}: {}; remove it with `kubectl -n {namespace} delete {} {}`, then rerun",
+        crate::kube_error::line(source), object.kind.to_lowercase(), object.name
+    )]
+    Delete {
+        object: Created,
+        namespace: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error(
+        "{object} in namespace {namespace} was deleted but is still there: {source}; look for a finalizer that is not released (`kubectl -n {namespace} get {} {} -o yaml`)",
+        object.kind.to_lowercase(), object.name
+    )]
+    NotGone {
+        object: Created,
+        namespace: String,
+        #[source]
+        source: Box<WaitError>,
+    },
+    #[error(
+        "{kind} {namespace}/{name} exists but was not made by rehearse qualify (it has no {RUN_LABEL} label), and the run needs that name; rename or remove it, then rerun"
+    )]
+    Foreign {
+        kind: &'static str,
+        namespace: String,
+        name: String,
+    },
+}
+
+fn selector(run: Option<&str>) -> ListParams {
+    ListParams::default().labels(&match run {
+        Some(run) => format!("{RUN_LABEL}={run}"),
+        None => RUN_LABEL.to_string(),
+    })
+}
+
+async fn list<K>(
+    api: &Api<K>,
+    kind: &'static str,
+    namespace: &str,
+    run: Option<&str>,
+) -> Result<Vec<Created>, TidyError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let items = api
+        .list(&selector(run))
+        .await
+        .map_err(|e| TidyError::List {
+            kind,
+            namespace: namespace.to_string(),
+            source: Box::new(e),
+        })?
+        .items;
+    Ok(items
+        .iter()
+        .map(|o| Created {
+            kind,
+            name: o.name_any(),
+            run: o.labels().get(RUN_LABEL).cloned().unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// The objects in `namespace` labelled as a qualification's: run `run`'s, or every run's when
+/// `None`. Ordered as they are removed: Restores, Backups, GameServers, then pods.
+pub async fn find(
+    client: &kube::Client,
+    namespace: &str,
+    run: Option<&str>,
+) -> Result<Vec<Created>, TidyError> {
+    let mut out = list(
+        &Api::<Restore>::namespaced(client.clone(), namespace),
+        "Restore",
+        namespace,
+        run,
+    )
+    .await?;
+    out.extend(
+        list(
+            &Api::<Backup>::namespaced(client.clone(), namespace),
+            "Backup",
+            namespace,
+            run,
+        )
+        .await?,
+    );
+    out.extend(
+        list(
+            &Api::<GameServer>::namespaced(client.clone(), namespace),
+            "GameServer",
+            namespace,
+            run,
+        )
+        .await?,
+    );
+    out.extend(
+        list(
+            &Api::<Pod>::namespaced(client.clone(), namespace),
+            "Pod",
+            namespace,
+            run,
+        )
+        .await?,
+    );
+    Ok(out)
+}
+
+async fn delete_and_wait<K>(
+    api: &Api<K>,
+    object: &Created,
+    namespace: &str,
+    bound: Duration,
+) -> Result<(), TidyError>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug + Send + 'static,
+{
+    match api.delete(&object.name, &DeleteParams::background()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+        Err(e) => {
+            return Err(TidyError::Delete {
+                object: object.clone(),
+                namespace: namespace.to_string(),
+                source: Box::new(e),
+            });
+        }
+    }
+    await_gone(api, object, namespace, bound).await
+}
+
+async fn await_gone<K>(
+    api: &Api<K>,
+    object: &Created,
+    namespace: &str,
+    bound: Duration,
+) -> Result<(), TidyError>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug + Send + 'static,
+{
+    await_condition(api, &object.name, conditions::deleted(), bound)
+        .await
+        .map(|_| ())
+        .map_err(|e| TidyError::NotGone {
+            object: object.clone(),
+            namespace: namespace.to_string(),
+            source: Box::new(e),
+        })
+}
+
+/// Deletes `objects` and waits (each within `bound`) until they are gone — for a GameServer
+/// also its pod and the claims it owned, so the next run can create the same names at once.
+pub async fn remove(
+    client: &kube::Client,
+    namespace: &str,
+    objects: &[Created],
+    bound: Duration,
+) -> Result<(), TidyError> {
+    for object in objects {
+        match object.kind {
+            "Restore" => {
+                let api = Api::<Restore>::namespaced(client.clone(), namespace);
+                delete_and_wait(&api, object, namespace, bound).await?;
+            }
+            "Backup" => {
+                let api = Api::<Backup>::namespaced(client.clone(), namespace);
+                delete_and_wait(&api, object, namespace, bound).await?;
+            }
+            "GameServer" => remove_server(client, namespace, object, bound).await?,
+            _ => {
+                let api = Api::<Pod>::namespaced(client.clone(), namespace);
+                delete_and_wait(&api, object, namespace, bound).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn remove_server(
+    client: &kube::Client,
+    namespace: &str,
+    object: &Created,
+    bound: Duration,
+) -> Result<(), TidyError> {
+    let servers = Api::<GameServer>::namespaced(client.clone(), namespace);
+    let uid = servers
+        .get_opt(&object.name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|gs| gs.metadata.uid);
+    // Suspended first: with its pod gone and its StatefulSet at zero, no controller acting on
+    // a stale view of the deleted objects can start another pod holding its claims.
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    let pod = Created {
+        kind: "Pod",
+        name: gameplane_api::names::pod(&object.name),
+        run: object.run.clone(),
+    };
+    if uid.is_some() {
+        let suspend = serde_json::json!({"spec": {"suspend": true}});
+        let _ = servers
+            .patch(
+                &object.name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&suspend),
+            )
+            .await;
+        await_gone(&pods, &pod, namespace, bound).await?;
+    }
+    delete_and_wait(&servers, object, namespace, bound).await?;
+    let Some(uid) = uid else {
+        return Ok(());
+    };
+    // The garbage collector removes what the server owned; a reconcile that was already
+    // running can still write a dependent after the server went, so what the gone server owned
+    // is deleted explicitly too, and awaited, before the next run reuses the names.
+    let owned = |kind: &'static str, name: String| Created {
+        kind,
+        name,
+        run: object.run.clone(),
+    };
+    // Its StatefulSet and pod carry names derived from the server's, so they are the run's.
+    let sets = Api::<StatefulSet>::namespaced(client.clone(), namespace);
+    let mut set_names = owned_by(&sets, &uid).await;
+    set_names.push(gameplane_api::names::statefulset(&object.name));
+    set_names.dedup();
+    for set in set_names {
+        delete_and_wait(&sets, &owned("StatefulSet", set), namespace, bound).await?;
+    }
+    delete_and_wait(&pods, &pod, namespace, bound).await?;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
+    for claim in owned_by(&claims, &uid).await {
+        delete_and_wait(
+            &claims,
+            &owned("PersistentVolumeClaim", claim),
+            namespace,
+            bound,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Names of the objects of `api` with an ownerReference to `uid` (none when unlistable: the
+/// waits that follow report what is left).
+async fn owned_by<K>(api: &Api<K>, uid: &str) -> Vec<String>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|o| o.owner_references().iter().any(|r| r.uid == uid))
+        .map(|o| o.name_any())
+        .collect()
+}
+
+/// Refuses a name the run needs when an object not made by a qualification holds it (a
+/// labelled one is a leftover, removed by [`remove`] first).
+pub async fn check_free(
+    client: &kube::Client,
+    namespace: &str,
+    server: &str,
+    backups: &[&str],
+    restores: &[&str],
+) -> Result<(), TidyError> {
+    let foreign = |kind: &'static str, name: &str| TidyError::Foreign {
+        kind,
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    };
+    let unlabelled = |labels: &BTreeMap<String, String>| !labels.contains_key(RUN_LABEL);
+    let get_err = |kind: &'static str| {
+        let namespace = namespace.to_string();
+        move |e| TidyError::List {
+            kind,
+            namespace,
+            source: Box::new(e),
+        }
+    };
+    let servers = Api::<GameServer>::namespaced(client.clone(), namespace);
+    if let Some(gs) = servers
+        .get_opt(server)
+        .await
+        .map_err(get_err("GameServer"))?
+        && unlabelled(gs.labels())
+    {
+        return Err(foreign("GameServer", server));
+    }
+    let api = Api::<Backup>::namespaced(client.clone(), namespace);
+    for name in backups {
+        if let Some(b) = api.get_opt(name).await.map_err(get_err("Backup"))?
+            && unlabelled(b.labels())
+        {
+            return Err(foreign("Backup", name));
+        }
+    }
+    let api = Api::<Restore>::namespaced(client.clone(), namespace);
+    for name in restores {
+        if let Some(r) = api.get_opt(name).await.map_err(get_err("Restore"))?
+            && unlabelled(r.labels())
+        {
+            return Err(foreign("Restore", name));
+        }
+    }
+    Ok(())
+}
+
+/// The `kubectl` commands that show what run `run_id` kept.
+pub fn inspect_commands(
+    kubeconfig: &std::path::Path,
+    context: &str,
+    namespace: &str,
+    run_id: &str,
+) -> Vec<String> {
+    let base = format!(
+        "kubectl --kubeconfig {} --context {context} -n {namespace}",
+        kubeconfig.display()
+    );
+    vec![
+        format!("{base} get gameservers,backups,restores,pods -l {RUN_LABEL}={run_id}"),
+        format!("{base} describe gameservers -l {RUN_LABEL}={run_id}"),
+        format!(
+            "{base} delete gameservers,backups,restores,pods -l {RUN_LABEL}={run_id}   # when done"
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_id_must_be_a_label_value() {
+        assert!(check_run_id("20261201T161000Z-ab12cd").is_ok());
+        assert!(check_run_id("qualify run").is_err());
+        assert!(check_run_id("-x").is_err());
+        assert!(check_run_id(&"a".repeat(64)).is_err());
+    }
+}

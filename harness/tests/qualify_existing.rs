@@ -1,0 +1,463 @@
+//! `rehearse qualify --cluster existing` as a user runs it: a fleet set up by hand through
+//! kube-rs (a GameTemplate with digest-pinned versions, Secrets, two GameServers and a backup
+//! repository Secret — no fixture helpers) on `rehearse cluster up --embedded`, then the real
+//! binary for an unpullable candidate (halted at the image gate, the reason printed) and a
+//! compatible one (promoted), twice in a row in the same namespace: every object a run creates
+//! is gone afterwards, `--keep` keeps and names them, the next run removes what a kept run
+//! left, and a name held by an object the harness did not make is refused in one line.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use gameplane_api::gameserver::GameServer;
+use gameplane_api::gametemplate::GameTemplate;
+use gameplane_api::restore::Restore;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::wait::await_condition;
+use serde_json::json;
+
+const REHEARSE: &str = env!("CARGO_BIN_EXE_rehearse");
+const CONTEXT: &str = "rehearsal-embedded";
+const NS: &str = "games";
+const TEMPLATE: &str = "minecraft-qualify";
+const BOUND: Duration = Duration::from_secs(120);
+const IMAGE_GATE: &str = "pod runs the pinned image";
+const RUN_LABEL: &str = "rehearsal.local/qualify-run";
+const REPO: &str = "rehearsal.local/fixture-game";
+
+/// `rehearse cluster up --embedded` in the background; SIGTERM (then, after a bound, SIGKILL)
+/// when dropped — also when the test panics — so the cluster and its operator always end.
+struct ClusterUp {
+    child: Option<Child>,
+}
+
+impl ClusterUp {
+    fn start(kubeconfig: &Path, state: &Path) -> Self {
+        let mut child = Command::new(REHEARSE)
+            .args(["cluster", "up", "--embedded", "--kubeconfig"])
+            .arg(kubeconfig)
+            .arg("--state-dir")
+            .arg(state)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start rehearse cluster up");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let guard = Self { child: Some(child) };
+        let (tx, rx) = mpsc::channel();
+        // Keeps draining stdout after the first line, so the server never blocks on it.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        loop {
+            match rx.recv_timeout(BOUND) {
+                Ok(line) if line.contains("embedded cluster up") => return guard,
+                Ok(_) => continue,
+                Err(e) => panic!("no `embedded cluster up` line within {BOUND:?}: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for ClusterUp {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        }
+    }
+}
+
+fn credential(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/credentials")
+        .join(name);
+    std::fs::read_to_string(path).unwrap().trim().to_string()
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+    serde_json::from_value(v).expect("a valid object")
+}
+
+/// Reads the digest each tag resolves to as the node reports it (`imageID`), by running the
+/// images once — what a user does with `kubectl run` to pin a version.
+async fn digests(client: &kube::Client, tags: &[&str]) -> Vec<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let containers: Vec<_> = tags
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"name": format!("v{i}"), "image": format!("{REPO}:{t}"), "args": ["--help"]}))
+        .collect();
+    let pod: Pod = from_json(json!({
+        "metadata": {"name": "resolve-digests"},
+        "spec": {"restartPolicy": "Never", "containers": containers},
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let done = tokio::time::timeout(
+        BOUND,
+        await_condition(pods.clone(), "resolve-digests", |p: Option<&Pod>| {
+            p.and_then(|p| p.status.as_ref()?.phase.clone()).as_deref() == Some("Succeeded")
+        }),
+    )
+    .await
+    .expect("the digest pod finishes")
+    .unwrap()
+    .unwrap();
+    pods.delete("resolve-digests", &Default::default())
+        .await
+        .unwrap();
+    let statuses = done.status.unwrap().container_statuses.unwrap();
+    (0..tags.len())
+        .map(|i| {
+            let id = &statuses
+                .iter()
+                .find(|c| c.name == format!("v{i}"))
+                .unwrap()
+                .image_id;
+            let digest = id.rsplit_once('@').expect("imageID with a digest").1;
+            format!("{REPO}@{digest}")
+        })
+        .collect()
+}
+
+async fn set_up_fleet(client: &kube::Client, repo: &Path) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": NS}})),
+        )
+        .await
+        .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    for (name, data) in [
+        ("rcon", json!({"password": credential("rcon-password")})),
+        (
+            "restic-repo",
+            json!({"repo": repo.display().to_string(), "password": credential("restic-password")}),
+        ),
+    ] {
+        let secret: Secret = from_json(json!({"metadata": {"name": name}, "stringData": data}));
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    let pinned = digests(client, &["1.0", "1.1-compat", "http-only"]).await;
+    let version = |id: &str, image: &str, default: bool| {
+        json!({"id": id, "displayName": format!("Minecraft {id}"), "image": image,
+               "default": default, "gameVersion": "26.1"})
+    };
+    let template: GameTemplate = from_json(json!({
+        "apiVersion": "gameplane.local/v1alpha1", "kind": "GameTemplate",
+        "metadata": {"name": TEMPLATE},
+        "spec": {
+            "displayName": "Minecraft (hand-made fleet)",
+            "game": "minecraft-java",
+            "version": "1.0",
+            "image": pinned[0],
+            "versions": [
+                version("1.0", &pinned[0], true),
+                version("1.1-compat", &pinned[1], false),
+                version("http-only", &pinned[2], false),
+                version("unpullable", &format!("{REPO}@sha256:{}", "0".repeat(61) + "bad"), false),
+            ],
+            "env": [
+                {"name": "FIXTURE_EXTRA_WORLDS", "value": "nether=/worlds/nether"},
+                {"name": "FIXTURE_MODS_DIR", "value": "/mods"},
+            ],
+            "ports": [{"name": "minecraft", "containerPort": 25565, "protocol": "TCP"}],
+            "rcon": {"protocol": "source", "port": 25575,
+                     "passwordSecretRef": {"name": "rcon", "key": "password"}},
+            "capabilities": {"quiesce": {"quiesce": ["save-off", "save-all flush"],
+                                         "unquiesce": ["save-on"]}},
+            "agent": {"image": "rehearsal.local/fixture-agent:1.0"},
+        },
+    }));
+    Api::<GameTemplate>::all(client.clone())
+        .create(&PostParams::default(), &template)
+        .await
+        .unwrap();
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    for name in ["survival", "creative"] {
+        let gs: GameServer = from_json(json!({
+            "apiVersion": "gameplane.local/v1alpha1", "kind": "GameServer",
+            "metadata": {"name": name},
+            "spec": {
+                "templateRef": {"name": TEMPLATE},
+                "version": "1.0",
+                "storage": {"size": "1Gi",
+                            "extra": [{"name": "nether", "mountPath": "/worlds/nether", "size": "1Gi"}]},
+                // The world values the rollback gate compares today (issue 17, item 2).
+                "env": [
+                    {"name": "FIXTURE_WORLD_MARKER", "value": format!("primary-{name}-{NS}")},
+                    {"name": "FIXTURE_EXTRA_MARKER", "value": format!("extra-{name}-{NS}")},
+                    {"name": "FIXTURE_MODS_MARKER", "value": format!("mods-{name}-{NS}")},
+                ],
+            },
+        }));
+        servers.create(&PostParams::default(), &gs).await.unwrap();
+    }
+    for name in ["survival", "creative"] {
+        tokio::time::timeout(
+            BOUND,
+            await_condition(servers.clone(), name, |gs: Option<&GameServer>| {
+                gs.and_then(|g| g.status.as_ref()?.phase)
+                    .is_some_and(|p| p.as_str() == "Running")
+            }),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("GameServer {NS}/{name} Running within {BOUND:?}"))
+        .unwrap();
+    }
+}
+
+fn qualify(kubeconfig: &Path, reports: &Path, candidate: &str, extra: &[&str]) -> Output {
+    qualify_as(
+        kubeconfig,
+        reports,
+        candidate,
+        &[extra, &["--operator", "reference-operator@embedded-test"]].concat(),
+    )
+}
+
+fn qualify_as(kubeconfig: &Path, reports: &Path, candidate: &str, extra: &[&str]) -> Output {
+    Command::new(REHEARSE)
+        .args(["qualify", "--cluster", "existing", "--kubeconfig"])
+        .arg(kubeconfig)
+        .args([
+            "--context",
+            CONTEXT,
+            "--namespace",
+            NS,
+            "--template",
+            TEMPLATE,
+        ])
+        .args(["--source", "survival", "--fleet", "survival,creative"])
+        .args(["--candidate", candidate, "--reports"])
+        .arg(reports)
+        .args(extra)
+        .output()
+        .expect("run rehearse qualify")
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Names of the objects in the namespace that carry the run label, by kind.
+async fn labelled(client: &kube::Client) -> Vec<String> {
+    let lp = ListParams::default().labels(RUN_LABEL);
+    let mut out = Vec::new();
+    for gs in Api::<GameServer>::namespaced(client.clone(), NS)
+        .list(&lp)
+        .await
+        .unwrap()
+    {
+        out.push(format!("GameServer {}", gs.metadata.name.unwrap()));
+    }
+    for b in Api::<gameplane_api::backup::Backup>::namespaced(client.clone(), NS)
+        .list(&lp)
+        .await
+        .unwrap()
+    {
+        out.push(format!("Backup {}", b.metadata.name.unwrap()));
+    }
+    for r in Api::<Restore>::namespaced(client.clone(), NS)
+        .list(&lp)
+        .await
+        .unwrap()
+    {
+        out.push(format!("Restore {}", r.metadata.name.unwrap()));
+    }
+    for p in Api::<Pod>::namespaced(client.clone(), NS)
+        .list(&lp)
+        .await
+        .unwrap()
+    {
+        out.push(format!("Pod {}", p.metadata.name.unwrap()));
+    }
+    out
+}
+
+async fn assert_tidy(client: &kube::Client, after: &str) {
+    assert_eq!(
+        labelled(client).await,
+        Vec::<String>::new(),
+        "after {after}: objects of a qualification run are left"
+    );
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    assert!(
+        servers.get_opt("survival-canary").await.unwrap().is_none(),
+        "after {after}: the clone survival-canary is left"
+    );
+}
+
+fn assert_halted_at_image_gate(out: &Output) {
+    let (stdout, stderr) = text(out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let line = stderr.trim();
+    assert_eq!(line.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        line.contains(&format!("halted at gate {IMAGE_GATE:?} on survival-canary"))
+            && (line.contains("ErrImagePull") || line.contains("ImagePullBackOff")),
+        "the halt names the gate, the member and the pull failure: {line}"
+    );
+    assert!(!line.contains("Status {"), "no Debug dump: {line}");
+}
+
+fn assert_promoted(out: &Output) {
+    let (stdout, stderr) = text(out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("promoted 1.1-compat in 2 batch(es)"),
+        "{stdout}"
+    );
+    let bundle = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("bundle: "))
+        .map(PathBuf::from)
+        .expect("the bundle is named");
+    let verify = Command::new(REHEARSE)
+        .args(["receipts", "verify"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{:?}", text(&verify));
+    // The bundle names the operator as given and the harness's build commit, not the git
+    // repository of the directory the command ran in.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("bundle.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["operator"]["name"], "reference-operator",
+        "{summary}"
+    );
+    assert_eq!(summary["operator"]["version"], "embedded-test", "{summary}");
+    let commit = summary["commit"].as_str().unwrap_or_default();
+    assert!(
+        commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit()),
+        "the harness's build commit: {summary}"
+    );
+    let journal = std::fs::read_to_string(bundle.join("receipts.jsonl")).unwrap();
+    assert!(
+        journal.contains(&format!("\"context\":\"{CONTEXT}\"")),
+        "the identity receipt names the cluster context"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let reports = dir.path().join("reports");
+    let repo = dir.path().join("restic-repo");
+    let _cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    let client = rehearsal::backend::pinned_client(&kubeconfig, CONTEXT)
+        .await
+        .unwrap();
+    set_up_fleet(&client, &repo).await;
+
+    for round in 1..=2 {
+        // An unpullable candidate halts on the clone; round 1 keeps what it made.
+        let keep: &[&str] = if round == 1 { &["--keep"] } else { &[] };
+        let halted = qualify(&kubeconfig, &reports, "unpullable", keep);
+        assert_halted_at_image_gate(&halted);
+        let (stdout, _) = text(&halted);
+        if round == 1 {
+            assert!(
+                stdout.contains("kept") && stdout.contains(&format!("-l {RUN_LABEL}=")),
+                "--keep names the objects and how to inspect them: {stdout}"
+            );
+            assert!(
+                labelled(&client)
+                    .await
+                    .contains(&"GameServer survival-canary".to_string()),
+                "--keep keeps the clone"
+            );
+        } else {
+            assert_tidy(&client, &format!("round {round}: the halted run")).await;
+        }
+
+        // A compatible candidate is promoted; in round 1 it first removes what was kept.
+        let promoted = qualify(&kubeconfig, &reports, "1.1-compat", &[]);
+        assert_promoted(&promoted);
+        let (stdout, _) = text(&promoted);
+        if round == 1 {
+            assert!(
+                stdout.contains("removing what earlier qualification runs left")
+                    && stdout.contains("GameServer survival-canary"),
+                "{stdout}"
+            );
+        }
+        assert_tidy(&client, &format!("round {round}: the promoted run")).await;
+    }
+
+    // An HTTP-only candidate halts at the join gate, saying no Minecraft stage answered.
+    let http = qualify(&kubeconfig, &reports, "http-only", &[]);
+    let (stdout, stderr) = text(&http);
+    assert_eq!(http.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("halted at gate \"real Minecraft join reaches play\" on survival-canary")
+            && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+    assert_tidy(&client, "the HTTP-only run").await;
+
+    // Without --operator, the operator is read from its Deployment; without one (the embedded
+    // cluster runs it as a process and serves no Deployments), the run is refused.
+    let refused = qualify_as(&kubeconfig, &reports, "unpullable", &[]);
+    let (_, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no Deployment gameplane-system/reference-operator")
+            && stderr.contains("--operator NAME@VERSION")
+            && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+    // A name the run needs, held by an object it did not make, is refused — never deleted.
+    let restores: Api<Restore> = Api::namespaced(client.clone(), NS);
+    let foreign: Restore = from_json(json!({
+        "apiVersion": "gameplane.local/v1alpha1", "kind": "Restore",
+        "metadata": {"name": "qualify-survival-rollback"},
+        "spec": {"backupRef": {"name": "someone-elses"}, "serverRef": {"name": "creative"}},
+    }));
+    restores
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+    let refused = qualify(&kubeconfig, &reports, "1.1-compat", &[]);
+    let (stdout, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("Restore games/qualify-survival-rollback")
+            && stderr.contains("not made by rehearse qualify"),
+        "{stderr}"
+    );
+    assert!(
+        restores
+            .get_opt("qualify-survival-rollback")
+            .await
+            .unwrap()
+            .is_some(),
+        "an object the harness did not make is never deleted"
+    );
+}
