@@ -540,7 +540,6 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
 
     // 6. Promote in gated batches.
     let mut promoted = 0;
-    let mut first_failure: Option<Gate> = None;
     for (i, batch) in plan.fleet.chunks(plan.batch_size.max(1)).enumerate() {
         let name = format!("promotion batch {}", i + 1);
         let member_gates = ctx
@@ -571,13 +570,11 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
         q.gates.extend(member_gates);
         match failed {
             None => promoted += 1,
+            Some(_) if ctx.harness_mutant(HarnessMutant::BatchHaltIgnored) => {
+                // The defect: a failed batch does not stop the rollout.
+                promoted += 1;
+            }
             Some(gate) => {
-                if ctx.harness_mutant(HarnessMutant::BatchHaltIgnored) {
-                    // The defect: a failed batch does not stop the rollout.
-                    first_failure.get_or_insert(gate);
-                    promoted += 1;
-                    continue;
-                }
                 let mut halted = halt(q, &gate, promoted);
                 if let Outcome::Halted { gate: g, .. } = &mut halted.outcome {
                     *g = format!("{name}: {}", gate.name);
@@ -586,7 +583,6 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
             }
         }
     }
-    let _ = first_failure;
     q.outcome = Outcome::Promoted { batches: promoted };
     Ok(q)
 }
