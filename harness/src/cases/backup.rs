@@ -75,31 +75,36 @@ fn backup_observation(b: &Backup) -> Value {
     })
 }
 
-/// Creates Backup `name` (quiesced) and waits for it to end; the receipt holds the Backup and
-/// the state of its copy Job at that moment.
+/// Creates Backup `name` (quiesced) and waits for it to end, as step `step`.
 async fn backup_to_end(
     ctx: &CaseContext<'_>,
     step: &str,
     name: &str,
 ) -> Result<(Backup, observe::JobState), CaseError> {
-    let (_, b, job) = ctx
-        .step(step, async {
-            fixture::create_backup(ctx, name, SERVER, true).await?;
-            let (b, job) = await_backup(ctx, name).await?;
-            Ok((backup_observation(&b), b, job))
-        })
-        .await?;
-    Ok((b, job))
+    backup_step(ctx, step, name, true).await
 }
 
-/// The step "await backup finished": waits for Backup `name` to end either way, then reads its
-/// copy Job (drained or not) at that moment.
+/// The step "await backup finished": waits for Backup `name` to end either way.
 async fn backup_finished(
     ctx: &CaseContext<'_>,
     name: &str,
 ) -> Result<(Backup, observe::JobState), CaseError> {
+    backup_step(ctx, "await backup finished", name, false).await
+}
+
+/// Step `step`: (creates and) awaits Backup `name`, then reads its copy Job (drained or not) at
+/// that moment; the receipt holds the Backup's status and conditions.
+async fn backup_step(
+    ctx: &CaseContext<'_>,
+    step: &str,
+    name: &str,
+    create: bool,
+) -> Result<(Backup, observe::JobState), CaseError> {
     let (_, b, job) = ctx
-        .step("await backup finished", async {
+        .step(step, async {
+            if create {
+                fixture::create_backup(ctx, name, SERVER, true).await?;
+            }
             let (b, job) = await_backup(ctx, name).await?;
             Ok((backup_observation(&b), b, job))
         })

@@ -463,29 +463,7 @@ pub async fn create_backup_into(
     server: &str,
     repo_secret: &str,
 ) -> Result<Backup, CaseError> {
-    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let b = Backup::new(
-        name,
-        BackupSpec {
-            server_ref: ServerRef {
-                name: server.into(),
-            },
-            repo_ref: Some(RepoRef {
-                name: repo_secret.into(),
-                key: "repo".into(),
-            }),
-            strategy: None,
-            quiesce: Some(true),
-            tags: vec!["rehearsal".into()],
-        },
-    );
-    backups
-        .create(&PostParams::default(), &b)
-        .await
-        .map_err(CaseError::kube(
-            "create Backup",
-            format!("{}/{name}", ctx.namespace),
-        ))
+    new_backup(ctx, name, server, repo_secret, true).await
 }
 
 /// Creates a Backup of `server` into the case's repository.
@@ -493,6 +471,16 @@ pub async fn create_backup(
     ctx: &CaseContext<'_>,
     name: &str,
     server: &str,
+    quiesce: bool,
+) -> Result<Backup, CaseError> {
+    new_backup(ctx, name, server, REPO_SECRET, quiesce).await
+}
+
+async fn new_backup(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    server: &str,
+    repo_secret: &str,
     quiesce: bool,
 ) -> Result<Backup, CaseError> {
     let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
@@ -503,7 +491,7 @@ pub async fn create_backup(
                 name: server.into(),
             },
             repo_ref: Some(RepoRef {
-                name: REPO_SECRET.into(),
+                name: repo_secret.into(),
                 key: "repo".into(),
             }),
             strategy: None,
