@@ -4,7 +4,8 @@ mod report_support;
 
 use std::path::{Path, PathBuf};
 
-use rehearsal::evidence::receipts::{Journal, VerifyError, kind};
+use rehearsal::evidence::observation::RECEIPT_FORMAT;
+use rehearsal::evidence::receipts::{self, Journal, VerifyError, kind};
 use rehearsal::report::{self, LoadError};
 use report_support::{AMD64, write_sample};
 use serde_json::json;
@@ -102,7 +103,7 @@ fn a_case_without_its_final_receipt_is_refused_naming_the_case() {
         None,
         "run-started",
         kind::RUN_STARTED,
-        json!({"run_id": "run-x", "commit": "c", "operator": {"name": "o", "version": "1"}, "arch": "amd64"}),
+        json!({"receipt_format": RECEIPT_FORMAT, "run_id": "run-x", "commit": "c", "operator": {"name": "o", "version": "1"}, "arch": "amd64"}),
     )
     .unwrap();
     j.append(
@@ -330,4 +331,66 @@ fn an_unknown_format_is_a_one_line_usage_error() {
         "{stderr}"
     );
     assert!(!dir.join("out").exists());
+}
+
+/// Rewrites the journal of `dir` with `edit` applied to each entry's observation, re-chaining
+/// every hash and keeping every time, so the chain verifies and only the payload differs.
+fn rewrite_payloads(dir: &Path, edit: impl Fn(&receipts::Receipt) -> serde_json::Value) {
+    let path = dir.join("receipts.jsonl");
+    let old = receipts::verify(&path).unwrap().receipts;
+    std::fs::remove_file(&path).unwrap();
+    let times = std::sync::Mutex::new(old.iter().map(|r| r.time).collect::<Vec<_>>());
+    let clock: receipts::Clock = std::sync::Arc::new(move || times.lock().unwrap().remove(0));
+    let j = Journal::create_with_clock(&path, &old[0].run_id, &old[0].arch, clock).unwrap();
+    for r in &old {
+        j.append(r.case.as_deref(), &r.step, &r.kind, edit(r))
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_renamed_field_is_refused_naming_its_line_even_when_the_chain_verifies() {
+    let (_r, dir) = fresh();
+    let target = receipts::verify(dir.join("receipts.jsonl"))
+        .unwrap()
+        .receipts
+        .iter()
+        .position(|r| r.kind == kind::RESTIC_SNAPSHOT)
+        .expect("the sample records a snapshot")
+        + 1;
+    rewrite_payloads(&dir, |r| {
+        let mut observed = r.observed.clone();
+        if r.kind == kind::RESTIC_SNAPSHOT
+            && let Some(id) = observed.as_object_mut().unwrap().remove("snapshot_id")
+        {
+            observed["snapshotID"] = id;
+        }
+        observed
+    });
+    receipts::verify(dir.join("receipts.jsonl")).expect("the re-chained journal verifies");
+    let msg = report::load(&dir).unwrap_err().to_string();
+    assert!(
+        msg.contains(&format!("line {target} ")) && msg.contains("malformed restic-snapshot"),
+        "{msg}"
+    );
+    assert!(msg.contains("snapshot"), "names the field: {msg}");
+}
+
+#[test]
+fn a_bundle_of_an_older_receipt_format_is_named_as_such() {
+    let (_r, dir) = fresh();
+    rewrite_payloads(&dir, |r| {
+        let mut observed = r.observed.clone();
+        if r.kind == kind::RUN_STARTED {
+            observed.as_object_mut().unwrap().remove("receipt_format");
+        }
+        observed
+    });
+    let msg = report::load(&dir).unwrap_err().to_string();
+    assert!(
+        msg.contains("receipt format 1")
+            && msg.contains("older Rehearsal")
+            && msg.contains("line 1"),
+        "{msg}"
+    );
 }

@@ -109,6 +109,12 @@ async fn backup_step(
             Ok((backup_observation(&b), b, job))
         })
         .await?;
+    // The snapshot the operator reports, typed, so the report lists it without reading the
+    // step's free-form status.
+    if let Some(id) = backup_field(&b, "/status/snapshotID").filter(|id| !id.is_empty()) {
+        ctx.recorder
+            .restic_snapshot(step, &id, json!({"backup": name}))?;
+    }
     Ok((b, job))
 }
 

@@ -4,6 +4,7 @@
 //! through a [`bundle::CaseRecorder`], and the report later renders only what the bundle holds.
 //!
 //! - [`receipts`]: the append-only, fsynced, SHA-256-chained journal and its verifier.
+//! - [`observation`]: what each receipt kind carries, one typed definition for writer and reader.
 //! - [`redact`]: the rule that keeps secrets out of receipts.
 //! - [`pvc_table`]: PVC UID tables (before/after) derived from receipts, not from the cluster.
 //! - [`bundle`]: the per-run directory (`reports/<run-id>/`) and the writer API scenarios use.
@@ -22,6 +23,7 @@
 
 pub mod bundle;
 pub mod canonical;
+pub mod observation;
 pub mod pvc_table;
 pub mod receipts;
 pub mod redact;

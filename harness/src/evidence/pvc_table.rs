@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::receipts::{Receipt, kind};
 
@@ -66,6 +65,7 @@ impl PvcPhase {
 
 /// One claim as observed in the cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PvcObservation {
     pub claim: String,
     pub role: Role,
@@ -86,9 +86,12 @@ impl PvcObservation {
     }
 }
 
-/// The receipt payload of a `pvc-observation`.
-pub fn observation_json(phase: PvcPhase, claims: &[PvcObservation]) -> serde_json::Value {
-    json!({"phase": phase.as_str(), "claims": claims})
+/// The payload of a `pvc-observation` receipt: the case's claims at one phase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PvcObserved {
+    pub phase: PvcPhase,
+    pub claims: Vec<PvcObservation>,
 }
 
 /// A claim's identity on one side of the table.
@@ -161,12 +164,6 @@ pub struct PvcTableError {
     pub reason: String,
 }
 
-#[derive(Deserialize)]
-struct Observed {
-    phase: PvcPhase,
-    claims: Vec<PvcObservation>,
-}
-
 /// Builds the table from a case's receipts (other kinds are ignored).
 pub fn from_receipts<'a>(
     receipts: impl IntoIterator<Item = &'a Receipt>,
@@ -176,7 +173,7 @@ pub fn from_receipts<'a>(
         if receipt.kind != kind::PVC_OBSERVATION {
             continue;
         }
-        let observed: Observed =
+        let observed: PvcObserved =
             serde_json::from_value(receipt.observed.clone()).map_err(|e| PvcTableError {
                 seq: receipt.seq,
                 reason: e.to_string(),

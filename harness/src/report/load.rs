@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::evidence::bundle::summary::{self, BundleSummary, CaseSummary, SummaryError};
 use crate::evidence::bundle::{CASES_DIR, KillMatrix, PVC_TABLE_FILE, SUMMARY_FILE};
+use crate::evidence::observation::{Observation, ResticRestore, ResticSnapshot};
 use crate::evidence::pvc_table::{self, PvcTable};
 use crate::evidence::receipts::{self, FILE_NAME, Receipt, VerifyError, kind};
 
@@ -241,18 +242,33 @@ fn load_case(
             });
         }
         prev_ms = at_ms;
-        collect_snapshot_ids(&r.observed, &mut snapshots);
-        match r.kind.as_str() {
-            kind::RESTIC_RESTORE => restores.push(RestoreRecord {
-                restore_id: str_field(&r.observed, "restore_id"),
-                snapshot_id: str_field(&r.observed, "snapshot_id"),
-                line: *line,
-            }),
-            kind::ARTIFACT => {
+        // Typed: the summary already read every receipt, so this cannot fail on a journal that
+        // got this far; the error still names the line rather than defaulting a field.
+        let observation = Observation::read(*line, r).map_err(|e| LoadError::Incomplete {
+            dir: dir.to_path_buf(),
+            source: e.into(),
+        })?;
+        match observation {
+            Observation::ResticSnapshot(ResticSnapshot { snapshot_id, .. }) => {
+                note_snapshot(&mut snapshots, snapshot_id);
+            }
+            Observation::ResticRestore(ResticRestore {
+                restore_id,
+                snapshot_id,
+                ..
+            }) => {
+                note_snapshot(&mut snapshots, snapshot_id.clone());
+                restores.push(RestoreRecord {
+                    restore_id,
+                    snapshot_id,
+                    line: *line,
+                });
+            }
+            Observation::Artifact(stored) => {
                 let record = ArtifactRecord {
-                    path: str_field(&r.observed, "path"),
-                    bytes: r.observed.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-                    sha256: str_field(&r.observed, "sha256"),
+                    path: stored.path,
+                    bytes: stored.bytes,
+                    sha256: stored.sha256,
                     line: *line,
                 };
                 checked_file(dir, &record.path, &record.sha256)?;
@@ -312,33 +328,11 @@ fn load_case(
     })
 }
 
-/// Snapshot ids anywhere in an observation: the harness's `snapshot_id` and Gameplane's
-/// `status.snapshotID`.
-fn collect_snapshot_ids(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::Object(map) => {
-            for (key, child) in map {
-                match (key.as_str(), child) {
-                    ("snapshot_id" | "snapshotID", Value::String(id)) if !id.is_empty() => {
-                        if !out.contains(id) {
-                            out.push(id.clone());
-                        }
-                    }
-                    _ => collect_snapshot_ids(child, out),
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_snapshot_ids(v, out)),
-        _ => {}
+/// Adds a snapshot id once, in first-seen order.
+fn note_snapshot(out: &mut Vec<String>, id: String) {
+    if !id.is_empty() && !out.contains(&id) {
+        out.push(id);
     }
-}
-
-fn str_field(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, LoadError> {

@@ -3,14 +3,16 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::summary::FinishObserved;
 use super::{
     ARTIFACTS_DIR, BundleError, CASES_DIR, CaseState, Inner, PVC_TABLE_FILE, Verdict, create_dirs,
     write_new,
 };
-use crate::evidence::pvc_table::{self, PvcObservation, PvcPhase};
-use crate::evidence::receipts::{self, Receipt, kind};
+use crate::evidence::observation::{ArtifactStored, Observation, ResticRestore, ResticSnapshot};
+use crate::evidence::pvc_table::{self, PvcObservation, PvcObserved, PvcPhase};
+use crate::evidence::receipts::{self, Receipt};
 
 /// Writes one case's receipts into the run's journal. Finish it with [`CaseRecorder::finish`];
 /// a recorder dropped without a verdict records `failed` when its thread is panicking and
@@ -62,12 +64,14 @@ impl CaseRecorder {
 
     /// Records that the named unit `step` completed, with what it observed.
     pub fn step(&self, step: &str, observed: Value) -> Result<Receipt, BundleError> {
-        self.inner.append(&self.name, step, kind::STEP, observed)
+        self.inner
+            .append(&self.name, step, Observation::Step(observed))
     }
 
     /// Records that a wait for an observable condition ended, with the last observed state.
     pub fn wait(&self, step: &str, observed: Value) -> Result<Receipt, BundleError> {
-        self.inner.append(&self.name, step, kind::WAIT, observed)
+        self.inner
+            .append(&self.name, step, Observation::Wait(observed))
     }
 
     /// Records the case's PVCs at `phase`; feeds the PVC UID table.
@@ -79,8 +83,10 @@ impl CaseRecorder {
         let receipt = self.inner.append(
             &self.name,
             &format!("pvcs-{}", phase.as_str()),
-            kind::PVC_OBSERVATION,
-            pvc_table::observation_json(phase, rows),
+            Observation::PvcObservation(PvcObserved {
+                phase,
+                claims: rows.to_vec(),
+            }),
         )?;
         lock(&self.pvc_receipts).push(receipt.clone());
         Ok(receipt)
@@ -96,8 +102,10 @@ impl CaseRecorder {
         self.inner.append(
             &self.name,
             step,
-            kind::RESTIC_SNAPSHOT,
-            json!({"snapshot_id": snapshot_id, "details": details}),
+            Observation::ResticSnapshot(ResticSnapshot {
+                snapshot_id: snapshot_id.to_owned(),
+                details,
+            }),
         )
     }
 
@@ -112,8 +120,11 @@ impl CaseRecorder {
         self.inner.append(
             &self.name,
             step,
-            kind::RESTIC_RESTORE,
-            json!({"restore_id": restore_id, "snapshot_id": snapshot_id, "details": details}),
+            Observation::ResticRestore(ResticRestore {
+                restore_id: restore_id.to_owned(),
+                snapshot_id: snapshot_id.to_owned(),
+                details,
+            }),
         )
     }
 
@@ -144,8 +155,11 @@ impl CaseRecorder {
         self.inner.append(
             &self.name,
             &format!("artifact {name}"),
-            kind::ARTIFACT,
-            json!({"path": bundle_rel, "bytes": bytes.len(), "sha256": receipts::sha256_hex(bytes)}),
+            Observation::Artifact(ArtifactStored {
+                path: bundle_rel,
+                bytes: bytes.len() as u64,
+                sha256: receipts::sha256_hex(bytes),
+            }),
         )?;
         Ok(path)
     }
@@ -237,11 +251,13 @@ pub(super) fn finish_case(
     reason: Option<&str>,
     failed_checks: &[String],
 ) -> Result<Receipt, BundleError> {
-    let mut observed = json!({"verdict": verdict, "evidence_used": evidence, "reason": reason});
-    if !failed_checks.is_empty() {
-        observed["failed_checks"] = json!(failed_checks);
-    }
-    let receipt = inner.append(case, "case-finished", kind::CASE_FINISHED, observed)?;
+    let observed = FinishObserved {
+        verdict,
+        evidence_used: evidence.to_vec(),
+        reason: reason.map(str::to_owned),
+        failed_checks: failed_checks.to_vec(),
+    };
+    let receipt = inner.append(case, "case-finished", Observation::CaseFinished(observed))?;
     inner
         .cases
         .lock()

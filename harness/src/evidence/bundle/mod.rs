@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use super::observation::{CaseStarted, Observation, RunFinished, RunStarted};
 use super::receipts::{self, Clock, FILE_NAME, Journal, JournalError, Receipt, kind};
 
 /// `bundle.json`.
@@ -126,8 +127,7 @@ impl Inner {
         &self,
         case: &str,
         step: &str,
-        kind: &str,
-        observed: serde_json::Value,
+        observation: Observation,
     ) -> Result<Receipt, BundleError> {
         if self.finalized.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(BundleError::Finalized {
@@ -135,7 +135,7 @@ impl Inner {
                 case: case.to_owned(),
             });
         }
-        Ok(self.journal.append(Some(case), step, kind, observed)?)
+        Ok(self.journal.record(Some(case), step, observation)?)
     }
 }
 
@@ -184,8 +184,11 @@ impl Bundle {
                     }
                     e => e.into(),
                 })?;
-        let meta_json = serde_json::to_value(&meta).expect("metadata serializes");
-        journal.append(None, "run-started", kind::RUN_STARTED, meta_json)?;
+        journal.record(
+            None,
+            "run-started",
+            Observation::RunStarted(RunStarted::new(&meta)),
+        )?;
         Ok(Self::from_journal(dir, journal, BTreeMap::new()))
     }
 
@@ -226,7 +229,7 @@ impl Bundle {
                 _ => {}
             }
         }
-        journal.append(None, "run-resumed", kind::STEP, json!({}))?;
+        journal.record(None, "run-resumed", Observation::Step(json!({})))?;
         Ok(Self::from_journal(dir, journal, cases))
     }
 
@@ -265,8 +268,9 @@ impl Bundle {
         self.inner.append(
             name,
             "case-started",
-            kind::CASE_STARTED,
-            json!({"bucket": bucket}),
+            Observation::CaseStarted(CaseStarted {
+                bucket: bucket.to_owned(),
+            }),
         )?;
         Ok(CaseRecorder::new(self.inner.clone(), name, bucket))
     }
@@ -286,12 +290,9 @@ impl Bundle {
         let mut text = serde_json::to_string_pretty(matrix).expect("kill matrix serializes");
         text.push('\n');
         write_new(&self.inner.dir.join(KILL_MATRIX_FILE), text.as_bytes())?;
-        self.inner.journal.append(
-            None,
-            "kill-matrix",
-            kind::KILL_MATRIX,
-            json!({"path": KILL_MATRIX_FILE, "sha256": receipts::sha256_hex(text.as_bytes())}),
-        )?;
+        self.inner
+            .journal
+            .record(None, "kill-matrix", kill_matrix_observation(&text))?;
         Ok(())
     }
 
@@ -326,12 +327,7 @@ impl Bundle {
         let mut text = serde_json::to_string_pretty(matrix).expect("kill matrix serializes");
         text.push('\n');
         write_new(&dir.join(KILL_MATRIX_FILE), text.as_bytes())?;
-        journal.append(
-            None,
-            "kill-matrix",
-            kind::KILL_MATRIX,
-            json!({"path": KILL_MATRIX_FILE, "sha256": receipts::sha256_hex(text.as_bytes())}),
-        )?;
+        journal.record(None, "kill-matrix", kill_matrix_observation(&text))?;
         Ok(())
     }
 
@@ -359,11 +355,10 @@ impl Bundle {
         self.inner
             .finalized
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        self.inner.journal.append(
+        self.inner.journal.record(
             None,
             "run-finished",
-            kind::RUN_FINISHED,
-            json!({"interrupted": interrupted}),
+            Observation::RunFinished(RunFinished { interrupted }),
         )?;
         let dir = self.inner.dir.clone();
         let verified =
@@ -459,4 +454,12 @@ pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<(), BundleError> {
             .map_err(|e| io("sync the directory of", e))?;
     }
     Ok(())
+}
+
+/// The `kill-matrix` receipt of `kill-matrix.json` with contents `text`.
+fn kill_matrix_observation(text: &str) -> Observation {
+    Observation::KillMatrix(FileRef {
+        path: KILL_MATRIX_FILE.into(),
+        sha256: receipts::sha256_hex(text.as_bytes()),
+    })
 }

@@ -5,9 +5,9 @@
 //! never claim more than the chain proves.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::evidence::receipts::{FILE_NAME, Receipt, VerifiedJournal, kind};
+use crate::evidence::observation::{Observation, ObservationError, RunFinished};
+use crate::evidence::receipts::{FILE_NAME, Receipt, VerifiedJournal};
 
 /// The layout version of a bundle.
 pub const FORMAT: u32 = 1;
@@ -133,6 +133,8 @@ pub enum SummaryError {
         "line 1: the journal does not start with a run-started receipt; it is not a bundle journal"
     )]
     NoRunStarted,
+    #[error(transparent)]
+    Observation(#[from] ObservationError),
     #[error("line {line} (seq {seq}): malformed {kind} receipt: {reason}")]
     Malformed {
         line: usize,
@@ -173,10 +175,13 @@ fn malformed(line: usize, r: &Receipt, reason: impl std::fmt::Display) -> Summar
 
 /// Reads a `run-started` receipt's metadata.
 pub fn meta_of(receipt: &Receipt) -> Result<BundleMeta, SummaryError> {
-    if receipt.kind != kind::RUN_STARTED {
+    if receipt.kind != "run-started" {
         return Err(SummaryError::NoRunStarted);
     }
-    serde_json::from_value(receipt.observed.clone()).map_err(|e| malformed(1, receipt, e))
+    match Observation::read(1, receipt)? {
+        Observation::RunStarted(started) => Ok(started.meta()),
+        _ => Err(SummaryError::NoRunStarted),
+    }
 }
 
 struct Open {
@@ -222,9 +227,12 @@ fn derive(journal: &VerifiedJournal, ending: Ending) -> Result<BundleSummary, Su
     let mut finished = None;
     for (i, r) in receipts.iter().enumerate() {
         let line = i + 1;
+        // Every receipt is read as its typed observation: a missing, renamed or unknown field
+        // anywhere refuses the journal at its line, whether or not the summary needs the entry.
+        let observation = Observation::read(line, r)?;
         if finished.is_some() {
             // After run-finished only addenda (a kill matrix from a later self-test) may follow.
-            if r.kind == kind::KILL_MATRIX {
+            if matches!(observation, Observation::KillMatrix(_)) {
                 continue;
             }
             return Err(SummaryError::AfterFinish {
@@ -233,8 +241,8 @@ fn derive(journal: &VerifiedJournal, ending: Ending) -> Result<BundleSummary, Su
                 kind: r.kind.clone(),
             });
         }
-        match r.kind.as_str() {
-            kind::CASE_STARTED => {
+        match observation {
+            Observation::CaseStarted(started_case) => {
                 let case = case_of(line, r)?;
                 if open.iter().any(|(n, _)| *n == case) || cases.iter().any(|c| c.name == case) {
                     return Err(SummaryError::CaseTwice {
@@ -243,22 +251,17 @@ fn derive(journal: &VerifiedJournal, ending: Ending) -> Result<BundleSummary, Su
                         seq: r.seq,
                     });
                 }
-                let bucket = r
-                    .observed
-                    .get("bucket")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| malformed(line, r, "no bucket"))?;
                 open.push((
                     case,
                     Open {
-                        bucket: bucket.to_owned(),
+                        bucket: started_case.bucket,
                         line,
                         seq: r.seq,
                         time: r.time,
                     },
                 ));
             }
-            kind::CASE_FINISHED => {
+            Observation::CaseFinished(finish) => {
                 let case = case_of(line, r)?;
                 let Some(pos) = open.iter().position(|(n, _)| *n == case) else {
                     return Err(if cases.iter().any(|c| c.name == case) {
@@ -276,8 +279,6 @@ fn derive(journal: &VerifiedJournal, ending: Ending) -> Result<BundleSummary, Su
                     });
                 };
                 let (name, started) = open.remove(pos);
-                let finish: FinishObserved = serde_json::from_value(r.observed.clone())
-                    .map_err(|e| malformed(line, r, e))?;
                 let duration_ms = r.time.duration_since(started.time).as_millis().max(0) as u64;
                 cases.push(CaseSummary {
                     name,
@@ -290,18 +291,8 @@ fn derive(journal: &VerifiedJournal, ending: Ending) -> Result<BundleSummary, Su
                     lines: (started.line, line),
                 });
             }
-            kind::KILL_MATRIX => {
-                kill_matrix = Some(
-                    serde_json::from_value::<FileRef>(r.observed.clone())
-                        .map_err(|e| malformed(line, r, e))?,
-                );
-            }
-            kind::RUN_FINISHED => {
-                let interrupted = r
-                    .observed
-                    .get("interrupted")
-                    .and_then(Value::as_bool)
-                    .ok_or_else(|| malformed(line, r, "no interrupted flag"))?;
+            Observation::KillMatrix(file) => kill_matrix = Some(file),
+            Observation::RunFinished(RunFinished { interrupted }) => {
                 finished = Some((r.time, interrupted, line));
             }
             _ => {}
@@ -396,15 +387,22 @@ pub fn kill_matrix_addendum(
     let Some(finished) = journal
         .receipts
         .iter()
-        .position(|r| r.kind == kind::RUN_FINISHED)
+        .position(|r| r.kind == "run-finished")
     else {
         return Ok(None);
     };
     let mut found = None;
     for (i, r) in journal.receipts.iter().enumerate().skip(finished + 1) {
-        let file = serde_json::from_value::<FileRef>(r.observed.clone())
-            .map_err(|e| malformed(i + 1, r, e))?;
-        found = Some((i + 1, file));
+        match Observation::read(i + 1, r)? {
+            Observation::KillMatrix(file) => found = Some((i + 1, file)),
+            other => {
+                return Err(SummaryError::AfterFinish {
+                    line: i + 1,
+                    seq: r.seq,
+                    kind: other.kind().into(),
+                });
+            }
+        }
     }
     Ok(found)
 }
@@ -416,12 +414,11 @@ fn case_of(line: usize, r: &Receipt) -> Result<String, SummaryError> {
 }
 
 /// The payload of a `case-finished` receipt.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FinishObserved {
     pub verdict: Verdict,
-    #[serde(default)]
     pub evidence_used: Vec<String>,
-    #[serde(default)]
     pub reason: Option<String>,
     /// The named checks that failed, when the verdict rests on failed checks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

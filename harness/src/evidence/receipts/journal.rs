@@ -240,6 +240,18 @@ impl Journal {
         Ok(receipt)
     }
 
+    /// Appends one typed [`Observation`](crate::evidence::observation::Observation) (its kind
+    /// and payload), as [`Journal::append`] does.
+    pub fn record(
+        &self,
+        case: Option<&str>,
+        step: &str,
+        observation: crate::evidence::observation::Observation,
+    ) -> Result<Receipt, JournalError> {
+        let (kind, observed) = observation.into_parts();
+        self.append(case, step, kind, observed)
+    }
+
     /// The journal file.
     pub fn path(&self) -> &Path {
         &self.path

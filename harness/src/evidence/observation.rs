@@ -1,0 +1,288 @@
+//! Typed observations: the one definition of what each receipt kind carries.
+//!
+//! A receipt's `kind` and `observed` fields are one [`Observation`] (serde's adjacent tagging:
+//! `{"kind": "restic-snapshot", "observed": {"snapshot_id": …, "details": …}}`), so what a case
+//! records and what the report reads are the same Rust type. The writer ([`super::bundle`])
+//! builds observations; the readers ([`super::bundle::summary`], `report::load`) parse every
+//! receipt with [`Observation::read`], which refuses an unknown kind, a missing field or an
+//! unknown field and names the receipt's line — a renamed field can never silently empty a
+//! report column.
+//!
+//! `step` and `wait` receipts carry what the case saw as free-form JSON: the report shows their
+//! timing and never reads fields out of them. Everything the report *does* read (snapshots,
+//! restores, artifacts, PVC tables, verdicts) has its own variant.
+//!
+//! The journal format carries a version ([`RECEIPT_FORMAT`], in the `run-started` receipt), so
+//! a bundle written by an older Rehearsal is named as such instead of failing on a field. The
+//! hashing (canonical JSON of each entry) does not depend on it: any journal, old or new, still
+//! verifies with `rehearse receipts verify`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::bundle::summary::{BundleMeta, FileRef, FinishObserved, Operator};
+use super::pvc_table::PvcObserved;
+use super::receipts::Receipt;
+
+/// The receipt format this build writes and reads. Format 1 (no `receipt_format` in
+/// `run-started`) predates typed observations.
+pub const RECEIPT_FORMAT: u32 = 2;
+
+/// What one receipt observed, by kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "observed", rename_all = "kebab-case")]
+pub enum Observation {
+    /// The run began.
+    RunStarted(RunStarted),
+    /// The run ended.
+    RunFinished(RunFinished),
+    /// A case began.
+    CaseStarted(CaseStarted),
+    /// A named unit of a case completed; what it saw (free-form, never read by the report).
+    Step(Value),
+    /// A wait for an observable condition ended; the last observed state (free-form).
+    Wait(Value),
+    /// The case's PVCs at a phase; feeds the PVC UID table.
+    PvcObservation(PvcObserved),
+    /// A file stored under the case's `artifacts/`.
+    Artifact(ArtifactStored),
+    /// A restic snapshot the case took or used.
+    ResticSnapshot(ResticSnapshot),
+    /// A restore of a snapshot.
+    ResticRestore(ResticRestore),
+    /// The mutant kill matrix was written.
+    KillMatrix(FileRef),
+    /// A case ended with a verdict.
+    CaseFinished(FinishObserved),
+}
+
+/// The `run-started` payload: what the run is, and the receipt format it was written in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunStarted {
+    pub receipt_format: u32,
+    pub run_id: String,
+    /// The commit of the operator (or harness) being qualified.
+    pub commit: String,
+    pub operator: Operator,
+    pub arch: String,
+}
+
+impl RunStarted {
+    /// The payload for `meta`, in the current format.
+    pub fn new(meta: &BundleMeta) -> Self {
+        Self {
+            receipt_format: RECEIPT_FORMAT,
+            run_id: meta.run_id.clone(),
+            commit: meta.commit.clone(),
+            operator: meta.operator.clone(),
+            arch: meta.arch.clone(),
+        }
+    }
+
+    /// The bundle metadata it carries.
+    pub fn meta(&self) -> BundleMeta {
+        BundleMeta {
+            run_id: self.run_id.clone(),
+            commit: self.commit.clone(),
+            operator: self.operator.clone(),
+            arch: self.arch.clone(),
+        }
+    }
+}
+
+/// The `run-finished` payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunFinished {
+    /// The run was interrupted (a signal) rather than completed.
+    pub interrupted: bool,
+}
+
+/// The `case-started` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseStarted {
+    pub bucket: String,
+}
+
+/// The `artifact` payload: a file of the bundle and its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactStored {
+    /// Relative to the bundle directory.
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// The `restic-snapshot` payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResticSnapshot {
+    pub snapshot_id: String,
+    /// Where the id was read (e.g. the Backup's status).
+    pub details: Value,
+}
+
+/// The `restic-restore` payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResticRestore {
+    /// What names the restore (e.g. the Restore object).
+    pub restore_id: String,
+    pub snapshot_id: String,
+    pub details: Value,
+}
+
+/// Why a receipt is not a typed observation of this format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObservationError {
+    #[error("line {line} (seq {seq}): malformed {kind} receipt: {reason}")]
+    Malformed {
+        line: usize,
+        seq: u64,
+        kind: String,
+        reason: String,
+    },
+    #[error(
+        "line {line}: the journal was written in receipt format {found} by an older Rehearsal; this build reads format {RECEIPT_FORMAT}: render it with the Rehearsal that wrote it, or re-run the rehearsal (its receipts still verify with `rehearse receipts verify`)"
+    )]
+    Older { line: usize, found: u32 },
+    #[error(
+        "line {line}: the journal was written in receipt format {found}, newer than this build's {RECEIPT_FORMAT}: use a newer rehearse"
+    )]
+    Newer { line: usize, found: u32 },
+}
+
+impl Observation {
+    /// The receipt kind (`step`, `restic-snapshot`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Observation::RunStarted(_) => "run-started",
+            Observation::RunFinished(_) => "run-finished",
+            Observation::CaseStarted(_) => "case-started",
+            Observation::Step(_) => "step",
+            Observation::Wait(_) => "wait",
+            Observation::PvcObservation(_) => "pvc-observation",
+            Observation::Artifact(_) => "artifact",
+            Observation::ResticSnapshot(_) => "restic-snapshot",
+            Observation::ResticRestore(_) => "restic-restore",
+            Observation::KillMatrix(_) => "kill-matrix",
+            Observation::CaseFinished(_) => "case-finished",
+        }
+    }
+
+    /// The receipt's `kind` and `observed` fields.
+    pub fn into_parts(self) -> (&'static str, Value) {
+        let kind = self.kind();
+        let mut value = serde_json::to_value(self).expect("an observation serializes");
+        let observed = value
+            .get_mut("observed")
+            .map(Value::take)
+            .unwrap_or(Value::Null);
+        (kind, observed)
+    }
+
+    /// Parses receipt `r` (at 1-based `line` of its journal) as an observation of the current
+    /// format. A `run-started` receipt is checked for its format first.
+    pub fn read(line: usize, r: &Receipt) -> Result<Self, ObservationError> {
+        if r.kind == "run-started" {
+            let found = match r.observed.get("receipt_format") {
+                None => 1,
+                Some(v) => v.as_u64().map_or(0, |n| n as u32),
+            };
+            if found != 0 && found < RECEIPT_FORMAT {
+                return Err(ObservationError::Older { line, found });
+            }
+            if found > RECEIPT_FORMAT {
+                return Err(ObservationError::Newer { line, found });
+            }
+        }
+        let tagged = serde_json::json!({"kind": r.kind, "observed": r.observed});
+        serde_json::from_value(tagged).map_err(|e| ObservationError::Malformed {
+            line,
+            seq: r.seq,
+            kind: r.kind.clone(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn receipt(kind: &str, observed: Value) -> Receipt {
+        Receipt {
+            seq: 4,
+            time: jiff::Timestamp::UNIX_EPOCH,
+            run_id: "r".into(),
+            case: Some("c".into()),
+            step: "s".into(),
+            arch: "amd64".into(),
+            kind: kind.into(),
+            observed,
+            prev: String::new(),
+            sha256: String::new(),
+        }
+    }
+
+    #[test]
+    fn parts_round_trip_through_read() {
+        let all = [
+            Observation::CaseStarted(CaseStarted {
+                bucket: "backup".into(),
+            }),
+            Observation::Step(json!({"pods": 1})),
+            Observation::ResticSnapshot(ResticSnapshot {
+                snapshot_id: "abc".into(),
+                details: json!({"backup": "b"}),
+            }),
+            Observation::Artifact(ArtifactStored {
+                path: "cases/c/artifacts/x".into(),
+                bytes: 3,
+                sha256: "00".into(),
+            }),
+        ];
+        for o in all {
+            let (kind, observed) = o.clone().into_parts();
+            assert_eq!(Observation::read(5, &receipt(kind, observed)).unwrap(), o);
+        }
+    }
+
+    #[test]
+    fn renamed_field_is_refused_with_its_line() {
+        let r = receipt(
+            "restic-snapshot",
+            json!({"snapshotID": "abc", "details": {}}),
+        );
+        let e = Observation::read(12, &r).unwrap_err().to_string();
+        assert!(
+            e.starts_with("line 12 (seq 4): malformed restic-snapshot"),
+            "{e}"
+        );
+        assert!(e.contains("snapshotID") || e.contains("snapshot_id"), "{e}");
+    }
+
+    #[test]
+    fn unknown_kind_is_refused() {
+        let e = Observation::read(3, &receipt("gate-ish", json!({})))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3") && e.contains("gate-ish"), "{e}");
+    }
+
+    #[test]
+    fn format_one_is_named_as_older() {
+        let r = receipt(
+            "run-started",
+            json!({"run_id": "r", "commit": "c", "operator": {"name": "o", "version": "1"}, "arch": "amd64"}),
+        );
+        assert_eq!(
+            Observation::read(1, &r).unwrap_err(),
+            ObservationError::Older { line: 1, found: 1 }
+        );
+    }
+}
