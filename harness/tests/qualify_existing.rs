@@ -602,3 +602,55 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         "an object the harness did not make is never deleted"
     );
 }
+
+/// A case whose fault this cluster cannot inject (an in-place container restart, with no
+/// access to the nodes' runtime on `--cluster existing`) is "not applicable on this cluster":
+/// that verdict in the bundle, skipped in JUnit, said in the report, and the run exits 0 —
+/// the operator is not blamed for a harness limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fault_the_cluster_cannot_inject_is_not_applicable() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let reports = dir.path().join("reports");
+    let _cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    let out = Command::new(REHEARSE)
+        .args(["run", "--cluster", "existing", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["--context", CONTEXT, "--reports"])
+        .arg(&reports)
+        .args(["--case", "live_backup_same_pod_game_restart"])
+        .output()
+        .expect("run rehearse run");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("not-applicable live_backup_same_pod_game_restart")
+            && stdout.contains("cannot restart container `game` in place"),
+        "{stdout}"
+    );
+    let bundle = bundle_of(&stdout);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("bundle.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["cases"][0]["verdict"], "not-applicable",
+        "{summary}"
+    );
+    let junit = std::fs::read_to_string(bundle.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("skipped=\"1\"")
+            && junit.contains("failures=\"0\"")
+            && junit.contains("<skipped message=\"not applicable on this cluster: existing backend cannot restart container"),
+        "{junit}"
+    );
+    let md = std::fs::read_to_string(bundle.join("report.md")).unwrap();
+    assert!(
+        md.contains("| Verdict | ⏭️ not applicable on this cluster |"),
+        "{md}"
+    );
+    let verify = Command::new(REHEARSE)
+        .args(["receipts", "verify"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{:?}", text(&verify));
+}

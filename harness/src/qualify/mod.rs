@@ -438,7 +438,7 @@ async fn check_port_forward(ctx: &CaseContext<'_>, pod: &str, port: u16) -> Resu
     match pods.portforward(pod, &[port]).await {
         Ok(mut f) => {
             drop(f.take_stream(port));
-            let _ = f.abort();
+            f.abort();
             Ok(())
         }
         Err(e) => Err(CaseError::Setup(format!(

@@ -386,7 +386,9 @@ pub fn markdown(r: &QualificationReport) -> String {
     out.push_str("|---|---|---|---|---|---|\n");
     for (i, g) in r.gates.iter().enumerate() {
         let evidence = match (&g.reason, g.verdict.as_str()) {
-            (Some(reason), "failed") => format!("{reason} ({})", g.evidence),
+            (Some(reason), "failed") if !g.evidence.starts_with(reason.as_str()) => {
+                format!("{reason} ({})", g.evidence)
+            }
             _ => g.evidence.clone(),
         };
         let _ = writeln!(
@@ -577,11 +579,12 @@ pub fn html(r: &QualificationReport) -> String {
     out.push_str("<table class=\"gates\">\n<tr><th>#</th><th>Gate</th><th>Member</th><th>Verdict</th><th>Evidence</th><th>Duration</th></tr>\n");
     for (i, g) in r.gates.iter().enumerate() {
         let evidence = match (&g.reason, g.verdict.as_str()) {
-            (Some(reason), "failed") => format!(
+            (Some(reason), "failed") if !g.evidence.starts_with(reason.as_str()) => format!(
                 "<strong>{}</strong><br>{}",
                 escape(reason),
                 escape(&g.evidence)
             ),
+            (Some(_), "failed") => format!("<strong>{}</strong>", escape(&g.evidence)),
             _ => escape(&g.evidence),
         };
         let _ = writeln!(
