@@ -1,10 +1,14 @@
 //! `rehearse qualify --cluster existing` as a user runs it: a fleet set up by hand through
-//! kube-rs (a GameTemplate with digest-pinned versions, Secrets, two GameServers and a backup
-//! repository Secret — no fixture helpers) on `rehearse cluster up --embedded`, then the real
-//! binary for an unpullable candidate (halted at the image gate, the reason printed) and a
-//! compatible one (promoted), twice in a row in the same namespace: every object a run creates
-//! is gone afterwards, `--keep` keeps and names them, the next run removes what a kept run
-//! left, and a name held by an object the harness did not make is refused in one line.
+//! kube-rs (a GameTemplate with digest-pinned versions, its own RCON password Secret, two
+//! GameServers and a backup repository Secret — no fixture helpers, no fixture world markers) on
+//! `rehearse cluster up --embedded`, then the real binary for an unpullable candidate (halted at
+//! the image gate, the reason printed) and a compatible one (promoted, its report shows every
+//! gate), twice in a row in the same namespace; then an HTTP-only candidate (halted at the join
+//! gate), a restore-required one (promoted with rollback evidence: every world claim held exactly
+//! the snapshot's digest again) and a fleet member that does not exist (refused at the
+//! preflight). Every object a run creates is gone afterwards, `--keep` keeps and names them, the
+//! next run removes what a kept run left, and a name held by an object the harness did not make
+//! is refused in one line.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -561,6 +565,20 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         "the candidate changed the world it migrated: {read}"
     );
     assert_tidy(&client, "the restore-required run").await;
+
+    // What the fleet cannot offer is a failed preflight gate whose reason names it; nothing is
+    // created.
+    let ghost = qualify(&kubeconfig, &reports, "1.1-compat", &["--fleet", "ghost"]);
+    let (stdout, stderr) = text(&ghost);
+    assert_eq!(ghost.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("halted at gate \"preflight\"")
+            && stderr.contains("GameServer(s) ghost do not exist in namespace games")
+            && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(stdout.contains("FAILED  preflight · "), "{stdout}");
+    assert_tidy(&client, "the refused run").await;
 
     // Without --operator, the operator is read from its Deployment; without one (the embedded
     // cluster runs it as a process and serves no Deployments), the run is refused.
