@@ -566,6 +566,29 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
     );
     assert_tidy(&client, "the restore-required run").await;
 
+    // The fleet now runs 2.0-format and its worlds are format 2: 1.1-compat cannot read them,
+    // so on the clone its game exits at start and restarts. That is a halt at the image gate
+    // naming the crash loop, quickly, with the fleet untouched — not a wait for Ready.
+    let downgrade = qualify(&kubeconfig, &reports, "1.1-compat", &[]);
+    let (stdout, stderr) = text(&downgrade);
+    assert_eq!(downgrade.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!("halted at gate {IMAGE_GATE:?} on survival-canary"))
+            && stderr.contains("CrashLoopBackOff")
+            && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    for member in ["survival", "creative"] {
+        let gs = servers.get(member).await.unwrap();
+        assert_eq!(
+            gs.spec.version.as_deref(),
+            Some("2.0-format"),
+            "{member} untouched"
+        );
+    }
+    assert_tidy(&client, "the downgrade run").await;
+
     // What the fleet cannot offer is a failed preflight gate whose reason names it; nothing is
     // created.
     let ghost = qualify(&kubeconfig, &reports, "1.1-compat", &["--fleet", "ghost"]);

@@ -1308,7 +1308,8 @@ async fn image_gate(
     let pod_name = names::pod(server);
     let (wanted, revision) = statefulset_revision(ctx, server).await?;
     let waited = await_pod_of_revision(ctx, &pods, &pod_name, &revision).await;
-    if waited.is_err() {
+    let crashed = matches!(&waited, Err(e) if e.to_string().contains("CrashLoopBackOff"));
+    if waited.is_err() && !crashed {
         // A pull failure shows on the pod first; the operator then reports the GameServer
         // Failed (ImagePullFailed). Give it the pull-failure bound to say so.
         let _ = await_object(
@@ -1461,11 +1462,50 @@ async fn await_pod_of_revision(
             if !of_revision {
                 return Verdict::Pending;
             }
+            if let Some(reason) = pod.and_then(crash_loop) {
+                return Verdict::Terminal(reason);
+            }
             ready.check(pod)
         },
     );
     let bound = ctx.bounds.pull_failure.max(Duration::from_secs(1));
     Ok(await_object(pods, pod_name, condition, bound).await?)
+}
+
+/// The game container restarts after exiting (`CrashLoopBackOff`, or terminated with a
+/// restart already counted): the candidate's image ran but the game does not stay up — e.g. a
+/// version that cannot read the world's format. Names the last exit.
+fn crash_loop(pod: &Pod) -> Option<String> {
+    let c = pod
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == names::containers::GAME)?;
+    let waiting = c.state.as_ref()?.waiting.as_ref()?.reason.as_deref()?;
+    if waiting != "CrashLoopBackOff" {
+        return None;
+    }
+    let last = c
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .map(|t| {
+            format!(
+                "; last exit code {}{}",
+                t.exit_code,
+                t.message
+                    .as_deref()
+                    .map(|m| format!(": {}", m.trim()))
+                    .unwrap_or_default()
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "container `{}` is CrashLoopBackOff after {} restart(s){last}",
+        c.name, c.restart_count
+    ))
 }
 
 /// Waits until the server's pod runs `image` in its game container and is Ready. The operator
