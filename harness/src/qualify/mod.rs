@@ -632,6 +632,12 @@ async fn preflight(
             plan.source, source.spec.template_ref.name, plan.template
         ))));
     }
+    if let Some(image) = source.spec.image.as_deref().filter(|i| !i.is_empty()) {
+        return Ok(Err(Refusal(format!(
+            "source {} overrides its image (spec.image {image}), so its clone would never run the candidate's image; pick a source without an override or remove it",
+            plan.source
+        ))));
+    }
     let previous = source.spec.version.clone().unwrap_or_default();
     let game_port = t
         .spec
