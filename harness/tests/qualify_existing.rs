@@ -532,6 +532,8 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         "2.0-format",
         &["--rollback", "restore-required"],
     );
+    // Shown with --no-capture: the console a user sees (progress lines, decision, files).
+    println!("{}", text(&restore).0);
     let json = assert_promoted(&restore, "2.0-format");
     let rollback = json["gates"]
         .as_array()
@@ -571,6 +573,7 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
     // naming the crash loop, quickly, with the fleet untouched — not a wait for Ready.
     let downgrade = qualify(&kubeconfig, &reports, "1.1-compat", &[]);
     let (stdout, stderr) = text(&downgrade);
+    println!("{stdout}{stderr}");
     assert_eq!(downgrade.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
         stderr.contains(&format!("halted at gate {IMAGE_GATE:?} on survival-canary"))
