@@ -49,6 +49,20 @@ pub enum FaultError {
     },
 }
 
+impl FaultError {
+    /// Why this cluster cannot inject the fault at all (the backend does not support it, e.g.
+    /// an in-place container restart where the harness cannot reach the nodes), as opposed to a
+    /// fault that was injected and went wrong.
+    pub fn not_applicable(&self) -> Option<String> {
+        match self {
+            FaultError::Backend(b) if matches!(**b, BackendError::Unsupported { .. }) => {
+                Some(b.to_string())
+            }
+            _ => None,
+        }
+    }
+}
+
 // Boxed so the error stays small: callers put it in their own error enums.
 impl From<BackendError> for FaultError {
     fn from(e: BackendError) -> Self {

@@ -167,9 +167,14 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// True when every case passed and the run was not interrupted.
+    /// True when every case passed (or was not applicable on this cluster) and the run was
+    /// not interrupted.
     pub fn passed(&self) -> bool {
-        !self.interrupted && self.results.iter().all(|r| r.verdict == Verdict::Passed)
+        !self.interrupted
+            && self
+                .results
+                .iter()
+                .all(|r| matches!(r.verdict, Verdict::Passed | Verdict::NotApplicable))
     }
 }
 

@@ -1,10 +1,14 @@
 //! `rehearse qualify --cluster existing` as a user runs it: a fleet set up by hand through
-//! kube-rs (a GameTemplate with digest-pinned versions, Secrets, two GameServers and a backup
-//! repository Secret — no fixture helpers) on `rehearse cluster up --embedded`, then the real
-//! binary for an unpullable candidate (halted at the image gate, the reason printed) and a
-//! compatible one (promoted), twice in a row in the same namespace: every object a run creates
-//! is gone afterwards, `--keep` keeps and names them, the next run removes what a kept run
-//! left, and a name held by an object the harness did not make is refused in one line.
+//! kube-rs (a GameTemplate with digest-pinned versions, its own RCON password Secret, two
+//! GameServers and a backup repository Secret — no fixture helpers, no fixture world markers) on
+//! `rehearse cluster up --embedded`, then the real binary for an unpullable candidate (halted at
+//! the image gate, the reason printed) and a compatible one (promoted, its report shows every
+//! gate), twice in a row in the same namespace; then an HTTP-only candidate (halted at the join
+//! gate), a restore-required one (promoted with rollback evidence: every world claim held exactly
+//! the snapshot's digest again) and a fleet member that does not exist (refused at the
+//! preflight). Every object a run creates is gone afterwards, `--keep` keeps and names them, the
+//! next run removes what a kept run left, and a name held by an object the harness did not make
+//! is refused in one line.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -26,6 +30,9 @@ const NS: &str = "games";
 const TEMPLATE: &str = "minecraft-qualify";
 const BOUND: Duration = Duration::from_secs(120);
 const IMAGE_GATE: &str = "pod runs the pinned image";
+const JOIN_GATE: &str = "real Minecraft join reaches play";
+const SAVE_GATE: &str = "a save succeeds";
+const READ_BACK_GATE: &str = "world data reads back (digests before and after)";
 const RUN_LABEL: &str = "rehearsal.local/qualify-run";
 const REPO: &str = "rehearsal.local/fixture-game";
 
@@ -146,7 +153,9 @@ async fn set_up_fleet(client: &kube::Client, repo: &Path) {
         .unwrap();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
     for (name, data) in [
-        ("rcon", json!({"password": credential("rcon-password")})),
+        // The fleet's own password, not the fixture's: qualify must read it from the Secret the
+        // template names.
+        ("rcon", json!({"password": "hand-made-fleet-rcon"})),
         (
             "restic-repo",
             json!({"repo": repo.display().to_string(), "password": credential("restic-password")}),
@@ -158,7 +167,7 @@ async fn set_up_fleet(client: &kube::Client, repo: &Path) {
             .await
             .unwrap();
     }
-    let pinned = digests(client, &["1.0", "1.1-compat", "http-only"]).await;
+    let pinned = digests(client, &["1.0", "1.1-compat", "http-only", "2.0-format"]).await;
     let version = |id: &str, image: &str, default: bool| {
         json!({"id": id, "displayName": format!("Minecraft {id}"), "image": image,
                "default": default, "gameVersion": "26.1"})
@@ -175,6 +184,7 @@ async fn set_up_fleet(client: &kube::Client, repo: &Path) {
                 version("1.0", &pinned[0], true),
                 version("1.1-compat", &pinned[1], false),
                 version("http-only", &pinned[2], false),
+                version("2.0-format", &pinned[3], false),
                 version("unpullable", &format!("{REPO}@sha256:{}", "0".repeat(61) + "bad"), false),
             ],
             "env": [
@@ -203,12 +213,6 @@ async fn set_up_fleet(client: &kube::Client, repo: &Path) {
                 "version": "1.0",
                 "storage": {"size": "1Gi",
                             "extra": [{"name": "nether", "mountPath": "/worlds/nether", "size": "1Gi"}]},
-                // The world values the rollback gate compares today (issue 17, item 2).
-                "env": [
-                    {"name": "FIXTURE_WORLD_MARKER", "value": format!("primary-{name}-{NS}")},
-                    {"name": "FIXTURE_EXTRA_MARKER", "value": format!("extra-{name}-{NS}")},
-                    {"name": "FIXTURE_MODS_MARKER", "value": format!("mods-{name}-{NS}")},
-                ],
             },
         }));
         servers.create(&PostParams::default(), &gs).await.unwrap();
@@ -322,20 +326,118 @@ fn assert_halted_at_image_gate(out: &Output) {
         "the halt names the gate, the member and the pull failure: {line}"
     );
     assert!(!line.contains("Status {"), "no Debug dump: {line}");
+    let (md, _, json) = report(&bundle_of(&text(out).0));
+    assert!(
+        json["decision"]
+            .as_str()
+            .is_some_and(|d| d.starts_with(&format!("halted at {IMAGE_GATE} on survival-canary"))),
+        "{json}"
+    );
+    assert!(
+        md.contains(&format!("## Failing gate: {IMAGE_GATE} on survival-canary")),
+        "{md}"
+    );
 }
 
-fn assert_promoted(out: &Output) {
-    let (stdout, stderr) = text(out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("promoted 1.1-compat in 2 batch(es)"),
-        "{stdout}"
-    );
-    let bundle = stdout
+/// The qualification report the run wrote into its bundle (Markdown, HTML, JSON).
+fn report(bundle: &Path) -> (String, String, serde_json::Value) {
+    let read = |f: &str| {
+        std::fs::read_to_string(bundle.join(f))
+            .unwrap_or_else(|e| panic!("{}: {e}", bundle.join(f).display()))
+    };
+    let json = serde_json::from_str(&read("qualification.json")).unwrap();
+    (read("qualification.md"), read("qualification.html"), json)
+}
+
+fn bundle_of(stdout: &str) -> PathBuf {
+    stdout
         .lines()
         .find_map(|l| l.strip_prefix("bundle: "))
         .map(PathBuf::from)
-        .expect("the bundle is named");
+        .expect("the bundle is named")
+}
+
+/// Every gate of a promoted run is in the report: the clone's five and the rollback, then the
+/// image, join and save gates of each member; each printed a progress line as it ended.
+fn assert_report_shows_every_gate(stdout: &str, candidate: &str) -> serde_json::Value {
+    let (md, html, json) = report(&bundle_of(stdout));
+    assert_eq!(json["decision"], "promote 2 batches", "{json}");
+    assert_eq!(json["candidate"], candidate);
+    assert!(
+        json["candidate_digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("sha256:")),
+        "{json}"
+    );
+    let mut expected = vec![
+        ("preflight", ""),
+        (IMAGE_GATE, "survival-canary"),
+        (JOIN_GATE, "survival-canary"),
+        (SAVE_GATE, "survival-canary"),
+        (READ_BACK_GATE, "survival-canary"),
+        ("rollback", "survival-canary"),
+    ];
+    for member in ["survival", "creative"] {
+        expected.extend([
+            (IMAGE_GATE, member),
+            (JOIN_GATE, member),
+            (SAVE_GATE, member),
+        ]);
+    }
+    let gates: Vec<(String, String, String)> = json["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["gate"].as_str().unwrap().to_string(),
+                g["member"].as_str().unwrap().to_string(),
+                g["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        gates,
+        expected
+            .iter()
+            .map(|(g, m)| (g.to_string(), m.to_string(), "passed".to_string()))
+            .collect::<Vec<_>>(),
+        "{json}"
+    );
+    for (gate, member) in &expected {
+        let row = if member.is_empty() {
+            format!("| {gate} | — | passed |")
+        } else {
+            format!("| {gate} | {member} | passed |")
+        };
+        assert!(
+            md.contains(&row),
+            "the Markdown gate table lacks {row}:\n{md}"
+        );
+        let progress = if member.is_empty() {
+            format!("passed  {gate} · ")
+        } else {
+            format!("passed  {gate} · {member} · ")
+        };
+        assert!(
+            stdout.contains(&progress),
+            "no progress line {progress:?}:\n{stdout}"
+        );
+    }
+    assert!(html.contains("<svg class=\"timeline\""), "{html}");
+    assert!(md.contains("## PVC UIDs before and after") && md.contains("survival-canary-data"));
+    json
+}
+
+fn assert_promoted(out: &Output, candidate: &str) -> serde_json::Value {
+    let (stdout, stderr) = text(out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("promoted {candidate} in 2 batch(es)")),
+        "{stdout}"
+    );
+    let json = assert_report_shows_every_gate(&stdout, candidate);
+    let bundle = bundle_of(&stdout);
     let verify = Command::new(REHEARSE)
         .args(["receipts", "verify"])
         .arg(&bundle)
@@ -361,6 +463,7 @@ fn assert_promoted(out: &Output) {
         journal.contains(&format!("\"context\":\"{CONTEXT}\"")),
         "the identity receipt names the cluster context"
     );
+    json
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -398,7 +501,7 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
 
         // A compatible candidate is promoted; in round 1 it first removes what was kept.
         let promoted = qualify(&kubeconfig, &reports, "1.1-compat", &[]);
-        assert_promoted(&promoted);
+        assert_promoted(&promoted, "1.1-compat");
         let (stdout, _) = text(&promoted);
         if round == 1 {
             assert!(
@@ -420,6 +523,88 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         "{stderr}"
     );
     assert_tidy(&client, "the HTTP-only run").await;
+
+    // A format-changing candidate rolled back through a restore: promoted, with the rollback
+    // evidence that every world claim held exactly the snapshot again.
+    let restore = qualify(
+        &kubeconfig,
+        &reports,
+        "2.0-format",
+        &["--rollback", "restore-required"],
+    );
+    // Shown with --no-capture: the console a user sees (progress lines, decision, files).
+    println!("{}", text(&restore).0);
+    let json = assert_promoted(&restore, "2.0-format");
+    let rollback = json["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"] == "rollback")
+        .unwrap();
+    assert!(
+        rollback["evidence"]
+            .as_str()
+            .is_some_and(|e| e.contains("restored snapshot")
+                && e.contains("2 of 2 claims hold exactly the snapshot")),
+        "{rollback}"
+    );
+    let detail = &rollback["detail"];
+    for claim in ["survival-canary-data", "survival-canary-extra-nether"] {
+        assert_eq!(
+            detail["digests_after_restore"][claim]["digest"],
+            detail["snapshot_digests"][claim]["digest"],
+            "{claim}: {detail}"
+        );
+    }
+    let read = json["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"] == READ_BACK_GATE)
+        .unwrap();
+    assert_eq!(
+        read["detail"]["claims"]["survival-canary-data"]["changed"], true,
+        "the candidate changed the world it migrated: {read}"
+    );
+    assert_tidy(&client, "the restore-required run").await;
+
+    // The fleet now runs 2.0-format and its worlds are format 2: 1.1-compat cannot read them,
+    // so on the clone its game exits at start and restarts. That is a halt at the image gate
+    // naming the crash loop, quickly, with the fleet untouched — not a wait for Ready.
+    let downgrade = qualify(&kubeconfig, &reports, "1.1-compat", &[]);
+    let (stdout, stderr) = text(&downgrade);
+    println!("{stdout}{stderr}");
+    assert_eq!(downgrade.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!("halted at gate {IMAGE_GATE:?} on survival-canary"))
+            && stderr.contains("CrashLoopBackOff")
+            && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    for member in ["survival", "creative"] {
+        let gs = servers.get(member).await.unwrap();
+        assert_eq!(
+            gs.spec.version.as_deref(),
+            Some("2.0-format"),
+            "{member} untouched"
+        );
+    }
+    assert_tidy(&client, "the downgrade run").await;
+
+    // What the fleet cannot offer is a failed preflight gate whose reason names it; nothing is
+    // created.
+    let ghost = qualify(&kubeconfig, &reports, "1.1-compat", &["--fleet", "ghost"]);
+    let (stdout, stderr) = text(&ghost);
+    assert_eq!(ghost.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("halted at gate \"preflight\"")
+            && stderr.contains("GameServer(s) ghost do not exist in namespace games")
+            && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(stdout.contains("FAILED  preflight · "), "{stdout}");
+    assert_tidy(&client, "the refused run").await;
 
     // Without --operator, the operator is read from its Deployment; without one (the embedded
     // cluster runs it as a process and serves no Deployments), the run is refused.
@@ -460,4 +645,56 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
             .is_some(),
         "an object the harness did not make is never deleted"
     );
+}
+
+/// A case whose fault this cluster cannot inject (an in-place container restart, with no
+/// access to the nodes' runtime on `--cluster existing`) is "not applicable on this cluster":
+/// that verdict in the bundle, skipped in JUnit, said in the report, and the run exits 0 —
+/// the operator is not blamed for a harness limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fault_the_cluster_cannot_inject_is_not_applicable() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let reports = dir.path().join("reports");
+    let _cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    let out = Command::new(REHEARSE)
+        .args(["run", "--cluster", "existing", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["--context", CONTEXT, "--reports"])
+        .arg(&reports)
+        .args(["--case", "live_backup_same_pod_game_restart"])
+        .output()
+        .expect("run rehearse run");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("not-applicable live_backup_same_pod_game_restart")
+            && stdout.contains("cannot restart container `game` in place"),
+        "{stdout}"
+    );
+    let bundle = bundle_of(&stdout);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("bundle.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["cases"][0]["verdict"], "not-applicable",
+        "{summary}"
+    );
+    let junit = std::fs::read_to_string(bundle.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("skipped=\"1\"")
+            && junit.contains("failures=\"0\"")
+            && junit.contains("<skipped message=\"not applicable on this cluster: existing backend cannot restart container"),
+        "{junit}"
+    );
+    let md = std::fs::read_to_string(bundle.join("report.md")).unwrap();
+    assert!(
+        md.contains("| Verdict | ⏭️ not applicable on this cluster |"),
+        "{md}"
+    );
+    let verify = Command::new(REHEARSE)
+        .args(["receipts", "verify"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{:?}", text(&verify));
 }

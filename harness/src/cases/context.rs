@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::backend::Backend;
-use crate::evidence::bundle::{BundleError, CaseRecorder};
+use crate::evidence::bundle::{BundleError, CaseRecorder, Verdict};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
 pub use crate::mutants::HarnessMutant;
 
@@ -83,6 +83,22 @@ boxed_from!(
     Evidence(BundleError)
 );
 
+/// A case's verdict, reason and failed checks from how its body ended: a fault the cluster
+/// cannot inject is "not applicable on this cluster", never "failed".
+pub fn verdict_of(outcome: &Result<(), CaseError>) -> (Verdict, Option<String>, Vec<String>) {
+    match outcome {
+        Ok(()) => (Verdict::Passed, None, Vec::new()),
+        Err(e) => match e.not_applicable() {
+            Some(why) => (
+                Verdict::NotApplicable,
+                Some(format!("not applicable on this cluster: {why}")),
+                Vec::new(),
+            ),
+            None => (Verdict::Failed, Some(e.to_string()), e.failed_checks()),
+        },
+    }
+}
+
 impl CaseError {
     /// The named checks that failed (empty when the case ended for another reason: a wait
     /// that timed out, a setup error, absent evidence).
@@ -90,6 +106,14 @@ impl CaseError {
         match self {
             Self::Checks(failed) => failed.iter().map(|c| c.check.to_string()).collect(),
             _ => Vec::new(),
+        }
+    }
+
+    /// Why the case cannot run on this cluster at all: a fault the backend cannot inject.
+    pub fn not_applicable(&self) -> Option<String> {
+        match self {
+            Self::Fault(f) => f.not_applicable(),
+            _ => None,
         }
     }
 

@@ -229,10 +229,7 @@ pub async fn run_case(
             options.case_bound
         ))),
     };
-    let (verdict, reason, failed_checks) = match &outcome {
-        Ok(()) => (Verdict::Passed, None, Vec::new()),
-        Err(e) => (Verdict::Failed, Some(e.to_string()), e.failed_checks()),
-    };
+    let (verdict, reason, failed_checks) = context::verdict_of(&outcome);
     if verdict == Verdict::Failed {
         // Evidence first, cleanup after: a failure's artifacts must outlive its namespace.
         artifacts::collect(&ctx, backend).await;

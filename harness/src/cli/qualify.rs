@@ -10,6 +10,7 @@ use crate::cases::context::CaseContext;
 use crate::evidence::bundle::{Bundle, BundleMeta, Verdict};
 use crate::qualify::identity::{self, OperatorIdentity};
 use crate::qualify::{self, Outcome, Plan, Rollback, tidy};
+use crate::report::qualification::{Meta, QualificationReport};
 use crate::run;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -137,18 +138,19 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     .map_err(|e| CliError::usage(e.to_string()))?;
     let dir: PathBuf = Bundle::dir_for(&args.target.reports, &run_id);
     let arch = crate::backend::Arch::host().as_str().to_string();
+    let operator_version = match &operator.digest {
+        Some(d) if !operator.version.contains(d.as_str()) => {
+            format!("{} ({d})", operator.version)
+        }
+        _ => operator.version.clone(),
+    };
     let bundle = Bundle::create(
         &dir,
         BundleMeta::new(
             &run_id,
             identity::HARNESS_COMMIT,
             &operator.name,
-            &match &operator.digest {
-                Some(d) if !operator.version.contains(d.as_str()) => {
-                    format!("{} ({d})", operator.version)
-                }
-                _ => operator.version.clone(),
-            },
+            &operator_version,
             &arch,
         ),
     )
@@ -177,7 +179,22 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
             )
             .map_err(|e| CliError::usage(e.to_string()))?;
     }
-    let result = qualify::qualify(&ctx, &plan).await;
+    println!(
+        "qualifying {} of template {} on a clone of {} in {namespace} (fleet {}, {} batch(es)); bundle {}",
+        plan.candidate,
+        plan.template,
+        plan.source,
+        plan.fleet.join(","),
+        plan.batches().len(),
+        dir.display()
+    );
+    qualify::set_progress(true);
+    let (q, error) = qualify::qualify_recorded(&ctx, &plan).await;
+    qualify::set_progress(false);
+    let result = match error {
+        None => Ok(q.clone()),
+        Some(e) => Err(e),
+    };
     // Tidy up whatever the outcome: the run's own objects, found by its label.
     let tidied = tidy_up(&client, &namespace, &run_id, bound, args.keep).await;
     ctx.recorder
@@ -221,10 +238,30 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     bundle
         .finalize(false)
         .map_err(|e| CliError::usage(e.to_string()))?;
+    let error_line = result.as_ref().err().map(ToString::to_string);
+    let report = QualificationReport::new(
+        Meta {
+            run_id: run_id.clone(),
+            operator: operator.name.clone(),
+            operator_version: operator_version.clone(),
+            harness_version: identity::HARNESS_VERSION.into(),
+            harness_commit: identity::HARNESS_COMMIT.into(),
+            backend: backend.kind().to_string(),
+            context: backend.name().to_string(),
+            namespace: namespace.clone(),
+        },
+        &q,
+        error_line.as_deref(),
+    );
+    let written = crate::report::qualification::write(&report, &dir)
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let (kubeconfig, context) = backend.kubeconfig();
     let inspect = tidy::inspect_commands(kubeconfig, context, &namespace, &run_id);
     let _ = backend.teardown(true).await;
     println!("bundle: {}", dir.display());
+    for path in &written {
+        println!("report: {}", path.display());
+    }
     match &tidied {
         Ok(created) if args.keep => {
             println!(

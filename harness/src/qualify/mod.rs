@@ -5,41 +5,51 @@
 //! Fleet progress lives in the harness's journal (receipts), never in a server's lifecycle
 //! owner, so a failed canary cannot block a restore. A halted qualification leaves the baseline
 //! receipt and the failed gate's evidence, and no `promotion` receipt.
+//!
+//! Nothing here assumes the fixture game: the clone copies the source GameServer's own spec,
+//! the game and RCON ports, the RCON password and the quiesce commands come from the fleet's
+//! GameTemplate and its Secret, and world data is compared as content digests of each world
+//! claim (every file below it, see [`crate::probe::readback`]) taken before and after — never
+//! as values a fixture wrote. What a fleet cannot offer (no RCON, no password Secret, no game
+//! port) is a preflight refusal that names it.
 
 pub mod identity;
 pub mod tidy;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gameplane_api::backup::{Backup, BackupSpec, RepoRef, ServerRef};
 use gameplane_api::gameserver::GameServer;
 use gameplane_api::gametemplate::GameTemplate;
 use gameplane_api::names;
 use gameplane_api::restore::{BackupRef, Restore, RestoreSpec};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams};
-use serde::Serialize;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::backend::BackendKind;
 use crate::cases::context::{CaseContext, CaseError, HarnessMutant};
-use crate::cases::fixture::{self, Markers};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
 use crate::probe::minecraft::{self, Depth};
+use crate::probe::readback::Readback;
 use crate::wait::{Condition, Verdict, await_condition, await_object, conditions};
 
 /// How the candidate must be rolled back on the clone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rollback {
     /// Re-pin the previous version; the save must be readable directly.
     Compatible,
-    /// Restore the pre-candidate snapshot, then re-pin; the candidate-only marker must be gone.
+    /// Restore the pre-candidate snapshot, then re-pin; the world claims must hold exactly the
+    /// snapshot again (the same digests as before the candidate ran).
     RestoreRequired,
 }
 
 /// What to qualify.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
     /// The GameTemplate holding the candidate version.
     pub template: String,
@@ -70,6 +80,13 @@ impl Plan {
             format!("qualify-{}-rollback", self.source),
         ]
     }
+    /// The promotion batches, in order.
+    pub fn batches(&self) -> Vec<Vec<String>> {
+        self.fleet
+            .chunks(self.batch_size.max(1))
+            .map(<[String]>::to_vec)
+            .collect()
+    }
 }
 
 /// The gates, by name (CONTRACT C.2, C.4, C.5).
@@ -78,12 +95,12 @@ pub mod gates {
     pub const IMAGE: &str = "pod runs the pinned image";
     pub const JOIN: &str = "real Minecraft join reaches play";
     pub const SAVE: &str = "a save succeeds";
-    pub const READ_BACK: &str = "world data reads back (format marker recorded)";
+    pub const READ_BACK: &str = "world data reads back (digests before and after)";
     pub const ROLLBACK: &str = "rollback";
 }
 
 /// One gate's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Gate {
     /// One of [`gates`].
     pub name: String,
@@ -93,17 +110,22 @@ pub struct Gate {
     /// One line: what was observed that failed it.
     pub reason: Option<String>,
     pub evidence: Value,
+    /// When the gate started (Unix milliseconds) and how long it took.
+    #[serde(default)]
+    pub started_unix_ms: u64,
+    #[serde(default)]
+    pub duration_ms: u64,
 }
 
 /// How a qualification ended.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     /// Every gate passed and every batch was promoted.
     Promoted { batches: usize },
     /// A gate failed: nothing (more) was promoted.
     Halted {
-        /// One of [`gates`], or `promotion batch N`.
+        /// One of [`gates`], or `promotion batch N: <gate>`.
         gate: String,
         /// The server the gate failed on (none for the preflight).
         server: Option<String>,
@@ -115,7 +137,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// `promote N batches` or `halted at <gate> (<server>): <reason>`.
+    /// `promoted in N batch(es)` or `halted at gate "<gate>" on <server> …: <reason>`.
     pub fn line(&self) -> String {
         match self {
             Outcome::Promoted { batches } => format!("promoted in {batches} batch(es)"),
@@ -133,14 +155,47 @@ impl Outcome {
             ),
         }
     }
+
+    /// The decision an approver reads: `promote N batches` or `halted at <gate> on <member>:
+    /// <reason>`.
+    pub fn decision(&self) -> String {
+        match self {
+            Outcome::Promoted { batches } => format!(
+                "promote {batches} batch{}",
+                if *batches == 1 { "" } else { "es" }
+            ),
+            Outcome::Halted {
+                gate,
+                server,
+                reason,
+                ..
+            } => format!(
+                "halted at {gate}{}: {reason}",
+                server
+                    .as_ref()
+                    .map(|s| format!(" on {s}"))
+                    .unwrap_or_default()
+            ),
+        }
+    }
 }
 
 /// The whole record of a qualification.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Qualification {
     pub plan: Plan,
     pub clone: String,
+    /// The candidate's image as the template pins it (`repo@sha256:…`), once the preflight read
+    /// it.
+    #[serde(default)]
+    pub candidate_image: Option<String>,
+    /// The version the source (and so the clone) ran before the candidate.
+    #[serde(default)]
+    pub previous: Option<String>,
     pub baseline: Vec<MemberBaseline>,
+    /// Fleet members and the clone when the qualification ended.
+    #[serde(default)]
+    pub after: Vec<MemberBaseline>,
     pub snapshot: Option<String>,
     pub gates: Vec<Gate>,
     pub clone_pvcs_before: Vec<PvcObservation>,
@@ -150,13 +205,15 @@ pub struct Qualification {
     pub outcome: Outcome,
 }
 
-/// One fleet member at the start.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+/// One server at the start (or the end) of a qualification.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MemberBaseline {
     pub server: String,
     pub version: Option<String>,
     pub pod_uid: Option<String>,
+    /// Claim → PVC UID.
     pub pvcs: BTreeMap<String, String>,
+    /// World claim → content digest (empty when not read).
     pub digests: BTreeMap<String, String>,
 }
 
@@ -165,8 +222,51 @@ pub fn clone_name(source: &str) -> String {
     format!("{source}-canary")
 }
 
-const GAME_PORT: u16 = 25565;
-const RCON_PORT: u16 = 25575;
+/// Whether each gate prints a progress line on stdout as it ends (the `rehearse qualify`
+/// console; cases run quietly).
+static PROGRESS: AtomicBool = AtomicBool::new(false);
+
+/// Turns the per-gate progress line on or off for this process.
+pub fn set_progress(on: bool) {
+    PROGRESS.store(on, Ordering::SeqCst);
+}
+
+/// How to reach and save the fleet's servers, read from its own GameTemplate and Secret.
+#[derive(Debug, Clone, Serialize)]
+pub struct Access {
+    /// The template's Minecraft port (the port named `minecraft`, else the first TCP port).
+    pub game_port: u16,
+    pub rcon_port: u16,
+    /// `<secret>/<key>` the password was read from.
+    pub rcon_secret: String,
+    #[serde(skip)]
+    rcon_password: String,
+    /// The template's quiesce and unquiesce console commands.
+    pub quiesce: Vec<String>,
+    pub unquiesce: Vec<String>,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A gate being judged: when it started.
+struct Timer {
+    unix_ms: u64,
+    started: Instant,
+}
+
+impl Timer {
+    fn start() -> Self {
+        Self {
+            unix_ms: unix_ms(),
+            started: Instant::now(),
+        }
+    }
+}
 
 fn gs_api(ctx: &CaseContext<'_>) -> Api<GameServer> {
     Api::namespaced(ctx.client.clone(), &ctx.namespace)
@@ -177,6 +277,30 @@ async fn get_server(ctx: &CaseContext<'_>, name: &str) -> Result<GameServer, Cas
         "get GameServer",
         format!("{}/{name}", ctx.namespace),
     ))
+}
+
+async fn get_server_opt(
+    ctx: &CaseContext<'_>,
+    name: &str,
+) -> Result<Option<GameServer>, CaseError> {
+    gs_api(ctx).get_opt(name).await.map_err(CaseError::kube(
+        "get GameServer",
+        format!("{}/{name}", ctx.namespace),
+    ))
+}
+
+async fn await_server_phase(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    phase: &str,
+) -> Result<GameServer, CaseError> {
+    Ok(await_object(
+        &gs_api(ctx),
+        name,
+        conditions::gameserver_phase(phase),
+        ctx.bounds.settle,
+    )
+    .await?)
 }
 
 /// Patches GameServer `name`; returns its generation after the patch.
@@ -208,36 +332,135 @@ async fn pod_uid(ctx: &CaseContext<'_>, server: &str) -> Result<Option<String>, 
         .and_then(|p| p.metadata.uid))
 }
 
-fn world_claims(server: &str) -> Vec<String> {
-    vec![
-        names::data_pvc(server),
-        names::extra_pvc(server, fixture::EXTRA_WORLD),
-    ]
+/// The PVCs GameServer `server` owns (by owner reference), sorted by claim.
+pub async fn server_pvcs(
+    ctx: &CaseContext<'_>,
+    server: &str,
+) -> Result<Vec<PvcObservation>, CaseError> {
+    let Some(gs) = get_server_opt(ctx, server).await? else {
+        return Ok(vec![]);
+    };
+    let owner_uid = gs.metadata.uid.clone().unwrap_or_default();
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut rows: Vec<PvcObservation> = pvcs
+        .list(&Default::default())
+        .await
+        .map_err(CaseError::kube("list PVCs", ctx.namespace.clone()))?
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == owner_uid)
+        })
+        .map(|p| {
+            PvcObservation::classify(
+                server,
+                p.metadata.name.as_deref().unwrap_or_default(),
+                p.metadata.uid.as_deref().unwrap_or_default(),
+                p.spec.as_ref().and_then(|s| s.volume_name.as_deref()),
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| a.claim.cmp(&b.claim));
+    Ok(rows)
 }
 
-/// Quiesces the game over RCON, runs `unit`, and re-enables saving whatever happened, so a
-/// read-back sees a whole save rather than one torn by autosave.
+/// The world claims of a server as its spec declares them: the primary world claim and one
+/// per `storage.extra` entry (the claims a backup covers; rebuildable mods are not).
+fn world_claims(gs: &GameServer) -> Vec<String> {
+    let name = gs.metadata.name.clone().unwrap_or_default();
+    let mut claims = vec![names::data_pvc(&name)];
+    if let Some(storage) = &gs.spec.storage {
+        claims.extend(
+            storage
+                .extra
+                .iter()
+                .map(|e| names::extra_pvc(&name, &e.name)),
+        );
+    }
+    claims
+}
+
+/// Reads the content digest of each of `claims` through a short-lived read-back pod labelled
+/// with the run id.
+async fn read_claims(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    pod: &str,
+    claims: &[String],
+) -> Result<Readback, CaseError> {
+    Ok(crate::probe::readback::read_back_labelled(
+        &ctx.client,
+        &ctx.namespace,
+        pod,
+        claims,
+        ctx.bounds.settle,
+        &tidy::labels(&plan.run_id),
+    )
+    .await?)
+}
+
+/// Claim → digest and file count, as the report and the rollback gate compare them.
+fn digests_of(r: &Readback) -> BTreeMap<String, Value> {
+    r.claims
+        .iter()
+        .map(|(c, i)| (c.clone(), json!({"digest": i.digest, "files": i.files})))
+        .collect()
+}
+
+/// Quiesces the game over RCON with the template's commands, runs `unit`, and unquiesces
+/// whatever happened, so a read-back sees a whole save rather than one torn by autosave.
 async fn with_saves_off<T>(
     ctx: &CaseContext<'_>,
+    access: &Access,
     server: &str,
     unit: impl std::future::Future<Output = Result<T, CaseError>>,
 ) -> Result<T, CaseError> {
-    rcon(ctx, server, &["save-off", "save-all flush"]).await?;
+    let quiesce: Vec<&str> = access.quiesce.iter().map(String::as_str).collect();
+    let unquiesce: Vec<&str> = access.unquiesce.iter().map(String::as_str).collect();
+    rcon(ctx, access, server, &quiesce).await?;
     let out = unit.await;
-    let _ = rcon(ctx, server, &["save-on"]).await;
+    let _ = rcon(ctx, access, server, &unquiesce).await;
     out
+}
+
+/// On a backend that reaches pods through `pods/portforward`, checks that the API server
+/// serves it for `pod`, so a cluster that cannot port-forward says so in one line instead of
+/// every probe seeing a reset connection.
+async fn check_port_forward(ctx: &CaseContext<'_>, pod: &str, port: u16) -> Result<(), CaseError> {
+    if ctx.backend.kind() == BackendKind::Embedded {
+        return Ok(());
+    }
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    match pods.portforward(pod, &[port]).await {
+        Ok(mut f) => {
+            drop(f.take_stream(port));
+            f.abort();
+            Ok(())
+        }
+        Err(e) => Err(CaseError::Setup(format!(
+            "this cluster cannot port-forward to pod {}/{pod} port {port} ({}); rehearse qualify reaches the game and RCON ports through pods/portforward: allow it for your user, or use a cluster that serves it",
+            ctx.namespace,
+            crate::kube_error::line(&e)
+        ))),
+    }
 }
 
 /// Sends RCON `commands` to a server's game, returning the replies.
 pub async fn rcon(
     ctx: &CaseContext<'_>,
+    access: &Access,
     server: &str,
     commands: &[&str],
 ) -> Result<Vec<String>, CaseError> {
     let pod = names::pod(server);
+    check_port_forward(ctx, &pod, access.rcon_port).await?;
     let reach = ctx
         .backend
-        .reach(&ctx.namespace, &pod, RCON_PORT)
+        .reach(&ctx.namespace, &pod, access.rcon_port)
         .await
         .map_err(|e| {
             CaseError::Setup(format!(
@@ -248,7 +471,7 @@ pub async fn rcon(
     let object = format!("RCON of pod {}/{pod} at {}", ctx.namespace, reach.addr);
     let mut client = fixture_game::rcon::RconClient::connect_with_timeout(
         reach.addr,
-        fixture::RCON_PASSWORD,
+        &access.rcon_password,
         ctx.bounds.probe,
     )
     .await
@@ -267,13 +490,15 @@ pub async fn rcon(
 /// Joins the server's game with the real Minecraft protocol up to `depth`.
 pub async fn join(
     ctx: &CaseContext<'_>,
+    access: &Access,
     server: &str,
     depth: Depth,
 ) -> Result<minecraft::MinecraftVerdict, CaseError> {
     let pod = names::pod(server);
+    check_port_forward(ctx, &pod, access.game_port).await?;
     let reach = ctx
         .backend
-        .reach(&ctx.namespace, &pod, GAME_PORT)
+        .reach(&ctx.namespace, &pod, access.game_port)
         .await
         .map_err(|e| {
             CaseError::Setup(format!(
@@ -295,52 +520,81 @@ fn join_gate_depth(ctx: &CaseContext<'_>) -> Depth {
     }
 }
 
-async fn baseline(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Vec<MemberBaseline>, CaseError> {
-    let mut members = Vec::new();
-    for (i, member) in plan.fleet.iter().enumerate() {
-        let gs = get_server(ctx, member).await?;
-        let pvcs = fixture::server_pvcs(ctx, member).await?;
-        let claims = world_claims(member);
-        let readback = crate::probe::readback::read_back_labelled(
-            &ctx.client,
-            &ctx.namespace,
-            &format!("baseline-{i}"),
-            &claims,
-            ctx.bounds.settle,
-            &tidy::labels(&plan.run_id),
-        )
-        .await?;
-        members.push(MemberBaseline {
+/// Each member's version, pod UID, PVC UIDs and (with `read`) world-claim digests. A member
+/// that does not exist is recorded without any (the preflight refuses it).
+async fn members(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    servers: &[String],
+    read: bool,
+) -> Result<Vec<MemberBaseline>, CaseError> {
+    let mut out = Vec::new();
+    for (i, member) in servers.iter().enumerate() {
+        let Some(gs) = get_server_opt(ctx, member).await? else {
+            out.push(MemberBaseline {
+                server: member.clone(),
+                version: None,
+                pod_uid: None,
+                pvcs: BTreeMap::new(),
+                digests: BTreeMap::new(),
+            });
+            continue;
+        };
+        let pvcs = server_pvcs(ctx, member).await?;
+        let digests = if read {
+            read_claims(ctx, plan, &format!("baseline-{i}"), &world_claims(&gs))
+                .await?
+                .claims
+                .into_iter()
+                .map(|(c, i)| (c, i.digest))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        out.push(MemberBaseline {
             server: member.clone(),
             version: gs.spec.version.clone(),
             pod_uid: pod_uid(ctx, member).await?,
             pvcs: pvcs.into_iter().map(|p| (p.claim, p.uid)).collect(),
-            digests: readback
-                .claims
-                .into_iter()
-                .map(|(c, i)| (c, i.digest))
-                .collect(),
+            digests,
         });
     }
-    Ok(members)
+    Ok(out)
 }
 
 /// Why the preflight refuses, as one line.
 #[derive(Debug, Clone)]
 struct Refusal(String);
 
-/// Refuses members that track the template default (they would adopt automatically) and a
-/// candidate whose image is not pinned by digest.
+/// Refuses what the procedure cannot work with, naming it: a fleet member or the source that
+/// does not exist, members that track the template default (they would adopt automatically), a
+/// missing template or candidate version, a candidate whose image is not pinned by digest, and
+/// a template without what the gates need (a Minecraft port, RCON with a password Secret).
 async fn preflight(
     ctx: &CaseContext<'_>,
     plan: &Plan,
-) -> Result<Result<Value, Refusal>, CaseError> {
+) -> Result<Result<(Value, Access, String), Refusal>, CaseError> {
+    let mut missing = Vec::new();
     let mut floating = Vec::new();
-    for member in &plan.fleet {
-        let gs = get_server(ctx, member).await?;
-        if gs.spec.version.as_deref().unwrap_or("").is_empty() {
-            floating.push(member.clone());
+    let mut servers = plan.fleet.clone();
+    if !servers.contains(&plan.source) {
+        servers.push(plan.source.clone());
+    }
+    for member in &servers {
+        match get_server_opt(ctx, member).await? {
+            None => missing.push(member.clone()),
+            Some(gs) if gs.spec.version.as_deref().unwrap_or("").is_empty() => {
+                floating.push(member.clone())
+            }
+            Some(_) => {}
         }
+    }
+    if !missing.is_empty() {
+        return Ok(Err(Refusal(format!(
+            "GameServer(s) {} do not exist in namespace {}; name the fleet's members with --fleet and --source",
+            missing.join(", "),
+            ctx.namespace
+        ))));
     }
     if !floating.is_empty() && !ctx.harness_mutant(HarnessMutant::DefaultTrackingAllowed) {
         return Ok(Err(Refusal(format!(
@@ -371,26 +625,148 @@ async fn preflight(
             plan.candidate, version.image
         ))));
     }
-    Ok(Ok(json!({
-        "candidate": plan.candidate,
-        "image": version.image,
-        "fleet_pinned": plan.fleet,
-        "tracking_default": floating,
-    })))
+    let source = get_server(ctx, &plan.source).await?;
+    if source.spec.template_ref.name != plan.template {
+        return Ok(Err(Refusal(format!(
+            "source {} runs template {}, not {}; qualify the template the fleet runs",
+            plan.source, source.spec.template_ref.name, plan.template
+        ))));
+    }
+    if let Some(image) = source.spec.image.as_deref().filter(|i| !i.is_empty()) {
+        return Ok(Err(Refusal(format!(
+            "source {} overrides its image (spec.image {image}), so its clone would never run the candidate's image; pick a source without an override or remove it",
+            plan.source
+        ))));
+    }
+    let previous = source.spec.version.clone().unwrap_or_default();
+    let game_port = t
+        .spec
+        .ports
+        .iter()
+        .find(|p| p.name == "minecraft")
+        .or_else(|| {
+            t.spec
+                .ports
+                .iter()
+                .find(|p| p.protocol.as_deref().unwrap_or("TCP") == "TCP")
+        })
+        .and_then(|p| u16::try_from(p.container_port).ok());
+    let Some(game_port) = game_port else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} declares no TCP game port (spec.ports); the join gate joins the game on it",
+            plan.template
+        ))));
+    };
+    let rcon = t.spec.rcon.clone().unwrap_or_default();
+    let (Some(port), Some(secret_ref)) = (
+        rcon.port.and_then(|p| u16::try_from(p).ok()),
+        rcon.password_secret_ref.clone(),
+    ) else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} declares no RCON port and password Secret (spec.rcon.port, spec.rcon.passwordSecretRef); the save gate and read-backs save the world over RCON",
+            plan.template
+        ))));
+    };
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let secret = secrets
+        .get_opt(&secret_ref.name)
+        .await
+        .map_err(CaseError::kube(
+            "get Secret",
+            format!("{}/{}", ctx.namespace, secret_ref.name),
+        ))?;
+    let password = secret
+        .as_ref()
+        .and_then(|s| s.data.as_ref()?.get(&secret_ref.key))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .or_else(|| {
+            secret
+                .as_ref()
+                .and_then(|s| s.string_data.as_ref()?.get(&secret_ref.key).cloned())
+        });
+    let Some(password) = password else {
+        return Ok(Err(Refusal(format!(
+            "the RCON password Secret {}/{} has no key {:?} (GameTemplate {} spec.rcon.passwordSecretRef); create it where the fleet runs",
+            ctx.namespace, secret_ref.name, secret_ref.key, plan.template
+        ))));
+    };
+    let quiesce = t.spec.capabilities.as_ref().and_then(|c| c.quiesce.clone());
+    let Some(quiesce) = quiesce.filter(|q| !q.quiesce.is_empty()) else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} declares no quiesce commands (spec.capabilities.quiesce); backups and read-backs need a whole save",
+            plan.template
+        ))));
+    };
+    let access = Access {
+        game_port,
+        rcon_port: port,
+        rcon_secret: format!("{}/{}", secret_ref.name, secret_ref.key),
+        rcon_password: password,
+        quiesce: quiesce.quiesce,
+        unquiesce: quiesce.unquiesce,
+    };
+    Ok(Ok((
+        json!({
+            "candidate": plan.candidate,
+            "image": version.image,
+            "previous": previous,
+            "fleet_pinned": plan.fleet,
+            "tracking_default": floating,
+            "access": access,
+        }),
+        access,
+        version.image.clone(),
+    )))
 }
 
 fn candidate_digest(image: &str) -> &str {
     image.rsplit_once('@').map(|(_, d)| d).unwrap_or(image)
 }
 
+/// The clone of `source`: its own spec (template, storage, env, …) at `version`, suspended so
+/// the restore finds no running game, labelled with the run id and the server it clones.
+fn clone_of(source: &GameServer, clone: &str, version: &str, run_id: &str) -> GameServer {
+    let mut spec = source.spec.clone();
+    spec.version = Some(version.to_string());
+    spec.suspend = Some(true);
+    let mut labels = tidy::labels(run_id);
+    labels.insert(
+        "rehearsal.local/canary-of".into(),
+        source.metadata.name.clone().unwrap_or_default(),
+    );
+    GameServer {
+        metadata: ObjectMeta {
+            name: Some(clone.to_string()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    }
+}
+
 /// Runs the qualification. Gate failures are an [`Outcome::Halted`], not an error: an error
 /// means the procedure itself could not run.
 pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification, CaseError> {
-    let clone = clone_name(&plan.source);
+    match qualify_recorded(ctx, plan).await {
+        (q, None) => Ok(q),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+/// Runs the qualification and returns what it recorded, with the error that ended it early
+/// when the procedure could not complete (for a report that shows how far it got).
+pub async fn qualify_recorded(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+) -> (Qualification, Option<CaseError>) {
     let mut q = Qualification {
         plan: plan.clone(),
-        clone: clone.clone(),
+        clone: clone_name(&plan.source),
+        candidate_image: None,
+        previous: None,
         baseline: vec![],
+        after: vec![],
         snapshot: None,
         gates: vec![],
         clone_pvcs_before: vec![],
@@ -398,26 +774,58 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
         promotion_receipts: 0,
         outcome: Outcome::Promoted { batches: 0 },
     };
+    let error = procedure(ctx, plan, &mut q).await.err();
+    let mut servers = plan.fleet.clone();
+    servers.push(q.clone.clone());
+    match members(ctx, plan, &servers, false).await {
+        Ok(after) => q.after = after,
+        Err(e) if error.is_none() => return (q, Some(e)),
+        Err(_) => {}
+    }
+    (q, error)
+}
+
+async fn procedure(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut Qualification,
+) -> Result<(), CaseError> {
+    let clone = q.clone.clone();
     ctx.uses("fleet pod UIDs");
     ctx.uses("PVC UIDs");
-    q.baseline = ctx.step("baseline receipt", baseline(ctx, plan)).await?;
+    q.baseline = ctx
+        .step("baseline receipt", members(ctx, plan, &plan.fleet, true))
+        .await?;
 
     // 2. Preflight: a refusal is a failed gate (and a failed step), never an `ok` one.
+    let timer = Timer::start();
     let pre = preflight(ctx, plan).await?;
-    let gate = Gate {
-        name: gates::PREFLIGHT.into(),
-        server: String::new(),
-        passed: pre.is_ok(),
-        reason: pre.as_ref().err().map(|r| r.0.clone()),
-        evidence: pre.as_ref().ok().cloned().unwrap_or(Value::Null),
-    };
+    let gate = finish(
+        timer,
+        Gate {
+            name: gates::PREFLIGHT.into(),
+            server: String::new(),
+            passed: pre.is_ok(),
+            reason: pre.as_ref().err().map(|r| r.0.clone()),
+            evidence: pre
+                .as_ref()
+                .map(|(e, _, _)| e.clone())
+                .unwrap_or(Value::Null),
+            started_unix_ms: 0,
+            duration_ms: 0,
+        },
+    );
     record(ctx, &gate)?;
     q.gates.push(gate.clone());
-    if !gate.passed {
-        return Ok(halt(q, &gate, 0));
-    }
+    let Ok((_, access, candidate_image)) = pre else {
+        halt(q, &gate, 0);
+        return Ok(());
+    };
+    q.candidate_image = Some(candidate_image.clone());
     let source = get_server(ctx, &plan.source).await?;
     let previous = source.spec.version.clone().unwrap_or_default();
+    q.previous = Some(previous.clone());
+    let claims = world_claims(&clone_of(&source, &clone, &previous, &plan.run_id));
 
     // 3. Back up the source, clone it, restore the backup into the clone.
     let backup_name = plan.backup_name();
@@ -465,14 +873,7 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
     ctx.uses("Backup status.snapshotID");
     q.snapshot = Some(snapshot.clone());
     ctx.step("create the clone", async {
-        let markers = Markers {
-            mods: format!("mods-{clone}-{}", ctx.namespace),
-            ..Markers::for_server(&ctx.namespace, &clone)
-        };
-        let mut gs = fixture::server(&clone, &plan.template, &previous, &markers, true);
-        let mut labels = tidy::labels(&plan.run_id);
-        labels.insert("rehearsal.local/canary-of".into(), plan.source.clone());
-        gs.metadata.labels = Some(labels);
+        let gs = clone_of(&source, &clone, &previous, &plan.run_id);
         gs_api(ctx)
             .create(&Default::default(), &gs)
             .await
@@ -480,8 +881,8 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
                 "create GameServer",
                 format!("{}/{clone}", ctx.namespace),
             ))?;
-        fixture::await_server_phase(ctx, &clone, "Suspended").await?;
-        Ok(json!({"clone": clone, "version": previous, "suspended": true}))
+        await_server_phase(ctx, &clone, "Suspended").await?;
+        Ok(json!({"clone": clone, "copied_from": plan.source, "version": previous, "suspended": true}))
     })
     .await?;
     restore_into(
@@ -493,11 +894,19 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
         &clone,
     )
     .await?;
-    q.clone_pvcs_before = fixture::server_pvcs(ctx, &clone).await?;
+    q.clone_pvcs_before = server_pvcs(ctx, &clone).await?;
     ctx.observe_pvcs(PvcPhase::Before, &q.clone_pvcs_before)?;
+    // What the snapshot holds, read from the clone's claims before the candidate runs: the
+    // digests the read-back gate and a restore-required rollback compare against.
+    let restored = ctx
+        .step(
+            "read the restored world (before the candidate)",
+            read_claims(ctx, plan, "restored-read", &claims),
+        )
+        .await?;
+    ctx.uses("world digests before and after");
 
     // 4. The candidate on the clone only, behind gates.
-    let candidate_image = version_image(ctx, &plan.template, &plan.candidate).await?;
     let generation = ctx
         .step("apply the candidate to the clone", async {
             let generation = patch_server(
@@ -513,34 +922,54 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
         })
         .await?
         .1;
-    let gates = server_gates(ctx, plan, &clone, &candidate_image, generation, true).await?;
+    let before = Some((&restored, claims.as_slice()));
+    let gates = server_gates(
+        ctx,
+        plan,
+        &access,
+        &clone,
+        &candidate_image,
+        generation,
+        before,
+    )
+    .await?;
     let failed = gates.iter().find(|g| !g.passed).cloned();
     q.gates.extend(gates);
     if let Some(gate) = failed {
-        return Ok(halt(q, &gate, 0));
+        halt(q, &gate, 0);
+        return Ok(());
     }
 
     // 5. Rollback evidence on the clone: a gate computed from what was read back.
+    let timer = Timer::start();
     let rollback = rollback_clone(
         ctx,
         plan,
-        &clone,
-        &previous,
-        &backup_name,
-        &rollback_restore,
+        &access,
+        &Rolling {
+            clone: &clone,
+            previous: &previous,
+            backup: &backup_name,
+            restore: &rollback_restore,
+            claims: &claims,
+            restored: &restored,
+            source_baseline: q.baseline.iter().find(|b| b.server == plan.source),
+        },
     )
     .await?;
+    let rollback = finish(timer, rollback);
     record(ctx, &rollback)?;
     q.gates.push(rollback.clone());
-    q.clone_pvcs_after = fixture::server_pvcs(ctx, &clone).await?;
+    q.clone_pvcs_after = server_pvcs(ctx, &clone).await?;
     ctx.observe_pvcs(PvcPhase::After, &q.clone_pvcs_after)?;
     if !rollback.passed {
-        return Ok(halt(q, &rollback, 0));
+        halt(q, &rollback, 0);
+        return Ok(());
     }
 
     // 6. Promote in gated batches.
     let mut promoted = 0;
-    for (i, batch) in plan.fleet.chunks(plan.batch_size.max(1)).enumerate() {
+    for (i, batch) in plan.batches().iter().enumerate() {
         let name = format!("promotion batch {}", i + 1);
         let member_gates = ctx
             .step(&name, async {
@@ -554,8 +983,16 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
                 let mut all = Vec::new();
                 for (member, generation) in batch.iter().zip(generations) {
                     all.extend(
-                        server_gates(ctx, plan, member, &candidate_image, generation, false)
-                            .await?,
+                        server_gates(
+                            ctx,
+                            plan,
+                            &access,
+                            member,
+                            &candidate_image,
+                            generation,
+                            None,
+                        )
+                        .await?,
                     );
                 }
                 Ok(all)
@@ -575,20 +1012,20 @@ pub async fn qualify(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification
                 promoted += 1;
             }
             Some(gate) => {
-                let mut halted = halt(q, &gate, promoted);
-                if let Outcome::Halted { gate: g, .. } = &mut halted.outcome {
+                halt(q, &gate, promoted);
+                if let Outcome::Halted { gate: g, .. } = &mut q.outcome {
                     *g = format!("{name}: {}", gate.name);
                 }
-                return Ok(halted);
+                return Ok(());
             }
         }
     }
     q.outcome = Outcome::Promoted { batches: promoted };
-    Ok(q)
+    Ok(())
 }
 
 /// Ends the qualification at `gate`, recording how many batches were promoted before it.
-fn halt(mut q: Qualification, gate: &Gate, batches_promoted: usize) -> Qualification {
+fn halt(q: &mut Qualification, gate: &Gate, batches_promoted: usize) {
     q.outcome = Outcome::Halted {
         gate: gate.name.clone(),
         server: (!gate.server.is_empty()).then(|| gate.server.clone()),
@@ -598,7 +1035,6 @@ fn halt(mut q: Qualification, gate: &Gate, batches_promoted: usize) -> Qualifica
             .unwrap_or_else(|| "the gate failed".into()),
         batches_promoted,
     };
-    q
 }
 
 async fn restore_into(
@@ -643,7 +1079,8 @@ async fn restore_into(
     Ok(id)
 }
 
-/// Writes a gate's receipt (`gate: <name> (<server>)`, `ok` = passed).
+/// Writes a gate's receipt (`gate: <name> (<server>)`, `ok` = passed) and, on the
+/// `rehearse qualify` console, its progress line.
 fn record(ctx: &CaseContext<'_>, gate: &Gate) -> Result<(), CaseError> {
     let step = if gate.server.is_empty() {
         format!("gate: {}", gate.name)
@@ -653,9 +1090,33 @@ fn record(ctx: &CaseContext<'_>, gate: &Gate) -> Result<(), CaseError> {
     ctx.recorder.step(
         &step,
         json!({"ok": gate.passed, "gate": gate.name, "server": gate.server, "passed": gate.passed,
-               "reason": gate.reason, "evidence": gate.evidence}),
+               "reason": gate.reason, "evidence": gate.evidence,
+               "started_unix_ms": gate.started_unix_ms, "duration_ms": gate.duration_ms}),
     )?;
+    if PROGRESS.load(Ordering::SeqCst) {
+        println!("{}", progress_line(gate));
+    }
     Ok(())
+}
+
+/// `  passed  <gate> · <server> · 1.2 s` or `  FAILED  <gate> · <server> · 1.2 s: <reason>`.
+pub fn progress_line(gate: &Gate) -> String {
+    let mut line = format!(
+        "  {}  {}",
+        if gate.passed { "passed" } else { "FAILED" },
+        gate.name
+    );
+    if !gate.server.is_empty() {
+        line.push_str(&format!(" · {}", gate.server));
+    }
+    line.push_str(&format!(
+        " · {}",
+        crate::report::model::format_duration(gate.duration_ms)
+    ));
+    if let Some(reason) = gate.reason.as_ref().filter(|_| !gate.passed) {
+        line.push_str(&format!(": {reason}"));
+    }
+    line
 }
 
 fn gate(server: &str, name: &str, passed: bool, reason: Option<String>, evidence: Value) -> Gate {
@@ -665,23 +1126,34 @@ fn gate(server: &str, name: &str, passed: bool, reason: Option<String>, evidence
         passed,
         reason: if passed { None } else { reason },
         evidence,
+        started_unix_ms: 0,
+        duration_ms: 0,
     }
 }
 
+/// Stamps a gate with when it started and how long it took.
+fn finish(timer: Timer, mut g: Gate) -> Gate {
+    g.started_unix_ms = timer.unix_ms;
+    g.duration_ms = timer.started.elapsed().as_millis() as u64;
+    g
+}
+
 /// A server's gates after it was moved to the candidate: the pinned image runs, a real join
-/// reaches play, a save succeeds, and (on the clone) the world reads back with its format
-/// marker recorded. Each writes a receipt; the first failure stops the rest (they would only
-/// repeat it).
+/// reaches play, a save succeeds, and (on the clone, given the digests read `before` the
+/// candidate ran) the world claims read back whole. Each writes a receipt; the first failure
+/// stops the rest (they would only repeat it).
 async fn server_gates(
     ctx: &CaseContext<'_>,
     plan: &Plan,
+    access: &Access,
     server: &str,
     image: &str,
     generation: Option<i64>,
-    read_back: bool,
+    before: Option<(&Readback, &[String])>,
 ) -> Result<Vec<Gate>, CaseError> {
     let mut out = Vec::new();
-    let g = image_gate(ctx, server, image, generation).await?;
+    let timer = Timer::start();
+    let g = finish(timer, image_gate(ctx, server, image, generation).await?);
     record(ctx, &g)?;
     let passed = g.passed;
     out.push(g);
@@ -689,8 +1161,9 @@ async fn server_gates(
         return Ok(out);
     }
 
+    let timer = Timer::start();
     let depth = join_gate_depth(ctx);
-    let verdict = join(ctx, server, depth).await?;
+    let verdict = join(ctx, access, server, depth).await?;
     ctx.uses("Minecraft join (depth reached)");
     let mut evidence = json!({"verdict": verdict.line(), "detail": verdict});
     if !verdict.ok && verdict.reached.is_none() {
@@ -699,7 +1172,7 @@ async fn server_gates(
         let pod_name = names::pod(server);
         if let Ok(reach) = ctx
             .backend
-            .reach(&ctx.namespace, &pod_name, GAME_PORT)
+            .reach(&ctx.namespace, &pod_name, access.game_port)
             .await
             && let Ok(http) =
                 crate::probe::http_marker::probe(reach.addr, "/", "", ctx.bounds.probe).await
@@ -708,12 +1181,15 @@ async fn server_gates(
             evidence["http"] = json!(http);
         }
     }
-    let g = gate(
-        server,
-        gates::JOIN,
-        verdict.ok,
-        Some(verdict.line()),
-        evidence,
+    let g = finish(
+        timer,
+        gate(
+            server,
+            gates::JOIN,
+            verdict.ok,
+            Some(verdict.line()),
+            evidence,
+        ),
     );
     record(ctx, &g)?;
     out.push(g);
@@ -721,7 +1197,85 @@ async fn server_gates(
         return Ok(out);
     }
 
-    let saved = rcon(ctx, server, &["save-all flush"]).await;
+    let timer = Timer::start();
+    let g = finish(timer, save_gate(ctx, access, server).await);
+    record(ctx, &g)?;
+    let passed = g.passed;
+    out.push(g);
+    let Some((restored, claims)) = before.filter(|_| passed) else {
+        return Ok(out);
+    };
+
+    let timer = Timer::start();
+    let readback = with_saves_off(
+        ctx,
+        access,
+        server,
+        read_claims(ctx, plan, &format!("{server}-gate-read"), claims),
+    )
+    .await;
+    ctx.uses("world read back from the volumes");
+    let (passed, reason, evidence) = match readback {
+        Ok(r) => {
+            let mut bad = Vec::new();
+            let mut rows = BTreeMap::new();
+            for claim in claims {
+                let was = restored.claims.get(claim);
+                let Some(now) = r.claims.get(claim) else {
+                    bad.push(format!("{claim} was not read"));
+                    continue;
+                };
+                if now.files == 0 && was.is_some_and(|w| w.files > 0) {
+                    bad.push(format!(
+                        "{claim} holds no files under the candidate ({} before)",
+                        was.map(|w| w.files).unwrap_or(0)
+                    ));
+                }
+                if now.torn {
+                    bad.push(format!(
+                        "{claim} is torn: {}",
+                        now.problem.as_deref().unwrap_or("the save is inconsistent")
+                    ));
+                }
+                rows.insert(
+                    claim.clone(),
+                    json!({
+                        "digest_before": was.map(|w| w.digest.clone()),
+                        "files_before": was.map(|w| w.files),
+                        "digest": now.digest,
+                        "files": now.files,
+                        "changed": was.map(|w| w.digest != now.digest),
+                        // What the read-back tool recognised, when it knows the data's format.
+                        "kind": now.kind,
+                        "format": now.format,
+                        "candidate_marker": now.candidate_marker,
+                    }),
+                );
+            }
+            (
+                bad.is_empty() && !r.claims.is_empty(),
+                Some(format!(
+                    "world claims did not read back: {}",
+                    bad.join("; ")
+                )),
+                json!({"claims": rows}),
+            )
+        }
+        Err(e) => (false, Some(e.to_string()), json!({"error": e.to_string()})),
+    };
+    let g = finish(
+        timer,
+        gate(server, gates::READ_BACK, passed, reason, evidence),
+    );
+    record(ctx, &g)?;
+    out.push(g);
+    Ok(out)
+}
+
+/// The save gate: the game answers a save over RCON with "Saved the game".
+async fn save_gate(ctx: &CaseContext<'_>, access: &Access, server: &str) -> Gate {
+    let saved = rcon(ctx, access, server, &["save-all flush"]).await;
+    ctx.uses("RCON reply to save-all");
     let (passed, reason, evidence) = match saved {
         Ok(replies) => (
             replies.iter().any(|r| r.contains("Saved the game")),
@@ -732,53 +1286,7 @@ async fn server_gates(
         ),
         Err(e) => (false, Some(e.to_string()), json!({"error": e.to_string()})),
     };
-    ctx.uses("RCON reply to save-all");
-    let g = gate(server, gates::SAVE, passed, reason, evidence);
-    record(ctx, &g)?;
-    out.push(g);
-    if !passed || !read_back {
-        return Ok(out);
-    }
-
-    let claims = world_claims(server);
-    let readback = with_saves_off(ctx, server, async {
-        Ok(crate::probe::readback::read_back_labelled(
-            &ctx.client,
-            &ctx.namespace,
-            &format!("{server}-gate-read"),
-            &claims,
-            ctx.bounds.settle,
-            &tidy::labels(&plan.run_id),
-        )
-        .await?)
-    })
-    .await;
-    ctx.uses("world read back from the volumes");
-    let (passed, reason, evidence) = match readback {
-        Ok(r) => {
-            let bad: Vec<String> = r
-                .claims
-                .iter()
-                .filter(|(_, i)| i.torn || i.marker.is_none())
-                .map(|(c, i)| format!("{c} (torn: {}, marker: {:?})", i.torn, i.marker))
-                .collect();
-            let formats: BTreeMap<_, _> = r
-                .claims
-                .iter()
-                .map(|(c, i)| (c.clone(), json!({"format": i.format, "candidate_marker": i.candidate_marker, "marker": i.marker, "digest": i.digest})))
-                .collect();
-            (
-                bad.is_empty() && !r.claims.is_empty(),
-                Some(format!("unreadable world claims: {}", bad.join(", "))),
-                json!({"claims": formats}),
-            )
-        }
-        Err(e) => (false, Some(e.to_string()), json!({"error": e.to_string()})),
-    };
-    let g = gate(server, gates::READ_BACK, passed, reason, evidence);
-    record(ctx, &g)?;
-    out.push(g);
-    Ok(out)
+    gate(server, gates::SAVE, passed, reason, evidence)
 }
 
 /// The image gate: once the operator has observed the version change (GameServer
@@ -806,7 +1314,8 @@ async fn image_gate(
     let pod_name = names::pod(server);
     let (wanted, revision) = statefulset_revision(ctx, server).await?;
     let waited = await_pod_of_revision(ctx, &pods, &pod_name, &revision).await;
-    if waited.is_err() {
+    let crashed = matches!(&waited, Err(e) if e.to_string().contains("CrashLoopBackOff"));
+    if waited.is_err() && !crashed {
         // A pull failure shows on the pod first; the operator then reports the GameServer
         // Failed (ImagePullFailed). Give it the pull-failure bound to say so.
         let _ = await_object(
@@ -959,11 +1468,50 @@ async fn await_pod_of_revision(
             if !of_revision {
                 return Verdict::Pending;
             }
+            if let Some(reason) = pod.and_then(crash_loop) {
+                return Verdict::Terminal(reason);
+            }
             ready.check(pod)
         },
     );
     let bound = ctx.bounds.pull_failure.max(Duration::from_secs(1));
     Ok(await_object(pods, pod_name, condition, bound).await?)
+}
+
+/// The game container restarts after exiting (`CrashLoopBackOff`, or terminated with a
+/// restart already counted): the candidate's image ran but the game does not stay up — e.g. a
+/// version that cannot read the world's format. Names the last exit.
+fn crash_loop(pod: &Pod) -> Option<String> {
+    let c = pod
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == names::containers::GAME)?;
+    let waiting = c.state.as_ref()?.waiting.as_ref()?.reason.as_deref()?;
+    if waiting != "CrashLoopBackOff" {
+        return None;
+    }
+    let last = c
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .map(|t| {
+            format!(
+                "; last exit code {}{}",
+                t.exit_code,
+                t.message
+                    .as_deref()
+                    .map(|m| format!(": {}", m.trim()))
+                    .unwrap_or_default()
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "container `{}` is CrashLoopBackOff after {} restart(s){last}",
+        c.name, c.restart_count
+    ))
 }
 
 /// Waits until the server's pod runs `image` in its game container and is Ready. The operator
@@ -1024,117 +1572,153 @@ async fn version_image(
         })
 }
 
+/// What the rollback works on.
+struct Rolling<'a> {
+    clone: &'a str,
+    previous: &'a str,
+    backup: &'a str,
+    restore: &'a str,
+    /// The world claims the backup covers.
+    claims: &'a [String],
+    /// What the clone's claims held right after the seeding restore (the snapshot).
+    restored: &'a Readback,
+    /// The source's baseline (its claims' digests), to see that the snapshot seeded them.
+    source_baseline: Option<&'a MemberBaseline>,
+}
+
 /// Rolls the clone back (re-pin, or restore the pre-candidate snapshot and re-pin) and judges
-/// it: the previous version runs and joins to play, the save reads as format 1 without the
-/// candidate-only marker, the primary and extra world values are the source's, and the mods
-/// keep the clone's own value.
+/// it from what is read back: a restore-required rollback must leave every world claim with
+/// exactly the snapshot's digest (read while the clone is still suspended, before the game
+/// writes anything); the seeding restore must not have left empty a claim that holds data on
+/// the source; then the previous version runs, a real join reaches play, a save succeeds and
+/// the claims read back whole.
 async fn rollback_clone(
     ctx: &CaseContext<'_>,
     plan: &Plan,
-    clone: &str,
-    previous: &str,
-    backup: &str,
-    restore: &str,
+    access: &Access,
+    r: &Rolling<'_>,
 ) -> Result<Gate, CaseError> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let clone = r.clone;
     let pod_name = names::pod(clone);
     let mut problems: Vec<String> = Vec::new();
-    let mut evidence = json!({"rollback": plan.rollback});
+    let mut evidence = json!({
+        "rollback": plan.rollback,
+        "snapshot_digests": digests_of(r.restored),
+    });
+    // The snapshot seeded every world claim the source holds data in.
+    for claim in r.claims {
+        let Some(suffix) = claim.strip_prefix(clone) else {
+            continue;
+        };
+        let source_claim = format!("{}{suffix}", plan.source);
+        let source_has_data = r
+            .source_baseline
+            .and_then(|b| b.digests.get(&source_claim))
+            .is_some_and(|d| d != EMPTY_DIGEST);
+        let restored_files = r.restored.claims.get(claim).map(|i| i.files).unwrap_or(0);
+        if source_has_data && restored_files == 0 {
+            problems.push(format!(
+                "{claim}: the snapshot restored no files, but the source's {source_claim} holds data (the backup does not cover it)"
+            ));
+        }
+    }
     match plan.rollback {
         Rollback::Compatible => {
-            patch_server(ctx, clone, json!({"spec": {"version": previous}})).await?;
+            patch_server(ctx, clone, json!({"spec": {"version": r.previous}})).await?;
         }
         Rollback::RestoreRequired => {
             patch_server(
                 ctx,
                 clone,
-                json!({"spec": {"version": previous, "suspend": true}}),
+                json!({"spec": {"version": r.previous, "suspend": true}}),
             )
             .await?;
-            fixture::await_server_phase(ctx, clone, "Suspended").await?;
+            await_server_phase(ctx, clone, "Suspended").await?;
             await_condition(&pods, &pod_name, conditions::deleted(), ctx.bounds.settle).await?;
             let id = restore_into(
                 ctx,
                 plan,
                 "restore the pre-candidate snapshot",
-                restore,
-                backup,
+                r.restore,
+                r.backup,
                 clone,
             )
             .await?;
             evidence["restored_snapshot"] = json!(id);
+            // Read while still suspended: nothing but the restore has written the claims.
+            let back = read_claims(ctx, plan, "rollback-restored-read", r.claims).await?;
+            for claim in r.claims {
+                let want = r.restored.claims.get(claim).map(|i| i.digest.as_str());
+                let got = back.claims.get(claim).map(|i| i.digest.as_str());
+                if want != got {
+                    problems.push(format!(
+                        "{claim}: digest {} after the rollback restore, not the snapshot's {} (the claim does not hold exactly the snapshot)",
+                        short(got),
+                        short(want)
+                    ));
+                }
+            }
+            evidence["digests_after_restore"] = json!(digests_of(&back));
             patch_server(ctx, clone, json!({"spec": {"suspend": false}})).await?;
         }
     }
     // The clone ran the candidate until now: wait for the pod of the previous version, not
     // the candidate's pod that is still Ready while the StatefulSet rolls.
-    let previous_image = version_image(ctx, &plan.template, previous).await?;
+    let previous_image = version_image(ctx, &plan.template, r.previous).await?;
     let pod = match await_pod_running_image(ctx, &pods, &pod_name, &previous_image).await {
         Ok(pod) => pod,
         Err(e) => {
-            let reason = format!("the previous version did not come back: {e}");
-            evidence["error"] = json!(reason);
-            return Ok(gate(clone, gates::ROLLBACK, false, Some(reason), evidence));
+            problems.push(format!("the previous version did not come back: {e}"));
+            evidence["error"] = json!(problems.join("; "));
+            return Ok(gate(
+                clone,
+                gates::ROLLBACK,
+                false,
+                Some(problems.join("; ")),
+                evidence,
+            ));
         }
     };
-    fixture::await_server_phase(ctx, clone, "Running").await?;
-    let verdict = join(ctx, clone, Depth::Play).await?;
+    await_server_phase(ctx, clone, "Running").await?;
+    let verdict = join(ctx, access, clone, Depth::Play).await?;
     if !verdict.ok {
         problems.push(format!("join after rollback: {}", verdict.line()));
     }
-    let mut claims = world_claims(clone);
-    let mods_claim = names::mods_pvc(clone, previous);
-    claims.push(mods_claim.clone());
-    let readback = with_saves_off(ctx, clone, async {
-        Ok(crate::probe::readback::read_back_labelled(
-            &ctx.client,
-            &ctx.namespace,
-            "rollback-read",
-            &claims,
-            ctx.bounds.settle,
-            &tidy::labels(&plan.run_id),
-        )
-        .await?)
-    })
+    let saved = save_gate(ctx, access, clone).await;
+    if !saved.passed {
+        problems.push(format!(
+            "save after rollback: {}",
+            saved.reason.clone().unwrap_or_default()
+        ));
+    }
+    let readback = with_saves_off(
+        ctx,
+        access,
+        clone,
+        read_claims(ctx, plan, "rollback-read", r.claims),
+    )
     .await?;
     ctx.uses("world read back after the rollback");
-    let source_markers = Markers::for_server(&ctx.namespace, &plan.source);
-    let clone_mods = format!("mods-{clone}-{}", ctx.namespace);
-    let data = names::data_pvc(clone);
-    let extra = names::extra_pvc(clone, fixture::EXTRA_WORLD);
-    let get = |c: &str| readback.claims.get(c).cloned();
-    let primary = get(&data);
-    let format = primary.as_ref().and_then(|i| i.format);
-    if format != Some(1) {
-        problems.push(format!(
-            "{data}: format {format:?}, expected 1 (readable by {previous})"
-        ));
-    }
-    if primary.as_ref().is_some_and(|i| i.candidate_marker) {
-        problems.push(format!("{data}: the candidate-only marker is still there"));
-    }
-    let primary_marker = primary.as_ref().and_then(|i| i.marker.clone());
-    if primary_marker.as_deref() != Some(source_markers.primary.as_str()) {
-        problems.push(format!(
-            "{data}: world marker {primary_marker:?}, expected the source's {:?}",
-            source_markers.primary
-        ));
-    }
-    let extra_marker = get(&extra).and_then(|i| i.marker);
-    if extra_marker.as_deref() != Some(source_markers.extra.as_str()) {
-        problems.push(format!(
-            "{extra}: extra world marker {extra_marker:?}, expected the source's {:?}",
-            source_markers.extra
-        ));
-    }
-    let mods_marker = get(&mods_claim).and_then(|i| i.marker);
-    if mods_marker.as_deref() != Some(clone_mods.as_str()) {
-        problems.push(format!(
-            "{mods_claim}: mods marker {mods_marker:?}, expected the clone's own {clone_mods:?} (mods are not backed up)"
-        ));
+    for claim in r.claims {
+        match readback.claims.get(claim) {
+            None => problems.push(format!("{claim} was not read after the rollback")),
+            Some(i) if i.torn => problems.push(format!(
+                "{claim} is torn after the rollback: {}",
+                i.problem.as_deref().unwrap_or("the save is inconsistent")
+            )),
+            Some(i)
+                if i.files == 0 && r.restored.claims.get(claim).is_some_and(|w| w.files > 0) =>
+            {
+                problems.push(format!("{claim} holds no files after the rollback"))
+            }
+            Some(_) => {}
+        }
     }
     evidence["pod_uid"] = json!(pod.metadata.uid);
     evidence["join"] = json!(verdict.line());
+    evidence["save"] = saved.evidence;
+    evidence["digests_after_rollback"] = json!(digests_of(&readback));
     evidence["readback"] = json!(readback);
     let passed = problems.is_empty();
     Ok(gate(
@@ -1144,4 +1728,14 @@ async fn rollback_clone(
         Some(problems.join("; ")),
         evidence,
     ))
+}
+
+/// The digest of a claim without any file (SHA-256 of nothing).
+const EMPTY_DIGEST: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+fn short(digest: Option<&str>) -> String {
+    match digest {
+        Some(d) => d.chars().take(12).collect(),
+        None => "(not read)".into(),
+    }
 }

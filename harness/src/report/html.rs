@@ -35,6 +35,7 @@ fn verdict_cell(v: Option<Verdict>) -> String {
         Some(Verdict::Failed) => "✗ failed",
         Some(Verdict::Skipped) => "– skipped",
         Some(Verdict::Interrupted) => "! interrupted",
+        Some(Verdict::NotApplicable) => "– not applicable on this cluster",
         None => "— not run",
     };
     format!("<span class=\"v-{class}\">{text}</span>")

@@ -13,6 +13,7 @@ pub fn verdict_badge(v: Option<Verdict>) -> &'static str {
         Some(Verdict::Failed) => "❌ failed",
         Some(Verdict::Skipped) => "⏭️ skipped",
         Some(Verdict::Interrupted) => "⚠️ interrupted",
+        Some(Verdict::NotApplicable) => "⏭️ not applicable on this cluster",
         None => "— not run",
     }
 }

@@ -22,6 +22,7 @@ pub mod links;
 pub mod load;
 pub mod markdown;
 pub mod model;
+pub mod qualification;
 pub mod timeline;
 
 pub use load::{LoadError, LoadedBundle, load};

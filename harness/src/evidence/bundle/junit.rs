@@ -1,5 +1,6 @@
 //! JUnit XML for CI systems: one `<testsuite>` per run (architecture), one `<testcase>` per
-//! case; `failed` → `<failure>`, `skipped` → `<skipped>`, `interrupted` → `<error>`.
+//! case; `failed` → `<failure>`, `skipped` and `not-applicable` (a fault the cluster cannot
+//! inject) → `<skipped>`, `interrupted` → `<error>`.
 
 use super::{BundleSummary, Verdict};
 
@@ -17,7 +18,7 @@ pub fn render(runs: &[&BundleSummary]) -> String {
         "<testsuites name=\"rehearsal\" tests=\"{tests}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
         count(Verdict::Failed),
         count(Verdict::Interrupted),
-        count(Verdict::Skipped),
+        count(Verdict::Skipped) + count(Verdict::NotApplicable),
     ));
     for run in runs {
         let n = |v: Verdict| run.cases.iter().filter(|c| c.verdict == v).count();
@@ -27,7 +28,7 @@ pub fn render(runs: &[&BundleSummary]) -> String {
             run.cases.len(),
             n(Verdict::Failed),
             n(Verdict::Interrupted),
-            n(Verdict::Skipped),
+            n(Verdict::Skipped) + n(Verdict::NotApplicable),
             seconds(total_ms),
             escape(&run.started.to_string()),
             arch = escape(&run.meta.arch),
@@ -66,6 +67,14 @@ pub fn render(runs: &[&BundleSummary]) -> String {
                 )),
                 Verdict::Skipped => out.push_str(&format!(
                     "{open}>\n      <skipped message=\"{reason}\"/>\n    </testcase>\n"
+                )),
+                Verdict::NotApplicable => out.push_str(&format!(
+                    "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                    if reason.starts_with("not applicable") {
+                        reason.clone()
+                    } else {
+                        format!("not applicable on this cluster: {reason}")
+                    }
                 )),
                 Verdict::Interrupted => out.push_str(&format!(
                     "{open}>\n      <error type=\"interrupted\" message=\"{reason}\"/>\n    </testcase>\n"

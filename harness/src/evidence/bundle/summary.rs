@@ -20,6 +20,11 @@ pub enum Verdict {
     Failed,
     Skipped,
     Interrupted,
+    /// The case needs a fault this cluster cannot inject (e.g. an in-place container restart
+    /// where the harness cannot reach the nodes): neither passed nor failed — the operator is
+    /// not blamed for a harness limit.
+    #[serde(rename = "not-applicable")]
+    NotApplicable,
 }
 
 impl Verdict {
@@ -29,6 +34,7 @@ impl Verdict {
             Verdict::Failed => "failed",
             Verdict::Skipped => "skipped",
             Verdict::Interrupted => "interrupted",
+            Verdict::NotApplicable => "not-applicable",
         }
     }
 }

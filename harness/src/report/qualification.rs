@@ -1,0 +1,676 @@
+//! The qualification report `rehearse qualify` writes into its bundle: what an approver needs to
+//! promote a candidate (or to see why it was halted) on one page — the candidate and its digest,
+//! the template, fleet and batches, a gate table (gate, member, verdict, evidence, duration),
+//! the failing gate's evidence in full, the pod and PVC UID tables before and after, and the
+//! decision. Markdown, self-contained HTML (with an SVG gate timeline) and JSON, rendered by
+//! pure functions of a [`QualificationReport`] like the run report: no clock, no cluster,
+//! byte-identical for the same input.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::html::escape;
+use super::model::format_duration;
+use crate::qualify::{Gate, Outcome, Qualification, gates};
+
+/// The file names inside the bundle.
+pub const MARKDOWN_FILE: &str = "qualification.md";
+pub const HTML_FILE: &str = "qualification.html";
+pub const JSON_FILE: &str = "qualification.json";
+
+/// Where the report links for what each gate proves.
+pub const CONTRACT_DOC: &str =
+    "docs/contract.md#the-qualification-procedure-rehearsalqualify-rehearse-qualify";
+
+/// Who and what ran the qualification (the run's identity receipt).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Meta {
+    pub run_id: String,
+    pub operator: String,
+    pub operator_version: String,
+    pub harness_version: String,
+    pub harness_commit: String,
+    /// `existing`, `kind` or `embedded`.
+    pub backend: String,
+    pub context: String,
+    pub namespace: String,
+}
+
+/// One row of the gate table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GateRow {
+    pub gate: String,
+    /// The server it was judged on; empty for the preflight.
+    pub member: String,
+    /// `passed` or `failed`.
+    pub verdict: String,
+    /// One line: what the gate read.
+    pub evidence: String,
+    /// Why it failed, when it did.
+    pub reason: Option<String>,
+    pub duration_ms: u64,
+    /// Milliseconds after the first gate started.
+    pub offset_ms: u64,
+    /// The gate's whole evidence.
+    pub detail: Value,
+}
+
+/// One server's UIDs before and after (pods or PVCs).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UidRow {
+    pub server: String,
+    /// The claim, for PVC rows; empty for pod rows.
+    pub object: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+impl UidRow {
+    /// `same`, `changed`, `new` or `gone`.
+    pub fn change(&self) -> &'static str {
+        match (&self.before, &self.after) {
+            (Some(a), Some(b)) if a == b => "same",
+            (Some(_), Some(_)) => "changed",
+            (None, Some(_)) => "new",
+            (Some(_), None) => "gone",
+            (None, None) => "none",
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QualificationReport {
+    pub meta: Meta,
+    pub candidate: String,
+    pub candidate_image: Option<String>,
+    pub candidate_digest: Option<String>,
+    pub template: String,
+    pub previous: Option<String>,
+    pub rollback: String,
+    pub source: String,
+    pub clone: String,
+    pub fleet: Vec<String>,
+    pub batches: Vec<Vec<String>>,
+    pub snapshot: Option<String>,
+    pub gates: Vec<GateRow>,
+    /// Index into `gates` of the gate the qualification halted at.
+    pub failing: Option<usize>,
+    pub pods: Vec<UidRow>,
+    pub pvcs: Vec<UidRow>,
+    /// `promote N batches`, `halted at <gate> on <member>: <reason>` or `not qualified: the
+    /// procedure could not complete: …`.
+    pub decision: String,
+    pub promoted: bool,
+}
+
+impl QualificationReport {
+    /// Builds the report of a qualification that ran (`Ok`) or could not complete (`Err`, the
+    /// error line, with what it had recorded so far).
+    pub fn new(meta: Meta, q: &Qualification, error: Option<&str>) -> Self {
+        let first = q
+            .gates
+            .iter()
+            .map(|g| g.started_unix_ms)
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(0);
+        let gates: Vec<GateRow> = q.gates.iter().map(|g| row(g, first)).collect();
+        let failing = match (&q.outcome, error) {
+            (Outcome::Halted { .. }, None) => q.gates.iter().rposition(|g| !g.passed),
+            _ => None,
+        };
+        let (decision, promoted) = match (error, &q.outcome) {
+            (Some(e), _) => (
+                format!("not qualified: the procedure could not complete: {e}"),
+                false,
+            ),
+            (None, o @ Outcome::Promoted { .. }) => (o.decision(), true),
+            (None, o) => (o.decision(), false),
+        };
+        let mut pods = Vec::new();
+        let mut pvcs = Vec::new();
+        let after: BTreeMap<&str, _> = q.after.iter().map(|m| (m.server.as_str(), m)).collect();
+        let mut servers: Vec<&str> = q.baseline.iter().map(|m| m.server.as_str()).collect();
+        if !servers.contains(&q.clone.as_str()) && after.contains_key(q.clone.as_str()) {
+            servers.push(q.clone.as_str());
+        }
+        for server in servers {
+            let before = q.baseline.iter().find(|m| m.server == server);
+            let now = after.get(server);
+            pods.push(UidRow {
+                server: server.to_string(),
+                object: String::new(),
+                before: before.and_then(|m| m.pod_uid.clone()),
+                after: now.and_then(|m| m.pod_uid.clone()),
+            });
+            let mut claims: BTreeSet<&String> = BTreeSet::new();
+            claims.extend(before.iter().flat_map(|m| m.pvcs.keys()));
+            claims.extend(now.iter().flat_map(|m| m.pvcs.keys()));
+            if server == q.clone {
+                claims.extend(q.clone_pvcs_before.iter().map(|p| &p.claim));
+                claims.extend(q.clone_pvcs_after.iter().map(|p| &p.claim));
+            }
+            for claim in claims {
+                let uid_before = before.and_then(|m| m.pvcs.get(claim).cloned()).or_else(|| {
+                    (server == q.clone)
+                        .then(|| q.clone_pvcs_before.iter().find(|p| &p.claim == claim))
+                        .flatten()
+                        .map(|p| p.uid.clone())
+                });
+                let uid_after = now.and_then(|m| m.pvcs.get(claim).cloned());
+                pvcs.push(UidRow {
+                    server: server.to_string(),
+                    object: claim.clone(),
+                    before: uid_before,
+                    after: uid_after,
+                });
+            }
+        }
+        let candidate_digest = q
+            .candidate_image
+            .as_ref()
+            .and_then(|i| i.rsplit_once('@'))
+            .map(|(_, d)| d.to_string());
+        QualificationReport {
+            meta,
+            candidate: q.plan.candidate.clone(),
+            candidate_image: q.candidate_image.clone(),
+            candidate_digest,
+            template: q.plan.template.clone(),
+            previous: q.previous.clone(),
+            rollback: match q.plan.rollback {
+                crate::qualify::Rollback::Compatible => "compatible".into(),
+                crate::qualify::Rollback::RestoreRequired => "restore-required".into(),
+            },
+            source: q.plan.source.clone(),
+            clone: q.clone.clone(),
+            fleet: q.plan.fleet.clone(),
+            batches: q.plan.batches(),
+            snapshot: q.snapshot.clone().filter(|s| !s.is_empty()),
+            gates,
+            failing,
+            pods,
+            pvcs,
+            decision,
+            promoted,
+        }
+    }
+}
+
+fn row(g: &Gate, first: u64) -> GateRow {
+    GateRow {
+        gate: g.name.clone(),
+        member: g.server.clone(),
+        verdict: if g.passed { "passed" } else { "failed" }.into(),
+        evidence: evidence_line(g),
+        reason: g.reason.clone(),
+        duration_ms: g.duration_ms,
+        offset_ms: g.started_unix_ms.saturating_sub(first),
+        detail: g.evidence.clone(),
+    }
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "none".into(),
+        other => other.to_string(),
+    }
+}
+
+fn abbrev(digest: &str) -> String {
+    match digest.split_once(':') {
+        Some((alg, hex)) => format!("{alg}:{}", hex.chars().take(12).collect::<String>()),
+        None => digest.chars().take(12).collect(),
+    }
+}
+
+/// What a gate read, in one line (the full evidence is in the JSON and, for the failing gate,
+/// in its own section).
+pub fn evidence_line(g: &Gate) -> String {
+    let e = &g.evidence;
+    match g.name.as_str() {
+        gates::PREFLIGHT if g.passed => format!(
+            "candidate image {}; previous version {}; RCON password from Secret {}",
+            s(&e["image"]),
+            s(&e["previous"]),
+            s(&e["access"]["rcon_secret"])
+        ),
+        gates::IMAGE => {
+            let id = s(&e["imageID"]);
+            let digest = id.rsplit_once('@').map(|(_, d)| abbrev(d));
+            match (digest, e["waiting_reason"].as_str()) {
+                (_, Some(w)) => format!(
+                    "game container waiting: {w}; GameServer phase {}",
+                    s(&e["gameserver_phase"])
+                ),
+                (Some(d), None) => format!("imageID {d} on pod {}", s(&e["pod_uid"])),
+                (None, None) => format!("imageID {id:?}"),
+            }
+        }
+        gates::JOIN => {
+            let mut line = s(&e["verdict"]);
+            if let Some(status) = e["http"]["status"].as_u64() {
+                line.push_str(&format!("; the port answers HTTP {status}"));
+            }
+            line
+        }
+        gates::SAVE => match e["replies"].as_array() {
+            Some(r) => format!(
+                "RCON replied {}",
+                r.iter()
+                    .map(|x| format!("{:?}", s(x).replace('\n', " / ")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => s(&e["error"]),
+        },
+        gates::READ_BACK => match e["claims"].as_object() {
+            Some(claims) => claims
+                .iter()
+                .map(|(c, v)| {
+                    format!(
+                        "{c}: {} files, {} → {}",
+                        s(&v["files"]),
+                        abbrev(&s(&v["digest_before"])),
+                        abbrev(&s(&v["digest"]))
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            None => s(&e["error"]),
+        },
+        gates::ROLLBACK => {
+            let mut parts = vec![format!("{} rollback", s(&e["rollback"]))];
+            if let Some(id) = e["restored_snapshot"].as_str() {
+                parts.push(format!("restored snapshot {}", abbrev(id)));
+            }
+            if let Some(after) = e["digests_after_restore"].as_object() {
+                let snapshot = &e["snapshot_digests"];
+                let same = after
+                    .iter()
+                    .filter(|(c, v)| v["digest"] == snapshot[c.as_str()]["digest"])
+                    .count();
+                parts.push(format!(
+                    "{same} of {} claims hold exactly the snapshot",
+                    after.len()
+                ));
+            }
+            if let Some(j) = e["join"].as_str() {
+                parts.push(format!("then {j}"));
+            }
+            parts.join("; ")
+        }
+        _ => g.reason.clone().unwrap_or_else(|| s(e)),
+    }
+}
+
+/// Markdown table cells: no pipes, no newlines.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn or_dash(v: Option<&str>) -> String {
+    v.map(|s| format!("`{s}`")).unwrap_or_else(|| "—".into())
+}
+
+fn batches_line(batches: &[Vec<String>]) -> String {
+    batches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| format!("{}: {}", i + 1, b.join(", ")))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The facts table as (label, value) pairs; values are plain text.
+fn facts(r: &QualificationReport) -> Vec<(&'static str, String)> {
+    let m = &r.meta;
+    vec![
+        ("Candidate", r.candidate.clone()),
+        (
+            "Candidate image",
+            r.candidate_image.clone().unwrap_or_else(|| "—".into()),
+        ),
+        (
+            "Candidate digest",
+            r.candidate_digest.clone().unwrap_or_else(|| "—".into()),
+        ),
+        ("Template", r.template.clone()),
+        (
+            "Previous version",
+            r.previous.clone().unwrap_or_else(|| "—".into()),
+        ),
+        ("Rollback", r.rollback.clone()),
+        ("Fleet", r.fleet.join(", ")),
+        ("Batches", batches_line(&r.batches)),
+        ("Canary", format!("{} (a clone of {})", r.clone, r.source)),
+        ("Snapshot", r.snapshot.clone().unwrap_or_else(|| "—".into())),
+        ("Operator", format!("{} {}", m.operator, m.operator_version)),
+        (
+            "Harness",
+            format!(
+                "rehearse {} (commit {})",
+                m.harness_version, m.harness_commit
+            ),
+        ),
+        ("Cluster", format!("{} · context {}", m.backend, m.context)),
+        ("Namespace", m.namespace.clone()),
+        ("Run", m.run_id.clone()),
+    ]
+}
+
+/// The report as Markdown.
+pub fn markdown(r: &QualificationReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Qualification of `{}` on template `{}`\n",
+        r.candidate, r.template
+    );
+    let _ = writeln!(out, "**Decision: {}**\n", cell(&r.decision));
+    out.push_str("| | |\n|---|---|\n");
+    for (k, v) in facts(r) {
+        let _ = writeln!(out, "| {k} | {} |", cell(&v));
+    }
+    let _ = writeln!(
+        out,
+        "\n## Gates\n\nWhat each gate proves and reads: [the contract]({CONTRACT_DOC}).\n"
+    );
+    out.push_str("| # | Gate | Member | Verdict | Evidence | Duration |\n");
+    out.push_str("|---|---|---|---|---|---|\n");
+    for (i, g) in r.gates.iter().enumerate() {
+        let evidence = match (&g.reason, g.verdict.as_str()) {
+            (Some(reason), "failed") if !g.evidence.starts_with(reason.as_str()) => {
+                format!("{reason} ({})", g.evidence)
+            }
+            _ => g.evidence.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            i + 1,
+            cell(&g.gate),
+            if g.member.is_empty() {
+                "—".to_string()
+            } else {
+                cell(&g.member)
+            },
+            g.verdict,
+            cell(&evidence),
+            format_duration(g.duration_ms)
+        );
+    }
+    if let Some(g) = r.failing.and_then(|i| r.gates.get(i)) {
+        let _ = writeln!(
+            out,
+            "\n## Failing gate: {}{}\n",
+            g.gate,
+            if g.member.is_empty() {
+                String::new()
+            } else {
+                format!(" on {}", g.member)
+            }
+        );
+        let _ = writeln!(
+            out,
+            "{}\n",
+            g.reason.as_deref().unwrap_or("the gate failed")
+        );
+        let _ = writeln!(
+            out,
+            "```json\n{}\n```",
+            serde_json::to_string_pretty(&g.detail).unwrap_or_default()
+        );
+    }
+    out.push_str("\n## Pod UIDs before and after\n\n| Server | Before | After | Change |\n|---|---|---|---|\n");
+    for p in &r.pods {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            p.server,
+            or_dash(p.before.as_deref()),
+            or_dash(p.after.as_deref()),
+            p.change()
+        );
+    }
+    out.push_str("\n## PVC UIDs before and after\n\n| Server | Claim | Before | After | Change |\n|---|---|---|---|---|\n");
+    for p in &r.pvcs {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            p.server,
+            p.object,
+            or_dash(p.before.as_deref()),
+            or_dash(p.after.as_deref()),
+            p.change()
+        );
+    }
+    out
+}
+
+const CSS: &str = "\
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1f2328;margin:24px auto;max-width:1100px;padding:0 16px}
+h1{font-size:24px;margin-bottom:4px}h2{margin-top:32px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f4f6;border-radius:4px}code{padding:1px 4px}
+pre{padding:10px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
+table{border-collapse:collapse;margin:8px 0 16px}th,td{border:1px solid #d0d7de;padding:4px 10px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}.v-passed{color:#1a7f37;font-weight:600}.v-failed{color:#cf222e;font-weight:600}
+.decision{padding:10px 14px;margin:16px 0;font-weight:600}.promote{border-left:4px solid #1a7f37;background:#dafbe1}.halt{border-left:4px solid #cf222e;background:#ffebe9}
+.timeline{display:block;margin:6px 0 14px;border:1px solid #eaeef2;background:#fcfcfd}
+";
+
+fn verdict_html(v: &str) -> String {
+    let text = if v == "passed" {
+        "✓ passed"
+    } else {
+        "✗ failed"
+    };
+    format!("<span class=\"v-{v}\">{text}</span>")
+}
+
+/// The timeline label of a gate row: `<n>. <gate> · <member>`, never shortened.
+pub fn timeline_label(i: usize, g: &GateRow) -> String {
+    if g.member.is_empty() {
+        format!("{}. {}", i + 1, g.gate)
+    } else {
+        format!("{}. {} · {}", i + 1, g.gate, g.member)
+    }
+}
+
+/// One SVG row per gate: its whole label on the left (the label column is as wide as the
+/// longest label), a bar from its start for its duration on a shared time axis.
+pub fn timeline(r: &QualificationReport) -> String {
+    const ROW: usize = 22;
+    const CHAR: usize = 7;
+    const BAR: usize = 520;
+    let labels: Vec<String> = r
+        .gates
+        .iter()
+        .enumerate()
+        .map(|(i, g)| timeline_label(i, g))
+        .collect();
+    let label_w = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) * CHAR + 16;
+    let end = r
+        .gates
+        .iter()
+        .map(|g| g.offset_ms + g.duration_ms)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let width = label_w + BAR + 90;
+    let height = ROW * r.gates.len() + 8;
+    let mut out = format!(
+        "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"gate timeline\">\n"
+    );
+    for (i, (g, label)) in r.gates.iter().zip(&labels).enumerate() {
+        let y = 4 + i * ROW;
+        let x = label_w + (g.offset_ms as usize * BAR) / end as usize;
+        let w = ((g.duration_ms as usize * BAR) / end as usize).max(2);
+        let color = if g.verdict == "passed" {
+            "#2da44e"
+        } else {
+            "#cf222e"
+        };
+        let _ = writeln!(
+            out,
+            "<text x=\"6\" y=\"{}\" font-size=\"12\" font-family=\"ui-monospace,monospace\">{}</text>",
+            y + 14,
+            escape(label)
+        );
+        let _ = writeln!(
+            out,
+            "<rect x=\"{x}\" y=\"{}\" width=\"{w}\" height=\"14\" rx=\"2\" fill=\"{color}\"><title>{}</title></rect>",
+            y + 3,
+            escape(&format!("{label}: {}", format_duration(g.duration_ms)))
+        );
+        let _ = writeln!(
+            out,
+            "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#57606a\">{}</text>",
+            x + w + 4,
+            y + 14,
+            escape(&format_duration(g.duration_ms))
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The report as one self-contained HTML document (inline CSS and SVG, no scripts).
+pub fn html(r: &QualificationReport) -> String {
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    let _ = writeln!(
+        out,
+        "<title>Qualification of {} on {}</title>",
+        escape(&r.candidate),
+        escape(&r.template)
+    );
+    let _ = writeln!(out, "<style>\n{CSS}</style>\n</head>\n<body>");
+    let _ = writeln!(
+        out,
+        "<h1>Qualification of <code>{}</code> on template <code>{}</code></h1>",
+        escape(&r.candidate),
+        escape(&r.template)
+    );
+    let _ = writeln!(
+        out,
+        "<div class=\"decision {}\">Decision: {}</div>",
+        if r.promoted { "promote" } else { "halt" },
+        escape(&r.decision)
+    );
+    out.push_str("<table class=\"facts\">\n");
+    for (k, v) in facts(r) {
+        let _ = writeln!(out, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
+    }
+    out.push_str("</table>\n<h2>Gates</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p>What each gate proves and reads: <a href=\"{}\">the contract</a>.</p>",
+        escape(CONTRACT_DOC)
+    );
+    out.push_str(&timeline(r));
+    out.push_str("<table class=\"gates\">\n<tr><th>#</th><th>Gate</th><th>Member</th><th>Verdict</th><th>Evidence</th><th>Duration</th></tr>\n");
+    for (i, g) in r.gates.iter().enumerate() {
+        let evidence = match (&g.reason, g.verdict.as_str()) {
+            (Some(reason), "failed") if !g.evidence.starts_with(reason.as_str()) => format!(
+                "<strong>{}</strong><br>{}",
+                escape(reason),
+                escape(&g.evidence)
+            ),
+            (Some(_), "failed") => format!("<strong>{}</strong>", escape(&g.evidence)),
+            _ => escape(&g.evidence),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{evidence}</td><td>{}</td></tr>",
+            i + 1,
+            escape(&g.gate),
+            if g.member.is_empty() {
+                "—".to_string()
+            } else {
+                escape(&g.member)
+            },
+            verdict_html(&g.verdict),
+            escape(&format_duration(g.duration_ms))
+        );
+    }
+    out.push_str("</table>\n");
+    if let Some(g) = r.failing.and_then(|i| r.gates.get(i)) {
+        let _ = writeln!(
+            out,
+            "<h2>Failing gate: {}{}</h2>\n<p>{}</p>\n<pre>{}</pre>",
+            escape(&g.gate),
+            if g.member.is_empty() {
+                String::new()
+            } else {
+                format!(" on {}", escape(&g.member))
+            },
+            escape(g.reason.as_deref().unwrap_or("the gate failed")),
+            escape(&serde_json::to_string_pretty(&g.detail).unwrap_or_default())
+        );
+    }
+    out.push_str("<h2>Pod UIDs before and after</h2>\n<table class=\"pods\">\n<tr><th>Server</th><th>Before</th><th>After</th><th>Change</th></tr>\n");
+    for p in &r.pods {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
+            escape(&p.server),
+            escape(p.before.as_deref().unwrap_or("—")),
+            escape(p.after.as_deref().unwrap_or("—")),
+            p.change()
+        );
+    }
+    out.push_str("</table>\n<h2>PVC UIDs before and after</h2>\n<table class=\"pvcs\">\n<tr><th>Server</th><th>Claim</th><th>Before</th><th>After</th><th>Change</th></tr>\n");
+    for p in &r.pvcs {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
+            escape(&p.server),
+            escape(&p.object),
+            escape(p.before.as_deref().unwrap_or("—")),
+            escape(p.after.as_deref().unwrap_or("—")),
+            p.change()
+        );
+    }
+    out.push_str("</table>\n</body>\n</html>\n");
+    out
+}
+
+/// The report as pretty JSON.
+pub fn json(r: &QualificationReport) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Writes the three files into `dir` (each to a temporary name, then renamed).
+pub fn write(r: &QualificationReport, dir: &Path) -> Result<Vec<PathBuf>, super::WriteError> {
+    let mut written = Vec::new();
+    for (name, text) in [
+        (MARKDOWN_FILE, markdown(r)),
+        (HTML_FILE, html(r)),
+        (JSON_FILE, json(r)),
+    ] {
+        let path = dir.join(name);
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, text).map_err(|source| super::WriteError {
+            path: tmp.clone(),
+            action: "write",
+            source,
+        })?;
+        std::fs::rename(&tmp, &path).map_err(|source| super::WriteError {
+            path: path.clone(),
+            action: "rename into place",
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}

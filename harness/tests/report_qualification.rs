@@ -1,0 +1,473 @@
+//! The qualification report `rehearse qualify` writes: insta snapshots of a promoted
+//! (restore-required, two batches) and a halted (HTTP-only candidate, join gate) qualification
+//! built in-test from the procedure's own record types; the gate timeline's labels are whole and
+//! appear once each; and Debian chromium, headless, renders the HTML (screenshot and DOM).
+//!
+//! chromium is found at `REHEARSAL_CHROMIUM` or `/usr/bin/chromium` (CI installs the Debian
+//! package); the browser test fails with that instruction when neither exists.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use rehearsal::evidence::pvc_table::PvcObservation;
+use rehearsal::qualify::{
+    Gate, MemberBaseline, Outcome, Plan, Qualification, Rollback, gates, progress_line,
+};
+use rehearsal::report::qualification::{self, Meta, QualificationReport};
+use serde_json::{Value, json};
+
+const T0: u64 = 1_764_600_000_000;
+const PINNED: &str = "rehearsal.local/fixture-game@sha256:5b2f0c9a4e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b";
+
+fn meta() -> Meta {
+    Meta {
+        run_id: "qualify-20261201-1".into(),
+        operator: "reference-operator".into(),
+        operator_version: "0.4.0 (sha256:aa11bb22cc33)".into(),
+        harness_version: "0.1.0".into(),
+        harness_commit: "4f1c2e9a7b3d5c8e0f6a1b2c3d4e5f60718293a4".into(),
+        backend: "existing".into(),
+        context: "prod-eu".into(),
+        namespace: "games".into(),
+    }
+}
+
+fn plan(candidate: &str, rollback: Rollback) -> Plan {
+    Plan {
+        template: "minecraft".into(),
+        source: "survival".into(),
+        fleet: vec!["survival".into(), "creative".into()],
+        batch_size: 1,
+        candidate: candidate.into(),
+        rollback,
+        run_id: "qualify-20261201-1".into(),
+        repo_secret: "restic-repo".into(),
+    }
+}
+
+fn gate(name: &str, server: &str, at: u64, ms: u64, reason: Option<&str>, evidence: Value) -> Gate {
+    Gate {
+        name: name.into(),
+        server: server.into(),
+        passed: reason.is_none(),
+        reason: reason.map(Into::into),
+        evidence,
+        started_unix_ms: T0 + at,
+        duration_ms: ms,
+    }
+}
+
+fn member(server: &str, version: &str, pod: &str, claims: &[(&str, &str)]) -> MemberBaseline {
+    MemberBaseline {
+        server: server.into(),
+        version: Some(version.into()),
+        pod_uid: Some(pod.into()),
+        pvcs: claims
+            .iter()
+            .map(|(c, u)| (c.to_string(), u.to_string()))
+            .collect(),
+        digests: BTreeMap::new(),
+    }
+}
+
+fn fleet_before() -> Vec<MemberBaseline> {
+    vec![
+        member(
+            "survival",
+            "1.0",
+            "pod-s-1",
+            &[
+                ("survival-data", "pvc-s-d"),
+                ("survival-extra-nether", "pvc-s-n"),
+            ],
+        ),
+        member(
+            "creative",
+            "1.0",
+            "pod-c-1",
+            &[
+                ("creative-data", "pvc-c-d"),
+                ("creative-extra-nether", "pvc-c-n"),
+            ],
+        ),
+    ]
+}
+
+fn preflight(at: u64) -> Gate {
+    gate(
+        gates::PREFLIGHT,
+        "",
+        at,
+        40,
+        None,
+        json!({"image": PINNED, "previous": "1.0",
+               "access": {"rcon_secret": "rcon/password", "game_port": 25565, "rcon_port": 25575}}),
+    )
+}
+
+fn image(server: &str, at: u64, pod: &str) -> Gate {
+    gate(
+        gates::IMAGE,
+        server,
+        at,
+        2300,
+        None,
+        json!({"imageID": PINNED, "pinned": PINNED, "pod_uid": pod, "waiting_reason": null}),
+    )
+}
+
+fn join(server: &str, at: u64) -> Gate {
+    gate(
+        gates::JOIN,
+        server,
+        at,
+        310,
+        None,
+        json!({"verdict": "reached play (status, login, configuration, play)"}),
+    )
+}
+
+fn save(server: &str, at: u64) -> Gate {
+    gate(
+        gates::SAVE,
+        server,
+        at,
+        120,
+        None,
+        json!({"replies": ["Saving the game (this may take a moment!)\nSaved the game"]}),
+    )
+}
+
+fn clone_pvcs() -> Vec<PvcObservation> {
+    vec![
+        PvcObservation::classify("survival-canary", "survival-canary-data", "pvc-k-d", None),
+        PvcObservation::classify(
+            "survival-canary",
+            "survival-canary-extra-nether",
+            "pvc-k-n",
+            None,
+        ),
+    ]
+}
+
+/// A restore-required candidate that passed every gate and was promoted in two batches.
+fn promoted() -> Qualification {
+    let d = |c: &str| json!({"digest": format!("{c}0000000000000000"), "files": 3});
+    let snapshot =
+        json!({"survival-canary-data": d("a1"), "survival-canary-extra-nether": d("b2")});
+    let mut after = vec![
+        member(
+            "survival",
+            "2.0-format",
+            "pod-s-2",
+            &[
+                ("survival-data", "pvc-s-d"),
+                ("survival-extra-nether", "pvc-s-n"),
+            ],
+        ),
+        member(
+            "creative",
+            "2.0-format",
+            "pod-c-2",
+            &[
+                ("creative-data", "pvc-c-d"),
+                ("creative-extra-nether", "pvc-c-n"),
+            ],
+        ),
+    ];
+    after.push(member(
+        "survival-canary",
+        "1.0",
+        "pod-k-3",
+        &[
+            ("survival-canary-data", "pvc-k-d"),
+            ("survival-canary-extra-nether", "pvc-k-n"),
+            ("survival-canary-mods-2-0-format", "pvc-k-m"),
+        ],
+    ));
+    Qualification {
+        plan: plan("2.0-format", Rollback::RestoreRequired),
+        clone: "survival-canary".into(),
+        candidate_image: Some(PINNED.into()),
+        previous: Some("1.0".into()),
+        baseline: fleet_before(),
+        after,
+        snapshot: Some("9f8e7d6c5b4a39281706f5e4d3c2b1a0".into()),
+        gates: vec![
+            preflight(0),
+            image("survival-canary", 6_000, "pod-k-1"),
+            join("survival-canary", 8_400),
+            save("survival-canary", 8_800),
+            gate(
+                gates::READ_BACK,
+                "survival-canary",
+                9_000,
+                1_800,
+                None,
+                json!({"claims": {
+                    "survival-canary-data": {"digest_before": "a10000000000000000", "digest": "c30000000000000000", "files": 4, "files_before": 3, "changed": true, "format": 2, "candidate_marker": true},
+                    "survival-canary-extra-nether": {"digest_before": "b20000000000000000", "digest": "d40000000000000000", "files": 3, "files_before": 3, "changed": true, "format": 2, "candidate_marker": false},
+                }}),
+            ),
+            gate(
+                gates::ROLLBACK,
+                "survival-canary",
+                10_900,
+                9_400,
+                None,
+                json!({"rollback": "restore-required", "restored_snapshot": "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+                       "snapshot_digests": snapshot, "digests_after_restore": snapshot,
+                       "join": "reached play (status, login, configuration, play)"}),
+            ),
+            image("survival", 20_400, "pod-s-2"),
+            join("survival", 22_800),
+            save("survival", 23_200),
+            image("creative", 23_400, "pod-c-2"),
+            join("creative", 25_700),
+            save("creative", 26_100),
+        ],
+        clone_pvcs_before: clone_pvcs(),
+        clone_pvcs_after: clone_pvcs(),
+        promotion_receipts: 2,
+        outcome: Outcome::Promoted { batches: 2 },
+    }
+}
+
+/// An HTTP-only candidate halted at the join gate on the clone; the fleet untouched.
+fn halted() -> Qualification {
+    let reason = "no Minecraft stage answered: status failed: the peer sent bytes that are not a Minecraft packet";
+    let mut after = fleet_before();
+    after.push(member(
+        "survival-canary",
+        "http-only",
+        "pod-k-1",
+        &[
+            ("survival-canary-data", "pvc-k-d"),
+            ("survival-canary-extra-nether", "pvc-k-n"),
+        ],
+    ));
+    Qualification {
+        plan: plan("http-only", Rollback::Compatible),
+        clone: "survival-canary".into(),
+        candidate_image: Some(PINNED.into()),
+        previous: Some("1.0".into()),
+        baseline: fleet_before(),
+        after,
+        snapshot: Some("9f8e7d6c5b4a39281706f5e4d3c2b1a0".into()),
+        gates: vec![
+            preflight(0),
+            image("survival-canary", 6_000, "pod-k-1"),
+            gate(
+                gates::JOIN,
+                "survival-canary",
+                8_400,
+                90,
+                Some(reason),
+                json!({"verdict": reason, "detail": {"ok": false, "reached": null, "failed": "status"},
+                       "http": {"status": 200, "body": "world marker world-seed"}}),
+            ),
+        ],
+        clone_pvcs_before: clone_pvcs(),
+        clone_pvcs_after: vec![],
+        promotion_receipts: 0,
+        outcome: Outcome::Halted {
+            gate: gates::JOIN.into(),
+            server: Some("survival-canary".into()),
+            reason: reason.into(),
+            batches_promoted: 0,
+        },
+    }
+}
+
+fn report(q: &Qualification) -> QualificationReport {
+    QualificationReport::new(meta(), q, None)
+}
+
+#[test]
+fn promoted_report_snapshots() {
+    let r = report(&promoted());
+    insta::assert_snapshot!("promoted_markdown", qualification::markdown(&r));
+    insta::assert_snapshot!("promoted_html", qualification::html(&r));
+    insta::assert_snapshot!("promoted_json", qualification::json(&r));
+}
+
+#[test]
+fn halted_report_snapshots() {
+    let r = report(&halted());
+    assert_eq!(
+        r.decision,
+        "halted at real Minecraft join reaches play on survival-canary: no Minecraft stage answered: status failed: the peer sent bytes that are not a Minecraft packet"
+    );
+    let md = qualification::markdown(&r);
+    // The failing gate's evidence in full, not only its one-line summary.
+    assert!(
+        md.contains("## Failing gate: real Minecraft join reaches play on survival-canary")
+            && md.contains("\"body\": \"world marker world-seed\""),
+        "{md}"
+    );
+    insta::assert_snapshot!("halted_markdown", md);
+    insta::assert_snapshot!("halted_html", qualification::html(&r));
+}
+
+#[test]
+fn a_procedure_error_is_not_a_decision_to_promote() {
+    let mut q = halted();
+    q.outcome = Outcome::Promoted { batches: 0 };
+    let r = QualificationReport::new(
+        meta(),
+        &q,
+        Some("this cluster cannot port-forward to pod games/survival-canary-0 port 25565"),
+    );
+    assert!(!r.promoted);
+    assert!(
+        r.decision.starts_with(
+            "not qualified: the procedure could not complete: this cluster cannot port-forward"
+        ),
+        "{}",
+        r.decision
+    );
+}
+
+#[test]
+fn timeline_labels_are_whole_and_appear_once() {
+    let r = report(&promoted());
+    let svg = qualification::timeline(&r);
+    for (i, g) in r.gates.iter().enumerate() {
+        let label = qualification::timeline_label(i, g);
+        let text = format!(">{}</text>", rehearsal::report::html::escape(&label));
+        assert_eq!(svg.matches(&text).count(), 1, "label {label:?} in:\n{svg}");
+    }
+    // Same gate on different members: distinct labels, each naming its member.
+    assert_eq!(svg.matches("· survival</text>").count(), 3, "{svg}");
+    assert_eq!(svg.matches("· creative</text>").count(), 3, "{svg}");
+    // Same report, same bytes.
+    assert_eq!(
+        qualification::html(&r),
+        qualification::html(&report(&promoted()))
+    );
+}
+
+#[test]
+fn progress_lines_name_gate_member_duration_and_reason() {
+    let q = halted();
+    assert_eq!(
+        progress_line(&q.gates[1]),
+        "  passed  pod runs the pinned image · survival-canary · 2.3 s"
+    );
+    assert_eq!(
+        progress_line(&q.gates[2]),
+        "  FAILED  real Minecraft join reaches play · survival-canary · 90 ms: no Minecraft stage answered: status failed: the peer sent bytes that are not a Minecraft packet"
+    );
+}
+
+fn chromium() -> PathBuf {
+    let path = std::env::var_os("REHEARSAL_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    assert!(
+        path.is_file(),
+        "chromium not found at {}: install Debian's `chromium` (apt-get install -y chromium) or set REHEARSAL_CHROMIUM",
+        path.display()
+    );
+    path
+}
+
+/// Kills the browser (and reaps it) if the test fails while it runs.
+struct KillOnDrop(Option<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn run_chromium(profile: &Path, extra: &[String], url: &str) -> Output {
+    let child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let mut guard = KillOnDrop(Some(child));
+    let child = guard.0.take().unwrap();
+    child.wait_with_output().expect("wait for chromium")
+}
+
+#[test]
+fn chromium_renders_the_qualification_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let written = qualification::write(&report(&halted()), tmp.path()).unwrap();
+    assert_eq!(written.len(), 3);
+    let url = format!(
+        "file://{}",
+        tmp.path().join(qualification::HTML_FILE).display()
+    );
+
+    let png = tmp.path().join("q.png");
+    let shot = run_chromium(
+        &tmp.path().join("profile-shot"),
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1200,1600".into(),
+        ],
+        &url,
+    );
+    assert!(
+        shot.status.success(),
+        "chromium --screenshot exited {}: {}",
+        shot.status,
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    let bytes =
+        std::fs::read(&png).unwrap_or_else(|e| panic!("no screenshot at {}: {e}", png.display()));
+    assert!(
+        bytes.len() > 1000,
+        "screenshot is only {} bytes",
+        bytes.len()
+    );
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "screenshot is not a PNG");
+    if let Ok(keep) = std::env::var("REHEARSAL_KEEP_SCREENSHOT") {
+        std::fs::copy(&png, keep).unwrap();
+    }
+
+    let dom = run_chromium(
+        &tmp.path().join("profile-dom"),
+        &["--dump-dom".into()],
+        &url,
+    );
+    assert!(
+        dom.status.success(),
+        "chromium --dump-dom exited {}",
+        dom.status
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    for needle in [
+        "<h1>Qualification of <code>http-only</code> on template <code>minecraft</code></h1>",
+        "Decision: halted at real Minecraft join reaches play on survival-canary",
+        "<h2>Gates</h2>",
+        "<h2>Failing gate: real Minecraft join reaches play on survival-canary</h2>",
+        "<h2>Pod UIDs before and after</h2>",
+        "<h2>PVC UIDs before and after</h2>",
+        "3. real Minecraft join reaches play · survival-canary</text>",
+    ] {
+        assert!(dom.contains(needle), "the rendered DOM lacks {needle}");
+    }
+    assert_eq!(dom.matches("<svg class=\"timeline\"").count(), 1);
+}
