@@ -28,15 +28,17 @@ fn kind_config_amd64() {
 fn kind_config_with_a_local_registry() {
     use rehearsal::backend::kind::KindRegistry;
     let mut o = options("amd64");
-    o.registry = KindRegistry::from_env(|k| {
+    let registry = KindRegistry::from_env(|k| {
         (k == "REHEARSAL_REGISTRY").then(|| "127.0.0.1:5001".to_string())
     });
+    o.registry = registry.clone().map(Box::new);
     assert_eq!(
-        o.registry,
+        registry,
         Some(KindRegistry {
             host_addr: "127.0.0.1:5001".into(),
             container: Some("rehearsal-registry".into()),
             node_endpoint: "http://rehearsal-registry:5000".into(),
+            network: "kind".into(),
         })
     );
     insta::assert_snapshot!(o.render_config().unwrap());
@@ -53,11 +55,13 @@ fn kind_config_with_a_local_registry() {
         "REHEARSAL_REGISTRY" => Some("127.0.0.1:5002".into()),
         "REHEARSAL_REGISTRY_CONTAINER" => Some(String::new()),
         "REHEARSAL_REGISTRY_ENDPOINT" => Some("http://172.18.0.1:5002".into()),
+        "KIND_EXPERIMENTAL_DOCKER_NETWORK" => Some("kind-ci".into()),
         _ => None,
     })
     .unwrap();
     assert_eq!(r.container, None);
     assert_eq!(r.node_endpoint, "http://172.18.0.1:5002");
+    assert_eq!(r.network, "kind-ci");
 }
 
 #[test]

@@ -974,13 +974,13 @@ async fn kind_pulls_from_a_local_registry_on_its_network_and_pins_the_manifest_d
 
     let mut options = KindOptions::new(&cluster, dir.path().join("state"));
     options.kind_program = kind.display().to_string();
-    options.network = network.clone();
     let endpoint = format!("http://{registry_container}:5000");
-    options.registry = Some(KindRegistry {
+    options.registry = Some(Box::new(KindRegistry {
         host_addr: addr.clone(),
         container: Some(registry_container.clone()),
         node_endpoint: endpoint.clone(),
-    });
+        network: network.clone(),
+    }));
     let backend = Kind::up(options.clone()).await.expect("kind up");
 
     // The cluster config sets containerd's config_path (kind's documented patch).

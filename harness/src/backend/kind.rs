@@ -52,6 +52,9 @@ pub struct KindRegistry {
     pub container: Option<String>,
     /// How the nodes reach it: `http://rehearsal-registry:5000`.
     pub node_endpoint: String,
+    /// The engine network Kind puts its nodes on (`KIND_EXPERIMENTAL_DOCKER_NETWORK`, default
+    /// `kind`), which the registry container joins.
+    pub network: String,
 }
 
 /// The registry container's default name (the workflow starts it under this name).
@@ -72,10 +75,14 @@ impl KindRegistry {
                 container.as_deref().unwrap_or(REGISTRY_CONTAINER)
             )
         });
+        let network = lookup("KIND_EXPERIMENTAL_DOCKER_NETWORK")
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "kind".into());
         Some(Self {
             host_addr,
             container,
             node_endpoint,
+            network,
         })
     }
 }
@@ -130,10 +137,7 @@ pub struct KindOptions {
     /// and never runs `kind`.
     pub exported_kubeconfig: Option<PathBuf>,
     /// The local registry the nodes pull the workspace's images from (`REHEARSAL_REGISTRY`).
-    pub registry: Option<KindRegistry>,
-    /// The engine network Kind puts its nodes on (`KIND_EXPERIMENTAL_DOCKER_NETWORK`, default
-    /// `kind`); the registry container is connected to it.
-    pub network: String,
+    pub registry: Option<Box<KindRegistry>>,
 }
 
 /// The operator under test on Kind.
@@ -175,11 +179,7 @@ impl KindOptions {
             kind_program: std::env::var("REHEARSAL_KIND").unwrap_or_else(|_| "kind".into()),
             deploy: Box::new(KindDeploy::Nothing),
             exported_kubeconfig: None,
-            registry: KindRegistry::from_env(|k| std::env::var(k).ok()),
-            network: std::env::var("KIND_EXPERIMENTAL_DOCKER_NETWORK")
-                .ok()
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| "kind".into()),
+            registry: KindRegistry::from_env(|k| std::env::var(k).ok()).map(Box::new),
         }
     }
 
@@ -481,7 +481,7 @@ impl Kind {
         };
         if let Some(container) = &registry.container {
             self.engine
-                .connect_network(&self.options.network, container)
+                .connect_network(&registry.network, container)
                 .await?;
         }
         let dir = format!(
