@@ -29,7 +29,8 @@ pub const MIRRORED_HOST: &str = "rehearsal.local";
 /// Where containerd looks for per-registry `hosts.toml` files (kind's local-registry pattern).
 pub const CERTS_DIR: &str = "/etc/containerd/certs.d";
 
-/// The containerd config patch that makes the node read [`CERTS_DIR`].
+/// The containerd config patch that makes the node read [`CERTS_DIR`] (kind's local-registry
+/// page; kind's containerd 2.x nodes still default to an empty `config_path`, kind #3918).
 pub const CONTAINERD_PATCH: &str =
     "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"";
 
