@@ -1045,3 +1045,47 @@ async fn kind_pulls_from_a_local_registry_on_its_network_and_pins_the_manifest_d
     Box::new(backend).teardown(false).await.unwrap();
     reg.stop().await;
 }
+
+/// `rehearse run --cluster kind` with a registry that lacks the cases' images stops before
+/// installing anything, in one line naming the missing images and the command that pushes
+/// them (rather than letting every case fail later with ErrImagePull).
+#[test]
+fn rehearse_run_on_kind_refuses_a_registry_without_the_cases_images() {
+    require_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let kubectl = recorder(dir.path(), "kubectl");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let reg = runtime
+        .block_on(rehearsal::registry::LocalRegistry::start(
+            &dir.path().join("registry"),
+            &ProcessLog::default(),
+        ))
+        .expect("docker-registry starts");
+    let addr = reg.addr().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["run", "--cluster", "kind", "--kind-name", &unique("rh")])
+        .args(["--case", "unpullable_candidate", "--reports"])
+        .arg(dir.path().join("reports"))
+        .current_dir(workspace())
+        .env("REHEARSAL_KIND", &kind)
+        .env("REHEARSAL_KUBECTL", &kubectl)
+        .env("REHEARSAL_REGISTRY", &addr)
+        // Nothing to connect: the registry runs on the host here.
+        .env("REHEARSAL_REGISTRY_CONTAINER", "")
+        .output()
+        .unwrap();
+    runtime.block_on(reg.stop());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    for image in rehearsal::deploy::images::for_cases() {
+        assert!(stderr.contains(&image), "{image} not named: {stderr}");
+    }
+    assert!(
+        stderr.contains(&format!("scripts/build-images.sh --push {addr}")),
+        "{stderr}"
+    );
+    // Nothing was installed.
+    assert!(!dir.path().join("kubectl-argv.log").exists());
+}
