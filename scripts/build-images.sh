@@ -92,11 +92,16 @@ rootfs() {
   printf 'root:x:0:\nnonroot:x:65532:\n' > "$root/etc/group"
 }
 
+# Docker (BuildKit) adds provenance attestations by default, which turns each image into an
+# index; without them a push is one single-platform manifest with either engine.
+engine_args=()
+if [ "$engine" = docker ]; then engine_args=(--provenance=false); fi
+
 built=()
 build() { # context dockerfile tag [build args...]
   local context=$1 dockerfile=$2 tag=$3
   shift 3
-  "$engine" build -q -f "$dockerfile" -t "$tag" "$@" "$context" >/dev/null
+  "$engine" build -q "${engine_args[@]}" -f "$dockerfile" -t "$tag" "$@" "$context" >/dev/null
   built+=("$tag")
 }
 
@@ -150,7 +155,7 @@ if $registry_image; then
   printf 'version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: /var/lib/registry\n  delete:\n    enabled: true\nhttp:\n  addr: :5000\n' \
     > "$reg_ctx/rootfs/etc/docker/registry/config.yml"
   printf 'FROM scratch\nCOPY rootfs/ /\nEXPOSE 5000\nENTRYPOINT ["/usr/bin/docker-registry"]\nCMD ["serve", "/etc/docker/registry/config.yml"]\n' > "$reg_ctx/Dockerfile"
-  "$engine" build -q -f "$reg_ctx/Dockerfile" -t rehearsal.local/registry:2 "$reg_ctx" >/dev/null
+  "$engine" build -q "${engine_args[@]}" -f "$reg_ctx/Dockerfile" -t rehearsal.local/registry:2 "$reg_ctx" >/dev/null
 fi
 
 if [ -n "$start_registry" ]; then
