@@ -292,6 +292,13 @@ async fn images_built_here_are_pulled_and_run_by_their_registry_manifest_digest(
         );
     };
     assert!(verdict.ok, "{}", verdict.line());
+    // The process runs as the image's user, its entrypoint with the image's CMD.
+    let top = checked("podman", &["top", &name, "user", "args"]);
+    assert!(
+        top.lines()
+            .any(|l| l.starts_with("root") && l.contains("/usr/local/bin/fixture-game serve")),
+        "{top}"
+    );
     let outcome = verdict.outcome.unwrap();
     assert_eq!(outcome.protocol, minecraft::PROTOCOL_26_1, "{outcome:?}");
 
