@@ -26,7 +26,8 @@
 #   rehearsal.local/fixture-game:{1.0,1.1-compat,2.0-format,http-only,crash,refuse-login,
 #                                 stall-configuration}, rehearsal.local/fixture-agent:{1.0,legacy}
 #   rehearsal.local/reference-operator:dev
-# Prints one line per image: `<local tag>` or, with --push, `<pushed reference>`.
+# Prints one line per image: `<local tag>` or, with --push, `<pushed reference>`; with
+# --start-registry first `registry NAME 127.0.0.1:PORT`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +47,7 @@ while [ $# -gt 0 ]; do
     --registry-image) registry_image=true; shift ;;
     --start-registry) start_registry=${2:?--start-registry needs a port}; registry_image=true; shift 2 ;;
     --registry-name) registry_name=${2:?--registry-name needs a name}; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "build-images: unknown option '$1'; see --help" >&2; exit 2 ;;
   esac
 done
