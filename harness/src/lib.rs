@@ -25,6 +25,7 @@ pub mod namespaces;
 pub mod probe;
 pub mod process;
 pub mod qualify;
+pub mod registry;
 pub mod report;
 pub mod run;
 pub mod wait;

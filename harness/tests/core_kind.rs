@@ -12,12 +12,56 @@ fn options(arch: &str) -> KindOptions {
     o.arch = Arch::normalize(arch);
     o.kind_program = "kind".into();
     o.backup_repo_dir = Some(PathBuf::from("/var/tmp/rehearsal-backups"));
+    // Independent of the environment this test runs in.
+    o.registry = None;
     o
 }
 
 #[test]
 fn kind_config_amd64() {
     insta::assert_snapshot!(options("x86_64").render_config().unwrap());
+}
+
+/// With a local registry the node's containerd reads per-registry hosts.toml files from
+/// /etc/containerd/certs.d (kind's local-registry pattern); without one the config is as before.
+#[test]
+fn kind_config_with_a_local_registry() {
+    use rehearsal::backend::kind::KindRegistry;
+    let mut o = options("amd64");
+    let registry = KindRegistry::from_env(|k| {
+        (k == "REHEARSAL_REGISTRY").then(|| "127.0.0.1:5001".to_string())
+    });
+    o.registry = registry.clone().map(Box::new);
+    assert_eq!(
+        registry,
+        Some(KindRegistry {
+            host_addr: "127.0.0.1:5001".into(),
+            container: Some("rehearsal-registry".into()),
+            node_endpoint: "http://rehearsal-registry:5000".into(),
+            network: "kind".into(),
+        })
+    );
+    insta::assert_snapshot!(o.render_config().unwrap());
+    assert!(
+        !options("amd64")
+            .render_config()
+            .unwrap()
+            .contains("containerd")
+    );
+    // Without REHEARSAL_REGISTRY there is none; an empty container name means "reachable
+    // already" (nothing to connect), and the endpoint can be named.
+    assert_eq!(KindRegistry::from_env(|_| None), None);
+    let r = KindRegistry::from_env(|k| match k {
+        "REHEARSAL_REGISTRY" => Some("127.0.0.1:5002".into()),
+        "REHEARSAL_REGISTRY_CONTAINER" => Some(String::new()),
+        "REHEARSAL_REGISTRY_ENDPOINT" => Some("http://172.18.0.1:5002".into()),
+        "KIND_EXPERIMENTAL_DOCKER_NETWORK" => Some("kind-ci".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(r.container, None);
+    assert_eq!(r.node_endpoint, "http://172.18.0.1:5002");
+    assert_eq!(r.network, "kind-ci");
 }
 
 #[test]

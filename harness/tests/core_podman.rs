@@ -874,3 +874,218 @@ async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
     assert!(host_twin.is_dir());
     assert!(backend.remove_repository("/").await.is_err());
 }
+
+/// Defects 2 and 9: on Kind the digest-pinned candidates are pulled from a local registry
+/// (kind's local-registry pattern), not loaded with `kind load`. With `REHEARSAL_REGISTRY` the
+/// Kind backend writes the containerd `config_path` patch into the cluster config, connects the
+/// registry container to the Kind network, gives every node the `hosts.toml` that sends
+/// `rehearsal.local/…` to it, reads the registry's manifest digest (the one skopeo reads, not
+/// the image id) for the cases to pin, and checks the images are in the registry instead of
+/// importing archives — a missing one is named with the command that pushes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_pulls_from_a_local_registry_on_its_network_and_pins_the_manifest_digest() {
+    use rehearsal::backend::Backend;
+    use rehearsal::backend::kind::{Kind, KindOptions, KindRegistry};
+    use rehearsal::registry::{self, LocalRegistry};
+    require_engine();
+    let engine = NodeEngine::connect().await.expect("engine answers");
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let cluster = unique("rh");
+    let node = format!("{cluster}-control-plane");
+    let repo = format!("rehearsal.local/{}", unique("test-pinned"));
+    let image = format!("{repo}:latest");
+    let registry_container = unique("rh-registry");
+    let network = unique("rh-kind-net");
+    engine
+        .docker()
+        .create_network(bollard::models::NetworkCreateRequest {
+            name: network.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("create the kind network");
+    // Removed after the containers on it (declared before their cleanup).
+    let _network = Network(engine.clone(), network.clone());
+    struct Network(NodeEngine, String);
+    impl Drop for Network {
+        fn drop(&mut self) {
+            let (engine, name) = (self.0.clone(), self.1.clone());
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(async move {
+                    let _ = engine.docker().remove_network(&name).await;
+                })
+            });
+        }
+    }
+    let _cleanup = Cleanup {
+        engine: engine.clone(),
+        containers: vec![node.clone(), registry_container.clone()],
+        images: vec![image.clone()],
+    };
+    import_test_image(&engine, &repo, "latest").await;
+    start_node(&engine, &image, &node, &cluster).await;
+    // The registry's container (a stand-in process; the registry itself runs on the host
+    // below) on the engine's default network, as `docker run -p` puts it.
+    engine
+        .docker()
+        .create_container(
+            Some(
+                CreateContainerOptionsBuilder::new()
+                    .name(&registry_container)
+                    .build(),
+            ),
+            ContainerCreateBody {
+                image: Some(image.clone()),
+                cmd: Some(vec!["sleep".into(), "3600".into()]),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("create the registry container");
+    engine
+        .docker()
+        .start_container(&registry_container, None)
+        .await
+        .expect("start the registry container");
+    // A real registry holding the image, pushed the way scripts/build-images.sh pushes.
+    let reg = LocalRegistry::start(&dir.path().join("registry"), &ProcessLog::default())
+        .await
+        .expect("docker-registry starts");
+    let addr = reg.addr().to_string();
+    let (path, _) = registry::registry_path(&image).unwrap();
+    let pushed = std::process::Command::new("podman")
+        .args(["push", "-q", "--tls-verify=false", &image])
+        .arg(format!("docker://{addr}/{path}:latest"))
+        .output()
+        .unwrap();
+    assert!(
+        pushed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+    let skopeo = std::process::Command::new("skopeo")
+        .args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"])
+        .arg(format!("docker://{addr}/{path}:latest"))
+        .output()
+        .unwrap();
+    assert!(skopeo.status.success());
+    let skopeo_digest = String::from_utf8_lossy(&skopeo.stdout).trim().to_string();
+
+    let mut options = KindOptions::new(&cluster, dir.path().join("state"));
+    options.kind_program = kind.display().to_string();
+    let endpoint = format!("http://{registry_container}:5000");
+    options.registry = Some(Box::new(KindRegistry {
+        host_addr: addr.clone(),
+        container: Some(registry_container.clone()),
+        node_endpoint: endpoint.clone(),
+        network: network.clone(),
+    }));
+    let backend = Kind::up(options.clone()).await.expect("kind up");
+
+    // The cluster config sets containerd's config_path (kind's documented patch).
+    let config = std::fs::read_to_string(options.config_path()).unwrap();
+    assert!(
+        config.contains("containerdConfigPatches:")
+            && config.contains("config_path = \"/etc/containerd/certs.d\""),
+        "{config}"
+    );
+    // The registry container joined the Kind network; the node has the mirror.
+    let networks = engine
+        .container_networks(&registry_container)
+        .await
+        .unwrap();
+    assert!(networks.contains(&network), "{networks:?}");
+    let hosts = exec_out(
+        &engine,
+        &node,
+        &["cat", "/etc/containerd/certs.d/rehearsal.local/hosts.toml"],
+    )
+    .await;
+    assert_eq!(hosts, registry::hosts_toml(&endpoint).trim());
+
+    // The digest a case pins is the registry's manifest digest.
+    let digest = backend.image_digest(&image).await.unwrap();
+    assert_eq!(digest.as_deref(), Some(skopeo_digest.as_str()));
+    let id = engine.docker().inspect_image(&image).await.unwrap().id;
+    assert_ne!(digest, id, "the manifest digest is not the image id");
+
+    // Images are checked in the registry, not imported into the node.
+    backend
+        .load_images(std::slice::from_ref(&image))
+        .await
+        .expect("the image is in the registry");
+    let imports = engine
+        .exec(&node, &["test", "-e", "/var/log/ctr-imports.log"])
+        .await
+        .unwrap();
+    assert_eq!(imports.exit_code, Some(1), "an archive was imported");
+    let missing = format!("rehearsal.local/{}:1.0", unique("never-pushed"));
+    let err = backend
+        .load_images(std::slice::from_ref(&missing))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&missing)
+            && err.contains(&format!("scripts/build-images.sh --push {addr}"))
+            && !err.contains('\n'),
+        "{err}"
+    );
+    let err = backend
+        .image_digest(&missing)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("build-images.sh"), "{err}");
+
+    // A reused cluster is configured again (idempotent: already connected is fine).
+    let again = Kind::up(options.clone()).await.expect("kind up again");
+    Box::new(again).teardown(true).await.unwrap();
+    Box::new(backend).teardown(false).await.unwrap();
+    reg.stop().await;
+}
+
+/// `rehearse run --cluster kind` with a registry that lacks the cases' images stops before
+/// installing anything, in one line naming the missing images and the command that pushes
+/// them (rather than letting every case fail later with ErrImagePull).
+#[test]
+fn rehearse_run_on_kind_refuses_a_registry_without_the_cases_images() {
+    require_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let kubectl = recorder(dir.path(), "kubectl");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let reg = runtime
+        .block_on(rehearsal::registry::LocalRegistry::start(
+            &dir.path().join("registry"),
+            &ProcessLog::default(),
+        ))
+        .expect("docker-registry starts");
+    let addr = reg.addr().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["run", "--cluster", "kind", "--kind-name", &unique("rh")])
+        .args(["--case", "unpullable_candidate", "--reports"])
+        .arg(dir.path().join("reports"))
+        .current_dir(workspace())
+        .env("REHEARSAL_KIND", &kind)
+        .env("REHEARSAL_KUBECTL", &kubectl)
+        .env("REHEARSAL_REGISTRY", &addr)
+        // Nothing to connect: the registry runs on the host here.
+        .env("REHEARSAL_REGISTRY_CONTAINER", "")
+        .output()
+        .unwrap();
+    runtime.block_on(reg.stop());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    for image in rehearsal::deploy::images::for_cases() {
+        assert!(stderr.contains(&image), "{image} not named: {stderr}");
+    }
+    assert!(
+        stderr.contains(&format!("scripts/build-images.sh --push {addr}")),
+        "{stderr}"
+    );
+    // Nothing was installed.
+    assert!(!dir.path().join("kubectl-argv.log").exists());
+}

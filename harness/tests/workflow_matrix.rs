@@ -72,23 +72,21 @@ fn every_bucket_runs_on_amd64_and_arm64_runners() {
             ("ubuntu-24.04-arm".to_owned(), "arm64".to_owned())
         ]
     );
-    // Images and the nextest archive exist for the same architectures.
-    for job in ["images", "build"] {
-        let arches: Vec<&str> = wf["jobs"][job]["strategy"]["matrix"]["include"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .map(|e| e["arch"].as_str().unwrap())
-            .collect();
-        assert_eq!(arches, ["amd64", "arm64"], "job {job}");
-    }
+    // The nextest archive and the image binaries exist for the same architectures.
+    let arches: Vec<&str> = wf["jobs"]["build"]["strategy"]["matrix"]["include"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|e| e["arch"].as_str().unwrap())
+        .collect();
+    assert_eq!(arches, ["amd64", "arm64"], "job build");
 }
 
 #[test]
 fn bucket_job_runs_the_bucket_profile_from_the_archive_and_always_uploads() {
     let wf = workflow();
     let job = &wf["jobs"]["rehearse"];
-    assert_eq!(strings(&job["needs"]), ["images", "build"]);
+    assert_eq!(strings(&job["needs"]), ["build"]);
     assert_eq!(job["env"]["BUCKET"].as_str(), Some("${{ matrix.bucket }}"));
     assert_eq!(job["env"]["REHEARSAL_CLUSTER"].as_str(), Some("kind"));
     let steps = job["steps"].as_sequence().unwrap();
@@ -227,71 +225,88 @@ fn kind_is_pinned_like_the_harness_and_checksum_verified() {
     assert!(workflow_text().contains("sha256sum --check --strict"));
 }
 
+/// Defects 2, 9 and 10: the images are not loaded with `kind load` (a loaded image has no
+/// repository digest, so digest-pinned candidates cannot be pulled, and Docker 29 breaks
+/// `docker save`): the rehearse job builds them with the script the tests run here, pushes them
+/// to the local registry container it starts, and tells `rehearse` (and through nextest every
+/// case) where that registry is — the port the script publishes.
 #[test]
-fn images_job_ships_the_operator_image_the_harness_deploys() {
-    let image = rehearsal::deploy::reference_operator::IMAGE;
+fn images_reach_kind_through_the_local_registry_not_kind_load() {
     let wf = workflow();
-    let runs: Vec<&str> = wf["jobs"]["images"]["steps"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["run"].as_str())
-        .collect();
+    for (name, job) in wf["jobs"].as_mapping().unwrap() {
+        for run in strings_of_runs(job) {
+            assert!(!run.contains("kind load"), "job {name:?} runs `kind load`");
+            assert!(
+                !run.contains("docker save"),
+                "job {name:?} runs `docker save`"
+            );
+        }
+    }
+    assert!(wf["jobs"].get("images").is_none(), "no images tarball job");
+    let job = &wf["jobs"]["rehearse"];
+    let registry = job["env"]["REHEARSAL_REGISTRY"]
+        .as_str()
+        .expect("REHEARSAL_REGISTRY");
+    let port = registry
+        .strip_prefix("127.0.0.1:")
+        .expect("a loopback address");
+    let steps = job["steps"].as_sequence().unwrap();
+    let run_of = |needle: &str| -> usize {
+        steps
+            .iter()
+            .position(|s| s["run"].as_str().is_some_and(|r| r.contains(needle)))
+            .unwrap_or_else(|| panic!("no step runs {needle}"))
+    };
+    let build = run_of(&format!(
+        "scripts/build-images.sh --engine docker --bin-dir \"$RUNNER_TEMP/build/bin\" --start-registry {port}"
+    ));
+    // The registry holds the images before the cluster (and the operator's pod) needs them.
+    assert!(build < run_of("cluster up --kind"));
+    // The registry container is the one `rehearse` connects to the Kind network by default.
+    let script = std::fs::read_to_string(workspace().join("scripts/build-images.sh")).unwrap();
+    assert!(script.contains(&format!(
+        "registry_name={}",
+        rehearsal::backend::kind::REGISTRY_CONTAINER
+    )));
+    // The build job ships the binaries the script reads from --bin-dir.
+    let build_job = strings_of_runs(&wf["jobs"]["build"]);
     assert!(
-        runs.iter().any(|r| r.contains(&format!("-t {image}"))),
-        "built"
+        build_job.iter().any(|r| r
+            .contains("cp target/release/fixture-game target/release/reference-operator out/bin/")),
+        "{build_job:?}"
     );
-    assert!(
-        runs.iter()
-            .any(|r| r.contains("docker save") && r.contains(image)),
-        "saved into the tarball"
-    );
-    // Every fixture tag saved is one the build step makes.
-    let save = runs.iter().find(|r| r.contains("docker save")).unwrap();
-    let build = runs.iter().find(|r| r.contains("--target game")).unwrap();
-    for tag in save
-        .split_whitespace()
-        .filter(|w| w.starts_with("rehearsal.local/fixture-"))
-    {
-        let (repo, version) = tag.split_once(':').unwrap();
-        let maker = if repo.ends_with("fixture-game") {
-            "game"
-        } else {
-            "agent"
+    // Every image the cases use is one the script builds (images_registry.rs checks the
+    // pushes; this checks the script's table against the harness's list).
+    for image in rehearsal::deploy::images::for_cases() {
+        let (repo, tag) = image.rsplit_once(':').unwrap();
+        let made = match repo {
+            "rehearsal.local/fixture-game" => script
+                .lines()
+                .any(|l| l.starts_with(&format!("game {tag} "))),
+            "rehearsal.local/fixture-agent" => script
+                .lines()
+                .any(|l| l.starts_with(&format!("agent {tag} "))),
+            _ => script.contains(&format!("\"$op_ctx/Dockerfile\" {image}")),
         };
         assert!(
-            build
-                .lines()
-                .any(|l| l.trim().starts_with(&format!("{maker} {version} "))),
-            "{tag} is saved but never built"
+            made,
+            "{image} is used by the cases but scripts/build-images.sh does not build it"
         );
     }
 }
 
-/// The image tarball CI loads into Kind holds every image `rehearse run --cluster kind` loads
-/// (the images the cases use).
-#[test]
-fn images_job_ships_every_image_the_cases_use() {
-    let wf = workflow();
-    let save = wf["jobs"]["images"]["steps"]
+fn strings_of_runs(job: &Value) -> Vec<String> {
+    job["steps"]
         .as_sequence()
         .unwrap()
         .iter()
-        .filter_map(|s| s["run"].as_str())
-        .find(|r| r.contains("docker save"))
-        .unwrap();
-    let saved: Vec<&str> = save.split_whitespace().collect();
-    for image in rehearsal::deploy::images::for_cases() {
-        assert!(
-            saved.contains(&image.as_str()),
-            "{image} is used by the cases but not in the images tarball"
-        );
-    }
+        .filter_map(|s| s["run"].as_str().map(str::to_owned))
+        .collect()
 }
 
 /// Defect: nextest came from install-action with its default fallback, cargo-binstall, which
 /// downloads release binaries without a checksum whenever the pinned action's manifest does
-/// not list the requested version (v2.62.49 predates nextest 0.9.143). Every install-action
+/// not list the requested version (v2.62.49 predated nextest 0.9.143; the pin is now v2.75.26). Every install-action
 /// step pins the workflow's nextest version and falls back only to `cargo install` (crates.io
 /// checksums) or nothing; `fallback: cargo-install` needs install-action ≥ 2.60.0.
 #[test]

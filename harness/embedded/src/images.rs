@@ -1,10 +1,21 @@
 //! The image catalogue: what an image reference means on the embedded node.
 //!
-//! There is no registry and no image store. An image reference (`repo:tag` or `repo@sha256:…`)
-//! maps to a local executable plus the parts of an image config the kubelet needs (entrypoint,
-//! cmd, env). The digest is derived from the executable's bytes and that config, so it is stable
-//! for a given build and changes when the binary changes, like a real image digest. A reference
-//! the catalogue does not know is what a failed pull is on a real node: `ErrImagePull`.
+//! There is no image store. An image reference (`repo:tag` or `repo@sha256:…`) maps to a local
+//! executable plus the parts of an image config the kubelet needs (entrypoint, cmd, env). A
+//! reference the catalogue does not know is what a failed pull is on a real node: `ErrImagePull`.
+//!
+//! Two digests, as a registry has them:
+//! - the **image id** ([`Image::digest`]): the digest of the image's config blob, which names
+//!   the executable's bytes as its one layer — what `podman images` shows as the ID;
+//! - the **manifest digest** ([`ResolvedImage::manifest_digest`]): the digest of the manifest
+//!   document that names the config blob and the layer — what a registry answers in
+//!   `Docker-Content-Digest`, what `repo@sha256:…` pins and what a node reports as `imageID`
+//!   after a pull. An insert keyed by a digest (`repo@sha256:…`) is given that manifest digest
+//!   (one read from a real registry); any other insert publishes the image, computing it.
+//!
+//! A `repo@sha256:<d>` reference resolves only when `<d>` is a manifest digest of that
+//! repository, never through the image id: a reference pinned by the wrong digest fails to
+//! pull here as it does on a Kind node pulling from a registry.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -73,8 +84,11 @@ impl Image {
 pub struct ResolvedImage {
     /// The image.
     pub image: Image,
-    /// `<repo>@sha256:…`, reported as the container status' `imageID`.
+    /// `<repo>@<manifest digest>`, reported as the container status' `imageID` (a node
+    /// reports the repository digest of what it pulled).
     pub image_id: String,
+    /// The registry's manifest digest (`sha256:…`): what a digest-pinned reference names.
+    pub manifest_digest: String,
 }
 
 /// A workspace image: reference, binary name, cmd, env.
@@ -87,32 +101,48 @@ pub struct ImageCatalogue {
     entries: Arc<RwLock<HashMap<String, Arc<Entry>>>>,
 }
 
-/// A catalogue entry whose digest may still be pending: hashing tens of megabytes of
+/// A catalogue entry whose digests may still be pending: hashing tens of megabytes of
 /// workspace binary is deferred until a pod first uses the image, so a cluster starts fast.
 #[derive(Debug)]
 struct Entry {
     image: Image,
-    digest: OnceLock<Option<String>>,
+    /// A manifest digest the catalogue was given (an insert keyed by `repo@sha256:…`).
+    given_manifest: Option<String>,
+    /// The image id and manifest digest, once computed (`None`: the executable is unreadable).
+    digests: OnceLock<Option<(String, String)>>,
 }
 
 impl Entry {
-    fn ready(image: Image) -> Self {
-        let digest = OnceLock::from(Some(image.digest.clone()));
-        Self { image, digest }
-    }
-
-    fn lazy(image: Image) -> Self {
+    fn ready(image: Image, given_manifest: Option<String>) -> Self {
         Self {
             image,
-            digest: OnceLock::new(),
+            given_manifest,
+            digests: OnceLock::new(),
         }
     }
 
-    /// The image with its digest, or `None` when the executable cannot be read.
-    fn materialize(&self) -> Option<Image> {
-        let digest = self.digest.get_or_init(|| {
+    fn lazy(image: Image) -> Self {
+        Self::ready(image, None)
+    }
+
+    /// The image with its id, and its manifest digest; `None` when the executable cannot be
+    /// read.
+    fn materialize(&self) -> Option<(Image, String)> {
+        let digests = self.digests.get_or_init(|| {
             let i = &self.image;
-            match digest_of(&i.executable, &i.entrypoint, &i.cmd, &i.env) {
+            let computed = if i.digest.is_empty() {
+                digest_of(&i.executable, &i.entrypoint, &i.cmd, &i.env)
+            } else {
+                Ok(i.digest.clone())
+            };
+            let both = computed.and_then(|id| {
+                let manifest = match &self.given_manifest {
+                    Some(given) => given.clone(),
+                    None => manifest_digest(&i.executable, &id, &i.entrypoint, &i.cmd, &i.env)?,
+                };
+                Ok((id, manifest))
+            });
+            match both {
                 Ok(d) => Some(d),
                 Err(error) => {
                     tracing::warn!(%error, executable = %i.executable.display(), "cannot read image executable: the image is unknown");
@@ -120,10 +150,14 @@ impl Entry {
                 }
             }
         });
-        Some(Image {
-            digest: digest.clone()?,
-            ..self.image.clone()
-        })
+        let (id, manifest) = digests.clone()?;
+        Some((
+            Image {
+                digest: id,
+                ..self.image.clone()
+            },
+            manifest,
+        ))
     }
 }
 
@@ -290,8 +324,12 @@ impl ImageCatalogue {
 
     /// Adds or replaces an image. `reference` is `repo:tag`, `repo@sha256:…` or `repo:*`
     /// (every tag of `repo`).
+    /// An insert keyed by a digest is given that digest as the image's manifest digest (as
+    /// read from a registry); any other insert publishes the image, its manifest digest computed
+    /// from its manifest document.
     pub fn insert(&self, reference: &str, image: Image) {
-        self.insert_entry(reference, Entry::ready(image));
+        let (_, _, digest) = split_reference(reference);
+        self.insert_entry(reference, Entry::ready(image, digest));
     }
 
     fn insert_entry(&self, reference: &str, entry: Entry) {
@@ -323,8 +361,9 @@ impl ImageCatalogue {
                 .find(|(k, _)| k == key)
                 .map(|(_, e)| e.clone())
         };
-        let found = match &digest {
-            // A digest pins content: any entry of this repo with that digest matches.
+        let (image, manifest_digest) = match &digest {
+            // A digest pins a manifest: an entry of this repo given that digest, or one whose
+            // manifest has it. The image id is no manifest digest and never matches.
             Some(digest) => get(&format!("{repo}@{digest}"))
                 .and_then(|e| e.materialize())
                 .or_else(|| {
@@ -332,7 +371,7 @@ impl ImageCatalogue {
                         .iter()
                         .filter(|(key, _)| key_repo(key) == repo)
                         .filter_map(|(_, e)| e.materialize())
-                        .find(|image| &image.digest == digest)
+                        .find(|(_, manifest)| manifest == digest)
                 }),
             None => {
                 let tag = tag.unwrap_or_else(|| "latest".to_string());
@@ -342,8 +381,9 @@ impl ImageCatalogue {
             }
         }?;
         Some(ResolvedImage {
-            image_id: format!("{repo}@{}", found.digest),
-            image: found,
+            image_id: format!("{repo}@{manifest_digest}"),
+            image,
+            manifest_digest,
         })
     }
 
@@ -568,17 +608,63 @@ fn file_hash(path: &Path) -> std::io::Result<String> {
     Ok(hash)
 }
 
+/// The image's config blob (OCI image config): its one layer is the executable's bytes.
+fn config_blob(
+    layer: &str,
+    entrypoint: &[String],
+    cmd: &[String],
+    env: &[(String, String)],
+) -> Vec<u8> {
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    serde_json::json!({
+        "architecture": std::env::consts::ARCH,
+        "os": "linux",
+        "config": { "Entrypoint": entrypoint, "Cmd": cmd, "Env": env },
+        "rootfs": { "type": "layers", "diff_ids": [format!("sha256:{layer}")] },
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// The image id: the digest of the config blob.
 fn digest_of(
     executable: &Path,
     entrypoint: &[String],
     cmd: &[String],
     env: &[(String, String)],
 ) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    hasher.update(file_hash(executable)?.as_bytes());
-    let config = serde_json::json!({ "entrypoint": entrypoint, "cmd": cmd, "env": env });
-    hasher.update(config.to_string().as_bytes());
-    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
+    let blob = config_blob(&file_hash(executable)?, entrypoint, cmd, env);
+    Ok(format!("sha256:{}", hex::encode(Sha256::digest(&blob))))
+}
+
+/// The manifest digest: the digest of the manifest document a registry serves for the image,
+/// which names the config blob (by the image id `id`) and the one layer.
+fn manifest_digest(
+    executable: &Path,
+    id: &str,
+    entrypoint: &[String],
+    cmd: &[String],
+    env: &[(String, String)],
+) -> std::io::Result<String> {
+    let layer = file_hash(executable)?;
+    let size = std::fs::metadata(executable)?.len();
+    let config = config_blob(&layer, entrypoint, cmd, env);
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "digest": id,
+            "size": config.len(),
+        },
+        "layers": [{
+            "mediaType": "application/vnd.oci.image.layer.v1.tar",
+            "digest": format!("sha256:{layer}"),
+            "size": size,
+        }],
+    })
+    .to_string();
+    Ok(format!("sha256:{}", hex::encode(Sha256::digest(manifest))))
 }
 
 #[cfg(test)]
@@ -601,11 +687,27 @@ mod tests {
         catalogue.insert("example.local:5000/app:1.0", sh_image("a"));
         catalogue.insert("busybox:*", sh_image("b"));
         let app = catalogue.resolve("example.local:5000/app:1.0").unwrap();
-        assert!(app.image_id.starts_with("example.local:5000/app@sha256:"));
+        assert_eq!(
+            app.image_id,
+            format!("example.local:5000/app@{}", app.manifest_digest)
+        );
         let by_digest = catalogue
-            .resolve(&format!("example.local:5000/app@{}", app.image.digest))
+            .resolve(&format!("example.local:5000/app@{}", app.manifest_digest))
             .unwrap();
         assert_eq!(by_digest.image, app.image);
+        // The image id is not a manifest digest: pinning it is a failed pull.
+        assert_ne!(app.image.digest, app.manifest_digest);
+        assert!(
+            catalogue
+                .resolve(&format!("example.local:5000/app@{}", app.image.digest))
+                .is_none()
+        );
+        // The manifest digest of another repository does not resolve here either.
+        assert!(
+            catalogue
+                .resolve(&format!("example.local:5000/other@{}", app.manifest_digest))
+                .is_none()
+        );
         assert_eq!(
             catalogue
                 .resolve("docker.io/library/busybox:1.36")
@@ -621,6 +723,25 @@ mod tests {
         assert!(
             catalogue
                 .resolve("example.local:5000/app@sha256:0000")
+                .is_none()
+        );
+    }
+
+    /// A digest the catalogue was given (read from a real registry) pins the image; the
+    /// node then reports it as the imageID.
+    #[test]
+    fn a_given_manifest_digest_resolves_and_is_reported() {
+        let catalogue = ImageCatalogue::new();
+        let given = format!("sha256:{}", "ab".repeat(32));
+        catalogue.insert(&format!("127.0.0.1:5000/app@{given}"), sh_image("a"));
+        let pinned = catalogue
+            .resolve(&format!("127.0.0.1:5000/app@{given}"))
+            .unwrap();
+        assert_eq!(pinned.manifest_digest, given);
+        assert_eq!(pinned.image_id, format!("127.0.0.1:5000/app@{given}"));
+        assert!(
+            catalogue
+                .resolve(&format!("127.0.0.1:5000/app@{}", pinned.image.digest))
                 .is_none()
         );
     }

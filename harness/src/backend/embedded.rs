@@ -293,14 +293,15 @@ impl Backend for Embedded {
         &'a self,
         reference: &'a str,
     ) -> BoxFuture<'a, Result<Option<String>, BackendError>> {
-        // The catalogue is the embedded node's registry: it derives each image's digest from
-        // its content, whatever the kubelet later reports.
+        // The catalogue is the embedded node's registry: the manifest digest it serves for the
+        // reference (never the image id, which a digest-pinned pull does not resolve), whatever
+        // the kubelet later reports.
         Box::pin(async move {
             Ok(self
                 .cluster
                 .images()
                 .resolve(reference)
-                .map(|r| r.image.digest))
+                .map(|r| r.manifest_digest))
         })
     }
 

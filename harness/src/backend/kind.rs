@@ -6,8 +6,14 @@
 //! - The test processes of a nextest bucket run only attach ([`Kind::attach`]) through the
 //!   kubeconfig the setup script exported once; they never run `kind`.
 //! - On a failed create the nodes are kept when `keep_on_failure` is set (`--retain`).
-//! - Images are loaded per node as a single-platform archive imported with `ctr`, avoiding the
-//!   multi-platform `kind load` failure.
+//! - Images come from a local OCI registry when one is configured ([`KindRegistry`], from
+//!   `REHEARSAL_REGISTRY`): the nodes pull `rehearsal.local/…` through a containerd mirror
+//!   (`config_path` + `hosts.toml`, kind's local-registry pattern), the registry container is
+//!   connected to the Kind network, and digest-pinned candidates name the registry's manifest
+//!   digest ([`Backend::image_digest`]). Without a registry, images are imported per node as
+//!   single-platform archives with `ctr` — enough for tag references, but containerd then knows
+//!   no repository digest, so digest-pinned candidates cannot be pulled (kind #2394), and Docker
+//!   29's containerd image store breaks `docker save` (kind #3795).
 //! - A container restart in place is `crictl stop` inside the pod's node.
 
 use std::path::{Path, PathBuf};
@@ -33,6 +39,53 @@ pub const CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
 /// [`crate::cases::fixture::repo_path`], which the backup Jobs mount with hostPath); a
 /// `--backup-repo` host directory is mounted here, so the repositories land in it.
 pub const NODE_BACKUP_REPO: &str = "/var/tmp/rehearsal-repos";
+
+/// The local registry the nodes pull the workspace's images from (kind's local-registry
+/// pattern). [`KindRegistry::from_env`] reads it from `REHEARSAL_REGISTRY` (its host address),
+/// `REHEARSAL_REGISTRY_CONTAINER` and `REHEARSAL_REGISTRY_ENDPOINT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindRegistry {
+    /// Where the harness reads manifest digests: `127.0.0.1:5001`.
+    pub host_addr: String,
+    /// The registry's container, connected to the Kind network so the nodes reach it by name
+    /// (`None`: it is reachable already).
+    pub container: Option<String>,
+    /// How the nodes reach it: `http://rehearsal-registry:5000`.
+    pub node_endpoint: String,
+    /// The engine network Kind puts its nodes on (`KIND_EXPERIMENTAL_DOCKER_NETWORK`, default
+    /// `kind`), which the registry container joins.
+    pub network: String,
+}
+
+/// The registry container's default name (the workflow starts it under this name).
+pub const REGISTRY_CONTAINER: &str = "rehearsal-registry";
+
+impl KindRegistry {
+    /// The registry named by the environment, or `None` when `REHEARSAL_REGISTRY` is unset.
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Option<Self> {
+        let host_addr = lookup("REHEARSAL_REGISTRY").filter(|a| !a.is_empty())?;
+        let container = match lookup("REHEARSAL_REGISTRY_CONTAINER") {
+            Some(c) if c.is_empty() => None,
+            Some(c) => Some(c),
+            None => Some(REGISTRY_CONTAINER.to_string()),
+        };
+        let node_endpoint = lookup("REHEARSAL_REGISTRY_ENDPOINT").unwrap_or_else(|| {
+            format!(
+                "http://{}:5000",
+                container.as_deref().unwrap_or(REGISTRY_CONTAINER)
+            )
+        });
+        let network = lookup("KIND_EXPERIMENTAL_DOCKER_NETWORK")
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "kind".into());
+        Some(Self {
+            host_addr,
+            container,
+            node_endpoint,
+            network,
+        })
+    }
+}
 
 /// A node image reference pinned by digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +136,8 @@ pub struct KindOptions {
     /// script's `REHEARSAL_KUBECONFIG`): set, the harness attaches through it ([`Kind::attach`])
     /// and never runs `kind`.
     pub exported_kubeconfig: Option<PathBuf>,
+    /// The local registry the nodes pull the workspace's images from (`REHEARSAL_REGISTRY`).
+    pub registry: Option<Box<KindRegistry>>,
 }
 
 /// The operator under test on Kind.
@@ -124,6 +179,7 @@ impl KindOptions {
             kind_program: std::env::var("REHEARSAL_KIND").unwrap_or_else(|_| "kind".into()),
             deploy: Box::new(KindDeploy::Nothing),
             exported_kubeconfig: None,
+            registry: KindRegistry::from_env(|k| std::env::var(k).ok()).map(Box::new),
         }
     }
 
@@ -150,6 +206,11 @@ impl KindOptions {
             networking: Networking {
                 api_server_address: "127.0.0.1",
             },
+            containerd_config_patches: self
+                .registry
+                .iter()
+                .map(|_| crate::registry::CONTAINERD_PATCH.to_string())
+                .collect(),
             nodes: vec![NodeConfig {
                 role: "control-plane",
                 image: image.reference,
@@ -234,6 +295,8 @@ struct ClusterConfig<'a> {
     api_version: &'a str,
     name: &'a str,
     networking: Networking<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    containerd_config_patches: Vec<String>,
     nodes: Vec<NodeConfig<'a>>,
 }
 
@@ -341,6 +404,7 @@ impl Kind {
             log,
             provenance,
         };
+        kind.connect_registry().await?;
         kind.deploy().await?;
         Ok(kind)
     }
@@ -407,6 +471,42 @@ impl Kind {
         }
     }
 
+    /// Makes the registry reachable from every node (kind's local-registry pattern): the
+    /// registry container joins the Kind network, and each node gets the `hosts.toml` that
+    /// sends pulls of `rehearsal.local/…` to it (containerd reads it at each pull; the
+    /// cluster config set `config_path`). Idempotent, so a reused cluster is configured too.
+    async fn connect_registry(&self) -> Result<(), BackendError> {
+        let Some(registry) = &self.options.registry else {
+            return Ok(());
+        };
+        if let Some(container) = &registry.container {
+            self.engine
+                .connect_network(&registry.network, container)
+                .await?;
+        }
+        let dir = format!(
+            "{}/{}",
+            crate::registry::CERTS_DIR,
+            crate::registry::MIRRORED_HOST
+        );
+        let hosts = crate::registry::hosts_toml(&registry.node_endpoint);
+        for node in self.nodes().await? {
+            self.engine
+                .exec_checked(&node, &["mkdir", "-p", &dir])
+                .await?;
+            self.engine
+                .write_file(
+                    &node,
+                    &dir,
+                    "hosts.toml",
+                    bytes::Bytes::from(hosts.clone()),
+                    0o644,
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
     pub fn provenance(&self) -> Provenance {
         self.provenance
     }
@@ -422,6 +522,13 @@ impl Kind {
             .containers_with_label(CLUSTER_LABEL, &self.options.cluster_name)
             .await?)
     }
+}
+
+/// The one-line error for images the registry does not hold.
+fn not_pushed(images: &str, addr: &str) -> String {
+    format!(
+        "the registry at {addr} does not hold {images}; build and push the images with `scripts/build-images.sh --push {addr}`"
+    )
 }
 
 /// Finds the node and CRI container ID of `container` in a pod.
@@ -515,8 +622,51 @@ impl Backend for Kind {
         ))
     }
 
+    /// With a registry: the registry's manifest digest of the image (what a node pulling the
+    /// image reports as its `imageID`). Without one: `None` (the node's report is the only
+    /// source, and a digest-pinned candidate cannot be pulled).
+    fn image_digest<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, BackendError>> {
+        Box::pin(async move {
+            let Some(registry) = &self.options.registry else {
+                return Ok(None);
+            };
+            match crate::registry::image_digest(&registry.host_addr, reference).await {
+                Ok(Some(digest)) => Ok(Some(digest)),
+                Ok(None) => Err(BackendError::Setup(not_pushed(
+                    reference,
+                    &registry.host_addr,
+                ))),
+                Err(e) => Err(BackendError::Setup(e.to_string())),
+            }
+        })
+    }
+
+    /// With a registry the images are not loaded but pulled: each must be in the registry
+    /// (pushed by `scripts/build-images.sh --push`), checked here so a missing one is named
+    /// now rather than as an ErrImagePull later. Without one, each is imported into every node.
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
+            if let Some(registry) = &self.options.registry {
+                let mut missing = Vec::new();
+                for image in images {
+                    match crate::registry::image_digest(&registry.host_addr, image).await {
+                        Ok(Some(_)) => {}
+                        Ok(None) => missing.push(image.as_str()),
+                        Err(e) => return Err(BackendError::Setup(e.to_string())),
+                    }
+                }
+                return if missing.is_empty() {
+                    Ok(())
+                } else {
+                    Err(BackendError::Setup(not_pushed(
+                        &missing.join(", "),
+                        &registry.host_addr,
+                    )))
+                };
+            }
             for node in self.nodes().await? {
                 let arch = self.engine.node_arch(&node).await?;
                 for (i, image) in images.iter().enumerate() {

@@ -276,6 +276,49 @@ impl NodeEngine {
         result
     }
 
+    /// Connects `container` to `network` (the registry container to the Kind network, so the
+    /// nodes reach it by name); already connected is fine.
+    pub async fn connect_network(&self, network: &str, container: &str) -> Result<(), EngineError> {
+        let inspect = self
+            .docker
+            .inspect_container(container, None)
+            .await
+            .map_err(api(format!("inspect container {container}")))?;
+        let joined = inspect
+            .network_settings
+            .and_then(|n| n.networks)
+            .is_some_and(|n| n.contains_key(network));
+        if joined {
+            return Ok(());
+        }
+        self.docker
+            .connect_network(
+                network,
+                bollard::models::NetworkConnectRequest {
+                    container: container.to_string(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(api(format!("connect {container} to network {network}")))
+    }
+
+    /// The networks `container` is connected to, sorted.
+    pub async fn container_networks(&self, container: &str) -> Result<Vec<String>, EngineError> {
+        let inspect = self
+            .docker
+            .inspect_container(container, None)
+            .await
+            .map_err(api(format!("inspect container {container}")))?;
+        let mut names: Vec<String> = inspect
+            .network_settings
+            .and_then(|n| n.networks)
+            .map(|n| n.into_keys().collect())
+            .unwrap_or_default();
+        names.sort();
+        Ok(names)
+    }
+
     /// Stops one CRI container inside the node; the kubelet then restarts it in the same pod.
     pub async fn crictl_stop(
         &self,

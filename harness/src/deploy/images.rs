@@ -1,8 +1,10 @@
-//! The images a Kind node must hold before the cases run.
+//! The images a Kind node must be able to pull before the cases run.
 //!
-//! No registry serves them: they are built from `images/` (the workflow's `images` job) and
-//! loaded into the nodes. Public images the cases also use (`busybox`, `restic/restic`) are
-//! pulled by the node itself.
+//! `scripts/build-images.sh` builds them FROM scratch over the workspace's binaries and pushes
+//! them to the local registry the nodes pull `rehearsal.local/…` from (`--start-registry`;
+//! [`crate::registry`]); the Kind backend checks the registry holds each of them (or, without a
+//! registry, imports them into the nodes). Public images the cases also use (`busybox`,
+//! `restic/restic`) are pulled by the node itself.
 
 use crate::cases::fixture;
 
