@@ -846,7 +846,8 @@ async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
     options.exported_kubeconfig = Some(kubeconfig);
     let backend = Kind::attach(options).await.expect("attach");
 
-    let path = rehearsal::cases::fixture::repo_path(&unique("rh-case"));
+    let name = unique("rh-case");
+    let path = format!("{}/{name}", rehearsal::backend::kind::NODE_BACKUP_REPO);
     exec_out(
         &engine,
         &node,
@@ -857,7 +858,7 @@ async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
     let host_twin = dir.path().join("host-twin");
     std::fs::create_dir_all(&host_twin).unwrap();
     backend
-        .remove_repository(&path)
+        .remove_repository(&name)
         .await
         .expect("remove in the node");
     let gone = engine.exec(&node, &["test", "-e", &path]).await.unwrap();
@@ -872,5 +873,7 @@ async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
         .unwrap();
     assert_eq!(root.exit_code, Some(0));
     assert!(host_twin.is_dir());
-    assert!(backend.remove_repository("/").await.is_err());
+    for bad in ["/", "..", "a/b", ""] {
+        assert!(backend.remove_repository(bad).await.is_err(), "{bad:?}");
+    }
 }

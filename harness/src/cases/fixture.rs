@@ -96,7 +96,7 @@ pub struct Fixture {
     pub namespace: String,
     /// Cluster-scoped, so named after the namespace.
     pub template: String,
-    /// Where the restic repository lives (a path on the node, mounted by the backup Job).
+    /// The restic repository URL (`rest:http://HOST:PORT/<name>`) in the repository Secret.
     pub repo: String,
 }
 
@@ -268,12 +268,18 @@ fn secret(name: &str, data: &[(&str, &str)]) -> Secret {
     }
 }
 
-/// Where the case's restic repository lives on the node. A path, not a server: the backup Job
-/// mounts it with a hostPath volume, which the embedded node and a Kind node both provide.
-pub fn repo_path(namespace: &str) -> String {
-    let root =
-        std::env::var("REHEARSAL_REPO_ROOT").unwrap_or_else(|_| "/var/tmp/rehearsal-repos".into());
-    format!("{root}/{namespace}")
+/// The name of the case's restic repository on the backend's REST server: the case's namespace
+/// (unique per case and run).
+pub fn repository_name(namespace: &str) -> &str {
+    namespace
+}
+
+/// The case's repository URL (`rest:http://HOST:PORT/<name>`): a restic REST server the
+/// backend runs, so the copy Jobs of either operator reach it without mounting anything.
+pub fn repository_url(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
+    ctx.backend
+        .repository_url(repository_name(&ctx.namespace))
+        .map_err(|e| CaseError::Setup(format!("the case's restic repository: {e}")))
 }
 
 /// Installs the secrets and the template into the case's namespace.
@@ -283,7 +289,7 @@ pub async fn install(
 ) -> Result<Fixture, CaseError> {
     let ns = ctx.namespace.clone();
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-    let repo = repo_path(&ns);
+    let repo = repository_url(ctx)?;
     for s in [
         secret(RCON_SECRET, &[("password", RCON_PASSWORD)]),
         secret(
@@ -313,7 +319,7 @@ pub async fn install(
 /// Creates the Secret naming the case's repository with a wrong password.
 pub async fn install_bad_repo_secret(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let repo = repo_path(&ctx.namespace);
+    let repo = repository_url(ctx)?;
     secrets
         .create(
             &PostParams::default(),

@@ -243,7 +243,9 @@ pub async fn run_case(
     if !keep {
         let _ = namespaces::delete(&client, &ns).await;
         let _ = fixture::cleanup_cluster_scoped(&client, &ns).await;
-        let _ = backend.remove_repository(&fixture::repo_path(&ns)).await;
+        let _ = backend
+            .remove_repository(fixture::repository_name(&ns))
+            .await;
     }
     Ok(CaseResult {
         case: case.name,
