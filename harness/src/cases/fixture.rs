@@ -282,23 +282,37 @@ pub fn repository_url(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
         .map_err(|e| CaseError::Setup(format!("the case's restic repository: {e}")))
 }
 
+/// The Secrets every case gets: the RCON password and the repository (`repo` = `repo_url`,
+/// `password`), as Gameplane reads them.
+pub fn secrets(repo_url: &str) -> Vec<Secret> {
+    vec![
+        secret(RCON_SECRET, &[("password", RCON_PASSWORD)]),
+        secret(
+            REPO_SECRET,
+            &[("repo", repo_url), ("password", RESTIC_PASSWORD)],
+        ),
+    ]
+}
+
+/// The repository Secret with the wrong password.
+pub fn bad_repo_secret(repo_url: &str) -> Secret {
+    secret(
+        BAD_REPO_SECRET,
+        &[("repo", repo_url), ("password", "not-the-password")],
+    )
+}
+
 /// Installs the secrets and the template into the case's namespace.
 pub async fn install(
     ctx: &CaseContext<'_>,
     options: &FixtureOptions,
 ) -> Result<Fixture, CaseError> {
     let ns = ctx.namespace.clone();
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let secrets_api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
     let repo = repository_url(ctx)?;
-    for s in [
-        secret(RCON_SECRET, &[("password", RCON_PASSWORD)]),
-        secret(
-            REPO_SECRET,
-            &[("repo", &repo), ("password", RESTIC_PASSWORD)],
-        ),
-    ] {
+    for s in secrets(&repo) {
         let name = s.metadata.name.clone().unwrap_or_default();
-        secrets
+        secrets_api
             .create(&PostParams::default(), &s)
             .await
             .map_err(CaseError::kube("create Secret", format!("{ns}/{name}")))?;
@@ -321,13 +335,7 @@ pub async fn install_bad_repo_secret(ctx: &CaseContext<'_>) -> Result<(), CaseEr
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let repo = repository_url(ctx)?;
     secrets
-        .create(
-            &PostParams::default(),
-            &secret(
-                BAD_REPO_SECRET,
-                &[("repo", &repo), ("password", "not-the-password")],
-            ),
-        )
+        .create(&PostParams::default(), &bad_repo_secret(&repo))
         .await
         .map_err(CaseError::kube(
             "create Secret",
@@ -482,15 +490,9 @@ pub async fn create_backup(
     new_backup(ctx, name, server, REPO_SECRET, quiesce).await
 }
 
-async fn new_backup(
-    ctx: &CaseContext<'_>,
-    name: &str,
-    server: &str,
-    repo_secret: &str,
-    quiesce: bool,
-) -> Result<Backup, CaseError> {
-    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let b = Backup::new(
+/// The Backup the cases create: of `server` into the repository Secret `repo_secret`.
+pub fn backup(name: &str, server: &str, repo_secret: &str, quiesce: bool) -> Backup {
+    Backup::new(
         name,
         BackupSpec {
             server_ref: ServerRef {
@@ -504,9 +506,37 @@ async fn new_backup(
             quiesce: Some(quiesce),
             tags: vec!["rehearsal".into()],
         },
-    );
+    )
+}
+
+/// The Restore the cases create: backup `backup` into `server`.
+pub fn restore(name: &str, backup: &str, server: &str) -> Restore {
+    Restore::new(
+        name,
+        RestoreSpec {
+            backup_ref: BackupRef {
+                name: backup.into(),
+            },
+            server_ref: ServerRef {
+                name: server.into(),
+            },
+        },
+    )
+}
+
+async fn new_backup(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    server: &str,
+    repo_secret: &str,
+    quiesce: bool,
+) -> Result<Backup, CaseError> {
+    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     backups
-        .create(&PostParams::default(), &b)
+        .create(
+            &PostParams::default(),
+            &backup(name, server, repo_secret, quiesce),
+        )
         .await
         .map_err(CaseError::kube(
             "create Backup",
@@ -522,19 +552,8 @@ pub async fn create_restore(
     server: &str,
 ) -> Result<Restore, CaseError> {
     let restores: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let r = Restore::new(
-        name,
-        RestoreSpec {
-            backup_ref: BackupRef {
-                name: backup.into(),
-            },
-            server_ref: ServerRef {
-                name: server.into(),
-            },
-        },
-    );
     restores
-        .create(&PostParams::default(), &r)
+        .create(&PostParams::default(), &restore(name, backup, server))
         .await
         .map_err(CaseError::kube(
             "create Restore",
