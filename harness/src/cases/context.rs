@@ -272,6 +272,8 @@ pub struct CaseContext<'a> {
     pub bounds: Bounds,
     /// A deliberately weakened harness gate, when the self-test asks for one.
     pub harness_mutant: Option<HarnessMutant>,
+    /// The operator the cluster runs (read from it before the case starts).
+    pub operator: crate::deploy::profile::OperatorProfile,
     started: Instant,
 }
 
@@ -284,6 +286,7 @@ impl<'a> CaseContext<'a> {
             recorder,
             bounds: Bounds::default(),
             harness_mutant: None,
+            operator: crate::deploy::profile::OperatorProfile::Reference,
             started: Instant::now(),
         }
     }
