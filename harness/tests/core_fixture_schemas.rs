@@ -162,6 +162,13 @@ async fn apply_every_fixture(client: &kube::Client) -> Vec<String> {
                 ..Default::default()
             },
         ),
+        (
+            "fx-gameplane",
+            FixtureOptions {
+                provides_agent: false,
+                ..Default::default()
+            },
+        ),
     ];
     for (name, options) in &options {
         refused.extend(
@@ -247,4 +254,30 @@ async fn every_fixture_object_validates_against_the_real_gameplane_crds() {
     assert!(refused.is_empty(), "refused:\n  {}", refused.join("\n  "));
     known_bad_values_are_refused(&s.client).await;
     s.server.shutdown().await;
+}
+
+/// For Gameplane the template provides only the game container (Gameplane injects its own agent
+/// over mutual TLS); for the reference operator it names the fixture agent. RCON is `source`.
+#[test]
+fn the_template_names_an_agent_only_for_the_reference_operator() {
+    use rehearsal::deploy::profile::OperatorProfile;
+    let reference = fixture::template("t", &FixtureOptions::default());
+    assert_eq!(
+        reference.spec.agent.and_then(|a| a.image).as_deref(),
+        Some(fixture::AGENT_IMAGE)
+    );
+    assert!(OperatorProfile::Reference.template_provides_agent());
+    assert!(!OperatorProfile::Gameplane.template_provides_agent());
+    let gameplane = fixture::template(
+        "t",
+        &FixtureOptions {
+            provides_agent: false,
+            ..Default::default()
+        },
+    );
+    assert_eq!(gameplane.spec.agent, None);
+    assert_eq!(
+        gameplane.spec.rcon.and_then(|r| r.protocol).as_deref(),
+        Some("source")
+    );
 }

@@ -79,6 +79,10 @@ pub struct FixtureOptions {
     pub agent: AgentKind,
     /// Candidate images by version id (digest-pinned references); versions missing here use tags.
     pub pinned: BTreeMap<String, String>,
+    /// The template names its agent image (the reference operator runs it). Off for Gameplane,
+    /// which injects its own agent and talks to it over mutual TLS: the template then provides
+    /// only the game container. [`install`] sets it from the operator the cluster runs.
+    pub provides_agent: bool,
 }
 
 impl Default for FixtureOptions {
@@ -86,6 +90,7 @@ impl Default for FixtureOptions {
         Self {
             agent: AgentKind::Current,
             pinned: BTreeMap::new(),
+            provides_agent: true,
         }
     }
 }
@@ -149,7 +154,8 @@ fn image_for(options: &FixtureOptions, id: &str) -> String {
     }
 }
 
-/// The GameTemplate a fixture uses.
+/// The GameTemplate a fixture uses: the fixture game's versions, Minecraft's RCON (the Source
+/// protocol), the quiesce commands, and (when [`FixtureOptions::provides_agent`]) the agent.
 pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
     let ids = [
         VERSION_STABLE,
@@ -204,7 +210,7 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
                     failure_pattern: None,
                 }),
             }),
-            agent: Some(AgentSpec {
+            agent: options.provides_agent.then(|| AgentSpec {
                 image: Some(agent_image.into()),
             }),
         },
@@ -318,7 +324,11 @@ pub async fn install(
             .map_err(CaseError::kube("create Secret", format!("{ns}/{name}")))?;
     }
     let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
-    let t = template(&ns, options);
+    let options = FixtureOptions {
+        provides_agent: options.provides_agent && ctx.operator.template_provides_agent(),
+        ..options.clone()
+    };
+    let t = template(&ns, &options);
     templates
         .create(&PostParams::default(), &t)
         .await
