@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use gameplane_api::names::{containers, labels};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource,
-    PodSpec, PodTemplateSpec, SecretKeySelector, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, HostPathVolumeSource,
+    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, SecretKeySelector, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::ObjectMeta;
@@ -35,21 +36,14 @@ pub const PASSWORD_KEY: &str = "password";
 pub struct Repo {
     /// The Secret holding `repo` and `password`.
     pub secret: String,
-    /// The key of the repository URL (a restic URL the Job's pod reaches over the network,
-    /// e.g. `rest:http://HOST:PORT/<name>`: the Job mounts no host path, like Gameplane's).
+    /// The key of the repository URL: normally a restic URL the Job's pod reaches over the
+    /// network (`rest:http://HOST:PORT/<name>`, what every rehearsal case uses; the Job then
+    /// mounts no host path, like Gameplane's).
     pub key: String,
-}
-
-/// Why a repository URL from the Secret cannot be used by a copy Job, if it cannot: a local
-/// path (a directory of whichever node the Job lands on, which Gameplane's Job never mounts)
-/// or a `local:` URL.
-pub fn unusable_repository(url: &str) -> Option<String> {
-    let local = url.starts_with('/') || url.starts_with("local:");
-    local.then(|| {
-        format!(
-            "repository {url:?} is a local path, which the copy Job does not mount; serve it over restic's REST protocol and use rest:http://HOST:PORT/NAME"
-        )
-    })
+    /// The repository URL when it is a local path, mounted into the Job with hostPath at the
+    /// same path. Only this crate's own integration tests use it: their gate holds restic at
+    /// its key read with a FIFO in the repository directory, which a REST server cannot serve.
+    pub local_path: Option<String>,
 }
 
 /// A claim mounted into the Job.
@@ -245,6 +239,21 @@ pub fn job(req: JobRequest<'_>) -> Job {
             ..Default::default()
         });
     }
+    if let Some(path) = &req.repo.local_path {
+        volumes.push(Volume {
+            name: "repo".into(),
+            host_path: Some(HostPathVolumeSource {
+                path: path.clone(),
+                type_: Some("DirectoryOrCreate".into()),
+            }),
+            ..Default::default()
+        });
+        mounts.push(VolumeMount {
+            name: "repo".into(),
+            mount_path: path.clone(),
+            ..Default::default()
+        });
+    }
     let container = Container {
         name: containers::RESTIC.into(),
         image: Some(req.image.to_string()),
@@ -384,19 +393,11 @@ mod tests {
     }
 
     #[test]
-    fn local_repositories_are_refused_and_rest_urls_accepted() {
-        for local in ["/var/tmp/rehearsal-repos/rh-x", "local:/srv/repo"] {
-            let why = unusable_repository(local).unwrap();
-            assert!(why.contains("rest:http://") && !why.contains('\n'), "{why}");
-        }
-        assert_eq!(unusable_repository("rest:http://127.0.0.1:8000/rh-x"), None);
-    }
-
-    #[test]
-    fn the_job_mounts_no_host_path_and_reads_the_repository_from_the_secret() {
+    fn a_rest_repository_job_mounts_no_host_path_and_reads_the_repository_from_the_secret() {
         let repo = Repo {
             secret: "restic-repo".into(),
             key: "repo".into(),
+            local_path: None,
         };
         let job = job(JobRequest {
             name: "b".into(),

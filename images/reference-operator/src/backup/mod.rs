@@ -844,12 +844,10 @@ pub async fn repo_from_secret(
             "repository Secret {ns}/{name} has no key \"password\": add the repository password"
         )));
     }
-    if let Some(why) = restic::unusable_repository(&url) {
-        return Ok(Err(format!("repository Secret {ns}/{name}: {why}")));
-    }
     Ok(Ok(Repo {
         secret: name.to_string(),
         key: key.to_string(),
+        local_path: url.starts_with('/').then_some(url),
     }))
 }
 
