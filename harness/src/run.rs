@@ -256,13 +256,23 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
             start_backend(other, operator_mutant.as_deref()).await?,
         )),
     };
-    // The operator and its version as the cluster runs them, never a default.
-    let operator = match &shared {
-        Some(backend) => crate::deploy::profile::detect(backend.as_ref().as_ref()).await?,
-        None => crate::deploy::profile::detect_embedded().await?,
+    // The operator and its version as the cluster runs them, never a default; a cluster that
+    // cannot be asked is named as such (its cases then fail on their own API calls).
+    let detected = match &shared {
+        Some(backend) => crate::deploy::profile::detect(backend.as_ref().as_ref()).await,
+        None => crate::deploy::profile::detect_embedded().await,
     };
-    crate::deploy::profile::check_expected(config.operator_profile, &operator)
-        .map_err(BackendError::Setup)?;
+    let operator = match detected {
+        Ok(found) => {
+            crate::deploy::profile::check_expected(config.operator_profile, &found)
+                .map_err(BackendError::Setup)?;
+            crate::evidence::bundle::Operator {
+                name: found.name,
+                version: found.version,
+            }
+        }
+        Err(e) => crate::deploy::profile::unread(&e.to_string()),
+    };
     let operator_version = match &config.mutant {
         Some(m) => format!("{} (mutant {m})", operator.version),
         None => operator.version.clone(),

@@ -796,8 +796,22 @@ fn rehearse_run_on_kind_installs_the_operator_then_runs_the_case() {
             "wait --for condition=established --timeout 300s -f fixtures/crds",
             "apply --server-side -f images/reference-operator/deploy",
             "--namespace gameplane-system rollout status deployment/reference-operator --timeout 300s",
+            "apply --server-side -f fixtures/rest-server",
+            "--namespace rehearsal-repos rollout status deployment/rest-server --timeout 300s",
         ]
     );
+    // The stand-in cluster cannot be asked which operator it runs: the bundle says so.
+    let summary = std::fs::read_to_string(
+        Path::new(
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("bundle: "))
+                .unwrap_or_default(),
+        )
+        .join("bundle.json"),
+    )
+    .unwrap_or_default();
+    assert!(summary.contains("not read from the cluster"), "{summary}");
     // The case ran after the install and reached a verdict in its bundle.
     let bundle = stdout
         .lines()

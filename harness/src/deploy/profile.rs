@@ -209,6 +209,16 @@ pub async fn detect_embedded() -> Result<OperatorIdentity, BackendError> {
     }
 }
 
+/// What a bundle names when the cluster could not be asked (its API server does not answer):
+/// the operator as unread, with the reason, never a guessed name or version. The cases of such
+/// a run fail on their own first API call.
+pub fn unread(reason: &str) -> crate::evidence::bundle::Operator {
+    crate::evidence::bundle::Operator {
+        name: "unread".into(),
+        version: format!("not read from the cluster: {reason}"),
+    }
+}
+
 /// Refuses a run whose expected profile is not the one the cluster runs.
 pub fn check_expected(
     expected: Option<OperatorProfile>,
