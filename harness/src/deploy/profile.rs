@@ -182,31 +182,29 @@ pub async fn detect(backend: &dyn Backend) -> Result<OperatorIdentity, BackendEr
 /// The reference operator binary the embedded cluster runs ([`super::reference_operator::program`]),
 /// by its `--version`.
 pub async fn detect_embedded() -> Result<OperatorIdentity, BackendError> {
-    {
-        let program = super::reference_operator::program();
-        let record = crate::process::Cmd::new(program.clone())
-            .arg("--version")
-            .timeout(std::time::Duration::from_secs(10))
-            .run_checked(&crate::process::ProcessLog::default())
-            .await?;
-        let version = record
-            .stdout
-            .split_whitespace()
-            .nth(1)
-            .map(str::to_string)
-            .ok_or_else(|| {
-                BackendError::Setup(format!(
-                    "`{program} --version` printed {:?}, not `reference-operator VERSION`",
-                    record.stdout.trim()
-                ))
-            })?;
-        return Ok(OperatorIdentity {
-            profile: OperatorProfile::Reference,
-            name: "reference-operator".into(),
-            version,
-            source: format!("`{program} --version`"),
-        });
-    }
+    let program = super::reference_operator::program();
+    let record = crate::process::Cmd::new(program.clone())
+        .arg("--version")
+        .timeout(std::time::Duration::from_secs(10))
+        .run_checked(&crate::process::ProcessLog::default())
+        .await?;
+    let version = record
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            BackendError::Setup(format!(
+                "`{program} --version` printed {:?}, not `reference-operator VERSION`",
+                record.stdout.trim()
+            ))
+        })?;
+    Ok(OperatorIdentity {
+        profile: OperatorProfile::Reference,
+        name: "reference-operator".into(),
+        version,
+        source: format!("`{program} --version`"),
+    })
 }
 
 /// What a bundle names when the cluster could not be asked (its API server does not answer):
