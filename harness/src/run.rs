@@ -95,41 +95,6 @@ impl Cluster {
     }
 }
 
-/// The operator under test as a scenario test process names it in its bundle, from
-/// `REHEARSAL_OPERATOR` (set by the workflow's deploy step; `lookup` reads a variable):
-///
-/// - unset or `reference`: the reference operator of this workspace (its version is this
-///   build's: the embedded cluster runs the binary next to the tests, Kind the image built from
-///   the same commit);
-/// - `gameplane-chart`: Gameplane from its Helm chart, at `REHEARSAL_OPERATOR_VERSION` (the
-///   chart's version as the deploy step read it) — required: a bundle never names a version
-///   nobody read.
-///
-/// The error is one line naming the variable and the fix.
-pub fn operator_from_nextest_env(
-    lookup: impl Fn(&str) -> Option<String>,
-) -> Result<crate::evidence::bundle::Operator, String> {
-    use crate::evidence::bundle::Operator;
-    match lookup("REHEARSAL_OPERATOR").as_deref() {
-        None | Some("reference") => Ok(Operator {
-            name: "reference-operator".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        }),
-        Some("gameplane-chart") => {
-            let version = lookup("REHEARSAL_OPERATOR_VERSION").filter(|v| !v.is_empty()).ok_or(
-                "REHEARSAL_OPERATOR=gameplane-chart but REHEARSAL_OPERATOR_VERSION is unset; export the version of the chart that was installed (its Chart.yaml `version`)",
-            )?;
-            Ok(Operator {
-                name: "gameplane".into(),
-                version,
-            })
-        }
-        Some(other) => Err(format!(
-            "REHEARSAL_OPERATOR={other:?} is not one of reference, gameplane-chart; set it to the operator the cluster runs"
-        )),
-    }
-}
-
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -146,6 +111,9 @@ pub struct RunConfig {
     /// Show progress bars (off when stderr is not a terminal, or in tests).
     pub progress: bool,
     pub case_bound: Duration,
+    /// The operator the cluster is expected to run (`--operator-profile`); what it runs is
+    /// read from it either way.
+    pub operator_profile: Option<crate::deploy::profile::OperatorProfile>,
 }
 
 /// Why a run could not be carried out (a failed case is not an error: see [`RunOutcome`]).
@@ -287,16 +255,39 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
         other => (other.map(str::to_string), None),
     };
     let arch = crate::backend::Arch::host().as_str().to_string();
+    let shared: Option<Arc<Box<dyn Backend>>> = match &config.cluster {
+        Cluster::Embedded => None,
+        other => Some(Arc::new(
+            start_backend(other, operator_mutant.as_deref()).await?,
+        )),
+    };
+    // The operator and its version as the cluster runs them, never a default; a cluster that
+    // cannot be asked is named as such (its cases then fail on their own API calls).
+    let detected = match &shared {
+        Some(backend) => crate::deploy::profile::detect(backend.as_ref().as_ref()).await,
+        None => crate::deploy::profile::detect_embedded().await,
+    };
+    let operator = match detected {
+        Ok(found) => {
+            crate::deploy::profile::check_expected(config.operator_profile, &found)
+                .map_err(BackendError::Setup)?;
+            crate::evidence::bundle::Operator {
+                name: found.name,
+                version: found.version,
+            }
+        }
+        Err(e) => crate::deploy::profile::unread(&e.to_string()),
+    };
     let operator_version = match &config.mutant {
-        Some(m) => format!("{} (mutant {m})", env!("CARGO_PKG_VERSION")),
-        None => env!("CARGO_PKG_VERSION").to_string(),
+        Some(m) => format!("{} (mutant {m})", operator.version),
+        None => operator.version.clone(),
     };
     let bundle = Arc::new(Bundle::create(
         &dir,
         BundleMeta::new(
             &config.run_id,
             &current_commit(),
-            "reference-operator",
+            &operator.name,
             &operator_version,
             &arch,
         ),
@@ -310,17 +301,12 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
     let style = ProgressStyle::with_template("{spinner} {prefix:.bold} {wide_msg} [{elapsed}]")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
 
-    let shared: Option<Arc<Box<dyn Backend>>> = match &config.cluster {
-        Cluster::Embedded => None,
-        other => Some(Arc::new(
-            start_backend(other, operator_mutant.as_deref()).await?,
-        )),
-    };
     let options = RunOptions {
         run_id: config.run_id.clone(),
         keep_on_failure: config.keep_on_failure,
         case_bound: config.case_bound,
         harness_mutant,
+        expected_operator: config.operator_profile,
     };
     let jobs = config.cases.iter().map(|case| {
         let bundle = bundle.clone();

@@ -243,7 +243,7 @@ async fn attaching_without_the_exported_kubeconfig_names_the_setup_script() {
 }
 
 /// Defect: `--backup-repo` was mounted at a node path no repository used, so the mount was
-/// dead. It now covers the directory the cases' backup Jobs mount.
+/// dead. It now covers the directory the Kind REST server stores the cases' repositories in.
 #[test]
 fn the_backup_repo_mount_is_where_the_cases_keep_their_repositories() {
     use rehearsal::backend::kind::NODE_BACKUP_REPO;
@@ -252,29 +252,12 @@ fn the_backup_repo_mount_is_where_the_cases_keep_their_repositories() {
         config.contains(&format!("containerPath: {NODE_BACKUP_REPO}\n")),
         "{config}"
     );
-    let repo = rehearsal::cases::fixture::repo_path("rh-stopped-server-backups-1");
+    let docs = rehearsal::backend::rest_server::kind_manifests().unwrap();
+    let storage = &docs[1]["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"];
     assert_eq!(
-        std::path::Path::new(&repo).parent(),
-        Some(std::path::Path::new(NODE_BACKUP_REPO)),
-        "repositories live at {repo}, the mount is at {NODE_BACKUP_REPO}"
+        storage, NODE_BACKUP_REPO,
+        "the REST server stores at {storage}"
     );
-}
-
-#[test]
-fn only_paths_well_below_the_root_are_removed_as_repositories() {
-    use rehearsal::backend::repository_path;
-    assert!(repository_path("/var/tmp/rehearsal-repos/rh-x").is_ok());
-    for bad in [
-        "/",
-        "/var",
-        "var/tmp/x",
-        "/var/tmp/../../etc",
-        "/var/./tmp/x",
-        "",
-    ] {
-        let err = repository_path(bad).unwrap_err().to_string();
-        assert!(err.starts_with("refusing to remove"), "{bad}: {err}");
-    }
 }
 
 /// Without the tag and agent of the Gameplane images that were built and loaded, the chart
@@ -304,51 +287,51 @@ fn cluster_up_with_the_chart_needs_the_gameplane_images() {
 }
 
 /// Defect: the workflow wrote REHEARSAL_OPERATOR but nothing read it, so every bundle said
-/// "reference-operator" even when Gameplane's chart ran. Every value the workflow's deploy step
-/// writes names an operator, and an unknown or unversioned one is refused.
+/// "reference-operator" even when Gameplane's chart ran. Now the variable names the profile the
+/// cluster must run (the operator and version in a bundle are read from the cluster), every
+/// value the workflow writes is a profile, and the Gameplane job checks out Gameplane, builds
+/// its images and installs its chart through `rehearse` with the e2e values.
 #[test]
-fn the_operator_a_bundle_names_comes_from_the_deploy_step() {
-    use rehearsal::run::operator_from_nextest_env;
-    let reference = operator_from_nextest_env(env(&[])).unwrap();
-    assert_eq!(reference.name, "reference-operator");
-    let gameplane = operator_from_nextest_env(env(&[
-        ("REHEARSAL_OPERATOR", "gameplane-chart"),
-        ("REHEARSAL_OPERATOR_VERSION", "0.9.2"),
-    ]))
-    .unwrap();
-    assert_eq!(
-        (gameplane.name.as_str(), gameplane.version.as_str()),
-        ("gameplane", "0.9.2")
-    );
-    let err =
-        operator_from_nextest_env(env(&[("REHEARSAL_OPERATOR", "gameplane-chart")])).unwrap_err();
-    assert!(
-        err.contains("REHEARSAL_OPERATOR_VERSION") && !err.contains('\n'),
-        "{err}"
-    );
-    assert!(operator_from_nextest_env(env(&[("REHEARSAL_OPERATOR", "gameplane")])).is_err());
-
+fn the_workflow_names_operator_profiles_and_installs_gameplane_through_rehearse() {
+    use rehearsal::deploy::profile::OperatorProfile;
     let workflow = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.github/workflows/rehearsal.yml"),
     )
     .unwrap();
-    let written: Vec<&str> = workflow
+    let mut written: Vec<&str> = workflow
         .lines()
-        .filter_map(|l| l.split("echo \"REHEARSAL_OPERATOR=").nth(1))
+        .filter_map(|l| {
+            l.split("echo \"REHEARSAL_OPERATOR=")
+                .nth(1)
+                .or_else(|| l.trim().strip_prefix("REHEARSAL_OPERATOR: "))
+        })
         .map(|rest| rest.split('"').next().unwrap())
         .collect();
-    assert_eq!(written, ["gameplane-chart", "reference"], "{workflow}");
+    written.sort();
+    assert_eq!(written, ["gameplane", "reference"], "{workflow}");
     for value in written {
-        let operator = operator_from_nextest_env(env(&[
-            ("REHEARSAL_OPERATOR", value),
-            ("REHEARSAL_OPERATOR_VERSION", "1.2.3"),
-        ]))
-        .unwrap_or_else(|e| panic!("the workflow writes REHEARSAL_OPERATOR={value}: {e}"));
-        assert_ne!(
-            (value == "gameplane-chart"),
-            (operator.name == "reference-operator"),
-            "{value} → {operator:?}"
+        value
+            .parse::<OperatorProfile>()
+            .unwrap_or_else(|e| panic!("the workflow writes REHEARSAL_OPERATOR={value}: {e}"));
+    }
+    assert!(
+        !workflow.contains("REHEARSAL_OPERATOR_VERSION"),
+        "versions are read from the cluster"
+    );
+    let job = &workflow[workflow.find("\n  gameplane:\n").expect("a gameplane job")..];
+    let job = &job[..job[1..].find("\n  report:\n").unwrap()];
+    for needed in [
+        "repository: ${{ inputs.gameplane-repository }}",
+        "ref: ${{ inputs.gameplane-ref }}",
+        "--helm-chart \"$GAMEPLANE_SRC/charts/gameplane\"",
+        "--gameplane-agent-image \"gameplane-test/agent:$GAMEPLANE_TAG\"",
+        "kind load docker-image \"gameplane-test/$component:$GAMEPLANE_TAG\"",
+        "apply -f fixtures/rest-server/",
+        "if: github.event_name == 'workflow_dispatch'",
+    ] {
+        assert!(
+            job.contains(needed),
+            "the gameplane job lacks {needed:?}:\n{job}"
         );
     }
-    assert!(workflow.contains("echo \"REHEARSAL_OPERATOR_VERSION=$chart_version\""));
 }

@@ -796,8 +796,22 @@ fn rehearse_run_on_kind_installs_the_operator_then_runs_the_case() {
             "wait --for condition=established --timeout 300s -f fixtures/crds",
             "apply --server-side -f images/reference-operator/deploy",
             "--namespace gameplane-system rollout status deployment/reference-operator --timeout 300s",
+            "apply --server-side -f fixtures/rest-server",
+            "--namespace rehearsal-repos rollout status deployment/rest-server --timeout 300s",
         ]
     );
+    // The stand-in cluster cannot be asked which operator it runs: the bundle says so.
+    let summary = std::fs::read_to_string(
+        Path::new(
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("bundle: "))
+                .unwrap_or_default(),
+        )
+        .join("bundle.json"),
+    )
+    .unwrap_or_default();
+    assert!(summary.contains("not read from the cluster"), "{summary}");
     // The case ran after the install and reached a verdict in its bundle.
     let bundle = stdout
         .lines()
@@ -846,7 +860,8 @@ async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
     options.exported_kubeconfig = Some(kubeconfig);
     let backend = Kind::attach(options).await.expect("attach");
 
-    let path = rehearsal::cases::fixture::repo_path(&unique("rh-case"));
+    let name = unique("rh-case");
+    let path = format!("{}/{name}", rehearsal::backend::kind::NODE_BACKUP_REPO);
     exec_out(
         &engine,
         &node,
@@ -857,7 +872,7 @@ async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
     let host_twin = dir.path().join("host-twin");
     std::fs::create_dir_all(&host_twin).unwrap();
     backend
-        .remove_repository(&path)
+        .remove_repository(&name)
         .await
         .expect("remove in the node");
     let gone = engine.exec(&node, &["test", "-e", &path]).await.unwrap();
@@ -872,7 +887,9 @@ async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
         .unwrap();
     assert_eq!(root.exit_code, Some(0));
     assert!(host_twin.is_dir());
-    assert!(backend.remove_repository("/").await.is_err());
+    for bad in ["/", "..", "a/b", ""] {
+        assert!(backend.remove_repository(bad).await.is_err(), "{bad:?}");
+    }
 }
 
 /// Defects 2 and 9: on Kind the digest-pinned candidates are pulled from a local registry

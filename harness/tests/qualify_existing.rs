@@ -40,6 +40,8 @@ const REPO: &str = "rehearsal.local/fixture-game";
 /// when dropped — also when the test panics — so the cluster and its operator always end.
 struct ClusterUp {
     child: Option<Child>,
+    /// The restic REST server the cluster serves repositories on (`rest:http://127.0.0.1:PORT`).
+    repo_base: String,
 }
 
 impl ClusterUp {
@@ -54,7 +56,10 @@ impl ClusterUp {
             .spawn()
             .expect("start rehearse cluster up");
         let stdout = child.stdout.take().expect("piped stdout");
-        let guard = Self { child: Some(child) };
+        let mut guard = Self {
+            child: Some(child),
+            repo_base: String::new(),
+        };
         let (tx, rx) = mpsc::channel();
         // Keeps draining stdout after the first line, so the server never blocks on it.
         std::thread::spawn(move || {
@@ -64,7 +69,15 @@ impl ClusterUp {
         });
         loop {
             match rx.recv_timeout(BOUND) {
-                Ok(line) if line.contains("embedded cluster up") => return guard,
+                Ok(line) if line.contains("embedded cluster up") => {
+                    guard.repo_base = line
+                        .split("restic repositories ")
+                        .nth(1)
+                        .and_then(|rest| rest.split("/<name>").next())
+                        .unwrap_or_else(|| panic!("no repository base in {line:?}"))
+                        .to_string();
+                    return guard;
+                }
                 Ok(_) => continue,
                 Err(e) => panic!("no `embedded cluster up` line within {BOUND:?}: {e}"),
             }
@@ -142,7 +155,7 @@ async fn digests(client: &kube::Client, tags: &[&str]) -> Vec<String> {
         .collect()
 }
 
-async fn set_up_fleet(client: &kube::Client, repo: &Path) {
+async fn set_up_fleet(client: &kube::Client, repo: &str) {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
         .create(
@@ -158,7 +171,7 @@ async fn set_up_fleet(client: &kube::Client, repo: &Path) {
         ("rcon", json!({"password": "hand-made-fleet-rcon"})),
         (
             "restic-repo",
-            json!({"repo": repo.display().to_string(), "password": credential("restic-password")}),
+            json!({"repo": repo, "password": credential("restic-password")}),
         ),
     ] {
         let secret: Secret = from_json(json!({"metadata": {"name": name}, "stringData": data}));
@@ -471,8 +484,10 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     let reports = dir.path().join("reports");
-    let repo = dir.path().join("restic-repo");
-    let _cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    let cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    // A repository on the cluster's restic REST server (a local path is refused: the copy Job
+    // mounts none).
+    let repo = format!("{}/qualify-fleet", cluster.repo_base);
     let client = rehearsal::backend::pinned_client(&kubeconfig, CONTEXT)
         .await
         .unwrap();

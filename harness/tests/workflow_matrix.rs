@@ -191,10 +191,21 @@ fn no_expression_is_interpolated_into_shell() {
             }
         }
     }
-    // The one untrusted input reaches the shell only as an env var.
+    // The untrusted inputs only name what the `gameplane` job checks out (a `with:`, never a
+    // shell line).
+    let checkout = wf["jobs"]["gameplane"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|s| s["with"]["path"].as_str() == Some("gameplane-src"))
+        .expect("the gameplane job checks Gameplane out");
     assert_eq!(
-        wf["jobs"]["rehearse"]["env"]["CHART_PATH"].as_str(),
-        Some("${{ inputs.chart-path }}")
+        checkout["with"]["repository"].as_str(),
+        Some("${{ inputs.gameplane-repository }}")
+    );
+    assert_eq!(
+        checkout["with"]["ref"].as_str(),
+        Some("${{ inputs.gameplane-ref }}")
     );
 }
 

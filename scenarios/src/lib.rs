@@ -9,12 +9,14 @@
 //! - `REHEARSAL_REPORTS`: where bundles go (default `target/rehearsal-bundles/`); each test
 //!   writes `<reports>/<run-id>-<case>/`.
 //! - `REHEARSAL_MUTANT`: deploy the reference operator with this mutant (embedded only).
-//! - `REHEARSAL_OPERATOR` (`reference` or `gameplane-chart`, with `REHEARSAL_OPERATOR_VERSION`):
-//!   the operator the bundle names (`rehearsal::run::operator_from_nextest_env`).
+//! - `REHEARSAL_OPERATOR` (`reference` or `gameplane`): the operator the cluster must run. The
+//!   bundle names the operator and version read from the cluster
+//!   (`rehearsal::deploy::profile::detect`), never this variable.
 
 use std::path::PathBuf;
 
 use rehearsal::cases::{self, RunOptions};
+use rehearsal::deploy::profile::{self, OperatorProfile};
 use rehearsal::evidence::bundle::{Bundle, BundleMeta, Verdict};
 use rehearsal::run::{self, Cluster};
 
@@ -68,9 +70,17 @@ async fn rehearse_async(case: &str) {
         .unwrap_or_else(|_| run::new_run_id());
     let dir = Bundle::dir_for(reports_root(), &format!("{run_id}-{}", case.name));
     let arch = rehearsal::backend::Arch::host().as_str().to_string();
-    // The operator the cluster runs, as the deploy step named it (REHEARSAL_OPERATOR).
-    let operator = run::operator_from_nextest_env(|var| std::env::var(var).ok())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let backend = run::start_backend(&cluster, mutant.as_deref())
+        .await
+        .unwrap_or_else(|e| panic!("cannot start the cluster: {e}"));
+    // The operator the cluster runs and its version, read from it; the deploy step's
+    // REHEARSAL_OPERATOR is what it must be.
+    let expected =
+        OperatorProfile::from_env(|var| std::env::var(var).ok()).unwrap_or_else(|e| panic!("{e}"));
+    let operator = profile::detect(backend.as_ref())
+        .await
+        .unwrap_or_else(|e| panic!("which operator the cluster runs: {e}"));
+    profile::check_expected(expected, &operator).unwrap_or_else(|e| panic!("{e}"));
     let bundle = Bundle::create(
         &dir,
         BundleMeta::new(
@@ -82,14 +92,12 @@ async fn rehearse_async(case: &str) {
         ),
     )
     .unwrap_or_else(|e| panic!("cannot create the bundle at {}: {e}", dir.display()));
-    let backend = run::start_backend(&cluster, mutant.as_deref())
-        .await
-        .unwrap_or_else(|e| panic!("cannot start the cluster: {e}"));
     let options = RunOptions {
         run_id: run_id.clone(),
         keep_on_failure: false,
         case_bound: run::CASE_BOUND,
         harness_mutant: None,
+        expected_operator: expected,
     };
     let result = cases::run_case(backend.as_ref(), &bundle, case, &options).await;
     // A shared cluster (Kind, existing) belongs to the whole run: never delete it here.

@@ -58,6 +58,7 @@ pub struct BackupSpec {
     pub repo_ref: Option<RepoRef>,
     /// `restic-snapshot` (default).
     #[serde(default = "default_strategy", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["restic-snapshot", "volume-snapshot"]))]
     pub strategy: Option<String>,
     /// Quiesce a live source through the agent (default true).
     #[serde(default = "default_true", skip_serializing_if = "Option::is_none")]
@@ -71,6 +72,7 @@ pub struct BackupSpec {
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, JsonSchema)]
 pub struct ServerRef {
     /// The GameServer's name.
+    #[schemars(length(min = 1))]
     pub name: String,
 }
 
@@ -78,9 +80,11 @@ pub struct ServerRef {
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, JsonSchema)]
 pub struct RepoRef {
     /// Secret name.
+    #[schemars(length(min = 1))]
     pub name: String,
     /// Key of the repository URL in the Secret (conventionally `repo`; the password is always
     /// under `password`).
+    #[schemars(length(min = 1))]
     pub key: String,
 }
 
@@ -106,6 +110,7 @@ pub struct BackupStatus {
     pub completion_time: Option<Time>,
     /// Bytes added by the snapshot, as restic reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = crate::QUANTITY_PATTERN))]
     pub size: Option<Quantity>,
     /// One line for humans: what happened last.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -44,6 +44,7 @@ pub struct GameServerSpec {
     /// An id from the template's `versions[]`; empty means the entry with `default: true`, else
     /// the first entry (else the template's top-level image).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = crate::VERSION_ID_PATTERN, "maxLength" = 40))]
     pub version: Option<String>,
     /// Overrides the game image of the selected version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,6 +67,7 @@ pub struct GameServerSpec {
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, JsonSchema)]
 pub struct TemplateRef {
     /// The GameTemplate's name.
+    #[schemars(length(min = 1))]
     pub name: String,
 }
 
@@ -75,6 +77,7 @@ pub struct TemplateRef {
 pub struct StorageSpec {
     /// Size of the world claim `<gs>-data`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = crate::QUANTITY_PATTERN))]
     pub size: Option<Quantity>,
     /// StorageClass of every claim; empty uses the cluster default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,10 +95,13 @@ pub struct StorageSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ExtraVolume {
     /// Suffix of the claim name `<gs>-extra-<name>`.
+    #[schemars(extend("pattern" = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength" = 40))]
     pub name: String,
     /// Mount path in the game container.
+    #[schemars(extend("pattern" = "^/.*", "maxLength" = 255))]
     pub mount_path: String,
     /// Claim size.
+    #[schemars(extend("pattern" = crate::QUANTITY_PATTERN))]
     pub size: Quantity,
 }
 
@@ -108,6 +114,7 @@ pub struct IdleSpec {
     pub enabled: Option<bool>,
     /// Minutes without players before sleeping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 5, "maximum" = 1440))]
     pub after_minutes: Option<i32>,
     /// Wake the server when a client connects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,6 +157,7 @@ pub struct IdleStatus {
     pub asleep_since: Option<Time>,
     /// Why it sleeps or woke.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxLength" = 256))]
     pub reason: Option<String>,
 }
 

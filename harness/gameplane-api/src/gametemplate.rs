@@ -29,12 +29,16 @@ use crate::gameserver::ExtraVolume;
 #[serde(rename_all = "camelCase")]
 pub struct GameTemplateSpec {
     /// Human-readable name.
+    #[schemars(length(min = 1))]
     pub display_name: String,
     /// Game identifier, e.g. `minecraft-java`.
+    #[schemars(length(min = 1))]
     pub game: String,
     /// The template's own version label.
+    #[schemars(length(min = 1))]
     pub version: String,
     /// Image used when no `versions[]` entry applies.
+    #[schemars(length(min = 1))]
     pub image: String,
     /// Selectable game versions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -64,10 +68,13 @@ pub struct GameTemplateSpec {
 #[serde(rename_all = "camelCase")]
 pub struct GameVersion {
     /// The id a GameServer's `spec.version` names (dots allowed).
+    #[schemars(extend("pattern" = crate::VERSION_ID_PATTERN, "maxLength" = 40))]
     pub id: String,
     /// Human-readable name.
+    #[schemars(length(min = 1, max = 128))]
     pub display_name: String,
     /// Game image of this version.
+    #[schemars(length(min = 1))]
     pub image: String,
     /// Environment of this version (after the template's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -77,6 +84,7 @@ pub struct GameVersion {
     pub default: Option<bool>,
     /// The game's own version string.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxLength" = 32))]
     pub game_version: Option<String>,
 }
 
@@ -85,11 +93,14 @@ pub struct GameVersion {
 #[serde(rename_all = "camelCase")]
 pub struct GamePort {
     /// Port name (also the Service port name).
+    #[schemars(length(min = 1))]
     pub name: String,
     /// Container port.
+    #[schemars(range(min = 1, max = 65535))]
     pub container_port: i32,
     /// `TCP` or `UDP`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["TCP", "UDP"]))]
     pub protocol: Option<String>,
 }
 
@@ -99,6 +110,7 @@ pub struct GamePort {
 pub struct TemplateStorage {
     /// Default world claim size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = crate::QUANTITY_PATTERN))]
     pub size: Option<Quantity>,
     /// World mount path (default `/data`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +126,7 @@ pub struct TemplateStorage {
 pub struct RconSpec {
     /// `source` for Minecraft RCON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = crate::RCON_PROTOCOLS))]
     pub protocol: Option<String>,
     /// RCON port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,8 +143,10 @@ pub struct RconSpec {
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, JsonSchema)]
 pub struct SecretKeyRef {
     /// Secret name.
+    #[schemars(length(min = 1))]
     pub name: String,
     /// Key in the Secret.
+    #[schemars(length(min = 1))]
     pub key: String,
 }
 

@@ -44,3 +44,20 @@ pub const GROUP: &str = "gameplane.local";
 pub const VERSION: &str = "v1alpha1";
 /// `apiVersion` as it appears in manifests.
 pub const API_VERSION: &str = "gameplane.local/v1alpha1";
+
+/// A resource quantity's pattern, as Gameplane's CRDs (controller-gen) validate `1Gi`, `500M`….
+pub const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+/// A template version id (`versions[].id`, a GameServer's `spec.version`): lower-case letters,
+/// digits, `.` and `-`, starting and ending alphanumeric, at most 40 characters.
+pub const VERSION_ID_PATTERN: &str = "^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$";
+/// `GameTemplate.spec.rcon.protocol` values (Minecraft's RCON is the Source protocol: `source`).
+pub const RCON_PROTOCOLS: [&str; 8] = [
+    "source",
+    "telnet",
+    "websocket",
+    "battleye",
+    "satisfactory",
+    "palworld",
+    "nuclearoption",
+    "none",
+];

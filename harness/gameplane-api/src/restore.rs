@@ -37,6 +37,7 @@ pub struct RestoreSpec {
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, JsonSchema)]
 pub struct BackupRef {
     /// The Backup's name.
+    #[schemars(length(min = 1))]
     pub name: String,
 }
 

@@ -1,7 +1,9 @@
 //! Optional check against the real Gameplane CRDs (`../shared/reference/gameplane-crds/`, or
 //! `GAMEPLANE_REFERENCE_CRDS`): where our schema and theirs share a field, the names and types
-//! agree, and every field we add is a known Part B addition. The reference files are not part
-//! of the project, so without them the check reports that it did not run and passes.
+//! agree, every field we add is a known Part B addition, and the validation Gameplane's schema
+//! puts on a shared field (enum, pattern, lengths, range) is ours too. The reference files are
+//! not part of the project: without them the check reports that it did not run and passes,
+//! except with `CI=true`, where their absence is a failure.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,7 +17,114 @@ fn reference_dir() -> Option<PathBuf> {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../../shared/reference/gameplane-crds")
         });
-    dir.is_dir().then_some(dir)
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true but the reference Gameplane CRDs are not at {}; provide them there or set GAMEPLANE_REFERENCE_CRDS",
+        dir.display()
+    );
+    None
+}
+
+/// Validation keywords compared field by field.
+const CONSTRAINTS: &[&str] = &[
+    "enum",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+];
+
+/// Subtrees whose schema is a Kubernetes core type (k8s-openapi's `EnvVar`, `Condition`): the
+/// API server validates those itself, and k8s-openapi's schemas carry no such keywords.
+const CORE_TYPES: &[&str] = &[".env[]", ".conditions[]"];
+
+/// Flattens a schema into `path -> {keyword: value}` for [`CONSTRAINTS`] (numbers as f64, so
+/// `5` and `5.0` agree).
+fn constraints(schema: &Value, path: String, out: &mut BTreeMap<String, BTreeMap<String, Value>>) {
+    let mut here = BTreeMap::new();
+    for key in CONSTRAINTS {
+        if let Some(v) = schema.get(*key) {
+            let v = match v.as_f64() {
+                Some(n) => serde_json::json!(n),
+                None => v.clone(),
+            };
+            here.insert(key.to_string(), v);
+        }
+    }
+    out.insert(path.clone(), here);
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            constraints(v, format!("{path}.{k}"), out);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        constraints(items, format!("{path}[]"), out);
+    }
+}
+
+fn constraints_of(crd: &Value) -> BTreeMap<String, BTreeMap<String, Value>> {
+    let mut out = BTreeMap::new();
+    constraints(
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+        String::new(),
+        &mut out,
+    );
+    out
+}
+
+#[test]
+fn shared_fields_carry_gameplanes_enums_and_patterns() {
+    let Some(dir) = reference_dir() else {
+        eprintln!(
+            "reference CRDs not found: comparison not run (set GAMEPLANE_REFERENCE_CRDS to run it)"
+        );
+        return;
+    };
+    let mut problems = Vec::new();
+    let mut compared = 0;
+    for crd in gameplane_api::crds::all() {
+        let kind = crd.spec.names.kind.clone();
+        let path = dir.join(format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let theirs: Value =
+            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let ours = constraints_of(&serde_json::to_value(&crd).unwrap());
+        let theirs = constraints_of(&theirs);
+        for (field, mine) in &ours {
+            if CORE_TYPES.iter().any(|c| field.contains(c)) {
+                continue;
+            }
+            let Some(real) = theirs.get(field) else {
+                continue;
+            };
+            if !real.is_empty() {
+                compared += 1;
+            }
+            if mine != real {
+                problems.push(format!(
+                    "{kind}{field}: ours {}, Gameplane {}",
+                    serde_json::to_string(mine).unwrap(),
+                    serde_json::to_string(real).unwrap()
+                ));
+            }
+        }
+    }
+    eprintln!("{compared} constrained fields agree with Gameplane's CRDs");
+    assert!(
+        compared >= 20,
+        "only {compared} constrained fields compared: is {} the CRD directory?",
+        dir.display()
+    );
+    assert!(
+        problems.is_empty(),
+        "validation differs from Gameplane's:\n  {}",
+        problems.join("\n  ")
+    );
 }
 
 /// Flattens a schema into `path -> type` (`x-kubernetes-int-or-string` counts as a type).

@@ -1,5 +1,6 @@
 //! The embedded backend: the in-process cluster ([`EmbeddedCluster`]) with the project's CRDs
-//! installed and the reference operator running as a child process against its kubeconfig.
+//! installed, the reference operator running as a child process against its kubeconfig, and a
+//! restic REST server on the host ([`RestServer`]) holding the cases' repositories.
 //!
 //! Pods get a loopback pod IP (127.x.y.z), so [`Backend::reach`] can connect to it directly;
 //! that shortcut is the default, and [`ReachMode::PortForward`] (or
@@ -17,6 +18,7 @@ use kube::Api;
 use kube::api::PostParams;
 use rehearsal_embedded::{EmbeddedCluster, EmbeddedConfig};
 
+use super::rest_server::RestServer;
 use super::{Backend, BackendError, BackendKind, BoxFuture, Reach};
 use crate::deploy::reference_operator;
 use crate::process::{ChildGuard, ProcessLog, ProcessRecord};
@@ -101,10 +103,12 @@ impl Default for EmbeddedOptions {
     }
 }
 
-/// The embedded cluster with the reference operator.
+/// The embedded cluster with the reference operator and the restic REST server the cases'
+/// repositories live on.
 pub struct Embedded {
     cluster: EmbeddedCluster,
     operator: Option<ChildGuard>,
+    rest: RestServer,
     name: String,
     kubeconfig: PathBuf,
     log: ProcessLog,
@@ -117,6 +121,7 @@ impl std::fmt::Debug for Embedded {
             .field("name", &self.name)
             .field("kubeconfig", &self.kubeconfig)
             .field("operator", &self.operator.as_ref().and_then(|o| o.pid()))
+            .field("rest_server", &self.rest.addr())
             .field("reach", &self.reach)
             .finish()
     }
@@ -176,6 +181,15 @@ impl Embedded {
             .unwrap_or_else(|| "embedded".into());
         let log = ProcessLog::default();
         install_crds(&cluster.client(), Duration::from_secs(10)).await?;
+        // Pods share the host's loopback: a REST server on 127.0.0.1 is reachable from every
+        // copy Job, as a Service is on Kind.
+        let rest = RestServer::start(
+            &cluster.state_dir().join("restic-repos"),
+            &cluster.state_dir().join("rest-server.log"),
+            Duration::from_secs(10),
+            &log,
+        )
+        .await?;
         let operator = if options.operator {
             let child = reference_operator::start_process(
                 &kubeconfig,
@@ -194,6 +208,7 @@ impl Embedded {
         Ok(Self {
             cluster,
             operator,
+            rest,
             name,
             kubeconfig,
             log,
@@ -209,6 +224,11 @@ impl Embedded {
     /// The underlying cluster (image catalogue, sandbox PIDs, API URL).
     pub fn cluster(&self) -> &EmbeddedCluster {
         &self.cluster
+    }
+
+    /// The restic REST server on the host.
+    pub fn rest_server(&self) -> &RestServer {
+        &self.rest
     }
 
     /// The reference operator's process, when deployed.
@@ -325,9 +345,19 @@ impl Backend for Embedded {
         })
     }
 
+    fn repository_url(&self, name: &str) -> Result<String, BackendError> {
+        super::rest_server::repository_url(&self.rest.base(), name)
+    }
+
+    fn remove_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move { self.rest.remove_repository(name) })
+    }
+
     fn export_logs<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             std::fs::create_dir_all(dir).map_err(|e| BackendError::io("create", dir, e))?;
+            let rest_log = dir.join("rest-server.log");
+            let _ = std::fs::copy(self.cluster.state_dir().join("rest-server.log"), &rest_log);
             if let Some(op) = &self.operator {
                 let to = dir.join("reference-operator.log");
                 std::fs::copy(op.log_file(), &to)
@@ -349,11 +379,15 @@ impl Backend for Embedded {
         // by the state directory: one the user named is never removed.
         Box::pin(async move {
             let Embedded {
-                cluster, operator, ..
+                cluster,
+                operator,
+                rest,
+                ..
             } = *self;
             if let Some(op) = operator {
                 op.stop(Duration::from_secs(5)).await;
             }
+            rest.stop().await;
             cluster.shutdown().await;
             Ok(())
         })

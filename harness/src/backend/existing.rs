@@ -7,6 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+/// Names the restic REST server (`rest:http://HOST:PORT`) the cases' repositories go to on an
+/// existing cluster.
+pub const REPO_BASE_ENV: &str = "REHEARSAL_REPO_BASE";
+
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::ListParams;
@@ -123,15 +127,33 @@ impl Backend for Existing {
         })
     }
 
-    /// The repository is on a node the harness cannot reach; this host's path of the same name
-    /// is not it.
-    fn remove_repository<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+    /// A restic REST server the cluster's pods reach, named by [`REPO_BASE_ENV`] (e.g.
+    /// `rest:http://rest-server.rehearsal-repos.svc.cluster.local:8000`, the manifest in
+    /// `fixtures/rest-server`): the harness cannot guess where an existing cluster keeps backups.
+    fn repository_url(&self, name: &str) -> Result<String, BackendError> {
+        let base = std::env::var(REPO_BASE_ENV).ok().filter(|b| !b.is_empty()).ok_or_else(|| {
+            BackendError::Setup(format!(
+                "{REPO_BASE_ENV} is unset: an existing cluster needs a restic REST server its pods reach; apply fixtures/rest-server/ and export {REPO_BASE_ENV}={}",
+                super::rest_server::kind_base()
+            ))
+        })?;
+        if !base.starts_with("rest:http") {
+            return Err(BackendError::Setup(format!(
+                "{REPO_BASE_ENV}={base:?} is not a restic REST URL; set it to rest:http://HOST:PORT"
+            )));
+        }
+        super::rest_server::repository_url(&base, name)
+    }
+
+    /// The repository is on a server the harness does not own; it is left for its owner.
+    fn remove_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             Err(BackendError::Unsupported {
                 backend: BackendKind::Existing,
-                operation: format!("remove the repository {path}"),
-                why: "it is on the cluster's node; use a restic REST server for existing clusters"
-                    .into(),
+                operation: format!("remove the repository {name}"),
+                why: format!(
+                    "it is on the REST server {REPO_BASE_ENV} names, which the harness does not own"
+                ),
             })
         })
     }

@@ -35,9 +35,9 @@ pub const KIND_RELEASE: &str = "v0.29.0";
 /// Label Kind puts on every node container of a cluster.
 pub const CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
 
-/// Where the cases' restic repositories live inside the node (the root of
-/// [`crate::cases::fixture::repo_path`], which the backup Jobs mount with hostPath); a
-/// `--backup-repo` host directory is mounted here, so the repositories land in it.
+/// Where the cases' restic repositories live inside the node: the storage of the restic REST
+/// server ([`super::rest_server::kind_manifests`] mounts it with hostPath); a `--backup-repo`
+/// host directory is mounted here, so the repositories land in it.
 pub const NODE_BACKUP_REPO: &str = "/var/tmp/rehearsal-repos";
 
 /// The local registry the nodes pull the workspace's images from (kind's local-registry
@@ -680,15 +680,23 @@ impl Backend for Kind {
         })
     }
 
-    /// Inside every node: the repository is the node's directory (or, with `--backup-repo`,
-    /// the host directory mounted there), never a path of the machine running the harness.
-    fn remove_repository<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+    /// The REST server [`super::rest_server::kind_manifests`] deploys, through cluster DNS.
+    fn repository_url(&self, name: &str) -> Result<String, BackendError> {
+        super::rest_server::repository_url(&super::rest_server::kind_base(), name)
+    }
+
+    /// Inside every node: the REST server stores repositories in the node's
+    /// [`NODE_BACKUP_REPO`] (or, with `--backup-repo`, the host directory mounted there), never
+    /// in a directory of the machine running the harness.
+    fn remove_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
-            let path = super::repository_path(path)?;
-            let path = path.to_str().unwrap_or_default();
+            let path = format!(
+                "{NODE_BACKUP_REPO}/{}",
+                super::rest_server::repository_name(name)?
+            );
             for node in self.nodes().await? {
                 self.engine
-                    .exec_checked(&node, &["rm", "-rf", path])
+                    .exec_checked(&node, &["rm", "-rf", &path])
                     .await?;
             }
             Ok(())

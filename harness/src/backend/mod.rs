@@ -29,6 +29,7 @@ pub mod kind;
 pub mod kubeconfig;
 pub mod node_engine;
 pub mod port_forward;
+pub mod rest_server;
 
 pub use port_forward::PortForward;
 
@@ -216,37 +217,13 @@ pub trait Backend: Send + Sync {
     fn process_records(&self) -> Vec<crate::process::ProcessRecord>;
     /// Tears the cluster down; with `keep` it is left running for inspection.
     fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, Result<(), BackendError>>;
-    /// Removes a case's restic repository directory where the node keeps it (the path its
-    /// backup Job mounts). The default is for a node that is this host (the embedded cluster);
-    /// a backend whose nodes are elsewhere overrides it.
-    fn remove_repository<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
-        Box::pin(async move {
-            let path = repository_path(path)?;
-            match std::fs::remove_dir_all(path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(BackendError::io("remove the repository", path, e))
-                }
-                _ => Ok(()),
-            }
-        })
-    }
-}
-
-/// `path` as a repository directory to remove: absolute, normalized and below the root, never
-/// `/` itself — a removal runs as root inside nodes.
-pub fn repository_path(path: &str) -> Result<&Path, BackendError> {
-    let p = Path::new(path);
-    let normal = !path.split('/').any(|s| s == "." || s == "..")
-        && p.components()
-            .skip(1)
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
-    if p.is_absolute() && normal && p.components().count() >= 3 {
-        Ok(p)
-    } else {
-        Err(BackendError::Setup(format!(
-            "refusing to remove {path:?}: a repository path is absolute, without `.`/`..`, and at least two levels below /"
-        )))
-    }
+    /// The restic repository URL for repository `name` (a DNS label: the case's namespace or
+    /// run-unique id) as the cluster's pods reach it: `rest:http://HOST:PORT/<name>` on the
+    /// backend's restic REST server ([`rest_server`]). The repository Secret of every case holds
+    /// it, for the reference operator and Gameplane alike.
+    fn repository_url(&self, name: &str) -> Result<String, BackendError>;
+    /// Removes repository `name` from the backend's REST server storage (a missing one is fine).
+    fn remove_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>>;
 }
 
 /// The architecture of the cluster's first node (`status.nodeInfo.architecture`); the host's

@@ -296,6 +296,8 @@ pub struct CaseContext<'a> {
     pub bounds: Bounds,
     /// A deliberately weakened harness gate, when the self-test asks for one.
     pub harness_mutant: Option<HarnessMutant>,
+    /// The operator the cluster runs (read from it before the case starts).
+    pub operator: crate::deploy::profile::OperatorProfile,
     started: Instant,
 }
 
@@ -308,6 +310,7 @@ impl<'a> CaseContext<'a> {
             recorder,
             bounds: Bounds::default(),
             harness_mutant: None,
+            operator: crate::deploy::profile::OperatorProfile::Reference,
             started: Instant::now(),
         }
     }

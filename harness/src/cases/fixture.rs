@@ -79,6 +79,10 @@ pub struct FixtureOptions {
     pub agent: AgentKind,
     /// Candidate images by version id (digest-pinned references); versions missing here use tags.
     pub pinned: BTreeMap<String, String>,
+    /// The template names its agent image (the reference operator runs it). Off for Gameplane,
+    /// which injects its own agent and talks to it over mutual TLS: the template then provides
+    /// only the game container. [`install`] sets it from the operator the cluster runs.
+    pub provides_agent: bool,
 }
 
 impl Default for FixtureOptions {
@@ -86,6 +90,7 @@ impl Default for FixtureOptions {
         Self {
             agent: AgentKind::Current,
             pinned: BTreeMap::new(),
+            provides_agent: true,
         }
     }
 }
@@ -96,7 +101,7 @@ pub struct Fixture {
     pub namespace: String,
     /// Cluster-scoped, so named after the namespace.
     pub template: String,
-    /// Where the restic repository lives (a path on the node, mounted by the backup Job).
+    /// The restic repository URL (`rest:http://HOST:PORT/<name>`) in the repository Secret.
     pub repo: String,
 }
 
@@ -149,7 +154,8 @@ fn image_for(options: &FixtureOptions, id: &str) -> String {
     }
 }
 
-/// The GameTemplate a fixture uses.
+/// The GameTemplate a fixture uses: the fixture game's versions, Minecraft's RCON (the Source
+/// protocol), the quiesce commands, and (when [`FixtureOptions::provides_agent`]) the agent.
 pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
     let ids = [
         VERSION_STABLE,
@@ -204,7 +210,7 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
                     failure_pattern: None,
                 }),
             }),
-            agent: Some(AgentSpec {
+            agent: options.provides_agent.then(|| AgentSpec {
                 image: Some(agent_image.into()),
             }),
         },
@@ -268,12 +274,38 @@ fn secret(name: &str, data: &[(&str, &str)]) -> Secret {
     }
 }
 
-/// Where the case's restic repository lives on the node. A path, not a server: the backup Job
-/// mounts it with a hostPath volume, which the embedded node and a Kind node both provide.
-pub fn repo_path(namespace: &str) -> String {
-    let root =
-        std::env::var("REHEARSAL_REPO_ROOT").unwrap_or_else(|_| "/var/tmp/rehearsal-repos".into());
-    format!("{root}/{namespace}")
+/// The name of the case's restic repository on the backend's REST server: the case's namespace
+/// (unique per case and run).
+pub fn repository_name(namespace: &str) -> &str {
+    namespace
+}
+
+/// The case's repository URL (`rest:http://HOST:PORT/<name>`): a restic REST server the
+/// backend runs, so the copy Jobs of either operator reach it without mounting anything.
+pub fn repository_url(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
+    ctx.backend
+        .repository_url(repository_name(&ctx.namespace))
+        .map_err(|e| CaseError::Setup(format!("the case's restic repository: {e}")))
+}
+
+/// The Secrets every case gets: the RCON password and the repository (`repo` = `repo_url`,
+/// `password`), as Gameplane reads them.
+pub fn secrets(repo_url: &str) -> Vec<Secret> {
+    vec![
+        secret(RCON_SECRET, &[("password", RCON_PASSWORD)]),
+        secret(
+            REPO_SECRET,
+            &[("repo", repo_url), ("password", RESTIC_PASSWORD)],
+        ),
+    ]
+}
+
+/// The repository Secret with the wrong password.
+pub fn bad_repo_secret(repo_url: &str) -> Secret {
+    secret(
+        BAD_REPO_SECRET,
+        &[("repo", repo_url), ("password", "not-the-password")],
+    )
 }
 
 /// Installs the secrets and the template into the case's namespace.
@@ -282,23 +314,21 @@ pub async fn install(
     options: &FixtureOptions,
 ) -> Result<Fixture, CaseError> {
     let ns = ctx.namespace.clone();
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-    let repo = repo_path(&ns);
-    for s in [
-        secret(RCON_SECRET, &[("password", RCON_PASSWORD)]),
-        secret(
-            REPO_SECRET,
-            &[("repo", &repo), ("password", RESTIC_PASSWORD)],
-        ),
-    ] {
+    let secrets_api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let repo = repository_url(ctx)?;
+    for s in secrets(&repo) {
         let name = s.metadata.name.clone().unwrap_or_default();
-        secrets
+        secrets_api
             .create(&PostParams::default(), &s)
             .await
             .map_err(CaseError::kube("create Secret", format!("{ns}/{name}")))?;
     }
     let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
-    let t = template(&ns, options);
+    let options = FixtureOptions {
+        provides_agent: options.provides_agent && ctx.operator.template_provides_agent(),
+        ..options.clone()
+    };
+    let t = template(&ns, &options);
     templates
         .create(&PostParams::default(), &t)
         .await
@@ -313,15 +343,9 @@ pub async fn install(
 /// Creates the Secret naming the case's repository with a wrong password.
 pub async fn install_bad_repo_secret(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let repo = repo_path(&ctx.namespace);
+    let repo = repository_url(ctx)?;
     secrets
-        .create(
-            &PostParams::default(),
-            &secret(
-                BAD_REPO_SECRET,
-                &[("repo", &repo), ("password", "not-the-password")],
-            ),
-        )
+        .create(&PostParams::default(), &bad_repo_secret(&repo))
         .await
         .map_err(CaseError::kube(
             "create Secret",
@@ -476,15 +500,9 @@ pub async fn create_backup(
     new_backup(ctx, name, server, REPO_SECRET, quiesce).await
 }
 
-async fn new_backup(
-    ctx: &CaseContext<'_>,
-    name: &str,
-    server: &str,
-    repo_secret: &str,
-    quiesce: bool,
-) -> Result<Backup, CaseError> {
-    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let b = Backup::new(
+/// The Backup the cases create: of `server` into the repository Secret `repo_secret`.
+pub fn backup(name: &str, server: &str, repo_secret: &str, quiesce: bool) -> Backup {
+    Backup::new(
         name,
         BackupSpec {
             server_ref: ServerRef {
@@ -498,9 +516,37 @@ async fn new_backup(
             quiesce: Some(quiesce),
             tags: vec!["rehearsal".into()],
         },
-    );
+    )
+}
+
+/// The Restore the cases create: backup `backup` into `server`.
+pub fn restore(name: &str, backup: &str, server: &str) -> Restore {
+    Restore::new(
+        name,
+        RestoreSpec {
+            backup_ref: BackupRef {
+                name: backup.into(),
+            },
+            server_ref: ServerRef {
+                name: server.into(),
+            },
+        },
+    )
+}
+
+async fn new_backup(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    server: &str,
+    repo_secret: &str,
+    quiesce: bool,
+) -> Result<Backup, CaseError> {
+    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     backups
-        .create(&PostParams::default(), &b)
+        .create(
+            &PostParams::default(),
+            &backup(name, server, repo_secret, quiesce),
+        )
         .await
         .map_err(CaseError::kube(
             "create Backup",
@@ -516,19 +562,8 @@ pub async fn create_restore(
     server: &str,
 ) -> Result<Restore, CaseError> {
     let restores: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let r = Restore::new(
-        name,
-        RestoreSpec {
-            backup_ref: BackupRef {
-                name: backup.into(),
-            },
-            server_ref: ServerRef {
-                name: server.into(),
-            },
-        },
-    );
     restores
-        .create(&PostParams::default(), &r)
+        .create(&PostParams::default(), &restore(name, backup, server))
         .await
         .map_err(CaseError::kube(
             "create Restore",

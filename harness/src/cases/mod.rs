@@ -182,6 +182,8 @@ pub struct RunOptions {
     pub case_bound: Duration,
     /// A weakened harness gate (self-test only).
     pub harness_mutant: Option<context::HarnessMutant>,
+    /// The operator the cluster is expected to run; the case reads what it runs either way.
+    pub expected_operator: Option<crate::deploy::profile::OperatorProfile>,
 }
 
 impl Default for RunOptions {
@@ -191,6 +193,7 @@ impl Default for RunOptions {
             keep_on_failure: false,
             case_bound: Duration::from_secs(600),
             harness_mutant: None,
+            expected_operator: None,
         }
     }
 }
@@ -222,12 +225,33 @@ pub async fn run_case(
     };
     let mut ctx = CaseContext::new(backend, ns.clone(), recorder);
     ctx.harness_mutant = options.harness_mutant;
-    let outcome = match tokio::time::timeout(options.case_bound, body(case, &ctx)).await {
-        Ok(r) => r,
-        Err(_) => Err(CaseError::Setup(format!(
-            "the case did not finish within {:?}; its last receipts show the step it was in",
-            options.case_bound
-        ))),
+    // What the cases give the operator depends on which operator the cluster runs.
+    let prepared = async {
+        let operator = crate::deploy::profile::detect(backend)
+            .await
+            .map_err(|e| CaseError::Setup(format!("which operator the cluster runs: {e}")))?;
+        crate::deploy::profile::check_expected(options.expected_operator, &operator)
+            .map_err(CaseError::Setup)?;
+        if operator.profile == crate::deploy::profile::OperatorProfile::Gameplane {
+            crate::deploy::profile::grant_gameplane(&client, &ns)
+                .await
+                .map_err(|e| CaseError::Setup(e.to_string()))?;
+        }
+        Ok::<_, CaseError>(operator.profile)
+    }
+    .await;
+    let outcome = match prepared {
+        Err(e) => Err(e),
+        Ok(profile) => {
+            ctx.operator = profile;
+            match tokio::time::timeout(options.case_bound, body(case, &ctx)).await {
+                Ok(r) => r,
+                Err(_) => Err(CaseError::Setup(format!(
+                    "the case did not finish within {:?}; its last receipts show the step it was in",
+                    options.case_bound
+                ))),
+            }
+        }
     };
     let (verdict, reason, failed_checks) = context::verdict_of(&outcome);
     if verdict == Verdict::Failed {
@@ -240,7 +264,9 @@ pub async fn run_case(
     if !keep {
         let _ = namespaces::delete(&client, &ns).await;
         let _ = fixture::cleanup_cluster_scoped(&client, &ns).await;
-        let _ = backend.remove_repository(&fixture::repo_path(&ns)).await;
+        let _ = backend
+            .remove_repository(fixture::repository_name(&ns))
+            .await;
     }
     Ok(CaseResult {
         case: case.name,

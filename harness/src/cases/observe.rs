@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use gameplane_api::backup::Backup;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, HostPathVolumeSource, Pod, PodSpec, Volume, VolumeMount,
+    Container, EnvVar, EnvVarSource, Pod, PodSpec, SecretKeySelector,
 };
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde::Serialize;
@@ -147,17 +147,24 @@ pub async fn audit_log(
 }
 
 /// The files of snapshot `snapshot` in the case's repository, read with `restic ls` in a pod of
-/// the case (the same repository Secret the Backups use).
+/// the case from the repository Secret the Backups use (the REST URL and password).
 pub async fn snapshot_files(
     ctx: &CaseContext<'_>,
     pod_name: &str,
     snapshot: &str,
 ) -> Result<Vec<String>, CaseError> {
-    let repo = fixture::repo_path(&ctx.namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let env = |name: &str, value: &str| EnvVar {
+    // The repository Secret the Backups name: the same REST URL and password they use.
+    let secret_env = |name: &str, key: &str| EnvVar {
         name: name.into(),
-        value: Some(value.into()),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: fixture::REPO_SECRET.into(),
+                key: key.into(),
+                optional: None,
+            }),
+            ..Default::default()
+        }),
         ..Default::default()
     };
     let pod = Pod {
@@ -183,25 +190,11 @@ pub async fn snapshot_files(
                     ),
                 ]),
                 env: Some(vec![
-                    env("RESTIC_REPOSITORY", &repo),
-                    env("RESTIC_PASSWORD", fixture::RESTIC_PASSWORD),
+                    secret_env("RESTIC_REPOSITORY", "repo"),
+                    secret_env("RESTIC_PASSWORD", "password"),
                 ]),
-                volume_mounts: Some(vec![VolumeMount {
-                    name: "repo".into(),
-                    mount_path: repo.clone(),
-                    read_only: Some(true),
-                    ..Default::default()
-                }]),
                 ..Default::default()
             }],
-            volumes: Some(vec![Volume {
-                name: "repo".into(),
-                host_path: Some(HostPathVolumeSource {
-                    path: repo.clone(),
-                    type_: Some("Directory".into()),
-                }),
-                ..Default::default()
-            }]),
             ..Default::default()
         }),
         ..Default::default()

@@ -145,8 +145,9 @@ async fn up_embedded(args: UpArgs) -> Result<(), CliError> {
         ))
     })?;
     println!(
-        "embedded cluster up: kubeconfig {} context {context}; reference operator {}; stop with Ctrl-C",
+        "embedded cluster up: kubeconfig {} context {context}; restic repositories {}/<name>; reference operator {}; stop with Ctrl-C",
         target.display(),
+        backend.rest_server().base(),
         if args.no_operator {
             "not started".to_string()
         } else {

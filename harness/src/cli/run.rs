@@ -42,6 +42,10 @@ pub struct Target {
     /// Cases run at once.
     #[arg(long, default_value_t = 2)]
     pub parallel: usize,
+    /// The operator the cluster is expected to run: `reference` or `gameplane`. The profile
+    /// and version are read from the cluster; a different operator there is an error.
+    #[arg(long, env = "REHEARSAL_OPERATOR")]
+    pub operator_profile: Option<crate::deploy::profile::OperatorProfile>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -218,6 +222,7 @@ fn config(
         mutant,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         case_bound: run::CASE_BOUND,
+        operator_profile: target.operator_profile,
     })
 }
 

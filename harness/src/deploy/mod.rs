@@ -4,6 +4,7 @@
 
 pub mod helm;
 pub mod images;
+pub mod profile;
 pub mod reference_operator;
 
 /// The namespace the operator is installed into (the chart's and the reference operator's).

@@ -163,7 +163,8 @@ pub fn apply_argv(
 
 /// The reference operator on Kind, installed in this order: every image the cases use loaded
 /// into the nodes (by the backend, before anything runs), the Gameplane CRDs applied and awaited
-/// Established, the operator's manifests applied, and its rollout awaited.
+/// Established, the operator's manifests applied, and its rollout awaited; then the restic REST
+/// server the cases' repositories live on, and its rollout.
 ///
 /// Waiting with `kubectl rollout status` rather than for `Available=True` matters on a reused
 /// cluster: an earlier rollout is still Available while the new one has not started.
@@ -173,6 +174,8 @@ pub struct KindInstall {
     pub crds: PathBuf,
     /// The operator's manifests (`images/reference-operator/deploy`).
     pub manifests: PathBuf,
+    /// The restic REST server the cases' repositories live on (`fixtures/rest-server`).
+    pub rest_server: PathBuf,
     /// Every image the cases and the operator use ([`super::images::for_cases`]).
     pub images: Vec<String>,
     /// How long the CRDs and the rollout may take.
@@ -190,6 +193,7 @@ impl KindInstall {
                 .join("images")
                 .join("reference-operator")
                 .join("deploy"),
+            rest_server: root.join("fixtures").join("rest-server"),
             images: super::images::for_cases(),
             bound: Duration::from_secs(300),
             kubectl: None,
@@ -233,6 +237,16 @@ impl KindInstall {
                 "rollout",
                 "status",
                 &format!("deployment/{DEPLOYMENT}"),
+                "--timeout",
+                &bound,
+            ]),
+            apply_argv(kubectl, kubeconfig, context, &self.rest_server),
+            base(&[
+                "--namespace",
+                crate::backend::rest_server::KIND_NAMESPACE,
+                "rollout",
+                "status",
+                &format!("deployment/{}", crate::backend::rest_server::KIND_SERVICE),
                 "--timeout",
                 &bound,
             ]),

@@ -36,9 +36,13 @@ pub const PASSWORD_KEY: &str = "password";
 pub struct Repo {
     /// The Secret holding `repo` and `password`.
     pub secret: String,
-    /// The key of the repository URL.
+    /// The key of the repository URL: normally a restic URL the Job's pod reaches over the
+    /// network (`rest:http://HOST:PORT/<name>`, what every rehearsal case uses; the Job then
+    /// mounts no host path, like Gameplane's).
     pub key: String,
-    /// The repository URL, when it is a local path (mounted with hostPath at the same path).
+    /// The repository URL when it is a local path, mounted into the Job with hostPath at the
+    /// same path. Only this crate's own integration tests use it: their gate holds restic at
+    /// its key read with a FIFO in the repository directory, which a REST server cannot serve.
     pub local_path: Option<String>,
 }
 
@@ -386,6 +390,46 @@ mod tests {
         assert!(script.contains("restic init"), "{script}");
         assert!(!script.contains("cat config"), "{script}");
         assert_eq!(script.matches("restic backup").count(), 1, "{script}");
+    }
+
+    #[test]
+    fn a_rest_repository_job_mounts_no_host_path_and_reads_the_repository_from_the_secret() {
+        let repo = Repo {
+            secret: "restic-repo".into(),
+            key: "repo".into(),
+            local_path: None,
+        };
+        let job = job(JobRequest {
+            name: "b".into(),
+            namespace: "ns",
+            owner: OwnerReference::default(),
+            labels: BTreeMap::new(),
+            image: "restic/restic:0.14.0",
+            repo: &repo,
+            claims: claims("gs", &[], false),
+            read_only: true,
+            script: "true".into(),
+        });
+        let pod = job.spec.unwrap().template.spec.unwrap();
+        assert!(
+            pod.volumes.iter().flatten().all(|v| v.host_path.is_none()),
+            "{:?}",
+            pod.volumes
+        );
+        let env = pod.containers[0].env.clone().unwrap();
+        let from = |name: &str| {
+            let e = env.iter().find(|e| e.name == name).unwrap();
+            let r = e.value_from.clone().unwrap().secret_key_ref.unwrap();
+            (r.name, r.key)
+        };
+        assert_eq!(
+            from("RESTIC_REPOSITORY"),
+            ("restic-repo".into(), "repo".into())
+        );
+        assert_eq!(
+            from("RESTIC_PASSWORD"),
+            ("restic-repo".into(), "password".into())
+        );
     }
 
     #[test]

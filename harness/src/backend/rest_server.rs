@@ -1,0 +1,267 @@
+//! The restic REST server the cases' backup repositories live on, so one repository spec
+//! (`rest:http://HOST:PORT/<name>` in the repository Secret's `repo` key, with `password`) works
+//! for the reference operator and for Gameplane, whose backup Job mounts no host path.
+//!
+//! - Embedded cluster: [`RestServer`] runs Debian's `rclone serve restic` on the host, bound to
+//!   127.0.0.1 on a free port; embedded pods share the host's loopback, so their restic reaches
+//!   it directly. The backend starts it and ends it (a [`ChildGuard`] kills it on drop).
+//! - Kind: [`kind_manifests`], a `restic/rest-server` Deployment and Service in
+//!   [`KIND_NAMESPACE`] (the server Gameplane's own e2e runs), storing into the node directory
+//!   [`crate::backend::kind::NODE_BACKUP_REPO`]; pods reach it through cluster DNS.
+//!
+//! A repository name is one DNS label (the case's namespace, or its run-unique id): it is a
+//! directory below the server's root, removed after the case.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::BackendError;
+use crate::process::{ChildGuard, Cmd, ProcessLog};
+
+/// The namespace of the Kind REST server.
+pub const KIND_NAMESPACE: &str = "rehearsal-repos";
+/// Its Deployment and Service name.
+pub const KIND_SERVICE: &str = "rest-server";
+/// Its port (the image's default, as Gameplane's e2e runs it).
+pub const KIND_PORT: u16 = 8000;
+/// Its image (the one Gameplane's e2e uses).
+pub const KIND_IMAGE: &str = "restic/rest-server:0.14.0";
+/// The label its pod carries (NetworkPolicies select it).
+pub const KIND_APP_LABEL: (&str, &str) = ("app.kubernetes.io/name", "rehearsal-rest-server");
+
+/// The repository base URL on Kind, as pods in any namespace reach it.
+pub fn kind_base() -> String {
+    format!("rest:http://{KIND_SERVICE}.{KIND_NAMESPACE}.svc.cluster.local:{KIND_PORT}")
+}
+
+/// `name` checked as a repository name: one DNS label (lower-case letters, digits, `-`), so
+/// it is exactly one directory below the server's root and safe to remove.
+pub fn repository_name(name: &str) -> Result<&str, BackendError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-');
+    if ok {
+        Ok(name)
+    } else {
+        Err(BackendError::Setup(format!(
+            "{name:?} is not a repository name; use one DNS label (a-z, 0-9, -), like the case's namespace"
+        )))
+    }
+}
+
+/// The repository URL for `name` below `base` (`rest:http://HOST:PORT`).
+pub fn repository_url(base: &str, name: &str) -> Result<String, BackendError> {
+    Ok(format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        repository_name(name)?
+    ))
+}
+
+/// A restic REST server on this host (`rclone serve restic`).
+#[derive(Debug)]
+pub struct RestServer {
+    child: ChildGuard,
+    addr: SocketAddr,
+    root: PathBuf,
+}
+
+/// The line rclone prints once it listens: `… Serving restic REST API on http://ADDR/`.
+fn served_addr(log: &str) -> Option<SocketAddr> {
+    log.lines().find_map(|line| {
+        let rest = line.split("Serving restic REST API on http://").nth(1)?;
+        rest.trim().trim_end_matches('/').parse().ok()
+    })
+}
+
+impl RestServer {
+    /// The argv: rclone with no config file, serving `root` on a free loopback port.
+    pub fn argv(program: &str, root: &Path) -> Vec<String> {
+        vec![
+            program.to_string(),
+            "serve".into(),
+            "restic".into(),
+            "--config".into(),
+            "/dev/null".into(),
+            "--addr".into(),
+            "127.0.0.1:0".into(),
+            root.display().to_string(),
+        ]
+    }
+
+    /// Starts the server on `root` (created if missing), logging to `log_file`, and waits up to
+    /// `bound` for it to listen. `REHEARSAL_RCLONE` names the program (default `rclone`).
+    pub async fn start(
+        root: &Path,
+        log_file: &Path,
+        bound: Duration,
+        log: &ProcessLog,
+    ) -> Result<Self, BackendError> {
+        std::fs::create_dir_all(root)
+            .map_err(|e| BackendError::io("create the repository root", root, e))?;
+        let _ = std::fs::remove_file(log_file);
+        let program = std::env::var("REHEARSAL_RCLONE").unwrap_or_else(|_| "rclone".into());
+        let argv = Self::argv(&program, root);
+        let mut child = Cmd::new(argv[0].clone())
+            .args(argv[1..].iter().cloned())
+            .spawn(log_file, log)?;
+        let start = Instant::now();
+        // rclone names the port it bound only in its log: a short bounded poll reads it.
+        loop {
+            let text = std::fs::read_to_string(log_file).unwrap_or_default();
+            if let Some(addr) = served_addr(&text) {
+                return Ok(Self {
+                    child,
+                    addr,
+                    root: root.to_path_buf(),
+                });
+            }
+            if let Some(code) = child.try_exit() {
+                return Err(BackendError::Setup(format!(
+                    "`rclone serve restic` exited with {code:?} before serving; its log {}: {}",
+                    log_file.display(),
+                    text.lines().last().unwrap_or("(empty)")
+                )));
+            }
+            if start.elapsed() > bound {
+                return Err(BackendError::Setup(format!(
+                    "`rclone serve restic` did not serve within {bound:?}; its log {}: {}",
+                    log_file.display(),
+                    text.lines().last().unwrap_or("(empty)")
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Where it listens (127.0.0.1).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The repository base URL (`rest:http://127.0.0.1:PORT`).
+    pub fn base(&self) -> String {
+        format!("rest:http://{}", self.addr)
+    }
+
+    /// The directory it serves.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The process, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.pid()
+    }
+
+    /// Removes repository `name` (its directory below the root); a missing one is fine.
+    pub fn remove_repository(&self, name: &str) -> Result<(), BackendError> {
+        let dir = self.root.join(repository_name(name)?);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(BackendError::io("remove the repository", &dir, e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Stops the server.
+    pub async fn stop(self) {
+        self.child.stop(Duration::from_secs(5)).await;
+    }
+}
+
+/// The Kind REST server's manifest (`fixtures/rest-server/rest-server.yaml`): Namespace,
+/// Deployment (`rest-server --no-auth`, data in the node's [`super::kind::NODE_BACKUP_REPO`])
+/// and Service. `rehearse` applies it with kubectl beside the operator; so does the workflow.
+pub const KIND_MANIFEST: &str = include_str!("../../../fixtures/rest-server/rest-server.yaml");
+
+/// [`KIND_MANIFEST`]'s documents.
+pub fn kind_manifests() -> Result<Vec<Value>, BackendError> {
+    use serde::Deserialize;
+    serde_yaml::Deserializer::from_str(KIND_MANIFEST)
+        .map(|doc| {
+            Value::deserialize(doc).map_err(|e| {
+                BackendError::Setup(format!(
+                    "fixtures/rest-server/rest-server.yaml does not parse: {e}"
+                ))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_served_address_is_read_from_rcloneslog_line() {
+        let log = "2026/12/01 NOTICE: Config file not found\n2026/12/01 NOTICE: Local file system at /r: Serving restic REST API on http://127.0.0.1:41871/\n";
+        assert_eq!(served_addr(log), Some("127.0.0.1:41871".parse().unwrap()));
+        assert_eq!(served_addr("nothing yet"), None);
+    }
+
+    #[test]
+    fn repository_names_are_one_label() {
+        assert_eq!(
+            repository_url("rest:http://127.0.0.1:1/", "rh-case-1").unwrap(),
+            "rest:http://127.0.0.1:1/rh-case-1"
+        );
+        for bad in ["", "..", "a/b", "/", "-x", "A"] {
+            assert!(repository_url("rest:http://x", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            kind_base(),
+            "rest:http://rest-server.rehearsal-repos.svc.cluster.local:8000"
+        );
+    }
+
+    /// The Kind manifest serves what [`kind_base`] names, with Gameplane's e2e image, and
+    /// stores where the Kind backend removes repositories (and `--backup-repo` is mounted).
+    #[test]
+    fn the_kind_manifest_serves_the_base_url_from_the_node_directory() {
+        let docs = kind_manifests().unwrap();
+        let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["Namespace", "Deployment", "Service"]);
+        assert_eq!(docs[0]["metadata"]["name"], KIND_NAMESPACE);
+        let deployment = &docs[1];
+        assert_eq!(deployment["metadata"]["namespace"], KIND_NAMESPACE);
+        let pod = &deployment["spec"]["template"];
+        let (key, value) = KIND_APP_LABEL;
+        assert_eq!(pod["metadata"]["labels"][key], value);
+        let container = &pod["spec"]["containers"][0];
+        assert_eq!(container["image"], KIND_IMAGE);
+        let args: Vec<&str> = container["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "--listen",
+                &format!(":{KIND_PORT}"),
+                "--no-auth",
+                "--path",
+                "/data"
+            ]
+        );
+        assert_eq!(container["volumeMounts"][0]["mountPath"], "/data");
+        assert_eq!(
+            pod["spec"]["volumes"][0]["hostPath"]["path"],
+            crate::backend::kind::NODE_BACKUP_REPO
+        );
+        let service = &docs[2];
+        assert_eq!(service["metadata"]["name"], KIND_SERVICE);
+        assert_eq!(service["metadata"]["namespace"], KIND_NAMESPACE);
+        assert_eq!(service["spec"]["selector"][key], value);
+        assert_eq!(service["spec"]["ports"][0]["port"], KIND_PORT);
+    }
+}

@@ -1,0 +1,410 @@
+//! Which operator the cases rehearse, and what each one needs of them.
+//!
+//! - [`OperatorProfile::Reference`]: the project's reference operator. The fixture template
+//!   names the fixture agent image (the reference operator runs the template's agent).
+//! - [`OperatorProfile::Gameplane`]: Gameplane from its chart. It injects its own agent over
+//!   mutual TLS, so the template provides only the game container; its write permissions are a
+//!   Role in the games namespace, which the harness copies into each case namespace (the
+//!   chart's own "multi-namespace install" pattern: more RoleBindings, same Role), so cases
+//!   keep their per-case namespaces.
+//!
+//! The profile and the operator's version are read from the cluster ([`detect`]): the
+//! Deployment in [`super::SYSTEM_NAMESPACE`] and its image (or, on the embedded cluster, the
+//! reference operator binary it runs). `--operator-profile` / `REHEARSAL_OPERATOR` only states
+//! what the caller expects: a mismatch is an error, never a label.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use kube::Api;
+use kube::api::{ListParams, ObjectMeta, PostParams};
+
+use crate::backend::{Backend, BackendError, BackendKind};
+
+/// The variable naming the expected profile (the workflow's deploy step sets it).
+pub const ENV: &str = "REHEARSAL_OPERATOR";
+/// Gameplane's operator Deployment (chart `templates/operator.yaml`) and its container.
+pub const GAMEPLANE_DEPLOYMENT: &str = "gameplane-operator";
+pub const GAMEPLANE_CONTAINER: &str = "manager";
+/// Gameplane's operator ServiceAccount (in [`super::SYSTEM_NAMESPACE`]).
+pub const GAMEPLANE_SERVICE_ACCOUNT: &str = "gameplane-operator";
+/// The chart's games namespace (`gamesNamespace`), where its write Role lives.
+pub const GAMEPLANE_GAMES_NAMESPACE: &str = "gameplane-games";
+/// The chart's write Role, `<release>-operator-manage` for release `gameplane`.
+pub const GAMEPLANE_MANAGE_ROLE: &str = "gameplane-operator-manage";
+
+/// Which operator the cases rehearse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OperatorProfile {
+    Reference,
+    Gameplane,
+}
+
+impl std::str::FromStr for OperatorProfile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "reference" => Ok(Self::Reference),
+            // `gameplane-chart`: the value the workflow's deploy step has always written.
+            "gameplane" | "gameplane-chart" => Ok(Self::Gameplane),
+            other => Err(format!(
+                "operator profile {other:?} is not one of reference, gameplane; name the operator the cluster runs"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for OperatorProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Reference => "reference",
+            Self::Gameplane => "gameplane",
+        })
+    }
+}
+
+impl OperatorProfile {
+    /// The expected profile from [`ENV`] (`lookup` reads a variable); unset or empty: none.
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
+        match lookup(ENV).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v
+                .parse()
+                .map(Some)
+                .map_err(|e: String| format!("{ENV}: {e}")),
+        }
+    }
+
+    /// Whether the fixture template names its own agent image (the reference operator runs
+    /// it); Gameplane injects its own agent.
+    pub fn template_provides_agent(self) -> bool {
+        self == Self::Reference
+    }
+}
+
+/// The operator a cluster runs, as read from it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OperatorIdentity {
+    pub profile: OperatorProfile,
+    /// `reference-operator` or `gameplane`.
+    pub name: String,
+    /// The image tag (or digest) the Deployment runs, or the binary's own version.
+    pub version: String,
+    /// Where the version was read.
+    pub source: String,
+}
+
+/// The version in an image reference: its digest if pinned, else its tag; none for a bare
+/// repository (which would mean "whatever latest was": not a version).
+pub fn image_version(image: &str) -> Option<String> {
+    if let Some((_, digest)) = image.split_once('@') {
+        return Some(digest.to_string());
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    last.split_once(':').map(|(_, tag)| tag.to_string())
+}
+
+/// The operator among the Deployments of the system namespace: Gameplane's (container
+/// `manager`) or the reference operator's.
+pub fn identity_from_deployments(deployments: &[Deployment]) -> Result<OperatorIdentity, String> {
+    let find = |name: &str| {
+        deployments
+            .iter()
+            .find(|d| d.metadata.name.as_deref() == Some(name))
+    };
+    let (profile, name, deployment, container) = if let Some(d) = find(GAMEPLANE_DEPLOYMENT) {
+        (
+            OperatorProfile::Gameplane,
+            "gameplane",
+            d,
+            Some(GAMEPLANE_CONTAINER),
+        )
+    } else if let Some(d) = find(super::reference_operator::DEPLOYMENT) {
+        (OperatorProfile::Reference, "reference-operator", d, None)
+    } else {
+        return Err(format!(
+            "no operator Deployment in namespace {}: neither {GAMEPLANE_DEPLOYMENT} nor {}; deploy the operator under test first",
+            super::SYSTEM_NAMESPACE,
+            super::reference_operator::DEPLOYMENT
+        ));
+    };
+    let dname = deployment.metadata.name.clone().unwrap_or_default();
+    let containers = deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .map(|p| p.containers.clone())
+        .unwrap_or_default();
+    let chosen = match container {
+        Some(c) => containers.iter().find(|x| x.name == c),
+        None => containers.first(),
+    };
+    let image = chosen.and_then(|c| c.image.clone()).ok_or_else(|| {
+        format!(
+            "Deployment {}/{dname} has no container image to read the operator's version from",
+            super::SYSTEM_NAMESPACE
+        )
+    })?;
+    let version = image_version(&image).ok_or_else(|| {
+        format!(
+            "Deployment {}/{dname} runs {image:?}, which has no tag or digest: pin the operator image so the report can name its version",
+            super::SYSTEM_NAMESPACE
+        )
+    })?;
+    Ok(OperatorIdentity {
+        profile,
+        name: name.into(),
+        version,
+        source: format!(
+            "image {image} of Deployment {}/{dname}",
+            super::SYSTEM_NAMESPACE
+        ),
+    })
+}
+
+/// Reads the operator the backend's cluster runs. The embedded cluster runs the reference
+/// operator binary as a host process: its `--version` is asked.
+pub async fn detect(backend: &dyn Backend) -> Result<OperatorIdentity, BackendError> {
+    if backend.kind() == BackendKind::Embedded {
+        return detect_embedded().await;
+    }
+    let api: Api<Deployment> = Api::namespaced(backend.client(), super::SYSTEM_NAMESPACE);
+    let list = api.list(&ListParams::default()).await.map_err(|e| {
+        BackendError::kube(
+            format!("list Deployments in {}", super::SYSTEM_NAMESPACE),
+            e,
+        )
+    })?;
+    identity_from_deployments(&list.items).map_err(BackendError::Setup)
+}
+
+/// The reference operator binary the embedded cluster runs ([`super::reference_operator::program`]),
+/// by its `--version`.
+pub async fn detect_embedded() -> Result<OperatorIdentity, BackendError> {
+    let program = super::reference_operator::program();
+    let record = crate::process::Cmd::new(program.clone())
+        .arg("--version")
+        .timeout(std::time::Duration::from_secs(10))
+        .run_checked(&crate::process::ProcessLog::default())
+        .await?;
+    let version = record
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            BackendError::Setup(format!(
+                "`{program} --version` printed {:?}, not `reference-operator VERSION`",
+                record.stdout.trim()
+            ))
+        })?;
+    Ok(OperatorIdentity {
+        profile: OperatorProfile::Reference,
+        name: "reference-operator".into(),
+        version,
+        source: format!("`{program} --version`"),
+    })
+}
+
+/// What a bundle names when the cluster could not be asked (its API server does not answer):
+/// the operator as unread, with the reason, never a guessed name or version. The cases of such
+/// a run fail on their own first API call.
+pub fn unread(reason: &str) -> crate::evidence::bundle::Operator {
+    crate::evidence::bundle::Operator {
+        name: "unread".into(),
+        version: format!("not read from the cluster: {reason}"),
+    }
+}
+
+/// Refuses a run whose expected profile is not the one the cluster runs.
+pub fn check_expected(
+    expected: Option<OperatorProfile>,
+    found: &OperatorIdentity,
+) -> Result<(), String> {
+    match expected {
+        Some(p) if p != found.profile => Err(format!(
+            "the operator profile {p} was requested but the cluster runs {} ({}); deploy that operator or drop --operator-profile/{ENV}",
+            found.profile, found.source
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Gameplane's write Role copied into case namespace `namespace`, bound to its operator's
+/// ServiceAccount: `rules` are those of the chart's [`GAMEPLANE_MANAGE_ROLE`].
+pub fn gameplane_write_grant(namespace: &str, rules: Vec<PolicyRule>) -> (Role, RoleBinding) {
+    let meta = ObjectMeta {
+        name: Some(GAMEPLANE_MANAGE_ROLE.into()),
+        namespace: Some(namespace.into()),
+        ..Default::default()
+    };
+    let role = Role {
+        metadata: meta.clone(),
+        rules: Some(rules),
+    };
+    let binding = RoleBinding {
+        metadata: meta,
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "Role".into(),
+            name: GAMEPLANE_MANAGE_ROLE.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: GAMEPLANE_SERVICE_ACCOUNT.into(),
+            namespace: Some(super::SYSTEM_NAMESPACE.into()),
+            ..Default::default()
+        }]),
+    };
+    (role, binding)
+}
+
+/// Lets Gameplane write in case namespace `namespace`: reads the chart's Role in the games
+/// namespace and creates its copy and binding there.
+pub async fn grant_gameplane(client: &kube::Client, namespace: &str) -> Result<(), BackendError> {
+    let source: Api<Role> = Api::namespaced(client.clone(), GAMEPLANE_GAMES_NAMESPACE);
+    let chart_role = source.get(GAMEPLANE_MANAGE_ROLE).await.map_err(|e| {
+        BackendError::kube(
+            format!(
+                "read Gameplane's Role {GAMEPLANE_GAMES_NAMESPACE}/{GAMEPLANE_MANAGE_ROLE} (installed by its chart)"
+            ),
+            e,
+        )
+    })?;
+    let (role, binding) = gameplane_write_grant(namespace, chart_role.rules.unwrap_or_default());
+    let roles: Api<Role> = Api::namespaced(client.clone(), namespace);
+    roles
+        .create(&PostParams::default(), &role)
+        .await
+        .map_err(|e| {
+            BackendError::kube(
+                format!("create Role {namespace}/{GAMEPLANE_MANAGE_ROLE}"),
+                e,
+            )
+        })?;
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), namespace);
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .map_err(|e| {
+            BackendError::kube(
+                format!("create RoleBinding {namespace}/{GAMEPLANE_MANAGE_ROLE}"),
+                e,
+            )
+        })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(name: &str, containers: &[(&str, &str)]) -> Deployment {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "gameplane-system"},
+            "spec": {
+                "selector": {},
+                "template": {"spec": {"containers": containers.iter().map(|(n, i)| serde_json::json!({"name": n, "image": i})).collect::<Vec<_>>()}}
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn gameplanes_version_is_its_managers_image_tag() {
+        let found = identity_from_deployments(&[
+            deployment("unrelated", &[("x", "x:1")]),
+            deployment(
+                "gameplane-operator",
+                &[
+                    ("sidecar", "s:9"),
+                    ("manager", "gameplane-test/operator:e2e-4f2a"),
+                ],
+            ),
+        ])
+        .unwrap();
+        assert_eq!(found.profile, OperatorProfile::Gameplane);
+        assert_eq!(
+            (found.name.as_str(), found.version.as_str()),
+            ("gameplane", "e2e-4f2a")
+        );
+        assert!(found.source.contains("gameplane-test/operator:e2e-4f2a"));
+    }
+
+    #[test]
+    fn the_reference_operators_version_is_its_image_tag_or_digest() {
+        let found = identity_from_deployments(&[deployment(
+            "reference-operator",
+            &[("operator", "rehearsal.local/reference-operator@sha256:abcd")],
+        )])
+        .unwrap();
+        assert_eq!(found.profile, OperatorProfile::Reference);
+        assert_eq!(found.version, "sha256:abcd");
+        assert_eq!(
+            image_version("127.0.0.1:5000/ns/op:1.2"),
+            Some("1.2".into())
+        );
+        assert_eq!(image_version("127.0.0.1:5000/ns/op"), None);
+    }
+
+    #[test]
+    fn no_operator_or_no_version_is_an_error_not_a_default() {
+        let err = identity_from_deployments(&[]).unwrap_err();
+        assert!(
+            err.contains("deploy the operator") && !err.contains('\n'),
+            "{err}"
+        );
+        let err = identity_from_deployments(&[deployment(
+            "gameplane-operator",
+            &[("manager", "gameplane-test/operator")],
+        )])
+        .unwrap_err();
+        assert!(err.contains("no tag or digest"), "{err}");
+    }
+
+    #[test]
+    fn the_expected_profile_must_be_the_one_running() {
+        let found =
+            identity_from_deployments(&[deployment("reference-operator", &[("operator", "r:1")])])
+                .unwrap();
+        assert!(check_expected(None, &found).is_ok());
+        assert!(check_expected(Some(OperatorProfile::Reference), &found).is_ok());
+        let err = check_expected(Some(OperatorProfile::Gameplane), &found).unwrap_err();
+        assert!(err.contains("cluster runs reference"), "{err}");
+        let env = |v: &'static str| move |k: &str| (k == ENV).then(|| v.to_string());
+        assert_eq!(
+            OperatorProfile::from_env(env("gameplane-chart")).unwrap(),
+            Some(OperatorProfile::Gameplane)
+        );
+        assert_eq!(OperatorProfile::from_env(env("")).unwrap(), None);
+        assert!(OperatorProfile::from_env(env("gameplane-v2")).is_err());
+    }
+
+    #[test]
+    fn the_write_grant_binds_the_charts_rules_to_gameplanes_service_account() {
+        let rules = vec![PolicyRule {
+            api_groups: Some(vec!["batch".into()]),
+            resources: Some(vec!["jobs".into()]),
+            verbs: vec!["create".into()],
+            ..Default::default()
+        }];
+        let (role, binding) = gameplane_write_grant("rh-case-1", rules.clone());
+        assert_eq!(role.metadata.namespace.as_deref(), Some("rh-case-1"));
+        assert_eq!(role.rules, Some(rules));
+        assert_eq!(binding.role_ref.name, role.metadata.name.unwrap());
+        let subject = &binding.subjects.unwrap()[0];
+        assert_eq!(
+            (
+                subject.kind.as_str(),
+                subject.name.as_str(),
+                subject.namespace.as_deref()
+            ),
+            (
+                "ServiceAccount",
+                "gameplane-operator",
+                Some("gameplane-system")
+            )
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! The cases' restic repositories live on a REST server the backend runs, so the same
+//! repository Secret (`repo: rest:http://HOST:PORT/<name>`, `password`) works for the reference
+//! operator and for Gameplane, whose copy Job mounts no host path.
+//!
+//! Defect (issue 13, item 6): the repository was a hostPath on the node, which Gameplane's
+//! backup Job never mounts. Here a pod with no volumes at all writes a snapshot into the
+//! embedded backend's repository and reads it back, the repository is removed, and the server
+//! ends with the backend.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::Api;
+use kube::api::PostParams;
+use rehearsal::backend::Backend;
+use rehearsal::backend::embedded::{Embedded, EmbeddedOptions};
+use rehearsal::wait::{await_object, conditions};
+use rehearsal_embedded::EmbeddedConfig;
+use serde_json::json;
+
+const BOUND: Duration = Duration::from_secs(60);
+
+async fn cluster() -> Embedded {
+    let pid = std::process::id();
+    Embedded::up(EmbeddedOptions {
+        cluster: EmbeddedConfig {
+            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 256) % 200) as u8, (pid % 256) as u8, 1),
+            shutdown_grace: Duration::from_secs(2),
+            ..EmbeddedConfig::default()
+        },
+        operator: false,
+        ..Default::default()
+    })
+    .await
+    .expect("embedded backend starts")
+}
+
+/// A restic pod with the repository URL and password from the environment and no volume.
+fn restic_pod(name: &str, url: &str, script: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "restic", "image": "restic/restic:0.14.0",
+                "command": ["/bin/sh", "-c", script],
+                "env": [
+                    {"name": "RESTIC_REPOSITORY", "value": url},
+                    {"name": "RESTIC_PASSWORD", "value": "test-only"},
+                    {"name": "RESTIC_CACHE_DIR", "value": "/tmp/restic-cache"},
+                ]}]
+        }
+    }))
+    .unwrap()
+}
+
+async fn run_pod(pods: &Api<Pod>, pod: Pod) -> String {
+    let name = pod.metadata.name.clone().unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    await_object(pods, &name, conditions::pod_succeeded(), BOUND)
+        .await
+        .unwrap_or_else(|e| panic!("pod {name}: {e}"));
+    pods.logs(&name, &Default::default()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_without_volumes_backs_up_into_the_backends_rest_repository() {
+    let backend = cluster().await;
+    let rest = backend.rest_server();
+    let pid = rest.pid().expect("rclone runs");
+    let root = rest.root().to_path_buf();
+    assert!(rest.addr().ip().is_loopback(), "{}", rest.addr());
+
+    let name = format!("rh-rest-{}", std::process::id());
+    let url = backend.repository_url(&name).unwrap();
+    assert_eq!(url, format!("rest:http://{}/{name}", rest.addr()));
+    for bad in ["", "a/b", "..", "Upper"] {
+        assert!(backend.repository_url(bad).is_err(), "{bad:?}");
+    }
+
+    let ns = "rest-repo";
+    let namespaces: Api<Namespace> = Api::all(backend.client());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(backend.client(), ns);
+    let out = run_pod(
+        &pods,
+        restic_pod(
+            "write",
+            &url,
+            "set -e; mkdir -p /tmp/w; echo marker-r7 > /tmp/w/world; restic init; restic backup --json /tmp/w | grep '\"message_type\":\"summary\"'",
+        ),
+    )
+    .await;
+    assert!(out.contains("snapshot_id"), "{out}");
+    // The repository is a directory of the server's root, not anything the pod mounted.
+    assert!(root.join(&name).join("config").is_file(), "{out}");
+    let out = run_pod(
+        &pods,
+        restic_pod("read", &url, "set -e; restic dump latest /tmp/w/world"),
+    )
+    .await;
+    assert_eq!(out.trim(), "marker-r7");
+
+    backend.remove_repository(&name).await.unwrap();
+    assert!(!root.join(&name).exists());
+    // Removing it again (a case cleaned up twice) is fine; a name that is a path is refused.
+    backend.remove_repository(&name).await.unwrap();
+    assert!(backend.remove_repository("../x").await.is_err());
+    assert!(root.is_dir(), "the root of other repositories stays");
+
+    Box::new(backend).teardown(false).await.unwrap();
+    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
+    assert!(!alive, "rclone {pid} outlived the backend");
+}
