@@ -26,6 +26,7 @@ mod logs;
 mod meta;
 mod negotiate;
 mod protobuf;
+mod protobuf_apps;
 mod registry;
 mod schema;
 mod selector;
