@@ -26,7 +26,6 @@ mod logs;
 mod meta;
 mod negotiate;
 mod protobuf;
-mod protobuf_apps;
 mod registry;
 mod schema;
 mod selector;
@@ -44,8 +43,8 @@ mod watch;
 mod workloads;
 
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
-pub use services::ServiceRange;
 pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};
+pub use services::ServiceRange;
 pub use streams::{
     ExecProcess, ExecRequest, PodConnection, PodConnectionIo, PodStreams, PortForwardRequest,
     ProcessInput, ProcessOutput, StreamError,

@@ -7,7 +7,7 @@ use prost::Message;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
-use crate::protobuf::ObjectMeta;
+use super::ObjectMeta;
 
 #[derive(Clone, PartialEq, Message)]
 pub struct Deployment {
@@ -211,7 +211,11 @@ fn container(c: Container) -> Value {
     put_list(&mut m, "env", env);
     m.insert("resources".into(), json!({}));
     put_str(&mut m, "terminationMessagePath", c.termination_message_path);
-    put_str(&mut m, "terminationMessagePolicy", c.termination_message_policy);
+    put_str(
+        &mut m,
+        "terminationMessagePolicy",
+        c.termination_message_policy,
+    );
     put_str(&mut m, "imagePullPolicy", c.image_pull_policy);
     Value::Object(m)
 }

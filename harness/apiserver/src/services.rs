@@ -64,7 +64,11 @@ impl ServiceRange {
     }
 }
 
-fn err(reason: FieldErrorReason, field: impl Into<String>, message: impl Into<String>) -> FieldError {
+fn err(
+    reason: FieldErrorReason,
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> FieldError {
     FieldError {
         reason,
         field: field.into(),
@@ -130,12 +134,20 @@ fn validate_spec(spec: &Value, errors: &mut Vec<FieldError>) {
         .map(Vec::as_slice)
         .unwrap_or_default();
     if ports.is_empty() && !headless && type_ != "ExternalName" {
-        errors.push(err(FieldErrorReason::Required, "spec.ports", "Required value"));
+        errors.push(err(
+            FieldErrorReason::Required,
+            "spec.ports",
+            "Required value",
+        ));
     }
     let mut names = HashSet::new();
     for (i, port) in ports.iter().enumerate() {
         let path = format!("spec.ports[{i}]");
-        match port.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+        match port
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
             Some(name) => {
                 if !valid_port_name(name) {
                     errors.push(err(
@@ -171,7 +183,10 @@ fn validate_spec(spec: &Value, errors: &mut Vec<FieldError>) {
                 format!("Invalid value: {number}: must be between 1 and 65535, inclusive"),
             ));
         }
-        let protocol = port.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+        let protocol = port
+            .get("protocol")
+            .and_then(Value::as_str)
+            .unwrap_or("TCP");
         if !["SCTP", "TCP", "UDP"].contains(&protocol) {
             errors.push(err(
                 FieldErrorReason::NotSupported,

@@ -28,12 +28,14 @@ pub fn defaults(info: &ResourceInfo, obj: &mut Value) {
                 json!({"type": "RollingUpdate",
                        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
             );
-            if spec.get("strategy").and_then(|s| s.get("type")).and_then(Value::as_str) == Some("RollingUpdate")
+            if spec
+                .get("strategy")
+                .and_then(|s| s.get("type"))
+                .and_then(Value::as_str)
+                == Some("RollingUpdate")
                 && let Some(strategy) = spec.get_mut("strategy").and_then(Value::as_object_mut)
             {
-                let rolling = strategy
-                    .entry("rollingUpdate")
-                    .or_insert_with(|| json!({}));
+                let rolling = strategy.entry("rollingUpdate").or_insert_with(|| json!({}));
                 if let Some(rolling) = rolling.as_object_mut() {
                     set_default(rolling, "maxUnavailable", json!("25%"));
                     set_default(rolling, "maxSurge", json!("25%"));
@@ -53,7 +55,9 @@ pub fn defaults(info: &ResourceInfo, obj: &mut Value) {
             let spec = obj_mut(obj, "spec");
             set_default(spec, "replicas", json!(1));
             // An RC without a selector selects its template's labels.
-            if spec.get("selector").is_none_or(|s| s.as_object().is_none_or(|m| m.is_empty()))
+            if spec
+                .get("selector")
+                .is_none_or(|s| s.as_object().is_none_or(|m| m.is_empty()))
                 && let Some(labels) = spec
                     .get("template")
                     .and_then(|t| t.pointer("/metadata/labels"))

@@ -357,19 +357,29 @@ async fn daemonsets_and_replication_controllers_run_their_pods() {
         "apply rc",
     );
     let rcs: Api<ReplicationController> = Api::namespaced(client.clone(), "default");
-    common::wait_for(&rcs, "legacy", "3 ready replicas", |rc: Option<&ReplicationController>| {
-        rc.and_then(|r| r.status.as_ref())
-            .is_some_and(|s| s.ready_replicas == Some(3))
-    })
+    common::wait_for(
+        &rcs,
+        "legacy",
+        "3 ready replicas",
+        |rc: Option<&ReplicationController>| {
+            rc.and_then(|r| r.status.as_ref())
+                .is_some_and(|s| s.ready_replicas == Some(3))
+        },
+    )
     .await;
     ok(
         &kubectl(&cluster, &["scale", "rc/legacy", "--replicas=1"], None).await,
         "scale rc",
     );
-    common::wait_for(&rcs, "legacy", "1 replica", |rc: Option<&ReplicationController>| {
-        rc.and_then(|r| r.status.as_ref())
-            .is_some_and(|s| s.replicas == 1 && s.ready_replicas == Some(1))
-    })
+    common::wait_for(
+        &rcs,
+        "legacy",
+        "1 replica",
+        |rc: Option<&ReplicationController>| {
+            rc.and_then(|r| r.status.as_ref())
+                .is_some_and(|s| s.replicas == 1 && s.ready_replicas == Some(1))
+        },
+    )
     .await;
     cluster.shutdown().await;
 }

@@ -35,7 +35,10 @@ where
         // Sockets and DNS have no watch; a short poll bounded by WAIT.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("{what}: not within {:?}; last observed: {last}", common::WAIT)
+    panic!(
+        "{what}: not within {:?}; last observed: {last}",
+        common::WAIT
+    )
 }
 
 /// A busybox httpd on the pod IP serving its own name, Ready when `/tmp/ready` exists.
@@ -173,10 +176,17 @@ async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
         v.sort();
         v
     };
-    eventually("web's slices list web-a ready and web-b not ready", || async {
-        let got = endpoints_of(&cluster, "web").await;
-        if got == want { Ok(()) } else { Err(format!("{got:?}")) }
-    })
+    eventually(
+        "web's slices list web-a ready and web-b not ready",
+        || async {
+            let got = endpoints_of(&cluster, "web").await;
+            if got == want {
+                Ok(())
+            } else {
+                Err(format!("{got:?}"))
+            }
+        },
+    )
     .await;
 
     // Traffic to ClusterIP:80 reaches the ready endpoint only.
@@ -192,7 +202,9 @@ async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
         (0, vec![cluster_ip])
     );
     assert_eq!(
-        resolve(&cluster, "nothing.default.svc.cluster.local").await.0,
+        resolve(&cluster, "nothing.default.svc.cluster.local")
+            .await
+            .0,
         3,
         "NXDOMAIN"
     );
@@ -209,16 +221,26 @@ async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
     let status = touch.take_status().unwrap().await;
     assert_eq!(status.and_then(|s| s.status).as_deref(), Some("Success"));
     common::wait_for(&pods, "web-b", "web-b Ready", common::pod_ready()).await;
-    pods.delete("web-a", &DeleteParams::default()).await.unwrap();
+    pods.delete("web-a", &DeleteParams::default())
+        .await
+        .unwrap();
     common::wait_deleted(&pods, "web-a", "web-a gone").await;
     eventually("web's slices list only web-b, ready", || async {
         let got = endpoints_of(&cluster, "web").await;
-        if got == vec![(ip_b.clone(), true, 8080)] { Ok(()) } else { Err(format!("{got:?}")) }
+        if got == vec![(ip_b.clone(), true, 8080)] {
+            Ok(())
+        } else {
+            Err(format!("{got:?}"))
+        }
     })
     .await;
     let body = eventually("GET reaches web-b", || async {
         let body = http_get(service_addr).await?;
-        if body.contains("served-by-web-b") { Ok(body) } else { Err(body) }
+        if body.contains("served-by-web-b") {
+            Ok(body)
+        } else {
+            Err(body)
+        }
     })
     .await;
     assert!(body.contains("200 OK"), "{body}");
@@ -239,7 +261,10 @@ async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
         "spec": {"clusterIP": "None", "publishNotReadyAddresses": true, "selector": {"app": "web"},
                  "ports": [{"name": "http", "port": 8080}]}
     }));
-    let headless = services.create(&PostParams::default(), &headless).await.unwrap();
+    let headless = services
+        .create(&PostParams::default(), &headless)
+        .await
+        .unwrap();
     assert_eq!(
         headless.spec.as_ref().unwrap().cluster_ip.as_deref(),
         Some("None")
@@ -249,7 +274,11 @@ async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
     eventually("peers resolves to both pods", || async {
         let (code, mut ips) = resolve(&cluster, "peers.default.svc.cluster.local").await;
         ips.sort();
-        if code == 0 && ips == both { Ok(()) } else { Err(format!("rcode {code}, {ips:?}")) }
+        if code == 0 && ips == both {
+            Ok(())
+        } else {
+            Err(format!("rcode {code}, {ips:?}"))
+        }
     })
     .await;
 
@@ -267,7 +296,11 @@ async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
     let db0_ip: Ipv4Addr = pod_ip(&db0).parse().unwrap();
     eventually("db-0.peers resolves to the pod", || async {
         let got = resolve(&cluster, "db-0.peers.default.svc.cluster.local").await;
-        if got == (0, vec![db0_ip]) { Ok(()) } else { Err(format!("{got:?}")) }
+        if got == (0, vec![db0_ip]) {
+            Ok(())
+        } else {
+            Err(format!("{got:?}"))
+        }
     })
     .await;
 
@@ -285,7 +318,9 @@ async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
                 echo pod=$(wget -q -O - http://db-0.peers:8080/index.html); \
                 echo client-done"]}]}
     }));
-    pods.create(&PostParams::default(), &client_pod).await.unwrap();
+    pods.create(&PostParams::default(), &client_pod)
+        .await
+        .unwrap();
     let log = common::wait_for_log(&pods, "client", &LogParams::default(), "client-done").await;
     assert!(
         log.contains("search default.svc.cluster.local svc.cluster.local cluster.local"),
@@ -347,7 +382,10 @@ async fn cluster_ips_are_validated_unique_and_immutable() {
 
     let (code, text) = message(
         services
-            .create(&PostParams::default(), &svc("taken", json!({"clusterIP": ip})))
+            .create(
+                &PostParams::default(),
+                &svc("taken", json!({"clusterIP": ip})),
+            )
             .await
             .unwrap_err(),
     );
@@ -355,7 +393,10 @@ async fn cluster_ips_are_validated_unique_and_immutable() {
     assert!(text.contains("provided IP is already allocated"), "{text}");
     let (code, text) = message(
         services
-            .create(&PostParams::default(), &svc("far", json!({"clusterIP": "10.0.0.1"})))
+            .create(
+                &PostParams::default(),
+                &svc("far", json!({"clusterIP": "10.0.0.1"})),
+            )
             .await
             .unwrap_err(),
     );
@@ -363,7 +404,10 @@ async fn cluster_ips_are_validated_unique_and_immutable() {
     assert!(text.contains("is not in the valid range"), "{text}");
     let (_, text) = message(
         services
-            .create(&PostParams::default(), &svc("bad", json!({"clusterIP": "not-an-ip"})))
+            .create(
+                &PostParams::default(),
+                &svc("bad", json!({"clusterIP": "not-an-ip"})),
+            )
             .await
             .unwrap_err(),
     );
@@ -404,10 +448,16 @@ async fn cluster_ips_are_validated_unique_and_immutable() {
     assert_eq!(kept.spec.unwrap().cluster_ip.as_deref(), Some(ip.as_str()));
 
     // A deleted Service's address can be asked for again.
-    services.delete("one", &DeleteParams::default()).await.unwrap();
+    services
+        .delete("one", &DeleteParams::default())
+        .await
+        .unwrap();
     common::wait_deleted(&services, "one", "service one gone").await;
     let again = services
-        .create(&PostParams::default(), &svc("again", json!({"clusterIP": ip})))
+        .create(
+            &PostParams::default(),
+            &svc("again", json!({"clusterIP": ip})),
+        )
         .await
         .unwrap();
     assert_eq!(again.spec.unwrap().cluster_ip.as_deref(), Some(ip.as_str()));

@@ -80,7 +80,9 @@ impl AgentError {
     pub fn is_unreachable(&self) -> bool {
         matches!(
             self,
-            AgentError::Unreachable { .. } | AgentError::Timeout { .. } | AgentError::Resolve { .. }
+            AgentError::Unreachable { .. }
+                | AgentError::Timeout { .. }
+                | AgentError::Resolve { .. }
         )
     }
 

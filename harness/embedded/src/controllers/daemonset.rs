@@ -86,7 +86,9 @@ async fn reconcile(
     let pod_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let owned: Vec<&Arc<Pod>> = pods
         .iter()
-        .filter(|p| p.namespace().as_deref() == Some(ns.as_str()) && controlled_by(p.as_ref(), &uid))
+        .filter(|p| {
+            p.namespace().as_deref() == Some(ns.as_str()) && controlled_by(p.as_ref(), &uid)
+        })
         .collect();
     let wanted = should_run(ds, node);
     let strategy = ds.spec.update_strategy.as_ref();
@@ -94,7 +96,9 @@ async fn reconcile(
     let surge = strategy
         .and_then(|s| s.rolling_update.as_ref())
         .and_then(|r| r.max_surge.as_ref())
-        .is_some_and(|s| !matches!(s, IntOrString::Int(0)) && !matches!(s, IntOrString::String(p) if p == "0%"));
+        .is_some_and(|s| {
+            !matches!(s, IntOrString::Int(0)) && !matches!(s, IntOrString::String(p) if p == "0%")
+        });
     let delete = |pod: &Pod| {
         let api = pod_api.clone();
         let name = pod.name_any();
@@ -110,14 +114,18 @@ async fn reconcile(
     // Failed pods are deleted and replaced.
     for pod in &owned {
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Failed") | Some("Succeeded")) && pod.metadata.deletion_timestamp.is_none() {
+        if matches!(phase, Some("Failed") | Some("Succeeded"))
+            && pod.metadata.deletion_timestamp.is_none()
+        {
             delete(pod).await?;
         }
     }
     let active: Vec<&Arc<Pod>> = owned.iter().copied().filter(|p| is_active(p)).collect();
     let current = |p: &&Arc<Pod>| p.labels().get(REVISION_LABEL) == Some(&hash);
     let has_current = active.iter().any(current);
-    let terminating = owned.iter().any(|p| p.metadata.deletion_timestamp.is_some());
+    let terminating = owned
+        .iter()
+        .any(|p| p.metadata.deletion_timestamp.is_some());
     if !wanted {
         for pod in &active {
             delete(pod).await?;
@@ -208,7 +216,11 @@ async fn reconcile(
     if !unchanged {
         let api: Api<DaemonSet> = Api::namespaced(client.clone(), &ns);
         match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"status": status})),
+            )
             .await
         {
             Ok(_) => {}

@@ -139,7 +139,11 @@ async fn scale(
     }
     let patch = json!({"metadata": {"annotations": annotations}, "spec": {"replicas": replicas}});
     match api
-        .patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(
+            &rs.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
         .await
     {
         Ok(_) => {}
@@ -178,9 +182,16 @@ async fn reconcile(
     let hash = template_hash(d);
     let mut owned: Vec<&Arc<ReplicaSet>> = sets
         .iter()
-        .filter(|rs| rs.namespace().as_deref() == Some(ns.as_str()) && controlled_by(rs.as_ref(), &uid))
+        .filter(|rs| {
+            rs.namespace().as_deref() == Some(ns.as_str()) && controlled_by(rs.as_ref(), &uid)
+        })
         .collect();
-    owned.sort_by_key(|rs| (revision(rs), rs.metadata.creation_timestamp.as_ref().map(|t| t.0)));
+    owned.sort_by_key(|rs| {
+        (
+            revision(rs),
+            rs.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        )
+    });
     let new_rs = owned
         .iter()
         .find(|rs| rs.labels().get(TEMPLATE_HASH) == Some(&hash))
@@ -217,7 +228,8 @@ async fn reconcile(
                 let rev = max_old_revision + 1;
                 scale(&api, events, d, &rs, spec_replicas(&rs), annotations(rev)).await?;
                 let mut rs = (*rs).clone();
-                rs.annotations_mut().insert(REVISION.into(), rev.to_string());
+                rs.annotations_mut()
+                    .insert(REVISION.into(), rev.to_string());
                 Some(rs)
             } else {
                 Some((*rs).clone())
@@ -237,7 +249,11 @@ async fn reconcile(
                 .get_or_insert_with(BTreeMap::new)
                 .insert(TEMPLATE_HASH.into(), hash.clone());
             let any_old_pods = olds.iter().any(|rs| spec_replicas(rs) > 0);
-            let start = if any_old_pods && !recreate { 0 } else if recreate { 0 } else { replicas };
+            let start = if any_old_pods || recreate {
+                0
+            } else {
+                replicas
+            };
             let rs = ReplicaSet {
                 metadata: ObjectMeta {
                     name: Some(format!("{name}-{hash}")),
@@ -262,7 +278,10 @@ async fn reconcile(
                         reference(d, None),
                         EventType::Normal,
                         "ScalingReplicaSet",
-                        format!("Scaled up replica set {} from 0 to {start}", created.name_any()),
+                        format!(
+                            "Scaled up replica set {} from 0 to {start}",
+                            created.name_any()
+                        ),
                     );
                     Some(created)
                 }
@@ -316,7 +335,8 @@ async fn reconcile(
                     max_down -= unhealthy;
                 }
                 // Then available ones, down to the minimum availability.
-                let all_available: i32 = olds.iter().map(|rs| available(rs)).sum::<i32>() + available(new_rs);
+                let all_available: i32 =
+                    olds.iter().map(|rs| available(rs)).sum::<i32>() + available(new_rs);
                 let mut removable = (all_available - min_available).max(0);
                 for (i, old) in olds.iter().enumerate() {
                     if removable <= 0 {
@@ -337,7 +357,9 @@ async fn reconcile(
         let limit = d.spec.revision_history_limit.unwrap_or(10).max(0) as usize;
         let empty: Vec<&&Arc<ReplicaSet>> = olds
             .iter()
-            .filter(|rs| spec_replicas(rs) == 0 && rs.status.as_ref().map_or(0, |s| s.replicas) == 0)
+            .filter(|rs| {
+                spec_replicas(rs) == 0 && rs.status.as_ref().map_or(0, |s| s.replicas) == 0
+            })
             .collect();
         if empty.len() > limit {
             for rs in empty.iter().take(empty.len() - limit) {
@@ -357,7 +379,12 @@ async fn reconcile(
     }
     let sum = |f: &dyn Fn(&ReplicaSet) -> i32| all.iter().map(|rs| f(rs)).sum::<i32>();
     let total = sum(&|rs| rs.status.as_ref().map_or(0, |s| s.replicas));
-    let ready = sum(&|rs| rs.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0));
+    let ready = sum(&|rs| {
+        rs.status
+            .as_ref()
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0)
+    });
     let available_all = sum(&|rs| available(rs));
     let updated = new_rs
         .as_ref()
@@ -371,7 +398,12 @@ async fn reconcile(
     let now = Time(jiff::Timestamp::now());
     let old_status = d.status.clone().unwrap_or_default();
     let old_conditions = old_status.conditions.clone().unwrap_or_default();
-    let previous = |t: &str| old_conditions.iter().find(|c| c.type_.as_deref() == Some(t)).cloned();
+    let previous = |t: &str| {
+        old_conditions
+            .iter()
+            .find(|c| c.type_.as_deref() == Some(t))
+            .cloned()
+    };
     let condition = |t: &str, status: &str, reason: &str, message: String, bump_update: bool| {
         let prev = previous(t);
         let same_status = prev.as_ref().and_then(|c| c.status.as_deref()) == Some(status);
@@ -394,9 +426,21 @@ async fn reconcile(
         }
     };
     let available_condition = if available_all >= replicas - max_unavailable {
-        condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.".into(), false)
+        condition(
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.".into(),
+            false,
+        )
     } else {
-        condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.".into(), false)
+        condition(
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.".into(),
+            false,
+        )
     };
     let progress_made = old_status.updated_replicas.unwrap_or(0) != updated
         || old_status.available_replicas.unwrap_or(0) != available_all
@@ -406,7 +450,13 @@ async fn reconcile(
     let deadline = d.spec.progress_deadline_seconds.unwrap_or(600);
     let mut recheck = None;
     let progressing = if paused {
-        condition("Progressing", "Unknown", "DeploymentPaused", "Deployment is paused".into(), false)
+        condition(
+            "Progressing",
+            "Unknown",
+            "DeploymentPaused",
+            "Deployment is paused".into(),
+            false,
+        )
     } else if complete {
         condition(
             "Progressing",
@@ -417,7 +467,8 @@ async fn reconcile(
         )
     } else {
         let prev = previous("Progressing");
-        let timed_out = prev.as_ref().and_then(|c| c.reason.as_deref()) == Some("ProgressDeadlineExceeded");
+        let timed_out =
+            prev.as_ref().and_then(|c| c.reason.as_deref()) == Some("ProgressDeadlineExceeded");
         let last_progress = prev
             .as_ref()
             .and_then(|c| c.last_update_time.as_ref())
@@ -433,7 +484,11 @@ async fn reconcile(
                 false,
             )
         } else {
-            let reason = if created_new { "NewReplicaSetCreated" } else { "ReplicaSetUpdated" };
+            let reason = if created_new {
+                "NewReplicaSetCreated"
+            } else {
+                "ReplicaSetUpdated"
+            };
             let message = if created_new {
                 format!("Created new replica set \"{new_name}\"")
             } else {
@@ -469,20 +524,27 @@ async fn reconcile(
         s
     };
     let revision_now = new_rs.as_ref().map(revision).filter(|r| *r > 0);
-    let annotation_stale = revision_now
-        .is_some_and(|r| d.annotations().get(REVISION) != Some(&r.to_string()));
+    let annotation_stale =
+        revision_now.is_some_and(|r| d.annotations().get(REVISION) != Some(&r.to_string()));
     if strip_times(&status) != strip_times(&old_status) || annotation_stale {
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
         if let Some(rev) = revision_now.filter(|_| annotation_stale) {
             let patch = json!({"metadata": {"annotations": {REVISION: rev.to_string()}}});
-            match deployments.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            match deployments
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
                 Ok(_) => {}
                 Err(e) if benign(&e) => {}
                 Err(e) => return Err(e),
             }
         }
         match deployments
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"status": status})),
+            )
             .await
         {
             Ok(_) => {}

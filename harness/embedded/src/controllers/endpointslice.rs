@@ -124,7 +124,9 @@ async fn reconcile(
     else {
         return Ok(());
     };
-    if svc.metadata.deletion_timestamp.is_some() || svc.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+    if svc.metadata.deletion_timestamp.is_some()
+        || svc.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName")
+    {
         return Ok(());
     }
     let ns = svc.namespace().unwrap_or_default();
@@ -168,7 +170,8 @@ async fn reconcile(
     let mut unused: Vec<&Arc<EndpointSlice>> = Vec::new();
     let mut remaining = groups;
     for slice in existing {
-        let key = serde_json::to_string(slice.ports.as_deref().unwrap_or_default()).unwrap_or_default();
+        let key =
+            serde_json::to_string(slice.ports.as_deref().unwrap_or_default()).unwrap_or_default();
         match remaining.remove(&key) {
             Some((ports, endpoints)) => {
                 let want_ports = (!ports.is_empty()).then_some(ports);
@@ -178,7 +181,10 @@ async fn reconcile(
                     let mut updated = (**slice).clone();
                     updated.endpoints = Some(endpoints);
                     updated.ports = want_ports;
-                    match api.replace(&slice.name_any(), &PostParams::default(), &updated).await {
+                    match api
+                        .replace(&slice.name_any(), &PostParams::default(), &updated)
+                        .await
+                    {
                         Ok(_) => {}
                         Err(e) if benign(&e) => {}
                         Err(e) => return Err(e),
@@ -195,7 +201,10 @@ async fn reconcile(
             let mut updated = (**slice).clone();
             updated.endpoints = Some(endpoints);
             updated.ports = want_ports;
-            match api.replace(&slice.name_any(), &PostParams::default(), &updated).await {
+            match api
+                .replace(&slice.name_any(), &PostParams::default(), &updated)
+                .await
+            {
                 Ok(_) => {}
                 Err(e) if benign(&e) => {}
                 Err(e) => return Err(e),
@@ -224,7 +233,10 @@ async fn reconcile(
         }
     }
     for slice in unused {
-        match api.delete(&slice.name_any(), &DeleteParams::default()).await {
+        match api
+            .delete(&slice.name_any(), &DeleteParams::default())
+            .await
+        {
             Ok(_) => {}
             Err(e) if benign(&e) => {}
             Err(e) => return Err(e),

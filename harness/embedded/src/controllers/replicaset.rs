@@ -83,7 +83,10 @@ pub fn available(pod: &Pod, min_ready: i32, now: jiff::Timestamp) -> (bool, Opti
         (true, None)
     } else {
         let wait = now.duration_until(due);
-        (false, Some(Duration::try_from(wait).unwrap_or(Duration::from_secs(1))))
+        (
+            false,
+            Some(Duration::try_from(wait).unwrap_or(Duration::from_secs(1))),
+        )
     }
 }
 
@@ -197,7 +200,11 @@ pub async fn run(client: Client) {
 
 /// Deletion order: unscheduled, pending, not ready, then the most recently created first.
 fn deletion_rank(pod: &Pod) -> (u8, u8, u8, std::cmp::Reverse<Option<jiff::Timestamp>>) {
-    let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+    let scheduled = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_ref())
+        .is_some();
     let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
     (
         u8::from(scheduled),
@@ -256,7 +263,10 @@ async fn reconcile(
     } else if diff > 0 {
         active.sort_by_key(|p| deletion_rank(p));
         for pod in active.iter().take(diff as usize) {
-            match pod_api.delete(&pod.name_any(), &DeleteParams::default()).await {
+            match pod_api
+                .delete(&pod.name_any(), &DeleteParams::default())
+                .await
+            {
                 Ok(_) => events.emit(
                     object.clone(),
                     EventType::Normal,
@@ -279,7 +289,11 @@ async fn reconcile(
         .unwrap_or_default();
     let fully_labeled = active
         .iter()
-        .filter(|p| template_labels.iter().all(|(k, v)| p.labels().get(k) == Some(v)))
+        .filter(|p| {
+            template_labels
+                .iter()
+                .all(|(k, v)| p.labels().get(k) == Some(v))
+        })
         .count();
     let ready = active.iter().filter(|p| is_ready(p)).count();
     let mut recheck: Option<Duration> = None;
@@ -298,11 +312,18 @@ async fn reconcile(
         "availableReplicas": available_count,
         "observedGeneration": set.generation,
     });
-    let unchanged = ["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"]
-        .iter()
-        .all(|k| {
-            set.status.get(*k).cloned().unwrap_or(json!(0)) == status.get(*k).cloned().unwrap_or(json!(0))
-        });
+    let unchanged = [
+        "replicas",
+        "fullyLabeledReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "observedGeneration",
+    ]
+    .iter()
+    .all(|k| {
+        set.status.get(*k).cloned().unwrap_or(json!(0))
+            == status.get(*k).cloned().unwrap_or(json!(0))
+    });
     if !unchanged {
         let patch = Patch::Merge(json!({ "status": status }));
         let result = match set.kind {

@@ -156,17 +156,21 @@ async fn reconcile(
                 continue;
             }
         };
-        if fresh.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+        if fresh
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_ref())
+            .is_some()
             || fresh.metadata.deletion_timestamp.is_some()
         {
             continue;
         }
         // PodScheduled first: once nodeName is set the kubelet owns the status.
         let scheduled = json!({
-            "metadata": {"resourceVersion": fresh.metadata.resource_version},
-            "status": {"conditions": [{
-                "type": "PodScheduled", "status": "True", "lastTransitionTime": status_now(),
-            }]}});
+        "metadata": {"resourceVersion": fresh.metadata.resource_version},
+        "status": {"conditions": [{
+            "type": "PodScheduled", "status": "True", "lastTransitionTime": status_now(),
+        }]}});
         if let Err(error) = api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&scheduled))
             .await

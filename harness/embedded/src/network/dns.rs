@@ -65,7 +65,10 @@ fn parse_question(msg: &[u8]) -> Option<Question> {
 }
 
 fn header(query: &[u8], rcode: u8, questions: u16, answers: u16) -> Vec<u8> {
-    let id = [query.first().copied().unwrap_or(0), query.get(1).copied().unwrap_or(0)];
+    let id = [
+        query.first().copied().unwrap_or(0),
+        query.get(1).copied().unwrap_or(0),
+    ];
     let flags_in = query.get(2).copied().unwrap_or(0);
     // QR, the query's opcode and RD; AA; RA.
     let hi = 0x80 | (flags_in & 0x78) | 0x04 | (flags_in & 0x01);
@@ -221,19 +224,31 @@ mod tests {
 
     #[test]
     fn answers_a_records_case_insensitively() {
-        let reply = answer(&records(), &query(7, "Web.Default.svc.cluster.local.", TYPE_A)).unwrap();
+        let reply = answer(
+            &records(),
+            &query(7, "Web.Default.svc.cluster.local.", TYPE_A),
+        )
+        .unwrap();
         assert_eq!(&reply[..2], &7u16.to_be_bytes());
         assert_eq!(
             parse_response(&reply),
             Some((NOERROR, vec![Ipv4Addr::new(127, 20, 192, 16)]))
         );
-        let reply = answer(&records(), &query(8, "db.default.svc.cluster.local", TYPE_A)).unwrap();
+        let reply = answer(
+            &records(),
+            &query(8, "db.default.svc.cluster.local", TYPE_A),
+        )
+        .unwrap();
         assert_eq!(parse_response(&reply).unwrap().1.len(), 2);
     }
 
     #[test]
     fn unknown_names_are_nxdomain_and_other_types_empty() {
-        let reply = answer(&records(), &query(1, "nope.default.svc.cluster.local", TYPE_A)).unwrap();
+        let reply = answer(
+            &records(),
+            &query(1, "nope.default.svc.cluster.local", TYPE_A),
+        )
+        .unwrap();
         assert_eq!(parse_response(&reply), Some((NXDOMAIN, vec![])));
         let reply = answer(&records(), &query(2, "web.default.svc.cluster.local", 28)).unwrap();
         assert_eq!(parse_response(&reply), Some((NOERROR, vec![])));

@@ -63,12 +63,7 @@ fn ready_endpoints(slice: &EndpointSlice) -> impl Iterator<Item = (Ipv4Addr, Opt
         .endpoints
         .iter()
         .flatten()
-        .filter(|e| {
-            e.conditions
-                .as_ref()
-                .and_then(|c| c.ready)
-                .unwrap_or(true)
-        })
+        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
         .flat_map(|e| {
             e.addresses
                 .iter()
@@ -82,7 +77,10 @@ fn ready_endpoints(slice: &EndpointSlice) -> impl Iterator<Item = (Ipv4Addr, Opt
 pub fn compute(
     services: &[Arc<Service>],
     slices: &[Arc<EndpointSlice>],
-) -> (HashMap<String, Vec<Ipv4Addr>>, HashMap<SocketAddr, Vec<SocketAddr>>) {
+) -> (
+    HashMap<String, Vec<Ipv4Addr>>,
+    HashMap<SocketAddr, Vec<SocketAddr>>,
+) {
     let mut by_service: HashMap<(String, String), Vec<&EndpointSlice>> = HashMap::new();
     for slice in slices {
         if slice.address_type != "IPv4" {
@@ -185,7 +183,10 @@ pub async fn run(client: Client, records: Arc<Records>) {
 
 /// Starts the DNS server on `range`'s DNS address; a failure (port 53 taken, no privilege to
 /// bind it) is logged and leaves the cluster without DNS.
-pub async fn start_dns(range: ServiceRange, records: Arc<Records>) -> Vec<tokio::task::JoinHandle<()>> {
+pub async fn start_dns(
+    range: ServiceRange,
+    records: Arc<Records>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let addr = SocketAddr::new(IpAddr::V4(dns_address(range)), 53);
     match dns::serve(addr, records).await {
         Ok(tasks) => tasks,

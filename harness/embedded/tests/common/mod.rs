@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 use k8s_openapi::api::core::v1::Pod;
-use tokio::io::AsyncWriteExt;
 use kube::runtime::wait::{Condition, await_condition};
 use kube::{Api, Resource};
 use rehearsal_embedded::{Backoff, EmbeddedCluster, EmbeddedConfig};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::io::AsyncWriteExt;
 
 /// How long any single wait may take before the test fails with the last observed state.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -206,4 +206,3 @@ impl std::fmt::Debug for Ran {
         )
     }
 }
-

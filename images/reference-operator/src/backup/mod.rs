@@ -616,7 +616,10 @@ impl<'a> Run<'a> {
             let Observation::Running(now) = observed else {
                 return Ok(None);
             };
-            return match agent.unquiesce_bound(&now.agent_host, &now.pod_uid, None).await {
+            return match agent
+                .unquiesce_bound(&now.agent_host, &now.pod_uid, None)
+                .await
+            {
                 Ok(()) => {
                     self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
                         .await?;
