@@ -11,11 +11,9 @@ use crate::registry::ResourceInfo;
 pub struct Context<'a> {
     /// The StorageClass annotated as the default one, if any.
     pub default_storage_class: Option<&'a str>,
-    /// A fresh cluster IP for a Service that asks for one.
-    pub next_cluster_ip: &'a mut dyn FnMut() -> String,
 }
 
-fn obj_mut<'a>(parent: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
+pub(crate) fn obj_mut<'a>(parent: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
     let map = parent.as_object_mut().expect("defaulting runs on objects");
     let entry = map.entry(key).or_insert_with(|| Value::Object(Map::new()));
     if !entry.is_object() {
@@ -24,14 +22,14 @@ fn obj_mut<'a>(parent: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
     entry.as_object_mut().expect("just made an object")
 }
 
-fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
+pub(crate) fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
     if map.get(key).is_none_or(Value::is_null) {
         map.insert(key.to_string(), value);
     }
 }
 
 /// Defaults applied when an object is created.
-pub fn on_create(info: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
+pub fn on_create(info: &ResourceInfo, obj: &mut Value, ctx: &Context<'_>) {
     if info.is_custom() {
         return;
     }
@@ -57,19 +55,7 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
             let spec = obj_mut(obj, "spec");
             set_default(spec, "type", json!("ClusterIP"));
             set_default(spec, "sessionAffinity", json!("None"));
-            let headless = spec.get("clusterIP").and_then(Value::as_str) == Some("None");
-            if !headless
-                && spec
-                    .get("clusterIP")
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-            {
-                let ip = (ctx.next_cluster_ip)();
-                spec.insert("clusterIP".into(), json!(ip));
-                spec.insert("clusterIPs".into(), json!([ip]));
-            } else if headless {
-                set_default(spec, "clusterIPs", json!(["None"]));
-            }
+            // The cluster IP is allocated by `services::admit_create` (with its validation).
             set_default(spec, "ipFamilies", json!(["IPv4"]));
             set_default(spec, "ipFamilyPolicy", json!("SingleStack"));
             set_default(spec, "internalTrafficPolicy", json!("Cluster"));
@@ -127,11 +113,11 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
             obj["status"] = json!({"replicas": 0, "availableReplicas": 0});
         }
         ("batch", "jobs") => job(obj),
-        _ => {}
+        _ => crate::workloads::defaults(info, obj),
     }
 }
 
-fn pod_spec(spec: &mut Map<String, Value>) {
+pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
     set_default(spec, "restartPolicy", json!("Always"));
     set_default(spec, "terminationGracePeriodSeconds", json!(30));
     set_default(spec, "dnsPolicy", json!("ClusterFirst"));

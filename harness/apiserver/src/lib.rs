@@ -30,6 +30,7 @@ mod registry;
 mod schema;
 mod selector;
 mod server;
+mod services;
 mod smp;
 mod state;
 mod status;
@@ -39,9 +40,11 @@ mod strict;
 #[allow(dead_code)]
 mod table;
 mod watch;
+mod workloads;
 
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
 pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};
+pub use services::ServiceRange;
 pub use streams::{
     ExecProcess, ExecRequest, PodConnection, PodConnectionIo, PodStreams, PortForwardRequest,
     ProcessInput, ProcessOutput, StreamError,

@@ -14,6 +14,11 @@ use prost::Message;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
+// `apps/v1` Deployments (`kubectl create deployment`); beside this file so the path-included
+// copy in the module tests finds it too.
+#[path = "protobuf_apps.rs"]
+mod apps;
+
 /// The four bytes that open every Kubernetes protobuf body.
 pub const MAGIC: &[u8; 4] = b"k8s\0";
 
@@ -40,6 +45,7 @@ pub fn decode_object(body: &[u8]) -> Result<Value, String> {
         "ConfigMap" if core => decode_as::<ConfigMap>(&unknown.raw, kind)?.into_json(),
         "Secret" if core => decode_as::<Secret>(&unknown.raw, kind)?.into_json(),
         "ServiceAccount" if core => decode_as::<ServiceAccount>(&unknown.raw, kind)?.into_json(),
+        "Deployment" if group_version == "apps/v1" => apps::deployment(&unknown.raw)?,
         _ => {
             let shown = if kind.is_empty() { "<empty>" } else { kind };
             return Err(format!(
@@ -245,7 +251,7 @@ fn time_json(t: Time) -> Option<Value> {
 }
 
 impl ObjectMeta {
-    fn into_json(self) -> Value {
+    pub(crate) fn into_json(self) -> Value {
         let mut m = Map::new();
         put_str(&mut m, "name", self.name);
         put_str(&mut m, "generateName", self.generate_name);

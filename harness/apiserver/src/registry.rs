@@ -179,6 +179,56 @@ const BUILTINS: &[Builtin] = &[
     b(
         "apps",
         "v1",
+        "deployments",
+        "Deployment",
+        true,
+        &["deploy"],
+        &["all"],
+        true,
+    ),
+    b(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        true,
+        &["rs"],
+        &["all"],
+        true,
+    ),
+    b(
+        "apps",
+        "v1",
+        "daemonsets",
+        "DaemonSet",
+        true,
+        &["ds"],
+        &["all"],
+        true,
+    ),
+    b(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        true,
+        &["rc"],
+        &["all"],
+        true,
+    ),
+    b(
+        "discovery.k8s.io",
+        "v1",
+        "endpointslices",
+        "EndpointSlice",
+        true,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        "apps",
+        "v1",
         "controllerrevisions",
         "ControllerRevision",
         true,
@@ -260,6 +310,7 @@ const GROUP_ORDER: &[&str] = &[
     "batch",
     "storage.k8s.io",
     "coordination.k8s.io",
+    "discovery.k8s.io",
     "apiextensions.k8s.io",
 ];
 
@@ -292,7 +343,11 @@ impl Registry {
                 categories: bi.categories.iter().map(|s| s.to_string()).collect(),
                 status: bi.status,
                 log: bi.plural == "pods" && bi.group.is_empty(),
-                scale: bi.plural == "statefulsets" && bi.group == "apps",
+                scale: matches!(
+                    (bi.group, bi.plural),
+                    ("apps", "statefulsets" | "deployments" | "replicasets")
+                        | ("", "replicationcontrollers")
+                ),
                 storage: storage_key(bi.group, bi.plural),
                 custom: None,
             };

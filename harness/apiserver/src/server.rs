@@ -36,6 +36,8 @@ pub struct ApiServerConfig {
     /// Pods bound to a node are deleted gracefully (deletionTimestamp, then removal when
     /// deleted again with gracePeriodSeconds=0, as a kubelet does); off = immediate removal.
     pub graceful_pod_deletion: bool,
+    /// The range Service cluster IPs are allocated from (`--service-cluster-ip-range`).
+    pub service_range: crate::services::ServiceRange,
 }
 
 impl Default for ApiServerConfig {
@@ -46,6 +48,7 @@ impl Default for ApiServerConfig {
             max_body_bytes: 3 * 1024 * 1024,
             bookmark_interval: Duration::from_secs(60),
             graceful_pod_deletion: true,
+            service_range: crate::services::ServiceRange::default(),
         }
     }
 }
@@ -103,6 +106,7 @@ impl ApiServer {
         let state = State::new(Settings {
             history: config.watch_history,
             graceful_pod_deletion: config.graceful_pod_deletion,
+            service_range: config.service_range,
         });
         let shared = Arc::new(Shared {
             state: Mutex::new(state),

@@ -91,6 +91,8 @@ pub struct Settings {
     /// Pods bound to a node are deleted gracefully: deletionTimestamp first, removal when the
     /// kubelet deletes them again with a zero grace period (as in a real cluster).
     pub graceful_pod_deletion: bool,
+    /// Where Service cluster IPs come from.
+    pub service_range: crate::services::ServiceRange,
 }
 
 enum Work {
@@ -172,7 +174,7 @@ impl State {
             dependents: HashMap::new(),
             tx,
             settings,
-            next_ip: 10,
+            next_ip: 0,
             dry_run: false,
         };
         let ns_info = state
@@ -488,20 +490,23 @@ impl State {
             obj.as_object_mut().expect("object").remove("status");
         }
         let default_sc = self.default_storage_class();
-        let mut ip = self.next_ip;
-        let mut next_cluster_ip = || {
-            ip += 1;
-            format!("10.96.{}.{}", ip / 250, ip % 250 + 1)
-        };
         defaults::on_create(
             info,
             &mut obj,
-            &mut defaults::Context {
+            &defaults::Context {
                 default_storage_class: default_sc.as_deref(),
-                next_cluster_ip: &mut next_cluster_ip,
             },
         );
-        self.next_ip = ip;
+        if &*info.storage == crate::services::STORAGE && !info.is_custom() {
+            let used = crate::services::used_ips(
+                self.objects
+                    .get(crate::services::STORAGE)
+                    .into_iter()
+                    .flat_map(|m| m.values().map(|v| &**v)),
+            );
+            let range = self.settings.service_range;
+            crate::services::admit_create(range, &used, &mut self.next_ip, info, &name, &mut obj)?;
+        }
         Self::admit_custom(info, &name, &mut obj)?;
         let definition = if &*info.storage == CRD_STORAGE {
             let def = crd::definition(&obj).map_err(|e| ApiError::invalid(info, &name, &e))?;
@@ -595,6 +600,9 @@ impl State {
         }
         if &*info.storage == "/secrets" {
             defaults::fold_string_data(&mut new);
+        }
+        if &*info.storage == crate::services::STORAGE && target == Target::Main {
+            crate::services::admit_update(info, name, &old, &mut new)?;
         }
         Self::admit_custom(info, name, &mut new)?;
         let definition = if &*info.storage == CRD_STORAGE {

@@ -96,11 +96,24 @@ fn golden_kubectl_create_serviceaccount() {
 }
 
 #[test]
-fn golden_kubectl_create_deployment_is_refused_with_send_json() {
-    let err = decode_object(&fixture("create-deployment-d")).unwrap_err();
+fn golden_kubectl_create_deployment() {
+    let object = decode_object(&fixture("create-deployment-d")).unwrap();
     assert_eq!(
-        err,
-        "protobuf body for kind Deployment is not supported; send JSON"
+        object,
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "x", "labels": {"app": "d"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+                "template": {"metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "nginx", "image": "nginx", "resources": {}}]}}}})
+    );
+}
+
+#[test]
+fn other_kinds_are_refused_with_send_json() {
+    let body = envelope("apps/v1", "DaemonSet", Vec::new());
+    assert_eq!(
+        decode_object(&body).unwrap_err(),
+        "protobuf body for kind DaemonSet is not supported; send JSON"
     );
 }
 

@@ -120,6 +120,7 @@ pub struct EmbeddedCluster {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     owner: Option<OwnerRecord>,
     shutdown_grace: Duration,
+    service_range: rehearsal_apiserver::ServiceRange,
 }
 
 struct KubeletLogs(LogIndex);
@@ -195,7 +196,11 @@ impl EmbeddedCluster {
             OwnerRecord::register(&state_dir, remove_state).map_err(state_err(&state_dir))?;
         let sandboxes = Sandboxes::new(&state_dir).map_err(state_err(&state_dir))?;
 
-        let api = ApiServer::start(config.api.clone()).await?;
+        let ips = Kubelet::pod_ips(config.first_pod_ip);
+        let service_range = ips.service_range();
+        let mut api_config = config.api.clone();
+        api_config.service_range = service_range;
+        let api = ApiServer::start(api_config).await?;
         let kubeconfig = state_dir.join("kubeconfig");
         let kubeconfig_err = |message: String| EmbeddedError::Kubeconfig {
             path: kubeconfig.clone(),
@@ -218,15 +223,25 @@ impl EmbeddedCluster {
                 first_pod_ip: config.first_pod_ip,
                 image_pull_backoff: config.image_pull_backoff,
                 crash_loop_backoff: config.crash_loop_backoff,
+                cluster_dns: Some(crate::network::dns_address(service_range)),
             },
             sandboxes.clone(),
+            ips,
         );
+        let records = Arc::new(crate::network::Records::default());
+        let dns_tasks = crate::network::start_dns(service_range, records.clone()).await;
         api.set_pod_logs(Arc::new(KubeletLogs(kubelet.logs())));
         api.set_pod_streams(Arc::new(crate::kubelet::streams::KubeletStreams(
             kubelet.clone(),
         )));
-        let tasks = vec![
+        let mut tasks = dns_tasks;
+        tasks.extend([
             tokio::spawn(controllers::scheduler::run(client.clone())),
+            tokio::spawn(controllers::endpointslice::run(client.clone())),
+            tokio::spawn(controllers::deployment::run(client.clone())),
+            tokio::spawn(controllers::replicaset::run(client.clone())),
+            tokio::spawn(controllers::daemonset::run(client.clone())),
+            tokio::spawn(crate::network::run(client.clone(), records)),
             tokio::spawn(controllers::volumes::run(client.clone(), state_dir.clone())),
             tokio::spawn(controllers::statefulset::run(client.clone())),
             tokio::spawn(controllers::job::run(
@@ -234,7 +249,7 @@ impl EmbeddedCluster {
                 config.crash_loop_backoff,
             )),
             tokio::spawn(kubelet.clone().run()),
-        ];
+        ]);
         tracing::info!(url = %api.url(), state = %state_dir.display(), "embedded cluster up");
         Ok(Self {
             api: Some(api),
@@ -248,6 +263,7 @@ impl EmbeddedCluster {
             tasks,
             owner: Some(owner),
             shutdown_grace: config.shutdown_grace,
+            service_range,
         })
     }
 
@@ -269,6 +285,16 @@ impl EmbeddedCluster {
     /// The API server's URL.
     pub fn api_url(&self) -> String {
         self.api.as_ref().map(ApiServer::url).unwrap_or_default()
+    }
+
+    /// The range Service cluster IPs come from (a slice of the cluster's loopback block).
+    pub fn service_range(&self) -> rehearsal_apiserver::ServiceRange {
+        self.service_range
+    }
+
+    /// Where the cluster DNS server listens (UDP and TCP port 53), as pods' resolv.conf names it.
+    pub fn dns_address(&self) -> Ipv4Addr {
+        crate::network::dns_address(self.service_range)
     }
 
     /// The image catalogue; images inserted now are pullable from then on.

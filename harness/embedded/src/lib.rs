@@ -4,10 +4,12 @@
 //! - [`images`]: image references → local executables with stable digests.
 //! - [`sandbox`]: the only module that spawns processes (`bwrap`).
 //! - [`kubelet`]: runs the node's pods and reports their status; serves their logs.
-//! - [`controllers`]: scheduler, StatefulSet, Job and volume provisioning.
+//! - [`controllers`]: scheduler, Deployment, ReplicaSet, DaemonSet, StatefulSet, Job,
+//!   EndpointSlice and volume provisioning.
 //! - [`events`]: the Events they record.
 //! - [`owners`]: which process owns which cluster, for the clean-up after a crash.
-//! - [`pod_ips`]: one loopback address per pod.
+//! - [`pod_ips`]: one loopback address per pod, and the cluster's Service range.
+//! - [`network`]: Service proxy, cluster DNS and the pods' `resolv.conf`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,6 +31,7 @@ pub mod controllers;
 pub mod events;
 pub mod images;
 pub mod kubelet;
+pub mod network;
 pub mod owners;
 pub mod pod_ips;
 pub mod sandbox;

@@ -13,10 +13,17 @@ use std::sync::Mutex;
 /// Block numbers a cluster may reserve (`127.B.0.0/16`); 127.0.0.0/16 is left to the host.
 const BLOCKS: std::ops::RangeInclusive<u8> = 16..=250;
 
-/// Hands out 127.x.y.z addresses in order, skipping .0 and .255 in the last octet.
+/// The third octet where a block's Service range (`127.B.192.0/18`) begins; pods get the
+/// addresses below it.
+pub const SERVICE_OCTET: u8 = 192;
+
+/// Hands out 127.x.y.z addresses in order, skipping .0 and .255 in the last octet and the
+/// block's Service range.
 #[derive(Debug)]
 pub struct PodIps {
     next: Mutex<u32>,
+    /// The first address handed out (where allocation starts over past the pod range).
+    first: u32,
     /// The reservation released on drop, when this allocator holds one.
     block_file: Option<PathBuf>,
 }
@@ -26,6 +33,7 @@ impl PodIps {
     pub fn new(first: Ipv4Addr) -> Self {
         Self {
             next: Mutex::new(u32::from(first)),
+            first: u32::from(first),
             block_file: None,
         }
     }
@@ -49,10 +57,7 @@ impl PodIps {
                 Ok(mut f) => {
                     use std::io::Write;
                     f.write_all(pid.to_string().as_bytes())?;
-                    return Ok(Self {
-                        next: Mutex::new(u32::from(Ipv4Addr::new(127, block, 0, 1))),
-                        block_file: Some(file),
-                    });
+                    return Ok(Self::in_block(block, file));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let owner = std::fs::read_to_string(&file)
@@ -71,10 +76,7 @@ impl PodIps {
                         {
                             use std::io::Write;
                             f.write_all(pid.to_string().as_bytes())?;
-                            return Ok(Self {
-                                next: Mutex::new(u32::from(Ipv4Addr::new(127, block, 0, 1))),
-                                block_file: Some(file),
-                            });
+                            return Ok(Self::in_block(block, file));
                         }
                     }
                 }
@@ -89,19 +91,38 @@ impl PodIps {
         )))
     }
 
+    fn in_block(block: u8, file: PathBuf) -> Self {
+        let first = u32::from(Ipv4Addr::new(127, block, 0, 1));
+        Self {
+            next: Mutex::new(first),
+            first,
+            block_file: Some(file),
+        }
+    }
+
+    /// The block's Service range, `127.B.192.0/18` (B of the first pod address): cluster IPs
+    /// and the node's DNS server live there, never a pod.
+    pub fn service_range(&self) -> rehearsal_apiserver::ServiceRange {
+        let block = Ipv4Addr::from(self.first).octets()[1];
+        rehearsal_apiserver::ServiceRange {
+            base: Ipv4Addr::new(127, block, SERVICE_OCTET, 0),
+            prefix: 18,
+        }
+    }
+
     /// The next unused address.
     pub fn allocate(&self) -> Ipv4Addr {
         let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             let candidate = *next;
             *next = next.wrapping_add(1);
-            let last = candidate & 0xff;
-            if last != 0 && last != 255 && candidate >> 24 == 127 {
+            let [a, _, third, last] = Ipv4Addr::from(candidate).octets();
+            if a == 127 && third < SERVICE_OCTET && last != 0 && last != 255 {
                 return Ipv4Addr::from(candidate);
             }
-            if candidate >> 24 != 127 {
-                // Wrapped past 127.255.255.254: start over low in the block.
-                *next = u32::from(Ipv4Addr::new(127, 0, 10, 1));
+            if a != 127 || third >= SERVICE_OCTET {
+                // Past the pod range: start over at the block's first address.
+                *next = self.first;
             }
         }
     }
@@ -148,6 +169,16 @@ mod tests {
         }
         let ips = PodIps::reserve(dir.path()).unwrap();
         assert_eq!(ips.allocate().octets()[0], 127);
+    }
+
+    #[test]
+    fn pods_never_get_an_address_of_the_service_range() {
+        let ips = PodIps::new(Ipv4Addr::new(127, 30, SERVICE_OCTET - 1, 253));
+        let got: Vec<Ipv4Addr> = (0..3).map(|_| ips.allocate()).collect();
+        assert_eq!(got[2], Ipv4Addr::new(127, 30, SERVICE_OCTET - 1, 253));
+        let range = ips.service_range();
+        assert_eq!(range.base, Ipv4Addr::new(127, 30, SERVICE_OCTET, 0));
+        assert!(got.iter().all(|ip| !range.contains(*ip)), "{got:?}");
     }
 
     #[test]

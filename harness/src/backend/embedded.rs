@@ -195,6 +195,7 @@ impl Embedded {
                 &kubeconfig,
                 CONTEXT,
                 options.mutant.as_deref(),
+                Some(cluster.dns_address()),
                 cluster.state_dir(),
                 options.operator_ready,
                 &log,

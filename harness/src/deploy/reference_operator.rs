@@ -88,12 +88,19 @@ pub fn process_argv(
     argv
 }
 
+/// Environment variable giving a host-process operator the cluster's DNS server, so it reaches
+/// agents by Service name as it does in a pod.
+pub const CLUSTER_DNS_ENV: &str = "REFERENCE_OPERATOR_CLUSTER_DNS";
+
 /// Starts the reference operator as a child process and waits (bounded) until it is ready.
-/// Its output goes to `<state_dir>/reference-operator.log`.
+/// Its output goes to `<state_dir>/reference-operator.log`. `cluster_dns` is the cluster's DNS
+/// server: the operator resolves the agents' Service names there.
+#[allow(clippy::too_many_arguments)]
 pub async fn start_process(
     kubeconfig: &Path,
     context: &str,
     mutant: Option<&str>,
+    cluster_dns: Option<std::net::Ipv4Addr>,
     state_dir: &Path,
     bound: Duration,
     log: &ProcessLog,
@@ -102,9 +109,13 @@ pub async fn start_process(
     let _ = std::fs::remove_file(&ready_file);
     let log_file = state_dir.join("reference-operator.log");
     let argv = process_argv(&program(), kubeconfig, context, mutant);
-    let mut child = Cmd::new(argv[0].clone())
+    let mut cmd = Cmd::new(argv[0].clone())
         .args(argv[1..].iter().cloned())
-        .env(READY_FILE_ENV, &ready_file)
+        .env(READY_FILE_ENV, &ready_file);
+    if let Some(dns) = cluster_dns {
+        cmd = cmd.env(CLUSTER_DNS_ENV, dns.to_string());
+    }
+    let mut child = cmd
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),

@@ -53,6 +53,11 @@ pub struct Args {
         default_value_t = 60
     )]
     pub preparation_deadline_secs: u64,
+    /// The cluster's DNS server, for an operator running outside a pod: `<svc>.<ns>.svc.cluster.local`
+    /// names (the agents' Services) are resolved there. In a pod, leave it unset: the pod's own
+    /// resolver already uses the cluster DNS.
+    #[arg(long, env = "REFERENCE_OPERATOR_CLUSTER_DNS")]
+    pub cluster_dns: Option<std::net::Ipv4Addr>,
 }
 
 /// Why the operator could not start.
@@ -89,6 +94,7 @@ impl Args {
             agent_image: self.agent_image.clone(),
             restic_image: self.restic_image.clone(),
             preparation_deadline: Duration::from_secs(self.preparation_deadline_secs),
+            cluster_dns: self.cluster_dns,
             ..Settings::default()
         }
     }

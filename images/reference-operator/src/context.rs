@@ -10,7 +10,7 @@ use crate::settings::Settings;
 pub struct Ctx {
     /// The cluster.
     pub client: Client,
-    /// Agents, by pod IP.
+    /// Agents, by their Service's DNS name.
     pub agent: AgentClient,
     /// Images, deadlines, mutant.
     pub settings: Settings,
@@ -21,7 +21,7 @@ impl Ctx {
     pub fn new(client: Client, settings: Settings) -> Self {
         Ctx {
             client,
-            agent: AgentClient::new(settings.agent_timeout),
+            agent: AgentClient::new(settings.agent_timeout, settings.cluster_dns),
             settings,
         }
     }

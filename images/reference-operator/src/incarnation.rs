@@ -14,6 +14,9 @@ pub struct Incarnation {
     pub pod_uid: String,
     /// `status.podIP`, where the agent listens.
     pub pod_ip: String,
+    /// Where the operator calls the agent: its Service's name
+    /// `<gs>-agent.<ns>.svc.cluster.local` (the pod IP for a pod without the server label).
+    pub agent_host: String,
     /// The `game` container's `containerID`.
     pub container_id: String,
     /// The `game` container's `restartCount`.
@@ -78,7 +81,17 @@ pub fn observe(pod: Option<&Pod>) -> Observation {
     else {
         return Observation::NotRunning(format!("pod {name} has no IP yet"));
     };
+    let agent_host = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(gameplane_api::names::labels::SERVER))
+        .map(|gs| {
+            crate::agent::service_host(gs, pod.metadata.namespace.as_deref().unwrap_or("default"))
+        })
+        .unwrap_or_else(|| pod_ip.clone());
     Observation::Running(Incarnation {
+        agent_host,
         pod_name: name,
         pod_uid: uid,
         pod_ip,

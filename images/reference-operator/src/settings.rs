@@ -20,6 +20,9 @@ pub struct Settings {
     /// How often a non-terminal Backup or Restore is re-checked without an event (incarnation
     /// checks "during the copy" also run on every pod event; this is the backstop).
     pub recheck_interval: Duration,
+    /// Where `*.cluster.local` names are resolved when the operator runs outside a pod;
+    /// `None`: the system resolver (in a pod, the cluster DNS).
+    pub cluster_dns: Option<std::net::Ipv4Addr>,
 }
 
 impl Default for Settings {
@@ -31,6 +34,7 @@ impl Default for Settings {
             preparation_deadline: Duration::from_secs(60),
             agent_timeout: Duration::from_secs(10),
             recheck_interval: Duration::from_millis(500),
+            cluster_dns: None,
         }
     }
 }

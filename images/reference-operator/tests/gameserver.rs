@@ -141,3 +141,46 @@ async fn a_version_change_rolls_the_pod_and_keeps_the_world_claim() {
     );
     rig.volume("alpha-mods-1-1").await;
 }
+
+/// The agent is reached as Gameplane reaches it: through `<gs>-agent.<ns>.svc.cluster.local`.
+/// From the host that name resolves at the cluster's DNS server (what `--cluster-dns` gives the
+/// operator); the connection then goes through the Service's cluster IP to the pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_answers_through_its_service_name() {
+    use reference_operator::agent::{AgentClient, service_host};
+    use std::time::Duration;
+
+    let rig = Rig::start(None).await;
+    rig.create_server("alpha", "mc", false).await;
+    let pod = rig.await_running_pod("alpha").await;
+    let uid = pod.metadata.uid.clone().unwrap();
+    let svc = rig
+        .api::<Service>()
+        .get(&names::agent_service("alpha"))
+        .await
+        .unwrap();
+    let spec = svc.spec.unwrap();
+    assert_eq!(spec.publish_not_ready_addresses, Some(true));
+    let cluster_ip = spec.cluster_ip.unwrap();
+    assert!(
+        rig.cluster
+            .service_range()
+            .contains(cluster_ip.parse().unwrap()),
+        "{cluster_ip}"
+    );
+
+    let host = service_host("alpha", NS);
+    let agent = AgentClient::new(Duration::from_secs(5), Some(rig.cluster.dns_address()));
+    // The agent may still be starting: bounded retries on "not reachable yet".
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    let identity = loop {
+        match agent.identity(&host, &uid).await {
+            Ok(id) => break id,
+            Err(e) if e.is_unreachable() && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("agent by Service name: {e}"),
+        }
+    };
+    assert_eq!(identity.pod_uid, uid);
+}

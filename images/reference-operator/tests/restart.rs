@@ -26,7 +26,7 @@ async fn an_operator_restart_mid_backup_resumes_without_a_second_quiesce_or_copy
 
     // Crash the operator while the copy is held, start a new one, then let the copy finish.
     rig.operator.take().expect("operator").kill().await;
-    rig.operator = Some(Operator::start(rig.cluster.kubeconfig_path(), None));
+    rig.operator = Some(Operator::start(&rig.cluster, None));
     gate.open();
 
     let b = rig.await_backup_done("b1").await;
@@ -68,7 +68,7 @@ async fn the_ready_file_is_written_once_the_caches_are_synced() {
         .unwrap();
     assert!(status.success());
     rig.operator = Some(Operator::start_with(
-        rig.cluster.kubeconfig_path(),
+        &rig.cluster,
         None,
         &[("REHEARSAL_READY_FILE", &ready)],
     ));

@@ -2,7 +2,11 @@
 //! into reflector stores, reconcile from the stores, write through the API (status via the
 //! status subresource), exactly as they would against any API server.
 
+pub mod daemonset;
+pub mod deployment;
+pub mod endpointslice;
 pub mod job;
+pub mod replicaset;
 pub mod scheduler;
 pub mod statefulset;
 pub mod volumes;

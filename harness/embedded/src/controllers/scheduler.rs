@@ -144,8 +144,31 @@ async fn reconcile(
                 tracing::warn!(%error, %claim, "cannot mark claim with its selected node");
             }
         }
+        // The store may lag behind a bind this loop made already: scheduling such a pod again
+        // would replace the conditions the kubelet has published since. Read it fresh and
+        // patch with its resourceVersion as a precondition.
+        let fresh = match api.get_opt(&name).await {
+            Ok(Some(fresh)) => fresh,
+            Ok(None) => continue,
+            Err(error) => {
+                tracing::warn!(%error, pod = %name, "cannot read pod before binding");
+                retry = Some(Duration::from_millis(500));
+                continue;
+            }
+        };
+        if fresh
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_ref())
+            .is_some()
+            || fresh.metadata.deletion_timestamp.is_some()
+        {
+            continue;
+        }
         // PodScheduled first: once nodeName is set the kubelet owns the status.
-        let scheduled = json!({"status": {"conditions": [{
+        let scheduled = json!({
+        "metadata": {"resourceVersion": fresh.metadata.resource_version},
+        "status": {"conditions": [{
             "type": "PodScheduled", "status": "True", "lastTransitionTime": status_now(),
         }]}});
         if let Err(error) = api

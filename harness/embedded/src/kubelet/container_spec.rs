@@ -287,6 +287,7 @@ pub fn sandbox_spec(
         workdir: container.working_dir.clone().filter(|w| !w.is_empty()),
         tmp_dir: None,
         hostname: None,
+        resolv_conf: None,
     })
 }
 

