@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod crd;
 mod defaults;
 mod discovery;
@@ -26,6 +27,7 @@ mod logs;
 mod meta;
 mod negotiate;
 mod protobuf;
+mod rbac;
 mod registry;
 mod schema;
 mod selector;
