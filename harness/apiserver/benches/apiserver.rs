@@ -195,7 +195,7 @@ fn main() {
             c.auth_info.token = Some(server.admin_token().to_string().into());
             c
         })
-            .expect("client");
+        .expect("client");
         // Memory first, so the figure is the server (and client) with just these objects.
         memory(&client).await;
         writes_per_second(&client).await;

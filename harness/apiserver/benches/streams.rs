@@ -296,7 +296,7 @@ fn main() {
             c.auth_info.token = Some(server.admin_token().to_string().into());
             c
         })
-            .expect("client");
+        .expect("client");
         let pods: Api<Pod> = Api::namespaced(client, "default");
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "bench"},

@@ -133,7 +133,8 @@ impl Keys {
         let rng = SystemRandom::new();
         let mut token = [0u8; 32];
         rng.fill(&mut token).expect("the system CSPRNG works");
-        let signing = hmac::Key::generate(hmac::HMAC_SHA256, &rng).expect("the system CSPRNG works");
+        let signing =
+            hmac::Key::generate(hmac::HMAC_SHA256, &rng).expect("the system CSPRNG works");
         Keys {
             admin_token: token.iter().map(|b| format!("{b:02x}")).collect(),
             signing,
@@ -160,12 +161,7 @@ impl Keys {
             return None;
         }
         let sig = URL_SAFE_NO_PAD.decode(sig).ok()?;
-        hmac::verify(
-            &self.signing,
-            format!("{header}.{body}").as_bytes(),
-            &sig,
-        )
-        .ok()?;
+        hmac::verify(&self.signing, format!("{header}.{body}").as_bytes(), &sig).ok()?;
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body).ok()?).ok()
     }
 }
@@ -286,7 +282,10 @@ pub fn token_request(
     let expiration = match spec.get("expirationSeconds") {
         None | Some(Value::Null) => DEFAULT_EXPIRATION_SECONDS,
         Some(v) => v.as_i64().ok_or_else(|| {
-            invalid("spec.expirationSeconds", format!("Invalid value: {v}: must be an integer"))
+            invalid(
+                "spec.expirationSeconds",
+                format!("Invalid value: {v}: must be an integer"),
+            )
         })?,
     };
     if expiration < MIN_EXPIRATION_SECONDS {
@@ -298,7 +297,9 @@ pub fn token_request(
     if expiration > 1 << 32 {
         return Err(invalid(
             "spec.expirationSeconds",
-            format!("Invalid value: {expiration}: may not specify a duration larger than 2^32 seconds"),
+            format!(
+                "Invalid value: {expiration}: may not specify a duration larger than 2^32 seconds"
+            ),
         ));
     }
     let audiences: Vec<String> = match spec.get("audiences").and_then(Value::as_array) {
@@ -324,7 +325,9 @@ pub fn token_request(
             other => {
                 return Err(invalid(
                     "spec.boundObjectRef.kind",
-                    format!("Unsupported value: \"{other}\": supported values: \"Pod\", \"Secret\""),
+                    format!(
+                        "Unsupported value: \"{other}\": supported values: \"Pod\", \"Secret\""
+                    ),
                 ));
             }
         };
@@ -416,7 +419,14 @@ pub fn impersonate(
     };
     let mut user = match parse_service_account_user(&target) {
         Some((ns, name)) => {
-            check(Attributes::resource("impersonate", "", "serviceaccounts", "", ns, name))?;
+            check(Attributes::resource(
+                "impersonate",
+                "",
+                "serviceaccounts",
+                "",
+                ns,
+                name,
+            ))?;
             let mut u = UserInfo::service_account(ns, name, "");
             if !groups.is_empty() {
                 u.groups.clear();
@@ -424,7 +434,14 @@ pub fn impersonate(
             u
         }
         None => {
-            check(Attributes::resource("impersonate", "", "users", "", "", &target))?;
+            check(Attributes::resource(
+                "impersonate",
+                "",
+                "users",
+                "",
+                "",
+                &target,
+            ))?;
             UserInfo {
                 name: target.clone(),
                 uid: String::new(),
@@ -434,7 +451,14 @@ pub fn impersonate(
         }
     };
     for group in &groups {
-        check(Attributes::resource("impersonate", "", "groups", "", "", group))?;
+        check(Attributes::resource(
+            "impersonate",
+            "",
+            "groups",
+            "",
+            "",
+            group,
+        ))?;
         if !user.groups.contains(group) {
             user.groups.push(group.clone());
         }

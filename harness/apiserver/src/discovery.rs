@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 
 use crate::registry::{GroupView, Registry, ResourceInfo};
 
-
 pub fn version() -> Value {
     json!({
         "major": "1",
@@ -30,7 +29,9 @@ pub fn version() -> Value {
 }
 
 /// Create-only subresources served with another kind: (subresource, group, version, kind).
-fn extra_subresources(info: &ResourceInfo) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+fn extra_subresources(
+    info: &ResourceInfo,
+) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => vec![("eviction", "policy", "v1", "Eviction")],
         ("", "serviceaccounts") => vec![("token", "authentication.k8s.io", "v1", "TokenRequest")],
@@ -193,9 +194,11 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             );
         }
         for (sub, group, version, kind) in extra_subresources(info) {
-            entries.push(json!({"name": format!("{}/{sub}", info.plural), "singularName": "",
+            entries.push(
+                json!({"name": format!("{}/{sub}", info.plural), "singularName": "",
                 "namespaced": info.namespaced, "group": group, "version": version, "kind": kind,
-                "verbs": ["create"]}));
+                "verbs": ["create"]}),
+            );
         }
     }
     let gv = if group.is_empty() {

@@ -27,6 +27,7 @@ mod logs;
 mod meta;
 mod negotiate;
 mod protobuf;
+mod protobuf_authz;
 mod rbac;
 mod registry;
 mod schema;

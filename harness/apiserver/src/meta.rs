@@ -130,7 +130,9 @@ pub fn invalid_path_segment(name: &str) -> Option<String> {
     }
     for bad in ["/", "%"] {
         if name.contains(bad) {
-            return Some(format!("Invalid value: \"{name}\": may not contain '{bad}'"));
+            return Some(format!(
+                "Invalid value: \"{name}\": may not contain '{bad}'"
+            ));
         }
     }
     None

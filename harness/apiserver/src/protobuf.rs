@@ -40,6 +40,11 @@ pub fn decode_object(body: &[u8]) -> Result<Value, String> {
         "ConfigMap" if core => decode_as::<ConfigMap>(&unknown.raw, kind)?.into_json(),
         "Secret" if core => decode_as::<Secret>(&unknown.raw, kind)?.into_json(),
         "ServiceAccount" if core => decode_as::<ServiceAccount>(&unknown.raw, kind)?.into_json(),
+        _ if let Some(mapped) =
+            crate::protobuf_authz::decode_object(group_version, kind, &unknown.raw) =>
+        {
+            mapped?
+        }
         _ => {
             let shown = if kind.is_empty() { "<empty>" } else { kind };
             return Err(format!(
@@ -284,7 +289,7 @@ impl ObjectMeta {
     }
 }
 
-fn metadata_json(meta: Option<ObjectMeta>) -> Value {
+pub(crate) fn metadata_json(meta: Option<ObjectMeta>) -> Value {
     meta.unwrap_or_default().into_json()
 }
 

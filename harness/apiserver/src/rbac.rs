@@ -80,7 +80,9 @@ impl Attributes {
             _ => return Attributes::non_resource(&http_verb, path),
         };
         let (namespace, parts): (&str, &[&str]) = match rest {
-            ["namespaces", ns, more @ ..] if !more.is_empty() && !matches!(more, ["status" | "finalize"]) => {
+            ["namespaces", ns, more @ ..]
+                if !more.is_empty() && !matches!(more, ["status" | "finalize"]) =>
+            {
                 (ns, more)
             }
             ["namespaces", ns, ..] => (ns, rest),
@@ -149,8 +151,10 @@ fn appliesto(subject: &Value, user: &UserInfo, binding_ns: &str) -> bool {
 }
 
 fn has(list: &Value, wanted: &str, wildcard: &str) -> bool {
-    list.as_array()
-        .is_some_and(|l| l.iter().any(|v| v.as_str() == Some(wildcard) || v.as_str() == Some(wanted)))
+    list.as_array().is_some_and(|l| {
+        l.iter()
+            .any(|v| v.as_str() == Some(wildcard) || v.as_str() == Some(wanted))
+    })
 }
 
 /// Whether one PolicyRule allows `attrs` (RBAC's RuleAllows).
@@ -311,13 +315,19 @@ pub fn rules_for(state: &State, user: &UserInfo, namespace: &str) -> (Vec<Value>
     let mut non_resource_rules = Vec::new();
     let mut push = |rule: &Value| {
         let verbs = rule["verbs"].clone();
-        if rule["nonResourceURLs"].as_array().is_some_and(|l| !l.is_empty()) {
+        if rule["nonResourceURLs"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty())
+        {
             non_resource_rules
                 .push(json!({"verbs": verbs, "nonResourceURLs": rule["nonResourceURLs"]}));
         }
         if rule["resources"].as_array().is_some_and(|l| !l.is_empty()) {
             let mut r = json!({"verbs": verbs, "apiGroups": rule["apiGroups"], "resources": rule["resources"]});
-            if rule["resourceNames"].as_array().is_some_and(|l| !l.is_empty()) {
+            if rule["resourceNames"]
+                .as_array()
+                .is_some_and(|l| !l.is_empty())
+            {
                 r["resourceNames"] = rule["resourceNames"].clone();
             }
             resource_rules.push(r);
@@ -415,14 +425,43 @@ fn cluster_role_binding(name: &str, role: &str, groups: &[&str]) -> Value {
 pub fn bootstrap_objects() -> Vec<(&'static str, Value)> {
     let read = json!(["get", "list", "watch"]);
     let write = json!(["create", "delete", "deletecollection", "patch", "update"]);
-    let core_view = json!(["configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status",
-        "pods", "pods/log", "pods/status", "replicationcontrollers", "replicationcontrollers/scale",
-        "replicationcontrollers/status", "resourcequotas", "resourcequotas/status", "serviceaccounts",
-        "services", "services/status", "bindings", "events", "limitranges", "namespaces/status",
-        "pods/status", "namespaces"]);
-    let apps = json!(["controllerrevisions", "daemonsets", "daemonsets/status", "deployments",
-        "deployments/scale", "deployments/status", "replicasets", "replicasets/scale",
-        "replicasets/status", "statefulsets", "statefulsets/scale", "statefulsets/status"]);
+    let core_view = json!([
+        "configmaps",
+        "endpoints",
+        "persistentvolumeclaims",
+        "persistentvolumeclaims/status",
+        "pods",
+        "pods/log",
+        "pods/status",
+        "replicationcontrollers",
+        "replicationcontrollers/scale",
+        "replicationcontrollers/status",
+        "resourcequotas",
+        "resourcequotas/status",
+        "serviceaccounts",
+        "services",
+        "services/status",
+        "bindings",
+        "events",
+        "limitranges",
+        "namespaces/status",
+        "pods/status",
+        "namespaces"
+    ]);
+    let apps = json!([
+        "controllerrevisions",
+        "daemonsets",
+        "daemonsets/status",
+        "deployments",
+        "deployments/scale",
+        "deployments/status",
+        "replicasets",
+        "replicasets/scale",
+        "replicasets/status",
+        "statefulsets",
+        "statefulsets/scale",
+        "statefulsets/status"
+    ]);
     let batch = json!(["cronjobs", "cronjobs/status", "jobs", "jobs/status"]);
     let view_rules = json!([
         {"apiGroups": [""], "resources": core_view, "verbs": read},
@@ -451,28 +490,75 @@ pub fn bootstrap_objects() -> Vec<(&'static str, Value)> {
     admin.push(json!({"apiGroups": [GROUP], "resources": ["rolebindings", "roles"],
         "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}));
     vec![
-        ("clusterroles", cluster_role("cluster-admin", json!([
-            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-            {"nonResourceURLs": ["*"], "verbs": ["*"]},
-        ]))),
+        (
+            "clusterroles",
+            cluster_role(
+                "cluster-admin",
+                json!([
+                    {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                    {"nonResourceURLs": ["*"], "verbs": ["*"]},
+                ]),
+            ),
+        ),
         ("clusterroles", cluster_role("admin", Value::Array(admin))),
         ("clusterroles", cluster_role("edit", Value::Array(edit))),
         ("clusterroles", cluster_role("view", view_rules)),
-        ("clusterroles", cluster_role("system:discovery", json!([
-            {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
-                "/openapi", "/openapi/*", "/readyz", "/version", "/version/"], "verbs": ["get"]},
-        ]))),
-        ("clusterroles", cluster_role("system:basic-user", json!([
-            {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
-            {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
-        ]))),
-        ("clusterroles", cluster_role("system:public-info-viewer", json!([
-            {"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]},
-        ]))),
-        ("clusterrolebindings", cluster_role_binding("cluster-admin", "cluster-admin", &["system:masters"])),
-        ("clusterrolebindings", cluster_role_binding("system:discovery", "system:discovery", &["system:authenticated"])),
-        ("clusterrolebindings", cluster_role_binding("system:basic-user", "system:basic-user", &["system:authenticated"])),
-        ("clusterrolebindings", cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
-            &["system:authenticated", "system:unauthenticated"])),
+        (
+            "clusterroles",
+            cluster_role(
+                "system:discovery",
+                json!([
+                    {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
+                        "/openapi", "/openapi/*", "/readyz", "/version", "/version/"], "verbs": ["get"]},
+                ]),
+            ),
+        ),
+        (
+            "clusterroles",
+            cluster_role(
+                "system:basic-user",
+                json!([
+                    {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
+                    {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
+                ]),
+            ),
+        ),
+        (
+            "clusterroles",
+            cluster_role(
+                "system:public-info-viewer",
+                json!([
+                    {"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]},
+                ]),
+            ),
+        ),
+        (
+            "clusterrolebindings",
+            cluster_role_binding("cluster-admin", "cluster-admin", &["system:masters"]),
+        ),
+        (
+            "clusterrolebindings",
+            cluster_role_binding(
+                "system:discovery",
+                "system:discovery",
+                &["system:authenticated"],
+            ),
+        ),
+        (
+            "clusterrolebindings",
+            cluster_role_binding(
+                "system:basic-user",
+                "system:basic-user",
+                &["system:authenticated"],
+            ),
+        ),
+        (
+            "clusterrolebindings",
+            cluster_role_binding(
+                "system:public-info-viewer",
+                "system:public-info-viewer",
+                &["system:authenticated", "system:unauthenticated"],
+            ),
+        ),
     ]
 }

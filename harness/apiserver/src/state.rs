@@ -196,7 +196,8 @@ impl State {
         let Some(info) = self.registry.get("", "v1", "serviceaccounts") else {
             return;
         };
-        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+        let sa =
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
         if let Err(e) = self.create(&info, ns, sa) {
             tracing::warn!(namespace = ns, error = %e.message, "cannot create the default ServiceAccount");
         }
@@ -208,7 +209,10 @@ impl State {
         if self.dry_run {
             return;
         }
-        let Some(info) = self.registry.get("apiregistration.k8s.io", "v1", "apiservices") else {
+        let Some(info) = self
+            .registry
+            .get("apiregistration.k8s.io", "v1", "apiservices")
+        else {
             return;
         };
         let mut wanted = BTreeMap::new();
@@ -514,7 +518,7 @@ impl State {
             },
         };
         let label_only = &*info.storage == NAMESPACE_STORAGE;
-        let why = if info.group == crate::rbac::GROUP {
+        let why = if info.group == crate::rbac::GROUP || info.group == "apiregistration.k8s.io" {
             meta::invalid_path_segment(&name)
         } else {
             meta::invalid_name(&name, label_only)

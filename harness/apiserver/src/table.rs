@@ -557,7 +557,11 @@ fn builtin_columns(kind: &str) -> Vec<Value> {
         ],
         "APIService" => vec![
             name_col(),
-            s("Service", 0, "The reference to the service that hosts this API endpoint."),
+            s(
+                "Service",
+                0,
+                "The reference to the service that hosts this API endpoint.",
+            ),
             s("Available", 0, "Whether this service is available."),
             age_col(),
         ],
@@ -687,8 +691,12 @@ fn builtin_cells(kind: &str, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
             name,
             json!(format!(
                 "{}/{}",
-                o.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or(""),
-                o.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("")
+                o.pointer("/roleRef/kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                o.pointer("/roleRef/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
             )),
             age,
             json!(binding_subjects(o, "User")),

@@ -8,7 +8,12 @@ use super::*;
 
 fn string_list(v: &Value) -> Vec<String> {
     v.as_array()
-        .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -172,7 +177,11 @@ fn disruptions_allowed(pdb: &Value, pods: &[Arc<Value>]) -> i64 {
         }
         let pct: i64 = v.as_str()?.strip_suffix('%')?.parse().ok()?;
         let scaled = expected * pct;
-        Some(if round_up { (scaled + 99) / 100 } else { scaled / 100 })
+        Some(if round_up {
+            (scaled + 99) / 100
+        } else {
+            scaled / 100
+        })
     };
     let spec = &pdb["spec"];
     if let Some(min) = spec.get("minAvailable").and_then(|v| resolve(v, true)) {
@@ -230,7 +239,10 @@ pub(super) async fn evict(
     if running && let Some(pdb_info) = state.registry.get("policy", "v1", "poddisruptionbudgets") {
         let pods = state.list(info, Some(ns));
         for pdb in state.list(&pdb_info, Some(ns)) {
-            let labels = pod.pointer("/metadata/labels").cloned().unwrap_or(json!({}));
+            let labels = pod
+                .pointer("/metadata/labels")
+                .cloned()
+                .unwrap_or(json!({}));
             let selects = pdb["spec"]["selector"]["matchLabels"]
                 .as_object()
                 .is_some_and(|w| w.iter().all(|(k, v)| labels.get(k) == Some(v)));

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 
 use crate::auth::{self, UserInfo};
 use crate::discovery;
-use crate::rbac::{self, Attributes};
 use crate::logs::{LogError, LogRequest};
 use crate::meta::{self, parse_bool};
 use crate::negotiate::{self, AGGREGATED_DISCOVERY};
+use crate::rbac::{self, Attributes};
 use crate::registry::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::Shared;

@@ -137,7 +137,12 @@ pub fn request_with(method: &str, path: &str, headers: &[(&str, &str)], body: &[
     let explicit_auth = headers
         .iter()
         .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
-    if let Some(token) = ADMIN_TOKEN.lock().unwrap().as_ref().filter(|_| !explicit_auth) {
+    if let Some(token) = ADMIN_TOKEN
+        .lock()
+        .unwrap()
+        .as_ref()
+        .filter(|_| !explicit_auth)
+    {
         head.push_str(&format!("Authorization: Bearer {token}\r\n"));
     }
     for (name, value) in headers {
