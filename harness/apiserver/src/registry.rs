@@ -29,7 +29,8 @@ pub struct ResourceInfo {
     pub status: bool,
     /// Serves `log` (pods only).
     pub log: bool,
-    /// Serves `scale` (`autoscaling/v1` Scale over `spec.replicas`; statefulsets only).
+    /// Serves `scale` (`autoscaling/v1` Scale over `spec.replicas` for statefulsets, over the
+    /// CRD's `subresources.scale` paths for custom resources).
     pub scale: bool,
     pub storage: StorageKey,
     /// Set for resources defined by a CustomResourceDefinition.
@@ -42,6 +43,9 @@ pub struct CustomInfo {
     pub schema: Option<Arc<StructuralSchema>>,
     /// `additionalPrinterColumns` as written in the CRD.
     pub printer_columns: Vec<Value>,
+    /// `subresources.scale` as written in the CRD (specReplicasPath, statusReplicasPath,
+    /// labelSelectorPath).
+    pub scale: Option<Value>,
 }
 
 impl ResourceInfo {
