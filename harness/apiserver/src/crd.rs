@@ -162,7 +162,7 @@ pub fn definition(crd: &Value) -> Result<Definition, Vec<FieldError>> {
             categories: strings(names.get("categories")),
             status: version.pointer("/subresources/status").is_some(),
             log: false,
-            scale: false,
+            scale: version.pointer("/subresources/scale").is_some(),
             storage: storage_key(&group, &plural),
             custom: Some(CustomInfo {
                 schema,
@@ -171,6 +171,7 @@ pub fn definition(crd: &Value) -> Result<Definition, Vec<FieldError>> {
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default(),
+                scale: version.pointer("/subresources/scale").cloned(),
             }),
         });
     }

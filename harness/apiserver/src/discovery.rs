@@ -10,17 +10,6 @@ use serde_json::{Value, json};
 
 use crate::registry::{GroupView, Registry, ResourceInfo};
 
-const VERBS: [&str; 8] = [
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
 pub fn version() -> Value {
     json!({
         "major": "1",
@@ -39,6 +28,17 @@ pub fn version() -> Value {
     })
 }
 
+/// Create-only subresources served with another kind: (subresource, group, version, kind).
+fn extra_subresources(
+    info: &ResourceInfo,
+) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("", "pods") => vec![("eviction", "policy", "v1", "Eviction")],
+        ("", "serviceaccounts") => vec![("token", "authentication.k8s.io", "v1", "TokenRequest")],
+        _ => Vec::new(),
+    }
+}
+
 fn response_kind(info: &ResourceInfo) -> Value {
     json!({"group": info.group, "version": info.version, "kind": info.kind})
 }
@@ -49,7 +49,7 @@ fn aggregated_resource(info: &ResourceInfo) -> Value {
         "responseKind": response_kind(info),
         "scope": if info.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": info.singular,
-        "verbs": VERBS,
+        "verbs": info.verbs(),
     });
     if !info.short_names.is_empty() {
         r["shortNames"] = json!(info.short_names);
@@ -68,6 +68,9 @@ fn aggregated_resource(info: &ResourceInfo) -> Value {
     }
     if info.log {
         subs.push(json!({"subresource": "log", "responseKind": {"group": "", "version": "", "kind": "Pod"}, "verbs": ["get"]}));
+    }
+    for (sub, group, version, kind) in extra_subresources(info) {
+        subs.push(json!({"subresource": sub, "responseKind": {"group": group, "version": version, "kind": kind}, "verbs": ["create"]}));
     }
     if !subs.is_empty() {
         r["subresources"] = Value::Array(subs);
@@ -166,7 +169,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             "singularName": info.singular,
             "namespaced": info.namespaced,
             "kind": info.kind,
-            "verbs": VERBS,
+            "verbs": info.verbs(),
         });
         if !info.short_names.is_empty() {
             r["shortNames"] = json!(info.short_names);
@@ -188,6 +191,13 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             entries.push(
                 json!({"name": format!("{}/log", info.plural), "singularName": "",
                 "namespaced": info.namespaced, "kind": "Pod", "verbs": ["get"]}),
+            );
+        }
+        for (sub, group, version, kind) in extra_subresources(info) {
+            entries.push(
+                json!({"name": format!("{}/{sub}", info.plural), "singularName": "",
+                "namespaced": info.namespaced, "group": group, "version": version, "kind": kind,
+                "verbs": ["create"]}),
             );
         }
     }

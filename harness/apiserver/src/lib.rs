@@ -7,6 +7,19 @@
 //! garbage collection, `metav1.Status` errors, and the streaming subresources (`pods/exec`,
 //! `pods/attach`, `pods/portforward` over WebSocket) served by an attached [`PodStreams`].
 //!
+//! Every request is authenticated and authorised as on a real cluster: the kubeconfig's
+//! bearer token is `kubernetes-admin` (`system:masters`); ServiceAccount tokens come from
+//! `serviceaccounts/NAME/token` (bound, with audience and expiry); `Impersonate-*` headers
+//! need the `impersonate` verb; RBAC (Role, ClusterRole and their bindings, plus the default
+//! roles of a real cluster) decides, and a denial is the `Forbidden` Status real clusters
+//! send. kubectl sends no credentials to an `http://` server, so a credential-less request
+//! is the trusted plain-HTTP port's superuser by default
+//! ([`ApiServerConfig::anonymous_is_superuser`]); `kubectl --as` is held to RBAC.
+//! Also served: `SelfSubjectAccessReview`, `SelfSubjectRulesReview`, `SubjectAccessReview`,
+//! `SelfSubjectReview`, `TokenReview`, `pods/eviction` (PodDisruptionBudgets honoured),
+//! the `scale` subresource of custom resources, metadata-only responses and the
+//! `apiregistration.k8s.io` APIServices.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use rehearsal_apiserver::{ApiServer, ApiServerConfig};
@@ -18,6 +31,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod crd;
 mod defaults;
 mod discovery;
@@ -26,6 +40,8 @@ mod logs;
 mod meta;
 mod negotiate;
 mod protobuf;
+mod protobuf_authz;
+mod rbac;
 mod registry;
 mod schema;
 mod selector;

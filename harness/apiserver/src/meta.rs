@@ -123,6 +123,21 @@ pub fn generated_name(prefix: &str) -> String {
 }
 
 /// Why `name` is not a valid object name, in the wording of apimachinery's validation.
+/// Names of RBAC objects only need to be usable as a path segment (`system:discovery`).
+pub fn invalid_path_segment(name: &str) -> Option<String> {
+    if name == "." || name == ".." {
+        return Some(format!("Invalid value: \"{name}\": may not be '{name}'"));
+    }
+    for bad in ["/", "%"] {
+        if name.contains(bad) {
+            return Some(format!(
+                "Invalid value: \"{name}\": may not contain '{bad}'"
+            ));
+        }
+    }
+    None
+}
+
 pub fn invalid_name(name: &str, label_only: bool) -> Option<String> {
     static LABEL: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$").expect("static regex"));

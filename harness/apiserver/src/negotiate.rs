@@ -37,6 +37,26 @@ pub fn wants_table(headers: &HeaderMap) -> bool {
         .any(|m| m.contains("as=Table") && m.contains("g=meta.k8s.io"))
 }
 
+/// `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` (or the List form):
+/// metadata-only responses, as the metadata clients of client-go, kube-rs and Python ask.
+pub fn wants_metadata(headers: &HeaderMap) -> bool {
+    accept(headers).split(',').any(|m| {
+        (m.contains("as=PartialObjectMetadata;")
+            || m.ends_with("as=PartialObjectMetadata")
+            || m.contains("as=PartialObjectMetadataList"))
+            && m.contains("g=meta.k8s.io")
+    })
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(obj: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| serde_json::json!({})),
+    })
+}
+
 /// `Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,…`.
 pub fn wants_aggregated_discovery(headers: &HeaderMap) -> bool {
     accept(headers).split(',').any(|m| {

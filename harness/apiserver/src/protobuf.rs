@@ -46,6 +46,11 @@ pub fn decode_object(body: &[u8]) -> Result<Value, String> {
         "Secret" if core => decode_as::<Secret>(&unknown.raw, kind)?.into_json(),
         "ServiceAccount" if core => decode_as::<ServiceAccount>(&unknown.raw, kind)?.into_json(),
         "Deployment" if group_version == "apps/v1" => apps::deployment(&unknown.raw)?,
+        _ if let Some(mapped) =
+            crate::protobuf_authz::decode_object(group_version, kind, &unknown.raw) =>
+        {
+            mapped?
+        }
         _ => {
             let shown = if kind.is_empty() { "<empty>" } else { kind };
             return Err(format!(
@@ -290,7 +295,7 @@ impl ObjectMeta {
     }
 }
 
-fn metadata_json(meta: Option<ObjectMeta>) -> Value {
+pub(crate) fn metadata_json(meta: Option<ObjectMeta>) -> Value {
     meta.unwrap_or_default().into_json()
 }
 

@@ -29,7 +29,8 @@ pub struct ResourceInfo {
     pub status: bool,
     /// Serves `log` (pods only).
     pub log: bool,
-    /// Serves `scale` (`autoscaling/v1` Scale over `spec.replicas`; statefulsets only).
+    /// Serves `scale` (`autoscaling/v1` Scale over `spec.replicas` for statefulsets, over the
+    /// CRD's `subresources.scale` paths for custom resources).
     pub scale: bool,
     pub storage: StorageKey,
     /// Set for resources defined by a CustomResourceDefinition.
@@ -42,6 +43,9 @@ pub struct CustomInfo {
     pub schema: Option<Arc<StructuralSchema>>,
     /// `additionalPrinterColumns` as written in the CRD.
     pub printer_columns: Vec<Value>,
+    /// `subresources.scale` as written in the CRD (specReplicasPath, statusReplicasPath,
+    /// labelSelectorPath).
+    pub scale: Option<Value>,
 }
 
 impl ResourceInfo {
@@ -73,6 +77,31 @@ impl ResourceInfo {
 
     pub fn is_custom(&self) -> bool {
         self.custom.is_some()
+    }
+
+    /// A review (SelfSubjectAccessReview, TokenReview, …): answered, never stored.
+    pub fn create_only(&self) -> bool {
+        CREATE_ONLY
+            .iter()
+            .any(|(g, p)| *g == self.group && *p == self.plural)
+    }
+
+    /// The verbs discovery publishes.
+    pub fn verbs(&self) -> &'static [&'static str] {
+        if self.create_only() {
+            &["create"]
+        } else {
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
+        }
     }
 }
 
@@ -277,6 +306,122 @@ const BUILTINS: &[Builtin] = &[
         &["api-extensions"],
         true,
     ),
+    // Authorization, authentication and API registration (see `rbac.rs`, `auth.rs`).
+    b(
+        RBAC,
+        "v1",
+        "clusterroles",
+        "ClusterRole",
+        false,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        RBAC,
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        false,
+        &[],
+        &[],
+        false,
+    ),
+    b(RBAC, "v1", "roles", "Role", true, &[], &[], false),
+    b(
+        RBAC,
+        "v1",
+        "rolebindings",
+        "RoleBinding",
+        true,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        AUTHZ,
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        false,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        AUTHZ,
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        false,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        AUTHZ,
+        "v1",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        false,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        AUTHN,
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        false,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        AUTHN,
+        "v1",
+        "tokenreviews",
+        "TokenReview",
+        false,
+        &[],
+        &[],
+        false,
+    ),
+    b(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        true,
+        &["pdb"],
+        &[],
+        true,
+    ),
+    b(
+        APIREG,
+        "v1",
+        "apiservices",
+        "APIService",
+        false,
+        &[],
+        &["api-extensions"],
+        true,
+    ),
+];
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+const AUTHZ: &str = "authorization.k8s.io";
+const AUTHN: &str = "authentication.k8s.io";
+const APIREG: &str = "apiregistration.k8s.io";
+
+/// Resources that are requests answered at once, never stored: only `create`.
+pub const CREATE_ONLY: &[(&str, &str)] = &[
+    (AUTHZ, "selfsubjectaccessreviews"),
+    (AUTHZ, "selfsubjectrulesreviews"),
+    (AUTHZ, "subjectaccessreviews"),
+    (AUTHN, "selfsubjectreviews"),
+    (AUTHN, "tokenreviews"),
 ];
 
 #[allow(clippy::too_many_arguments)]
@@ -305,9 +450,14 @@ const fn b(
 /// Built-in groups in the order real discovery lists them; CRD groups follow, sorted.
 const GROUP_ORDER: &[&str] = &[
     "",
+    APIREG,
     "apps",
     "events.k8s.io",
+    AUTHN,
+    AUTHZ,
     "batch",
+    "policy",
+    RBAC,
     "storage.k8s.io",
     "coordination.k8s.io",
     "discovery.k8s.io",

@@ -38,6 +38,11 @@ pub struct ApiServerConfig {
     pub graceful_pod_deletion: bool,
     /// The range Service cluster IPs are allocated from (`--service-cluster-ip-range`).
     pub service_range: crate::services::ServiceRange,
+    /// A request without credentials acts as `system:unsecured` (in `system:masters`), as on
+    /// kube-apiserver's former localhost `--insecure-port`: kubectl sends no token to an
+    /// `http://` server, so it reaches this server only so (and is held to RBAC through
+    /// `--as`). Off: such requests are `system:anonymous`, allowed only the public paths.
+    pub anonymous_is_superuser: bool,
 }
 
 impl Default for ApiServerConfig {
@@ -49,6 +54,7 @@ impl Default for ApiServerConfig {
             bookmark_interval: Duration::from_secs(60),
             graceful_pod_deletion: true,
             service_range: crate::services::ServiceRange::default(),
+            anonymous_is_superuser: true,
         }
     }
 }
@@ -68,6 +74,8 @@ pub enum StartError {
 /// What request handlers share.
 pub(crate) struct Shared {
     pub state: Mutex<State>,
+    /// The admin token and the ServiceAccount token signing key.
+    pub keys: crate::auth::Keys,
     pub logs: RwLock<Option<Arc<dyn PodLogSource>>>,
     pub streams: RwLock<Option<Arc<dyn PodStreams>>>,
     pub shutdown: watch::Receiver<bool>,
@@ -110,6 +118,7 @@ impl ApiServer {
         });
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
+            keys: crate::auth::Keys::generate(),
             logs: RwLock::new(None),
             streams: RwLock::new(None),
             shutdown: shutdown_rx,
@@ -133,12 +142,24 @@ impl ApiServer {
         format!("http://{}", self.shared.addr)
     }
 
-    /// A kubeconfig whose cluster, context and user are all named `context_name`.
+    /// The bearer token of the admin identity (`kubernetes-admin` in `system:masters`).
+    pub fn admin_token(&self) -> &str {
+        self.shared.keys.admin_token()
+    }
+
+    /// A kubeconfig whose cluster, context and user are all named `context_name`, with the
+    /// admin identity's token.
     pub fn kubeconfig_yaml(&self, context_name: &str) -> String {
+        self.kubeconfig_with_token(context_name, self.admin_token())
+    }
+
+    /// A kubeconfig like [`Self::kubeconfig_yaml`] that authenticates with `token` (e.g. a
+    /// ServiceAccount token from a TokenRequest).
+    pub fn kubeconfig_with_token(&self, context_name: &str, token: &str) -> String {
         format!(
             "apiVersion: v1\nkind: Config\npreferences: {{}}\nclusters:\n- name: {n}\n  cluster:\n    server: {url}\n\
              contexts:\n- name: {n}\n  context:\n    cluster: {n}\n    user: {n}\n    namespace: default\n\
-             current-context: {n}\nusers:\n- name: {n}\n  user: {{}}\n",
+             current-context: {n}\nusers:\n- name: {n}\n  user:\n    token: {token}\n",
             n = context_name,
             url = self.url()
         )

@@ -187,7 +187,87 @@ impl State {
                 .create(&ns_info, "", obj)
                 .expect("built-in namespaces are valid");
         }
+        state.bootstrap_rbac();
+        state.sync_api_services();
         state
+    }
+
+    /// The `default` ServiceAccount every namespace gets (the ServiceAccount controller's job
+    /// in a real cluster, done here as the namespace is created).
+    fn create_default_service_account(&mut self, ns: &str) {
+        let Some(info) = self.registry.get("", "v1", "serviceaccounts") else {
+            return;
+        };
+        let sa =
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+        if let Err(e) = self.create(&info, ns, sa) {
+            tracing::warn!(namespace = ns, error = %e.message, "cannot create the default ServiceAccount");
+        }
+    }
+
+    /// Keeps one `apiregistration.k8s.io/v1` APIService per served group/version, as the
+    /// aggregator lists them on a real cluster (all `Local`, always Available).
+    pub fn sync_api_services(&mut self) {
+        if self.dry_run {
+            return;
+        }
+        let Some(info) = self
+            .registry
+            .get("apiregistration.k8s.io", "v1", "apiservices")
+        else {
+            return;
+        };
+        let mut wanted = BTreeMap::new();
+        for (index, group) in self.registry.groups().iter().enumerate() {
+            let builtin = crate::registry::is_builtin_group(&group.name);
+            for (position, (version, _)) in group.versions.iter().enumerate() {
+                let name = format!("{version}.{}", group.name);
+                let obj = json!({
+                    "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                    "metadata": {"name": name, "labels": {
+                        "kube-aggregator.kubernetes.io/automanaged": if builtin { "onstart" } else { "true" },
+                    }},
+                    "spec": {
+                        "group": group.name, "version": version,
+                        "groupPriorityMinimum": if builtin { 18000 - 100 * index as i64 } else { 1000 },
+                        "versionPriority": 15 - position as i64,
+                    },
+                    "status": {"conditions": [{
+                        "type": "Available", "status": "True",
+                        "lastTransitionTime": meta::now_rfc3339(),
+                        "reason": "Local", "message": "Local APIServices are always available",
+                    }]},
+                });
+                wanted.insert(name, obj);
+            }
+        }
+        for existing in self.list(&info, None) {
+            let name = meta::name(&existing).to_string();
+            if wanted.remove(&name).is_none() {
+                let _ = self.delete(&info, "", &name, &DeleteOptions::default());
+            }
+        }
+        for (_, obj) in wanted {
+            let status = obj["status"].clone();
+            if let Ok(created) = self.create(&info, "", obj) {
+                let mut with_status = (*created).clone();
+                with_status["status"] = status;
+                let name = meta::name(&with_status).to_string();
+                let _ = self.update(&info, "", &name, with_status, Target::Status);
+            }
+        }
+    }
+
+    /// Creates the default RBAC roles and bindings of a real cluster.
+    pub fn bootstrap_rbac(&mut self) {
+        for (plural, obj) in crate::rbac::bootstrap_objects() {
+            let info = self
+                .registry
+                .get(crate::rbac::GROUP, "v1", plural)
+                .expect("RBAC resources are built in");
+            self.create(&info, "", obj)
+                .expect("the default RBAC objects are valid");
+        }
     }
 
     /// Runs `op` as a dry run when `dry` is set: validation and defaulting happen, nothing is
@@ -440,7 +520,12 @@ impl State {
             },
         };
         let label_only = &*info.storage == NAMESPACE_STORAGE;
-        if let Some(why) = meta::invalid_name(&name, label_only) {
+        let why = if info.group == crate::rbac::GROUP || info.group == "apiregistration.k8s.io" {
+            meta::invalid_path_segment(&name)
+        } else {
+            meta::invalid_name(&name, label_only)
+        };
+        if let Some(why) = why {
             return Err(ApiError::invalid_field(
                 info,
                 &name,
@@ -516,9 +601,13 @@ impl State {
             None
         };
         let arc = self.put(&r, obj, None);
+        if &*info.storage == NAMESPACE_STORAGE && !self.dry_run {
+            self.create_default_service_account(&name);
+        }
         if let Some(def) = definition.filter(|_| !self.dry_run) {
             self.registry
                 .set_custom(&def.group, &def.plural, def.resources);
+            self.sync_api_services();
         }
         Ok(arc)
     }
@@ -648,6 +737,7 @@ impl State {
         if let Some(def) = definition.filter(|_| !self.dry_run) {
             self.registry
                 .set_custom(&def.group, &def.plural, def.resources);
+            self.sync_api_services();
         }
         Ok(arc)
     }
@@ -742,7 +832,10 @@ impl State {
                         work.push(Work::Remove(r, None));
                     }
                 }
-                Work::Unregister(group, plural) => self.registry.remove_custom(&group, &plural),
+                Work::Unregister(group, plural) => {
+                    self.registry.remove_custom(&group, &plural);
+                    self.sync_api_services();
+                }
             }
         }
         removed

@@ -555,8 +555,47 @@ fn builtin_columns(kind: &str) -> Vec<Value> {
                 "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
             ),
         ],
+        "APIService" => vec![
+            name_col(),
+            s(
+                "Service",
+                0,
+                "The reference to the service that hosts this API endpoint.",
+            ),
+            s("Available", 0, "Whether this service is available."),
+            age_col(),
+        ],
+        "Role" | "ClusterRole" => vec![name_col(), col("Created At", "date", 0, AGE_DOC)],
+        "RoleBinding" | "ClusterRoleBinding" => vec![
+            name_col(),
+            s("Role", 0, "Role that this binding refers to."),
+            age_col(),
+            s("Users", 1, "Users in the binding."),
+            s("Groups", 1, "Groups in the binding."),
+            s("ServiceAccounts", 1, "ServiceAccounts in the binding."),
+        ],
         _ => vec![name_col(), age_col()],
     }
+}
+
+/// Subjects of one kind in a binding, comma-separated (`ns/name` for ServiceAccounts).
+fn binding_subjects(o: &Value, kind: &str) -> String {
+    o["subjects"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .filter(|s| s["kind"] == kind)
+                .map(|s| {
+                    let name = s["name"].as_str().unwrap_or("");
+                    match s["namespace"].as_str() {
+                        Some(ns) if kind == "ServiceAccount" => format!("{ns}/{name}"),
+                        _ => name.to_string(),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
 }
 
 fn builtin_cells(kind: &str, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
@@ -624,6 +663,46 @@ fn builtin_cells(kind: &str, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
         "ServiceAccount" => vec![name, json!(len_at(o, "/secrets")), age],
         "Endpoints" => vec![name, json!(format_endpoints(o)), age],
         "Node" => node_cells(o, name, age),
+        "APIService" => {
+            let service = match o.pointer("/spec/service") {
+                Some(svc) if svc.is_object() => format!(
+                    "{}/{}",
+                    svc["namespace"].as_str().unwrap_or(""),
+                    svc["name"].as_str().unwrap_or("")
+                ),
+                _ => "Local".into(),
+            };
+            let available = o
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|c| c.iter().find(|c| c["type"] == "Available"))
+                .map(|c| {
+                    let status = c["status"].as_str().unwrap_or("Unknown");
+                    match c["reason"].as_str() {
+                        Some(r) if status != "True" => format!("{status} ({r})"),
+                        _ => status.to_string(),
+                    }
+                })
+                .unwrap_or_else(|| "Unknown".into());
+            vec![name, json!(service), json!(available), age]
+        }
+        "Role" | "ClusterRole" => vec![name, json!(str_at(o, "/metadata/creationTimestamp"))],
+        "RoleBinding" | "ClusterRoleBinding" => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                o.pointer("/roleRef/kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                o.pointer("/roleRef/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            )),
+            age,
+            json!(binding_subjects(o, "User")),
+            json!(binding_subjects(o, "Group")),
+            json!(binding_subjects(o, "ServiceAccount")),
+        ],
         _ => vec![name, age],
     }
 }

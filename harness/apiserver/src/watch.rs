@@ -35,6 +35,8 @@ pub struct WatchRequest {
     pub timeout: Option<Duration>,
     /// Set when the client asked for Table events (`kubectl get -w`).
     pub table: Option<Columns>,
+    /// Set when the client asked for `PartialObjectMetadata` events.
+    pub metadata_only: bool,
 }
 
 impl WatchRequest {
@@ -83,6 +85,9 @@ impl WatchRequest {
                 );
                 out.extend_from_slice(&render_value(&row));
             }
+            None if self.metadata_only => {
+                out.extend_from_slice(&render_value(&crate::negotiate::partial_metadata(obj)))
+            }
             None => out.extend_from_slice(&render_value(&view(&self.info, obj))),
         }
         out.extend_from_slice(b"}\n");
@@ -94,7 +99,11 @@ impl WatchRequest {
         if initial_events_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let obj = json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata});
+        let obj = if self.metadata_only {
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata})
+        } else {
+            json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata})
+        };
         let mut out = b"{\"type\":\"BOOKMARK\",\"object\":".to_vec();
         out.extend_from_slice(&render_value(&obj));
         out.extend_from_slice(b"}\n");

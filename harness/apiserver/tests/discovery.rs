@@ -96,7 +96,7 @@ async fn aggregated_and_legacy_discovery() {
         .iter()
         .map(|s| s["subresource"].as_str().unwrap())
         .collect();
-    assert_eq!(subs, ["status", "log"]);
+    assert_eq!(subs, ["status", "log", "eviction"]);
 
     let legacy = raw(addr, &request("GET", "/api", None, b"")).await.status();
     assert_eq!(legacy["kind"], "APIVersions");

@@ -1,5 +1,6 @@
 //! The embedded backend: the in-process cluster ([`EmbeddedCluster`]) with the project's CRDs
-//! installed, the reference operator running as a child process against its kubeconfig, and a
+//! installed, the reference operator running as a child process with a kubeconfig of its own
+//! ServiceAccount (a TokenRequest token), held to the RBAC of its deploy manifests, and a
 //! restic REST server on the host ([`RestServer`]) holding the cases' repositories.
 //!
 //! Pods get a loopback pod IP (127.x.y.z), so [`Backend::reach`] can connect to it directly;
@@ -89,6 +90,9 @@ pub struct EmbeddedOptions {
     pub operator_ready: Duration,
     /// How pods are reached; `None`: from [`REACH_ENV`].
     pub reach: Option<ReachMode>,
+    /// Replaces the rules of the operator's ClusterRole (tests take one away to see the
+    /// operator's Forbidden error); `None`: exactly the rules of its manifests.
+    pub operator_rules: Option<serde_json::Value>,
 }
 
 impl Default for EmbeddedOptions {
@@ -99,6 +103,7 @@ impl Default for EmbeddedOptions {
             mutant: None,
             operator_ready: Duration::from_secs(30),
             reach: None,
+            operator_rules: None,
         }
     }
 }
@@ -191,8 +196,19 @@ impl Embedded {
         )
         .await?;
         let operator = if options.operator {
+            // The operator runs as its own ServiceAccount, held to the RBAC of its manifests.
+            let operator_kubeconfig = reference_operator::grant_identity(
+                &cluster.client(),
+                &cluster.api_url(),
+                CONTEXT,
+                &cluster.state_dir().join("reference-operator.kubeconfig"),
+                options.operator_rules.clone(),
+                Duration::from_secs(24 * 3600),
+            )
+            .await
+            .map_err(|e| BackendError::Setup(format!("reference operator identity: {e}")))?;
             let child = reference_operator::start_process(
-                &kubeconfig,
+                &operator_kubeconfig,
                 CONTEXT,
                 options.mutant.as_deref(),
                 Some(cluster.dns_address()),

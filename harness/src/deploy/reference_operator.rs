@@ -286,3 +286,122 @@ impl KindInstall {
         Ok(())
     }
 }
+
+/// The operator's identity and least-privilege RBAC (its namespace, ServiceAccount,
+/// ClusterRole and ClusterRoleBinding), exactly as its Kind manifests declare them.
+pub const IDENTITY_MANIFESTS: &[(&str, &str)] = &[
+    (
+        "00-namespace.yaml",
+        include_str!("../../../images/reference-operator/deploy/00-namespace.yaml"),
+    ),
+    (
+        "10-rbac.yaml",
+        include_str!("../../../images/reference-operator/deploy/10-rbac.yaml"),
+    ),
+];
+
+/// The ServiceAccount the operator runs as (in [`super::SYSTEM_NAMESPACE`]).
+pub const SERVICE_ACCOUNT: &str = "reference-operator";
+
+/// Why the operator's identity could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error("the reference operator manifest {file} does not parse: {source}")]
+    Parse {
+        file: &'static str,
+        source: serde_yaml::Error,
+    },
+    #[error("cannot {what}: {source}")]
+    Kube { what: String, source: kube::Error },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Creates the operator's namespace, ServiceAccount and RBAC from [`IDENTITY_MANIFESTS`]
+/// (objects that exist are left as they are), with `rules` replacing the ClusterRole's rules
+/// when given (a test takes one away), then requests a token for the ServiceAccount
+/// (TokenRequest, `expiration`) and writes a kubeconfig at `path` that authenticates with it
+/// against `server`. The operator then holds exactly the RBAC its manifests grant.
+pub async fn grant_identity(
+    admin: &kube::Client,
+    server: &str,
+    context: &str,
+    path: &Path,
+    rules: Option<serde_json::Value>,
+    expiration: Duration,
+) -> Result<PathBuf, IdentityError> {
+    use kube::api::{Api, DynamicObject, PostParams};
+    use serde::Deserialize;
+    let kube_err = |what: String| move |source| IdentityError::Kube { what, source };
+    for (file, text) in IDENTITY_MANIFESTS {
+        for doc in serde_yaml::Deserializer::from_str(text) {
+            let mut obj = serde_json::Value::deserialize(doc)
+                .map_err(|source| IdentityError::Parse { file, source })?;
+            if obj.is_null() {
+                continue;
+            }
+            if let (Some(rules), Some("ClusterRole")) = (&rules, obj["kind"].as_str()) {
+                obj["rules"] = rules.clone();
+            }
+            let obj: DynamicObject =
+                serde_json::from_value(obj).map_err(|e| IdentityError::Parse {
+                    file,
+                    source: serde::de::Error::custom(e),
+                })?;
+            let types = obj.types.clone().unwrap_or_default();
+            let name = obj.metadata.name.clone().unwrap_or_default();
+            let what = format!("create {} {name} from {file}", types.kind);
+            let (group, version) = match types.api_version.split_once('/') {
+                Some((g, v)) => (g.to_string(), v.to_string()),
+                None => (String::new(), types.api_version.clone()),
+            };
+            let gvk = kube::api::GroupVersionKind::gvk(&group, &version, &types.kind);
+            let (resource, caps) = kube::discovery::pinned_kind(admin, &gvk)
+                .await
+                .map_err(kube_err(what.clone()))?;
+            let api: Api<DynamicObject> = match (&obj.metadata.namespace, caps.scope) {
+                (Some(ns), kube::discovery::Scope::Namespaced) => {
+                    Api::namespaced_with(admin.clone(), ns, &resource)
+                }
+                _ => Api::all_with(admin.clone(), &resource),
+            };
+            match api.create(&PostParams::default(), &obj).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => return Err(kube_err(what)(e)),
+            }
+        }
+    }
+    let sa: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(admin.clone(), super::SYSTEM_NAMESPACE);
+    let request = k8s_openapi::api::authentication::v1::TokenRequest {
+        spec: Some(k8s_openapi::api::authentication::v1::TokenRequestSpec {
+            expiration_seconds: Some(expiration.as_secs() as i64),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let answer = sa
+        .create_token_request(SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .await
+        .map_err(kube_err(format!(
+            "request a token for ServiceAccount {}/{SERVICE_ACCOUNT}",
+            super::SYSTEM_NAMESPACE
+        )))?;
+    let token = answer.status.and_then(|s| s.token).unwrap_or_default();
+    let user = format!("{}-{SERVICE_ACCOUNT}", context);
+    let text = format!(
+        "apiVersion: v1\nkind: Config\npreferences: {{}}\nclusters:\n- name: {context}\n  cluster:\n    server: {server}\n\
+         contexts:\n- name: {context}\n  context:\n    cluster: {context}\n    user: {user}\n    namespace: {ns}\n\
+         current-context: {context}\nusers:\n- name: {user}\n  user:\n    token: {token}\n",
+        ns = super::SYSTEM_NAMESPACE,
+    );
+    std::fs::write(path, text).map_err(|source| IdentityError::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(path.to_path_buf())
+}

@@ -15,10 +15,12 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
+use crate::auth::{self, UserInfo};
 use crate::discovery;
 use crate::logs::{LogError, LogRequest};
 use crate::meta::{self, parse_bool};
 use crate::negotiate::{self, AGGREGATED_DISCOVERY};
+use crate::rbac::{self, Attributes};
 use crate::registry::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::Shared;
@@ -27,12 +29,14 @@ use crate::status::ApiError;
 use crate::table::{self, Columns, PrinterColumn};
 use crate::watch::{self, WatchRequest};
 
+mod access;
 mod pod_log;
 mod read;
 mod scale;
 mod stream;
 mod write;
 
+use access::*;
 use pod_log::*;
 use read::*;
 use scale::*;
@@ -207,6 +211,8 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respons
     if discovery_path && !read_only {
         return Err(ApiError::method_not_allowed(parts.method.as_str()));
     }
+    let user = authorize_request(&shared, &parts, &segs, &query)?;
+    let user = &user;
     let registry = || shared.state().registry.clone();
     match segs.as_slice() {
         ["version"] => Ok(json_response(StatusCode::OK, &discovery::version())),
@@ -274,6 +280,7 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respons
                 query: &query,
                 raw_query: &raw_query,
                 upgrade,
+                user,
             };
             resource(call, "", "v1", rest, body).await
         }
@@ -285,6 +292,7 @@ async fn dispatch(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respons
                 query: &query,
                 raw_query: &raw_query,
                 upgrade,
+                user,
             };
             resource(call, group, version, rest, body).await
         }
@@ -300,6 +308,38 @@ struct Call<'a> {
     /// The query as sent (repeated parameters such as `command` keep every value).
     raw_query: &'a str,
     upgrade: std::sync::Mutex<Option<hyper::upgrade::OnUpgrade>>,
+    /// Whom the request acts as (after impersonation).
+    user: &'a UserInfo,
+}
+
+/// Authenticates the request, applies impersonation and authorises what it does; the user
+/// it acts as, or the 401/403 Status.
+fn authorize_request(
+    shared: &Shared,
+    parts: &http::request::Parts,
+    segs: &[&str],
+    query: &Query,
+) -> Result<UserInfo, ApiError> {
+    let state = shared.state();
+    let requester = auth::authenticate(
+        &shared.keys,
+        &state,
+        &parts.headers,
+        shared.config.anonymous_is_superuser,
+    )?;
+    let user = auth::impersonate(&state, requester, &parts.headers)?;
+    let attrs = Attributes::of_request(
+        &parts.method,
+        parts.uri.path(),
+        segs,
+        query_bool(query, "watch").unwrap_or(false),
+        query.get("fieldSelector").map(String::as_str),
+    );
+    if rbac::authorize(&state, &user, &attrs).allowed {
+        Ok(user)
+    } else {
+        Err(rbac::forbidden(&user, &attrs))
+    }
 }
 
 struct ResourcePath<'a> {
@@ -381,6 +421,9 @@ async fn resource(
     if target.namespace.is_none() && info.namespaced && target.name.is_some() {
         return Err(ApiError::no_route());
     }
+    if info.create_only() {
+        return review(&call, &info, &target, body).await;
+    }
     let ns = target.namespace.unwrap_or("");
     let all_namespaces = target.namespace.is_none();
     let status_target = match target.sub {
@@ -397,6 +440,14 @@ async fn resource(
                 return Err(ApiError::method_not_allowed(call.method.as_str()));
             }
             return stream::serve(&call, &info, ns, name, kind).await;
+        }
+        Some("token") if info.group.is_empty() && info.plural == "serviceaccounts" => {
+            let name = target.name.expect("sub implies a name");
+            return token_request(&call, &info, ns, name, body).await;
+        }
+        Some("eviction") if info.log => {
+            let name = target.name.expect("sub implies a name");
+            return evict(&call, &info, ns, name, body).await;
         }
         Some("scale") if info.scale => {
             let name = target.name.expect("sub implies a name");

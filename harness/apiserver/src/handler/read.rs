@@ -36,6 +36,12 @@ pub(super) fn get(
         );
         return Ok(json_response(StatusCode::OK, &t));
     }
+    if negotiate::wants_metadata(call.headers) {
+        return Ok(json_response(
+            StatusCode::OK,
+            &negotiate::partial_metadata(&obj),
+        ));
+    }
     Ok(object_response(StatusCode::OK, info, &obj))
 }
 
@@ -73,6 +79,17 @@ pub(super) fn list(
         let refs: Vec<&Value> = viewed.iter().map(|c| c.as_ref()).collect();
         let t = table::to_table(&table_columns(info), &refs, &rv, jiff::Timestamp::now());
         return Ok(json_response(StatusCode::OK, &t));
+    }
+    if negotiate::wants_metadata(call.headers) {
+        let items: Vec<Value> = items
+            .iter()
+            .map(|o| negotiate::partial_metadata(o))
+            .collect();
+        return Ok(json_response(
+            StatusCode::OK,
+            &json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": {"resourceVersion": rv}, "items": items}),
+        ));
     }
     Ok(bytes_response(
         StatusCode::OK,
@@ -128,6 +145,7 @@ pub(super) fn start_watch(
         bookmarks: query_bool(call.query, "allowWatchBookmarks")?,
         timeout,
         table,
+        metadata_only: negotiate::wants_metadata(call.headers),
     };
     Ok(watch::serve(call.shared, request))
 }

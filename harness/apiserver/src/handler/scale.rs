@@ -1,23 +1,77 @@
-//! The `scale` subresource of statefulsets (`kubectl scale`): an `autoscaling/v1` Scale view
-//! of `spec.replicas`, read and written through the object itself.
+//! The `scale` subresource (`kubectl scale`): an `autoscaling/v1` Scale view of a
+//! statefulset's `spec.replicas`, or of the paths a CRD's `subresources.scale` names
+//! (specReplicasPath, statusReplicasPath, labelSelectorPath), read and written through the
+//! object itself.
 
 use super::*;
 
-/// The Scale view of an object with `spec.replicas` and a label selector.
-fn to_scale(obj: &Value) -> Value {
+/// Where the Scale's fields live in the object, as JSON pointers.
+struct ScalePaths {
+    spec_replicas: String,
+    status_replicas: String,
+    /// `None`: the selector is built from `spec.selector.matchLabels` (statefulsets).
+    label_selector: Option<String>,
+}
+
+/// `.spec.replicas` → `/spec/replicas` (the simple field paths CRDs use).
+fn pointer(path: &str) -> String {
+    path.trim_start_matches('.')
+        .split('.')
+        .map(|part| format!("/{}", part.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+fn scale_paths(info: &ResourceInfo) -> ScalePaths {
+    match info.custom.as_ref().and_then(|c| c.scale.as_ref()) {
+        Some(scale) => ScalePaths {
+            spec_replicas: pointer(
+                scale["specReplicasPath"]
+                    .as_str()
+                    .unwrap_or(".spec.replicas"),
+            ),
+            status_replicas: pointer(
+                scale["statusReplicasPath"]
+                    .as_str()
+                    .unwrap_or(".status.replicas"),
+            ),
+            label_selector: Some(
+                scale["labelSelectorPath"]
+                    .as_str()
+                    .map(pointer)
+                    .unwrap_or_default(),
+            ),
+        },
+        None => ScalePaths {
+            spec_replicas: "/spec/replicas".into(),
+            status_replicas: "/status/replicas".into(),
+            label_selector: None,
+        },
+    }
+}
+
+/// The Scale view of an object.
+fn to_scale(obj: &Value, paths: &ScalePaths) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
     let pick = |k: &str| meta.get(k).cloned().unwrap_or(Value::Null);
-    let selector = obj
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-        .map(|labels| {
-            labels
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default();
+    let selector = match &paths.label_selector {
+        Some(path) if path.is_empty() => String::new(),
+        Some(path) => obj
+            .pointer(path)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        None => obj
+            .pointer("/spec/selector/matchLabels")
+            .and_then(Value::as_object)
+            .map(|labels| {
+                labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+    };
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -25,9 +79,9 @@ fn to_scale(obj: &Value) -> Value {
             "name": pick("name"), "namespace": pick("namespace"), "uid": pick("uid"),
             "resourceVersion": pick("resourceVersion"), "creationTimestamp": pick("creationTimestamp"),
         },
-        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "spec": {"replicas": obj.pointer(&paths.spec_replicas).cloned().unwrap_or(json!(0))},
         "status": {
-            "replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
+            "replicas": obj.pointer(&paths.status_replicas).cloned().unwrap_or(json!(0)),
             "selector": selector,
         },
     })
@@ -51,7 +105,8 @@ pub(super) async fn scale(
     let current = state
         .get(info, ns, name)
         .ok_or_else(|| ApiError::not_found(info, name))?;
-    let view = to_scale(&current);
+    let paths = scale_paths(info);
+    let view = to_scale(&current, &paths);
     let wanted = match method {
         Method::GET => return Ok(json_response(StatusCode::OK, &view)),
         Method::PUT => negotiate::decode_object(call.headers, &bytes)?,
@@ -92,7 +147,7 @@ pub(super) async fn scale(
         ));
     }
     let mut new = (*current).clone();
-    new["spec"]["replicas"] = json!(replicas);
+    set_at(&mut new, &paths.spec_replicas, json!(replicas));
     match wanted
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
@@ -105,5 +160,26 @@ pub(super) async fn scale(
         }
     }
     let updated = state.dry_run(dry, |s| s.update(info, ns, name, new, Target::Main))?;
-    Ok(json_response(StatusCode::OK, &to_scale(&updated)))
+    Ok(json_response(StatusCode::OK, &to_scale(&updated, &paths)))
+}
+
+/// Sets the value at a JSON pointer, creating the objects on the way.
+fn set_at(obj: &mut Value, pointer: &str, value: Value) {
+    let mut here = obj;
+    let parts: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|p| p.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !here.is_object() {
+            *here = json!({});
+        }
+        let map = here.as_object_mut().expect("made an object");
+        if i + 1 == parts.len() {
+            map.insert(part.clone(), value);
+            return;
+        }
+        here = map.entry(part.clone()).or_insert_with(|| json!({}));
+    }
 }

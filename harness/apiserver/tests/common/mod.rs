@@ -15,16 +15,27 @@ pub async fn start() -> (ApiServer, kube::Client) {
     start_with(ApiServerConfig::default()).await
 }
 
+/// The admin token of the server started last: [`request_with`] sends it, as kubectl does.
+static ADMIN_TOKEN: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
 pub async fn start_with(config: ApiServerConfig) -> (ApiServer, kube::Client) {
     let server = ApiServer::start(config)
         .await
         .expect("the API server starts");
+    *ADMIN_TOKEN.lock().unwrap() = Some(server.admin_token().to_string());
     let client = client_for(&server);
     (server, client)
 }
 
+/// A client with the admin kubeconfig's identity.
 pub fn client_for(server: &ApiServer) -> kube::Client {
-    let config = kube::Config::new(server.url().parse().expect("server URL parses"));
+    client_with_token(server, Some(server.admin_token()))
+}
+
+/// A client that authenticates with `token` (none: anonymous).
+pub fn client_with_token(server: &ApiServer, token: Option<&str>) -> kube::Client {
+    let mut config = kube::Config::new(server.url().parse().expect("server URL parses"));
+    config.auth_info.token = token.map(|t| t.to_string().into());
     kube::Client::try_from(config).expect("kube client builds")
 }
 
@@ -123,6 +134,17 @@ pub fn request(method: &str, path: &str, content_type: Option<&str>, body: &[u8]
 /// An HTTP/1.1 request with `Connection: close` and extra headers.
 pub fn request_with(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    let explicit_auth = headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+    if let Some(token) = ADMIN_TOKEN
+        .lock()
+        .unwrap()
+        .as_ref()
+        .filter(|_| !explicit_auth)
+    {
+        head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }

@@ -119,6 +119,43 @@ fn write_downward(
     Ok(())
 }
 
+/// A token of the pod's ServiceAccount bound to the pod (TokenRequest), as the kubelet
+/// projects it: it stops authenticating when the pod is deleted.
+async fn pod_bound_token(
+    client: &Client,
+    pod: &Pod,
+    sat: &k8s_openapi::api::core::v1::ServiceAccountTokenProjection,
+) -> Result<String, VolumeError> {
+    use k8s_openapi::api::authentication::v1::{
+        BoundObjectReference, TokenRequest, TokenRequestSpec,
+    };
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let sa = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.service_account_name.clone())
+        .unwrap_or_else(|| "default".into());
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            audiences: sat.audience.clone().map(|a| vec![a]),
+            expiration_seconds: Some(sat.expiration_seconds.unwrap_or(3607)),
+            bound_object_ref: Some(BoundObjectReference {
+                kind: Some("Pod".into()),
+                api_version: Some("v1".into()),
+                name: pod.metadata.name.clone(),
+                uid: pod.metadata.uid.clone(),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let answer = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(client.clone(), ns)
+        .create_token_request(&sa, &Default::default(), &request)
+        .await
+        .map_err(|e| VolumeError::Waiting(format!("token of serviceaccount {sa:?}: {e}")))?;
+    Ok(answer.status.and_then(|s| s.token).unwrap_or_default())
+}
+
 /// Prepares every volume of `pod` under `pod_dir` and returns volume name → host directory.
 pub async fn prepare(
     client: &Client,
@@ -307,9 +344,9 @@ pub async fn prepare(
                         projected.default_mode,
                     )?;
                 }
-                if source.service_account_token.is_some() {
-                    // The embedded API server issues no tokens; in-pod clients use a kubeconfig.
-                    tracing::debug!(volume = %volume.name, "serviceAccountToken projection left empty");
+                if let Some(sat) = &source.service_account_token {
+                    let token = pod_bound_token(client, pod, sat).await?;
+                    write_file(&own, &sat.path, token.as_bytes(), projected.default_mode)?;
                 }
             }
             own

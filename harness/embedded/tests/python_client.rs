@@ -1,0 +1,93 @@
+//! The official Python `kubernetes` client (37.x) against the embedded cluster, as an
+//! independent client: identity from the kubeconfig, list, create and watch, `stream` exec
+//! (stdout, stderr, exit code), `portforward` to a pod's HTTP server, and a ServiceAccount
+//! token held to RBAC. The client's calls are in tests/python/client_check.py.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::{Value, json};
+
+fn python() -> PathBuf {
+    if let Ok(path) = std::env::var("REHEARSAL_PYTHON_CLIENT") {
+        return PathBuf::from(path);
+    }
+    let fallback = PathBuf::from("/opt/rehearsal-pyclient/bin/python");
+    assert!(
+        fallback.exists(),
+        "the Python kubernetes client is not installed: run scripts/setup.sh --tests \
+         (or set REHEARSAL_PYTHON_CLIENT to a python with kubernetes==37.0.2)"
+    );
+    fallback
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_lists_watches_execs_and_port_forwards() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web"},
+        "spec": {"terminationGracePeriodSeconds": 2,
+            "containers": [{"name": "main", "image": "busybox:1.36",
+                "command": ["sh", "-c", "mkdir -p /tmp/www && echo python-marker > /tmp/www/marker && cp /tmp/www/marker /tmp/marker && exec httpd -f -p $(POD_IP):8080 -h /tmp/www"],
+                "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                "readinessProbe": {"exec": {"command": ["test", "-e", "/tmp/marker"]}, "periodSeconds": 1}}]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    common::wait_for(&pods, "web", "pod Ready", common::pod_ready()).await;
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/client_check.py");
+    let child = tokio::process::Command::new(python())
+        .arg(script)
+        .arg(cluster.kubeconfig_path())
+        .args(["web", "8080"])
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python starts");
+    let out = tokio::time::timeout(common::WAIT * 2, child.wait_with_output())
+        .await
+        .expect("the Python client finishes within its bound")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the Python client failed:\n{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+
+    assert_eq!(seen["user"], "kubernetes-admin", "{seen}");
+    assert_eq!(
+        seen["groups"],
+        json!(["system:masters", "system:authenticated"])
+    );
+    assert_eq!(seen["pods"], json!(["web"]));
+    assert_eq!(seen["created_uid"], true);
+    let watch = seen["watch"].as_array().unwrap();
+    assert!(watch.contains(&json!(["ADDED", "from-python"])), "{seen}");
+    assert_eq!(seen["exec_stdout"], "hello-from-exec\n", "{seen}");
+    assert_eq!(seen["exec_stderr"], "to-stderr\n", "{seen}");
+    assert_eq!(seen["exec_rc"], 3, "{seen}");
+    assert_eq!(seen["exec_simple"], "python-marker\n", "{seen}");
+    let http = seen["portforward"].as_str().unwrap();
+    assert!(
+        http.starts_with("HTTP/1.") && http.ends_with("python-marker\n"),
+        "{seen}"
+    );
+    assert_eq!(seen["robot_secrets"]["status"], 403, "{seen}");
+    assert_eq!(
+        seen["robot_secrets"]["body"]["message"],
+        "secrets is forbidden: User \"system:serviceaccount:default:py-robot\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
+    );
+}
