@@ -324,8 +324,8 @@ fn the_workflow_names_operator_profiles_and_installs_gameplane_through_rehearse(
         "repository: ${{ inputs.gameplane-repository }}",
         "ref: ${{ inputs.gameplane-ref }}",
         "--helm-chart \"$GAMEPLANE_SRC/charts/gameplane\"",
-        "--gameplane-agent-image \"gameplane-test/agent:$GAMEPLANE_TAG\"",
-        "kind load docker-image \"gameplane-test/$component:$GAMEPLANE_TAG\"",
+        "--gameplane-agent-image \"rehearsal.local/gameplane-test/agent:$GAMEPLANE_TAG\"",
+        "docker push \"127.0.0.1:5001/gameplane-test/$component:$GAMEPLANE_TAG\"",
         "apply -f fixtures/rest-server/",
         "if: github.event_name == 'workflow_dispatch'",
     ] {
