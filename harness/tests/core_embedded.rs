@@ -394,8 +394,11 @@ async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
         .and_then(|o| o.pid())
         .expect("operator runs");
     let started = backend.process_records();
-    let argv = &started[0].argv;
-    assert!(argv[0].ends_with("reference-operator"), "{argv:?}");
+    let argv = &started
+        .iter()
+        .find(|r| r.argv[0].ends_with("reference-operator"))
+        .unwrap_or_else(|| panic!("the operator among the started processes: {started:?}"))
+        .argv;
     let pinned = argv
         .windows(2)
         .any(|w| w[0] == "--context" && w[1] == "rehearsal-embedded");

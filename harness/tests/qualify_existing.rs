@@ -671,13 +671,17 @@ async fn a_fault_the_cluster_cannot_inject_is_not_applicable() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     let reports = dir.path().join("reports");
-    let _cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    let cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
     let out = Command::new(REHEARSE)
+        // The REST server `cluster up --embedded` serves the cases' repositories on.
+        .env("REHEARSAL_REPO_BASE", &cluster.repo_base)
         .args(["run", "--cluster", "existing", "--kubeconfig"])
         .arg(&kubeconfig)
         .args(["--context", CONTEXT, "--reports"])
         .arg(&reports)
         .args(["--case", "live_backup_same_pod_game_restart"])
+        // `cluster up --embedded` runs the operator beside the cluster, not as a Deployment.
+        .args(["--operator-profile", "reference"])
         .output()
         .expect("run rehearse run");
     let (stdout, stderr) = text(&out);

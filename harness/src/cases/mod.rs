@@ -227,17 +227,27 @@ pub async fn run_case(
     ctx.harness_mutant = options.harness_mutant;
     // What the cases give the operator depends on which operator the cluster runs.
     let prepared = async {
-        let operator = crate::deploy::profile::detect(backend)
-            .await
-            .map_err(|e| CaseError::Setup(format!("which operator the cluster runs: {e}")))?;
-        crate::deploy::profile::check_expected(options.expected_operator, &operator)
-            .map_err(CaseError::Setup)?;
-        if operator.profile == crate::deploy::profile::OperatorProfile::Gameplane {
+        // An operator the cluster does not run as a Deployment (e.g. a process beside it, as
+        // `rehearse cluster up --embedded` runs the reference operator) cannot be read: the
+        // profile the user named then decides, and without one the case says what to pass.
+        let profile = match crate::deploy::profile::detect(backend).await {
+            Ok(operator) => {
+                crate::deploy::profile::check_expected(options.expected_operator, &operator)
+                    .map_err(CaseError::Setup)?;
+                operator.profile
+            }
+            Err(e) => options.expected_operator.ok_or_else(|| {
+                CaseError::Setup(format!(
+                    "which operator the cluster runs: {e}; if it runs outside the cluster, name it with --operator-profile reference|gameplane"
+                ))
+            })?,
+        };
+        if profile == crate::deploy::profile::OperatorProfile::Gameplane {
             crate::deploy::profile::grant_gameplane(&client, &ns)
                 .await
                 .map_err(|e| CaseError::Setup(e.to_string()))?;
         }
-        Ok::<_, CaseError>(operator.profile)
+        Ok::<_, CaseError>(profile)
     }
     .await;
     let outcome = match prepared {

@@ -43,7 +43,8 @@ pub struct Target {
     #[arg(long, default_value_t = 2)]
     pub parallel: usize,
     /// The operator the cluster is expected to run: `reference` or `gameplane`. The profile
-    /// and version are read from the cluster; a different operator there is an error.
+    /// and version are read from the cluster; a different operator there is an error. An
+    /// operator that runs outside the cluster (no Deployment to read) is taken as named here.
     #[arg(long, env = "REHEARSAL_OPERATOR")]
     pub operator_profile: Option<crate::deploy::profile::OperatorProfile>,
 }
