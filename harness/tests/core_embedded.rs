@@ -26,7 +26,8 @@ async fn cluster() -> Embedded {
     let pid = std::process::id();
     let options = EmbeddedOptions {
         cluster: EmbeddedConfig {
-            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 256) % 200) as u8, (pid % 256) as u8, 1),
+            // Below 127.B.192.0: the upper quarter of a cluster's block is its Service range.
+            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 192) % 200) as u8, (pid % 192) as u8, 1),
             image_pull_backoff: Backoff {
                 initial: Duration::from_millis(200),
                 max: Duration::from_secs(2),
@@ -378,7 +379,8 @@ async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
     let pid = std::process::id();
     let options = EmbeddedOptions {
         cluster: EmbeddedConfig {
-            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 256) % 200) as u8, (pid % 256) as u8, 1),
+            // Below 127.B.192.0: the upper quarter of a cluster's block is its Service range.
+            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 192) % 200) as u8, (pid % 192) as u8, 1),
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },

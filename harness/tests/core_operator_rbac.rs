@@ -21,8 +21,9 @@ fn options(offset: u8, rules: Option<Value>, ready: Duration) -> EmbeddedOptions
         cluster: EmbeddedConfig {
             first_pod_ip: Ipv4Addr::new(
                 127,
-                20 + ((pid / 256) % 200) as u8,
-                (pid % 256) as u8,
+                // Below 127.B.192.0: the upper quarter of the block is the Service range.
+                20 + ((pid / 192) % 200) as u8,
+                (pid % 192) as u8,
                 1 + offset,
             ),
             shutdown_grace: Duration::from_secs(2),

@@ -30,7 +30,15 @@ pub struct PodIps {
 
 impl PodIps {
     /// Starts at `first`, without a host-wide reservation (for a caller that owns the range).
+    /// A `first` inside the block's Service range starts at the block's first pod address
+    /// instead (allocation would otherwise never find a pod address).
     pub fn new(first: Ipv4Addr) -> Self {
+        let [a, block, third, _] = first.octets();
+        let first = if a == 127 && third >= SERVICE_OCTET {
+            Ipv4Addr::new(127, block, 0, 1)
+        } else {
+            first
+        };
         Self {
             next: Mutex::new(u32::from(first)),
             first: u32::from(first),
@@ -169,6 +177,13 @@ mod tests {
         }
         let ips = PodIps::reserve(dir.path()).unwrap();
         assert_eq!(ips.allocate().octets()[0], 127);
+    }
+
+    #[test]
+    fn a_first_address_inside_the_service_range_starts_below_it() {
+        let ips = PodIps::new(Ipv4Addr::new(127, 33, 200, 1));
+        assert_eq!(ips.allocate(), Ipv4Addr::new(127, 33, 0, 1));
+        assert_eq!(ips.service_range().base, Ipv4Addr::new(127, 33, 192, 0));
     }
 
     #[test]
