@@ -3,7 +3,6 @@
 //! reaching a pod, HTTP marker probe, in-place container restart, pod replacement and
 //! GameServer spec faults.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -23,11 +22,8 @@ const BOUND: Duration = Duration::from_secs(60);
 
 /// One cluster per test process, with pod IPs in this process's own /24.
 async fn cluster() -> Embedded {
-    let pid = std::process::id();
     let options = EmbeddedOptions {
         cluster: EmbeddedConfig {
-            // Below 127.B.192.0: the upper quarter of a cluster's block is its Service range.
-            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 192) % 200) as u8, (pid % 192) as u8, 1),
             image_pull_backoff: Backoff {
                 initial: Duration::from_millis(200),
                 max: Duration::from_secs(2),
@@ -376,11 +372,8 @@ async fn world_read_back_by_an_inspect_pod() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
-    let pid = std::process::id();
     let options = EmbeddedOptions {
         cluster: EmbeddedConfig {
-            // Below 127.B.192.0: the upper quarter of a cluster's block is its Service range.
-            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 192) % 200) as u8, (pid % 192) as u8, 1),
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },

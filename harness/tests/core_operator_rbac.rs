@@ -2,7 +2,6 @@
 //! RBAC of images/reference-operator/deploy: with its manifests it becomes ready; with one
 //! rule taken away its log carries the Forbidden error of the API server (not silence).
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{
@@ -15,17 +14,9 @@ use rehearsal::backend::embedded::{Embedded, EmbeddedOptions};
 use rehearsal_embedded::EmbeddedConfig;
 use serde_json::{Value, json};
 
-fn options(offset: u8, rules: Option<Value>, ready: Duration) -> EmbeddedOptions {
-    let pid = std::process::id();
+fn options(rules: Option<Value>, ready: Duration) -> EmbeddedOptions {
     EmbeddedOptions {
         cluster: EmbeddedConfig {
-            first_pod_ip: Ipv4Addr::new(
-                127,
-                // Below 127.B.192.0: the upper quarter of the block is the Service range.
-                20 + ((pid / 192) % 200) as u8,
-                (pid % 192) as u8,
-                1 + offset,
-            ),
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },
@@ -82,7 +73,7 @@ async fn can(client: &kube::Client, verb: &str, group: &str, resource: &str) -> 
 #[tokio::test(flavor = "multi_thread")]
 async fn operator_runs_under_its_service_account_and_a_missing_rule_is_forbidden() {
     // With its manifests: ready, and held to exactly them.
-    let backend = Embedded::up(options(0, None, Duration::from_secs(30)))
+    let backend = Embedded::up(options(None, Duration::from_secs(30)))
         .await
         .expect("the operator starts under its RBAC");
     let client = backend.client();
@@ -114,13 +105,9 @@ async fn operator_runs_under_its_service_account_and_a_missing_rule_is_forbidden
         manifest_rules().len(),
         "exactly one rule taken away"
     );
-    let err = Embedded::up(options(
-        100,
-        Some(Value::Array(rules)),
-        Duration::from_secs(8),
-    ))
-    .await
-    .expect_err("the operator cannot become ready without watching its objects");
+    let err = Embedded::up(options(Some(Value::Array(rules)), Duration::from_secs(8)))
+        .await
+        .expect_err("the operator cannot become ready without watching its objects");
     // The log shows the Status in Debug form (quotes escaped).
     let text = err.to_string().replace('\\', "");
     assert!(

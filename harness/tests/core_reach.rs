@@ -4,7 +4,7 @@
 //! game, the HTTP-only candidate, and a closed port; and kubectl 1.37's port-forward
 //! (SPDY through WebSocket) carrying the same join.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -23,11 +23,8 @@ const BOUND: Duration = Duration::from_secs(60);
 const PROBE: Duration = Duration::from_secs(20);
 
 async fn cluster(reach: ReachMode) -> Embedded {
-    let pid = std::process::id();
     Embedded::up(EmbeddedOptions {
         cluster: EmbeddedConfig {
-            // Below 127.B.192.0: the upper quarter of a cluster's block is its Service range.
-            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 192) % 200) as u8, (pid % 192) as u8, 1),
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },

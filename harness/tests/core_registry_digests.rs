@@ -9,7 +9,6 @@
 //! fails exactly as it would on Kind (ErrImagePull / ImagePullBackOff), and the manifest digest
 //! `image_digest` returns runs and is what the node reports as `imageID`.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -25,11 +24,8 @@ use serde_json::json;
 const BOUND: Duration = Duration::from_secs(60);
 
 async fn cluster() -> Embedded {
-    let pid = std::process::id();
     Embedded::up(EmbeddedOptions {
         cluster: EmbeddedConfig {
-            // Below 127.B.192.0: the upper quarter of a cluster's block is its Service range.
-            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 192) % 200) as u8, (pid % 192) as u8, 1),
             image_pull_backoff: Backoff {
                 initial: Duration::from_millis(200),
                 max: Duration::from_secs(2),

@@ -7,7 +7,6 @@
 //! embedded backend's repository and reads it back, the repository is removed, and the server
 //! ends with the backend.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -22,11 +21,8 @@ use serde_json::json;
 const BOUND: Duration = Duration::from_secs(60);
 
 async fn cluster() -> Embedded {
-    let pid = std::process::id();
     Embedded::up(EmbeddedOptions {
         cluster: EmbeddedConfig {
-            // Below 127.B.192.0: the upper quarter of a cluster's block is its Service range.
-            first_pod_ip: Ipv4Addr::new(127, 20 + ((pid / 192) % 200) as u8, (pid % 192) as u8, 1),
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },
