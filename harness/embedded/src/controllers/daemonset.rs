@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -215,18 +215,7 @@ async fn reconcile(
         .all(|(k, v)| old.get(k).cloned().unwrap_or(json!(0)) == *v);
     if !unchanged {
         let api: Api<DaemonSet> = Api::namespaced(client.clone(), &ns);
-        match api
-            .patch_status(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(&json!({"status": status})),
-            )
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if benign(&e) => {}
-            Err(e) => return Err(e),
-        }
+        super::merge_status(&api, &name, &status).await?;
     }
     Ok(recheck)
 }

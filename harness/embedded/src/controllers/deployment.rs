@@ -539,18 +539,7 @@ async fn reconcile(
                 Err(e) => return Err(e),
             }
         }
-        match deployments
-            .patch_status(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(&json!({"status": status})),
-            )
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if benign(&e) => {}
-            Err(e) => return Err(e),
-        }
+        super::merge_status(&deployments, &name, &status).await?;
     }
     Ok(recheck)
 }

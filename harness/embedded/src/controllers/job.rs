@@ -11,10 +11,9 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::runtime::reflector::Store;
 use kube::{Api, Client, ResourceExt};
-use serde_json::json;
 use tokio::sync::Notify;
 
 use super::{benign, controlled_by, controller_ref, reflect, run_loop};
@@ -285,18 +284,7 @@ async fn reconcile(
     };
     if changed {
         let api: Api<Job> = Api::namespaced(client.clone(), &ns);
-        match api
-            .patch_status(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(&json!({"status": status})),
-            )
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if benign(&e) => {}
-            Err(e) => return Err(e),
-        }
+        super::merge_status(&api, &name, &status).await?;
     }
     Ok(requeue)
 }

@@ -109,3 +109,28 @@ pub fn controlled_by<K: Resource>(obj: &K, uid: &str) -> bool {
 pub fn benign(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(e) if e.code == 409 || e.code == 404)
 }
+
+/// Merges `status` into object `name`'s status subresource; a conflict or a vanished object is
+/// benign (the next reconcile sees the newer object).
+pub async fn merge_status<K>(
+    api: &kube::Api<K>,
+    name: &str,
+    status: &impl serde::Serialize,
+) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = serde_json::json!({ "status": status });
+    match api
+        .patch_status(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if benign(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
