@@ -41,6 +41,20 @@ where
     api.get_opt(name).await.ctx("get", kind::<K>(), ns, name)
 }
 
+/// The API server's current copy of `obj` (`None` once it is gone).
+///
+/// A reconcile is triggered from the controller's cache, which may lag behind a status this
+/// operator wrote moments ago; a phase machine that acts on a stale phase repeats a step that
+/// already happened (e.g. re-judges a source after its copy began). Reading the object back
+/// first makes every pass start from the phase last written.
+pub async fn latest<K>(api: &Api<K>, obj: &K) -> Result<Option<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let ns = namespace_of(obj)?;
+    get_opt(api, &ns, &obj.name_any()).await
+}
+
 /// Creates `obj` unless an object of that name exists (then leaves it untouched).
 pub async fn create_if_absent<K>(api: &Api<K>, obj: &K) -> Result<()>
 where

@@ -44,7 +44,12 @@ enum Ending {
 }
 
 /// Reconciles one Backup.
-pub async fn reconcile(backup: Arc<Backup>, ctx: Arc<Ctx>) -> Result<Action> {
+pub async fn reconcile(cached: Arc<Backup>, ctx: Arc<Ctx>) -> Result<Action> {
+    let ns = kubeutil::namespace_of(cached.as_ref())?;
+    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ns);
+    let Some(backup) = kubeutil::latest(&api, cached.as_ref()).await? else {
+        return Ok(Action::await_change());
+    };
     let run = Run::new(&backup, &ctx)?;
     match backup.phase() {
         Some(phase) if phase.is_terminal() => Ok(Action::await_change()),

@@ -35,7 +35,12 @@ const OUTCOME: &str = "restore.gameplane.local/outcome";
 const PVCS_DELETED: &str = "restore.gameplane.local/pvcs-deleted";
 
 /// Reconciles one Restore.
-pub async fn reconcile(restore: Arc<Restore>, ctx: Arc<Ctx>) -> Result<Action> {
+pub async fn reconcile(cached: Arc<Restore>, ctx: Arc<Ctx>) -> Result<Action> {
+    let ns = kubeutil::namespace_of(cached.as_ref())?;
+    let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ns);
+    let Some(restore) = kubeutil::latest(&api, cached.as_ref()).await? else {
+        return Ok(Action::await_change());
+    };
     let run = Run::new(&restore, &ctx)?;
     let phase = restore.status.as_ref().and_then(|s| s.phase);
     match phase {
