@@ -9,12 +9,17 @@ use futures::stream::BoxStream;
 /// A validated log request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogRequest {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub pod: String,
     /// The container asked for, or the pod's first container when none was named.
     pub container: String,
+    /// The log of the container's previous (terminated) instance rather than the current one.
     pub previous: bool,
+    /// Only the last this many lines (`tailLines`).
     pub tail_lines: Option<i64>,
+    /// Keep the stream open and send lines as they are written (`follow=true`).
     pub follow: bool,
 }
 
@@ -23,6 +28,7 @@ pub type LogStream = BoxStream<'static, std::io::Result<Bytes>>;
 
 /// Serves container logs for pods the API server knows.
 pub trait PodLogSource: Send + Sync + 'static {
+    /// Opens the log `request` asks for, or says why it cannot be served.
     fn logs(&self, request: LogRequest) -> BoxFuture<'static, Result<LogStream, LogError>>;
 }
 

@@ -63,11 +63,15 @@ impl Default for ApiServerConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("cannot listen on {addr}: {source}; pick another address or port 0 for a free one")]
+    /// The listen address could not be bound.
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// The I/O error.
         source: std::io::Error,
     },
     #[error("cannot read the address the API server listens on: {0}")]
+    /// The bound socket has no readable local address.
     LocalAddr(std::io::Error),
 }
 
@@ -133,6 +137,7 @@ impl ApiServer {
         })
     }
 
+    /// The address the server listens on (with the port the OS picked for port 0).
     pub fn addr(&self) -> SocketAddr {
         self.shared.addr
     }
@@ -226,7 +231,9 @@ impl Drop for ApiServer {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write the kubeconfig {path}: {source}; check that the directory is writable")]
 pub struct KubeconfigError {
+    /// The kubeconfig file that could not be written.
     pub path: PathBuf,
+    /// The I/O error.
     pub source: std::io::Error,
 }
 

@@ -11,15 +11,23 @@ use tokio::io::{AsyncRead, AsyncWrite};
 /// A validated exec (or attach) request for one container of a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecRequest {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub pod: String,
+    /// The pod's UID, so a request never reaches a newer pod of the same name.
     pub uid: String,
+    /// The container to run in (or attach to).
     pub container: String,
     /// The command (empty for attach).
     pub command: Vec<String>,
+    /// Connect the client's stdin to the process.
     pub stdin: bool,
+    /// Send the process's stdout to the client.
     pub stdout: bool,
+    /// Send the process's stderr to the client.
     pub stderr: bool,
+    /// Run under a terminal (stdout and stderr merged, resizable).
     pub tty: bool,
 }
 
@@ -56,9 +64,13 @@ impl std::fmt::Debug for ExecProcess {
 /// A port-forward request: one connection to `port` of a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortForwardRequest {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub pod: String,
+    /// The pod's UID, so a request never reaches a newer pod of the same name.
     pub uid: String,
+    /// The port in the pod's network namespace.
     pub port: u16,
 }
 

@@ -499,8 +499,11 @@ impl Sandboxes {
 /// Which standard streams an entered process gets as pipes (the others are `/dev/null`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EnterStdio {
+    /// A pipe into the process's stdin.
     pub stdin: bool,
+    /// A pipe from the process's stdout.
     pub stdout: bool,
+    /// A pipe from the process's stderr.
     pub stderr: bool,
     /// stdout and stderr into one pipe ([`EnteredProcess::merged_output`]), as a terminal
     /// would merge them (`kubectl exec -t`); `stdout` and `stderr` are then ignored.
@@ -519,7 +522,9 @@ pub enum EnterError {
     /// `nsenter` could not be executed.
     #[error("cannot start nsenter for {argv:?}: {source} (install Debian package `util-linux`)")]
     Spawn {
+        /// The `nsenter` command line.
         argv: Vec<String>,
+        /// The I/O error.
         source: std::io::Error,
     },
 }

@@ -71,13 +71,17 @@ pub enum AgentError {
     /// The password file could not be read.
     #[error("cannot read the RCON password file {path}: {source}")]
     PasswordFile {
+        /// The password file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The HTTP port could not be bound.
     #[error("cannot listen on {addr}: {source} (is the port taken, or POD_IP not this host's?)")]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The HTTP server failed.

@@ -52,20 +52,27 @@ pub enum AuditError {
     /// Creating or appending to a log file failed.
     #[error("cannot write {path}: {source} (is the data volume mounted read-write?)")]
     Write {
+        /// The log file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// Reading the log failed.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The log file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// A line is not an audit entry.
     #[error("{path} line {line} is not an audit entry: {source}")]
     Parse {
+        /// The log file.
         path: PathBuf,
+        /// The 1-based line number.
         line: usize,
+        /// Why the line does not parse.
         source: serde_json::Error,
     },
 }

@@ -132,8 +132,11 @@ pub enum ProbeError {
         at.stage
     )]
     Connect {
+        /// The game's address.
         addr: SocketAddr,
+        /// How far the client got.
         at: Progress,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The server did not get the client through `at.stage` in time.
@@ -143,15 +146,21 @@ pub enum ProbeError {
         at.reached_name()
     )]
     Timeout {
+        /// The game's address.
         addr: SocketAddr,
+        /// How far the client got.
         at: Progress,
+        /// The bound that ran out.
         timeout: Duration,
     },
     /// The server sent something that is not the Minecraft 26.1 protocol, or closed early.
     #[error("{addr} broke the Minecraft protocol during {}: {detail}", at.stage)]
     Protocol {
+        /// The game's address.
         addr: SocketAddr,
+        /// How far the client got.
         at: Progress,
+        /// What was wrong.
         detail: String,
     },
 }

@@ -66,11 +66,16 @@ pub struct Inspection {
 pub enum InspectError {
     /// The path does not exist.
     #[error("{path} does not exist (is the volume mounted there?)")]
-    Missing { path: PathBuf },
+    Missing {
+        /// The path asked for.
+        path: PathBuf,
+    },
     /// Listing or reading a file failed.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The file or directory that could not be read.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }

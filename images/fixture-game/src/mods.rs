@@ -27,19 +27,25 @@ pub enum ModsError {
     /// Writing the package file failed.
     #[error("cannot write {path}: {source} (is the mods volume mounted read-write?)")]
     Write {
+        /// The package file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// Reading an existing package file failed.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The package file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// An existing package file is not a fixture package.
     #[error("{path} is not a fixture mods package: {source}; remove it to reinstall the mods")]
     Bad {
+        /// The package file.
         path: PathBuf,
+        /// Why it does not parse.
         source: serde_json::Error,
     },
 }

@@ -130,7 +130,9 @@ pub enum ServeError {
     /// The password file could not be read.
     #[error("cannot read the RCON password file {path}: {source}")]
     PasswordFile {
+        /// The password file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// A port could not be bound.
@@ -138,8 +140,11 @@ pub enum ServeError {
         "cannot listen on {addr} for {what}: {source} (is the port taken, or POD_IP not this host's?)"
     )]
     Bind {
+        /// Which listener (game, RCON).
         what: &'static str,
+        /// The address asked for.
         addr: SocketAddr,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// A world is newer than this version reads.
@@ -157,7 +162,9 @@ pub enum ServeError {
     /// Writing the listening file failed.
     #[error("cannot write {path}: {source}")]
     Listening {
+        /// The listening file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }

@@ -44,13 +44,17 @@ pub enum WorldError {
     /// Reading a world file failed.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The world file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// Writing a world file failed.
     #[error("cannot write {path}: {source} (is the volume mounted read-write and not full?)")]
     Write {
+        /// The world file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The manifest is not valid JSON of the expected shape.
@@ -58,7 +62,9 @@ pub enum WorldError {
         "{path} is not a fixture world manifest: {source}; restore the volume or remove the file to recreate the world"
     )]
     BadManifest {
+        /// The manifest file.
         path: PathBuf,
+        /// Why it does not parse.
         source: serde_json::Error,
     },
     /// The world was written by a newer format than this version reads.
@@ -66,8 +72,11 @@ pub enum WorldError {
         "{path}: world format {found} is newer than this server (format {supported}); restore a backup taken before the upgrade"
     )]
     NewerFormat {
+        /// The manifest file.
         path: PathBuf,
+        /// The format the world was written in.
         found: u32,
+        /// The newest format this server reads.
         supported: u32,
     },
 }

@@ -42,35 +42,54 @@ pub enum AgentError {
     /// No HTTP answer (connection refused, reset).
     #[error("agent {url} unreachable: {source}")]
     Unreachable {
+        /// The agent URL.
         url: String,
         #[source]
+        /// The HTTP client's error.
         source: hyper_util::client::legacy::Error,
     },
     /// No answer within the bound.
     #[error("agent {url} did not answer within {timeout:?}")]
-    Timeout { url: String, timeout: Duration },
+    Timeout {
+        /// The agent URL.
+        url: String,
+        /// The bound that ran out.
+        timeout: Duration,
+    },
     /// The agent answered with a non-success status.
     #[error("agent {url} answered {status}: {body}")]
     Status {
+        /// The agent URL.
         url: String,
+        /// The HTTP status code.
         status: u16,
+        /// The answer's body.
         body: String,
     },
     /// The answer was not the expected JSON.
     #[error("agent {url} answered unreadable JSON: {source}")]
     Body {
+        /// The agent URL.
         url: String,
         #[source]
+        /// Why the body does not parse.
         source: serde_json::Error,
     },
     /// The Service name could not be resolved (no such Service yet, or no DNS answer).
     #[error("agent {url}: cannot resolve its name: {message}")]
-    Resolve { url: String, message: String },
+    Resolve {
+        /// The agent URL.
+        url: String,
+        /// The resolver's message.
+        message: String,
+    },
     /// The request could not be built (bad host).
     #[error("cannot build a request to {url}: {source}")]
     Request {
+        /// The agent URL.
         url: String,
         #[source]
+        /// Why the request could not be built.
         source: http::Error,
     },
 }

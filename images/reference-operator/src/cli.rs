@@ -66,16 +66,21 @@ pub enum StartError {
     /// The kubeconfig file could not be read.
     #[error("cannot read kubeconfig {path}: {source} (pass --kubeconfig with a readable file)")]
     ReadKubeconfig {
+        /// The kubeconfig file.
         path: PathBuf,
         #[source]
+        /// kube's error.
         source: kube::config::KubeconfigError,
     },
     /// The kubeconfig (or context) is unusable.
     #[error("cannot use kubeconfig {path} context {context}: {source} (check --context)")]
     Kubeconfig {
+        /// The kubeconfig file.
         path: String,
+        /// The context asked for.
         context: String,
         #[source]
+        /// kube's error.
         source: kube::config::KubeconfigError,
     },
     /// No configuration was found.

@@ -10,26 +10,36 @@ pub enum Error {
     /// A Kubernetes API call failed.
     #[error("{action} {kind} {namespace}/{name}: {source}")]
     Kube {
+        /// What the operator tried (`get`, `patch`, …).
         action: &'static str,
+        /// The object's kind.
         kind: &'static str,
+        /// The object's namespace.
         namespace: String,
+        /// The object's name.
         name: String,
         // Boxed: `kube::Error` is large and every reconcile result carries this type.
         #[source]
+        /// kube's error.
         source: Box<kube::Error>,
     },
     /// An object lacks a field the operator needs (namespace, uid).
     #[error("{kind} {name} has no {field}")]
     MissingField {
+        /// The object's kind.
         kind: &'static str,
+        /// The object's name.
         name: String,
+        /// The missing field.
         field: &'static str,
     },
     /// Serialising a patch failed (a bug, never user input).
     #[error("cannot serialise a patch for {name}: {source}")]
     Serialize {
+        /// The object the patch was for.
         name: String,
         #[source]
+        /// The serialisation error.
         source: serde_json::Error,
     },
 }

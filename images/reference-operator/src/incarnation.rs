@@ -106,9 +106,15 @@ pub enum Verdict {
     /// The same pod and the same game process.
     Same(Incarnation),
     /// Same pod, but the game container restarted (new container ID or restart count).
-    GameRestarted { now: Incarnation },
+    GameRestarted {
+        /// The incarnation serving now.
+        now: Incarnation,
+    },
     /// Another pod serves the server now.
-    PodReplaced { now: Incarnation },
+    PodReplaced {
+        /// The incarnation serving now.
+        now: Incarnation,
+    },
     /// No game process can be named any more (pod gone, terminating, container down).
     Unobservable(String),
 }

@@ -92,16 +92,27 @@ pub fn available(pod: &Pod, min_ready: i32, now: jiff::Timestamp) -> (bool, Opti
 
 /// The parts of an RS or RC this controller works from.
 pub struct Replicated {
+    /// `ReplicaSet` or `ReplicationController`.
     pub kind: &'static str,
+    /// The object's namespace.
     pub namespace: String,
+    /// The object's name.
     pub name: String,
+    /// The object's UID (its pods' owner reference points at it).
     pub uid: String,
+    /// `spec.replicas`, 1 when unset.
     pub replicas: i32,
+    /// The pods it owns (an RC's map selector as `matchLabels`).
     pub selector: LabelSelector,
+    /// The pod template new pods are made from.
     pub template: PodTemplateSpec,
+    /// How long a pod must be ready before it counts as available.
     pub min_ready_seconds: i32,
+    /// `metadata.generation`, reported back as `status.observedGeneration`.
     pub generation: Option<i64>,
+    /// The controller owner reference its pods get.
     pub owner: OwnerReference,
+    /// The current status, to skip a patch that would change nothing.
     pub status: serde_json::Value,
 }
 

@@ -44,11 +44,17 @@ struct PodLog {
 /// What a log request asks for.
 #[derive(Debug, Clone)]
 pub struct LogQuery {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub pod: String,
+    /// The container whose log is read.
     pub container: String,
+    /// The previous (terminated) instance's log instead of the current one.
     pub previous: bool,
+    /// Only the last this many lines.
     pub tail_lines: Option<i64>,
+    /// Keep reading as the container writes.
     pub follow: bool,
 }
 

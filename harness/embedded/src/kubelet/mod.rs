@@ -92,16 +92,23 @@ pub enum RestartError {
     /// No such pod on this node.
     #[error("pod {namespace}/{pod} is not running on node {node}")]
     NoSuchPod {
+        /// The pod's namespace.
         namespace: String,
+        /// The pod's name.
         pod: String,
+        /// This node's name.
         node: String,
     },
     /// The pod has no running container of that name.
     #[error("container {container:?} of pod {namespace}/{pod} is not running ({state})")]
     NotRunning {
+        /// The pod's namespace.
         namespace: String,
+        /// The pod's name.
         pod: String,
+        /// The container asked for.
         container: String,
+        /// The container's state, as the pod status reports it.
         state: String,
     },
     /// The restart policy kept it stopped.
@@ -109,15 +116,25 @@ pub enum RestartError {
         "container {container:?} of pod {namespace}/{pod} stopped and was not restarted (restartPolicy {policy}, {state})"
     )]
     NotRestarted {
+        /// The pod's namespace.
         namespace: String,
+        /// The pod's name.
         pod: String,
+        /// The container that stopped.
         container: String,
+        /// The pod's `restartPolicy`.
         policy: String,
+        /// The container's state, as the pod status reports it.
         state: String,
     },
     /// The pod ended while restarting.
     #[error("pod {namespace}/{pod} went away during the restart")]
-    PodGone { namespace: String, pod: String },
+    PodGone {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod's name.
+        pod: String,
+    },
 }
 
 pub(crate) enum PodCommand {

@@ -13,24 +13,35 @@ pub enum RconError {
     /// Nothing accepted the connection (game not running, wrong address or port).
     #[error("cannot connect to RCON at {addr}: {source} (is the game running and RCON enabled?)")]
     Connect {
+        /// The RCON address.
         addr: SocketAddr,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The server refused the password.
     #[error("RCON at {addr} refused the password (check RCON_PASSWORD)")]
-    BadPassword { addr: SocketAddr },
+    BadPassword {
+        /// The RCON address.
+        addr: SocketAddr,
+    },
     /// The exchange did not finish in time.
     #[error("RCON at {addr} did not answer {what:?} within {timeout:?}")]
     Timeout {
+        /// The RCON address.
         addr: SocketAddr,
+        /// The command (or login) that was sent.
         what: String,
+        /// The bound that ran out.
         timeout: Duration,
     },
     /// The connection broke or the server sent something that is not RCON.
     #[error("RCON at {addr} failed during {what:?}: {source}")]
     Wire {
+        /// The RCON address.
         addr: SocketAddr,
+        /// The command (or login) that was sent.
         what: String,
+        /// The framing error.
         source: FrameError,
     },
     /// The server answered with a packet that does not belong to the request.
@@ -38,9 +49,13 @@ pub enum RconError {
         "RCON at {addr} answered {what:?} with unexpected packet id {got} (expected {expected})"
     )]
     UnexpectedId {
+        /// The RCON address.
         addr: SocketAddr,
+        /// The command (or login) that was sent.
         what: String,
+        /// The request's packet id.
         expected: i32,
+        /// The packet id the server answered with.
         got: i32,
     },
 }

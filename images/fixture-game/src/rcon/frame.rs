@@ -63,7 +63,12 @@ pub enum FrameError {
     Closed,
     /// The size field is impossible (shorter than a header or larger than any RCON packet).
     #[error("RCON frame size {size} is outside 10..={max}: the peer does not speak RCON")]
-    BadSize { size: i32, max: i32 },
+    BadSize {
+        /// The size field read.
+        size: i32,
+        /// The largest size RCON allows.
+        max: i32,
+    },
     /// The socket failed.
     #[error("RCON socket error: {0}")]
     Io(#[from] std::io::Error),
