@@ -263,6 +263,10 @@ pub fn service_account_user_of(
 
 /// Answers a TokenRequest for the ServiceAccount `sa` (already read from the store): the
 /// TokenRequest object with `status.token` and `status.expirationTimestamp`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "validates the expiration, the audiences and the bound object in turn, then signs: one request read top to bottom"
+)]
 pub fn token_request(
     keys: &Keys,
     state: &State,
@@ -378,6 +382,10 @@ pub fn token_request(
 
 /// The user a request acts as: `requester`, or whom its `Impersonate-*` headers name once
 /// `requester` may `impersonate` each of them.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one authorisation check per Impersonate-* header kind (user, groups, uid, extra), each read in order"
+)]
 pub fn impersonate(
     state: &State,
     requester: UserInfo,

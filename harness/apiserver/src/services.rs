@@ -101,6 +101,10 @@ fn valid_port_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "validates a Service spec field by field, in the order kube-apiserver reports the errors"
+)]
 fn validate_spec(spec: &Value, errors: &mut Vec<FieldError>) {
     let type_ = str_at(spec, "/type").unwrap_or("ClusterIP");
     const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];

@@ -485,6 +485,10 @@ impl State {
     }
 
     /// Creates an object whose apiVersion and kind the caller has already checked.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the create path in kube-apiserver's order (name, defaults, admission, uniqueness, store, event) under one lock"
+    )]
     pub fn create(
         &mut self,
         info: &ResourceInfo,
@@ -614,6 +618,10 @@ impl State {
 
     /// Replaces an object (PUT or the result of a PATCH) through the main resource or its
     /// status subresource.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the update path (preconditions, main or status subresource, store, event) under one lock"
+    )]
     pub fn update(
         &mut self,
         info: &ResourceInfo,
@@ -841,6 +849,10 @@ impl State {
         removed
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one match arm per propagation policy of a delete step"
+    )]
     fn step_delete(
         &mut self,
         r: ObjRef,

@@ -25,6 +25,10 @@ fn api(client: &kube::Client, kind: &str, plural: &str, namespaced: bool) -> Api
 }
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one server and the real CRDs' objects, asserted in order"
+)]
 async fn real_gameplane_crds_are_served_and_enforced() {
     let dir = Path::new(REFERENCE);
     if !dir.is_dir() {

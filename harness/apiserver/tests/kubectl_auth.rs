@@ -125,6 +125,10 @@ subjects:
 ";
 
 #[tokio::test(flavor = "multi_thread")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one server and a sequence of kubectl calls whose outcomes depend on the ones before"
+)]
 async fn can_i_impersonation_and_roles_from_yaml() {
     let (server, _admin) = start().await;
     let k = Kubectl::new(&server);

@@ -10,6 +10,10 @@ use tokio::net::TcpStream;
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one server that must survive every malformed request in turn"
+)]
 async fn malformed_requests_get_4xx_status_and_the_server_survives() {
     let (server, _client) = start().await;
     let addr = server.addr();

@@ -278,6 +278,10 @@ fn pod_status_shows_waiting_reasons_completion_and_termination() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one printer table per kind, each a few lines of fixture and assertion"
+)]
 fn workload_and_storage_printers() {
     let sts = json!({"kind": "StatefulSet", "metadata": {"name": "mc", "creationTimestamp": "2026-11-29T11:00:00Z"},
         "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "game", "image": "fixture:1"}]}}},

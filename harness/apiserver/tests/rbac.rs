@@ -70,6 +70,10 @@ async fn setup(server: &ApiServer, admin: &kube::Client) -> kube::Client {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one server and a sequence of role grants whose effects build on each other"
+)]
 async fn service_account_tokens_are_held_to_their_roles() {
     let (server, admin) = start().await;
     // Every namespace gets its default ServiceAccount.

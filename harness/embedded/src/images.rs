@@ -198,6 +198,10 @@ impl ImageCatalogue {
 
     /// The catalogue with busybox, restic and the workspace's own images (those whose binary
     /// is found; see [`locate_workspace_binary`]).
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the catalogue itself: one entry per image the embedded node can run"
+    )]
     pub fn with_defaults() -> Self {
         let catalogue = Self::new();
         let busybox = Path::new("/usr/bin/busybox");

@@ -12,6 +12,10 @@ use kube::api::{LogParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one embedded cluster scenario: its steps share the cluster and read in order"
+)]
 async fn env_volumes_and_logs_reach_the_container() {
     let cluster = common::start().await;
     let client = cluster.client();
@@ -147,6 +151,10 @@ async fn env_volumes_and_logs_reach_the_container() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one embedded cluster scenario: its steps share the cluster and read in order"
+)]
 async fn in_place_restart_keeps_the_pod_and_counts_the_restart() {
     let cluster = common::start().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");

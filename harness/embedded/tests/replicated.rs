@@ -56,6 +56,10 @@ async fn pods_with(cluster: &EmbeddedCluster, selector: &str) -> Vec<Pod> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one embedded cluster scenario: its steps share the cluster and read in order"
+)]
 async fn kubectl_rolls_out_a_deployment_and_exposes_it() {
     let cluster = common::start().await;
     let client = cluster.client();
@@ -264,6 +268,10 @@ async fn kubectl_rolls_out_a_deployment_and_exposes_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one embedded cluster scenario: its steps share the cluster and read in order"
+)]
 async fn daemonsets_and_replication_controllers_run_their_pods() {
     let cluster = common::start().await;
     let client = cluster.client();

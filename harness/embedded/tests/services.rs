@@ -126,6 +126,10 @@ fn pod_ip(pod: &Pod) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one embedded cluster scenario: its steps share the cluster and read in order"
+)]
 async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
     let cluster = common::start().await;
     let client = cluster.client();
@@ -353,6 +357,10 @@ async fn cluster_ips_endpoints_proxy_and_dns_follow_ready_pods() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one embedded cluster scenario: its steps share the cluster and read in order"
+)]
 async fn cluster_ips_are_validated_unique_and_immutable() {
     let cluster = common::start().await;
     let services: Api<Service> = Api::namespaced(cluster.client(), "default");

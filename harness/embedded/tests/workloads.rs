@@ -44,6 +44,10 @@ fn sts_status(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one embedded cluster scenario: its steps share the cluster and read in order"
+)]
 async fn pvc_survives_pod_recreation_by_its_statefulset() {
     let cluster = common::start().await;
     let client = cluster.client();
@@ -220,6 +224,10 @@ async fn pvc_survives_pod_recreation_by_its_statefulset() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one embedded cluster scenario: its steps share the cluster and read in order"
+)]
 async fn statefulset_rolls_to_another_image_and_a_broken_revision_blocks() {
     let cluster = common::start().await;
     let busybox = cluster.images().resolve("busybox:1").unwrap().image;

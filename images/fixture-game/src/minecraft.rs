@@ -113,6 +113,10 @@ impl MinecraftServer {
         }
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one protocol session read in wire order (handshake, status or login, configuration, play)"
+    )]
     async fn session(&self, stream: TcpStream, peer: SocketAddr) -> Result<(), SessionError> {
         let _ = stream.set_nodelay(true);
         let read_err = |source| SessionError::Read { peer, source };

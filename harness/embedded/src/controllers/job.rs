@@ -71,6 +71,10 @@ fn condition(type_: &str, reason: Option<&str>, message: Option<&str>, now: &Tim
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "TODO(split): along the steps its comments name"
+)]
 async fn reconcile(
     client: &Client,
     events: &Recorder,

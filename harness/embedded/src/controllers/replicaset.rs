@@ -241,6 +241,10 @@ fn new_pod(set: &Replicated) -> Pod {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one reconcile pass (scale up, scale down, status) over the same pod list"
+)]
 async fn reconcile(
     client: &Client,
     events: &Recorder,

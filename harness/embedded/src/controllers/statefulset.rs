@@ -80,6 +80,10 @@ fn ordinal_of(set_name: &str, pod: &Pod) -> Option<i32> {
         .ok()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "TODO(split): along the steps its comments name"
+)]
 async fn reconcile(
     client: &Client,
     events: &Recorder,

@@ -59,6 +59,10 @@ pub fn volume_dir(state_dir: &Path, claim_uid: &str) -> PathBuf {
     state_dir.join("volumes").join(format!("pvc-{claim_uid}"))
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "TODO(split): along the steps its comments name"
+)]
 async fn reconcile(
     client: &Client,
     state_dir: &Path,

@@ -83,6 +83,10 @@ pub fn secret_data(secret: &Secret) -> Vec<(String, Vec<u8>)> {
 }
 
 /// The container's environment, in order: image env, `envFrom`, `env` (with `$(VAR)`).
+#[expect(
+    clippy::too_many_lines,
+    reason = "the environment in its documented order (image env, envFrom, env), each source one step"
+)]
 pub async fn environment(
     client: &Client,
     pod: &Pod,

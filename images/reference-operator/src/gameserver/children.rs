@@ -186,6 +186,7 @@ pub fn extra_names(server: &GameServer, template: Option<&GameTemplate>) -> Vec<
 }
 
 /// Builds the children of a server.
+#[expect(clippy::too_many_lines, reason = "TODO(split): one function per child")]
 pub fn build(inputs: &Inputs<'_>) -> Children {
     let server = inputs.server;
     let template = inputs.template;

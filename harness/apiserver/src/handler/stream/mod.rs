@@ -110,6 +110,10 @@ fn parse_ports(raw: &str) -> Result<Vec<u16>, ApiError> {
 }
 
 /// Serves one streaming request on a pod.
+#[expect(
+    clippy::too_many_lines,
+    reason = "validates the streaming request, picks the protocol and starts the process before the upgrade, in that order"
+)]
 pub(super) async fn serve(
     call: &Call<'_>,
     info: &ResourceInfo,
