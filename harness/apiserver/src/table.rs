@@ -227,10 +227,6 @@ fn name_col() -> Value {
     col("Name", "string", 0, NAME_DOC)
 }
 
-fn age_col() -> Value {
-    col("Age", "string", 0, AGE_DOC)
-}
-
 fn column_definitions(columns: &Columns) -> Vec<Value> {
     match columns {
         Columns::Crd { columns } if columns.is_empty() => {
@@ -243,343 +239,429 @@ fn column_definitions(columns: &Columns) -> Vec<Value> {
     }
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "TODO(split): a static table per kind"
-)]
-fn builtin_columns(kind: &str) -> Vec<Value> {
-    let s = |name: &str, p: i32, d: &str| col(name, "string", p, d);
-    match kind {
-        "Pod" => vec![
-            name_col(),
-            s(
+/// A printer column of a built-in kind, as kube-apiserver's printers declare it.
+struct BuiltinColumn {
+    name: &'static str,
+    type_: &'static str,
+    priority: i32,
+    description: &'static str,
+}
+
+impl BuiltinColumn {
+    fn definition(&self) -> Value {
+        col(self.name, self.type_, self.priority, self.description)
+    }
+}
+
+/// A `string` column.
+const fn column(name: &'static str, priority: i32, description: &'static str) -> BuiltinColumn {
+    BuiltinColumn {
+        name,
+        type_: "string",
+        priority,
+        description,
+    }
+}
+
+const NAME: BuiltinColumn = column("Name", 0, NAME_DOC);
+const AGE: BuiltinColumn = column("Age", 0, AGE_DOC);
+const CREATED_AT: BuiltinColumn = BuiltinColumn {
+    name: "Created At",
+    type_: "date",
+    priority: 0,
+    description: AGE_DOC,
+};
+
+/// The columns of a kind this table does not list.
+const DEFAULT_COLUMNS: &[BuiltinColumn] = &[NAME, AGE];
+
+/// The printer columns of each built-in kind (kinds sharing a printer share a row).
+static BUILTIN_COLUMNS: &[(&[&str], &[BuiltinColumn])] = &[
+    (
+        &["Pod"],
+        &[
+            NAME,
+            column(
                 "Ready",
                 0,
                 "The aggregate readiness state of this pod for accepting traffic.",
             ),
-            s(
+            column(
                 "Status",
                 0,
                 "The aggregate status of the containers in this pod.",
             ),
-            s(
+            column(
                 "Restarts",
                 0,
                 "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
             ),
-            age_col(),
-            s(
+            AGE,
+            column(
                 "IP",
                 1,
                 "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
             ),
-            s(
+            column(
                 "Node",
                 1,
                 "NodeName indicates in which node this pod is scheduled.",
             ),
-            s(
+            column(
                 "Nominated Node",
                 1,
                 "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods.",
             ),
-            s(
+            column(
                 "Readiness Gates",
                 1,
                 "If specified, all readiness gates will be evaluated for pod readiness.",
             ),
         ],
-        "Namespace" => vec![
-            name_col(),
-            s("Status", 0, "The status of the namespace"),
-            age_col(),
+    ),
+    (
+        &["Namespace"],
+        &[
+            NAME,
+            column("Status", 0, "The status of the namespace"),
+            AGE,
         ],
-        "ConfigMap" => vec![
-            name_col(),
-            col("Data", "string", 0, "Data contains the configuration data"),
-            age_col(),
+    ),
+    (
+        &["ConfigMap"],
+        &[
+            NAME,
+            column("Data", 0, "Data contains the configuration data"),
+            AGE,
         ],
-        "Secret" => vec![
-            name_col(),
-            s(
+    ),
+    (
+        &["Secret"],
+        &[
+            NAME,
+            column(
                 "Type",
                 0,
                 "Used to facilitate programmatic handling of secret data.",
             ),
-            col("Data", "string", 0, "Data contains the secret data."),
-            age_col(),
+            column("Data", 0, "Data contains the secret data."),
+            AGE,
         ],
-        "Service" => vec![
-            name_col(),
-            s("Type", 0, "type determines how the Service is exposed."),
-            s(
+    ),
+    (
+        &["Service"],
+        &[
+            NAME,
+            column("Type", 0, "type determines how the Service is exposed."),
+            column(
                 "Cluster-IP",
                 0,
                 "clusterIP is the IP address of the service and is usually assigned randomly.",
             ),
-            s(
+            column(
                 "External-IP",
                 0,
                 "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.",
             ),
-            s(
+            column(
                 "Port(s)",
                 0,
                 "The list of ports that are exposed by this service.",
             ),
-            age_col(),
-            s(
+            AGE,
+            column(
                 "Selector",
                 1,
                 "Route service traffic to pods with label keys and values matching this selector.",
             ),
         ],
-        "PersistentVolumeClaim" => vec![
-            name_col(),
-            s(
+    ),
+    (
+        &["PersistentVolumeClaim"],
+        &[
+            NAME,
+            column(
                 "Status",
                 0,
                 "status represents the current information/status of a persistent volume claim.",
             ),
-            s(
+            column(
                 "Volume",
                 0,
                 "volumeName is the binding reference to the PersistentVolume backing this claim.",
             ),
-            s(
+            column(
                 "Capacity",
                 0,
                 "capacity represents the actual resources of the underlying volume.",
             ),
-            s(
+            column(
                 "Access Modes",
                 0,
                 "accessModes contains the actual access modes the volume backing the PVC has.",
             ),
-            s(
+            column(
                 "StorageClass",
                 0,
                 "storageClassName is the name of the StorageClass required by the claim.",
             ),
-            s(
+            column(
                 "VolumeAttributesClass",
                 0,
                 "volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim.",
             ),
-            age_col(),
-            s(
+            AGE,
+            column(
                 "VolumeMode",
                 1,
                 "volumeMode defines what type of volume is required by the claim.",
             ),
         ],
-        "PersistentVolume" => vec![
-            name_col(),
-            s(
+    ),
+    (
+        &["PersistentVolume"],
+        &[
+            NAME,
+            column(
                 "Capacity",
                 0,
                 "capacity is the description of the persistent volume's resources and capacity.",
             ),
-            s(
+            column(
                 "Access Modes",
                 0,
                 "accessModes contains all ways the volume can be mounted.",
             ),
-            s(
+            column(
                 "Reclaim Policy",
                 0,
                 "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim.",
             ),
-            s(
+            column(
                 "Status",
                 0,
                 "phase indicates if a volume is available, bound to a claim, or released by a claim.",
             ),
-            s(
+            column(
                 "Claim",
                 0,
                 "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim.",
             ),
-            s(
+            column(
                 "StorageClass",
                 0,
                 "storageClassName is the name of StorageClass to which this persistent volume belongs.",
             ),
-            s(
+            column(
                 "VolumeAttributesClass",
                 0,
                 "Name of VolumeAttributesClass to which this persistent volume belongs.",
             ),
-            s(
+            column(
                 "Reason",
                 0,
                 "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.",
             ),
-            age_col(),
-            s(
+            AGE,
+            column(
                 "VolumeMode",
                 1,
                 "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.",
             ),
         ],
-        "StatefulSet" => vec![
-            name_col(),
-            s("Ready", 0, "Number of the pod with ready state"),
-            age_col(),
-            s("Containers", 1, "Names of each container in the template."),
-            s(
+    ),
+    (
+        &["StatefulSet"],
+        &[
+            NAME,
+            column("Ready", 0, "Number of the pod with ready state"),
+            AGE,
+            column("Containers", 1, "Names of each container in the template."),
+            column(
                 "Images",
                 1,
                 "Images referenced by each container in the template.",
             ),
         ],
-        "Job" => vec![
-            name_col(),
-            s("Status", 0, "Status of the job."),
-            s("Completions", 0, "The completion status of the job."),
-            s("Duration", 0, "Time required to complete the job."),
-            age_col(),
-            s("Containers", 1, "Names of each container in the template."),
-            s(
+    ),
+    (
+        &["Job"],
+        &[
+            NAME,
+            column("Status", 0, "Status of the job."),
+            column("Completions", 0, "The completion status of the job."),
+            column("Duration", 0, "Time required to complete the job."),
+            AGE,
+            column("Containers", 1, "Names of each container in the template."),
+            column(
                 "Images",
                 1,
                 "Images referenced by each container in the template.",
             ),
-            s(
+            column(
                 "Selector",
                 1,
                 "A label query over pods that should match the pod count.",
             ),
         ],
-        "StorageClass" => vec![
-            name_col(),
-            s(
+    ),
+    (
+        &["StorageClass"],
+        &[
+            NAME,
+            column(
                 "Provisioner",
                 0,
                 "provisioner indicates the type of the provisioner.",
             ),
-            s(
+            column(
                 "ReclaimPolicy",
                 0,
                 "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class.",
             ),
-            s(
+            column(
                 "VolumeBindingMode",
                 0,
                 "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.",
             ),
-            s(
+            column(
                 "AllowVolumeExpansion",
                 0,
                 "allowVolumeExpansion shows whether the storage class allow volume expand.",
             ),
-            age_col(),
+            AGE,
         ],
-        "CustomResourceDefinition" => vec![name_col(), col("Created At", "date", 0, AGE_DOC)],
-        "Event" => vec![
-            s(
+    ),
+    (&["CustomResourceDefinition"], &[NAME, CREATED_AT]),
+    (
+        &["Event"],
+        &[
+            column(
                 "Last Seen",
                 0,
                 "The time at which the most recent occurrence of this event was recorded.",
             ),
-            s(
+            column(
                 "Type",
                 0,
                 "Type of this event (Normal, Warning), new types could be added in the future",
             ),
-            s(
+            column(
                 "Reason",
                 0,
                 "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
             ),
-            s("Object", 0, "The object that this event is about."),
-            s(
+            column("Object", 0, "The object that this event is about."),
+            column(
                 "Subobject",
                 1,
                 "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement.",
             ),
-            s(
+            column(
                 "Source",
                 1,
                 "The component reporting this event. Should be a short machine understandable string.",
             ),
-            s(
+            column(
                 "Message",
                 0,
                 "A human-readable description of the status of this operation.",
             ),
-            s(
+            column(
                 "First Seen",
                 1,
                 "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
             ),
-            s("Count", 1, "The number of times this event has occurred."),
-            col("Name", "string", 1, NAME_DOC),
+            column("Count", 1, "The number of times this event has occurred."),
+            column("Name", 1, NAME_DOC),
         ],
-        "ServiceAccount" => vec![
-            name_col(),
-            col(
+    ),
+    (
+        &["ServiceAccount"],
+        &[
+            NAME,
+            column(
                 "Secrets",
-                "string",
                 0,
                 "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
             ),
-            age_col(),
+            AGE,
         ],
-        "Endpoints" => vec![
-            name_col(),
-            s(
+    ),
+    (
+        &["Endpoints"],
+        &[
+            NAME,
+            column(
                 "Endpoints",
                 0,
                 "Endpoints is the list of endpoints in the object.",
             ),
-            age_col(),
+            AGE,
         ],
-        "Node" => vec![
-            name_col(),
-            s("Status", 0, "The status of the node"),
-            s("Roles", 0, "The roles of the node"),
-            age_col(),
-            s("Version", 0, "Kubelet Version reported by the node."),
-            s("Internal-IP", 1, "List of addresses reachable to the node."),
-            s("External-IP", 1, "List of addresses reachable to the node."),
-            s(
+    ),
+    (
+        &["Node"],
+        &[
+            NAME,
+            column("Status", 0, "The status of the node"),
+            column("Roles", 0, "The roles of the node"),
+            AGE,
+            column("Version", 0, "Kubelet Version reported by the node."),
+            column("Internal-IP", 1, "List of addresses reachable to the node."),
+            column("External-IP", 1, "List of addresses reachable to the node."),
+            column(
                 "OS-Image",
                 1,
                 "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
             ),
-            s(
+            column(
                 "Kernel-Version",
                 1,
                 "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
             ),
-            s(
+            column(
                 "Container-Runtime",
                 1,
                 "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
             ),
         ],
-        "APIService" => vec![
-            name_col(),
-            s(
+    ),
+    (
+        &["APIService"],
+        &[
+            NAME,
+            column(
                 "Service",
                 0,
                 "The reference to the service that hosts this API endpoint.",
             ),
-            s("Available", 0, "Whether this service is available."),
-            age_col(),
+            column("Available", 0, "Whether this service is available."),
+            AGE,
         ],
-        "Role" | "ClusterRole" => vec![name_col(), col("Created At", "date", 0, AGE_DOC)],
-        "RoleBinding" | "ClusterRoleBinding" => vec![
-            name_col(),
-            s("Role", 0, "Role that this binding refers to."),
-            age_col(),
-            s("Users", 1, "Users in the binding."),
-            s("Groups", 1, "Groups in the binding."),
-            s("ServiceAccounts", 1, "ServiceAccounts in the binding."),
+    ),
+    (&["Role", "ClusterRole"], &[NAME, CREATED_AT]),
+    (
+        &["RoleBinding", "ClusterRoleBinding"],
+        &[
+            NAME,
+            column("Role", 0, "Role that this binding refers to."),
+            AGE,
+            column("Users", 1, "Users in the binding."),
+            column("Groups", 1, "Groups in the binding."),
+            column("ServiceAccounts", 1, "ServiceAccounts in the binding."),
         ],
-        _ => vec![name_col(), age_col()],
-    }
+    ),
+];
+
+fn builtin_columns(kind: &str) -> Vec<Value> {
+    BUILTIN_COLUMNS
+        .iter()
+        .find(|(kinds, _)| kinds.contains(&kind))
+        .map_or(DEFAULT_COLUMNS, |(_, columns)| columns)
+        .iter()
+        .map(BuiltinColumn::definition)
+        .collect()
 }
 
 /// Subjects of one kind in a binding, comma-separated (`ns/name` for ServiceAccounts).
@@ -768,128 +850,32 @@ fn timestamp(v: Option<&Value>) -> Option<jiff::Timestamp> {
 
 /// The upstream `printPod` rules: init containers first, then main containers from last to
 /// first, a waiting or terminated reason winning over the phase; `Terminating` while deleted.
-#[expect(
-    clippy::too_many_lines,
-    reason = "TODO(split): along the printPod rules its comments name"
-)]
 fn pod_cells(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
     let init_specs = list_at(pod, "/spec/initContainers");
-    let restartable = |name: &str| {
-        init_specs.iter().any(|c| {
-            c.get("name").and_then(Value::as_str) == Some(name)
-                && c.get("restartPolicy").and_then(Value::as_str) == Some("Always")
-        })
-    };
     let total = list_at(pod, "/spec/containers").len()
         + init_specs
             .iter()
             .filter(|c| c.get("restartPolicy").and_then(Value::as_str) == Some("Always"))
             .count();
     let phase = str_at(pod, "/status/phase");
-    let mut reason = match str_at(pod, "/status/reason") {
-        "" => phase.to_owned(),
-        r => r.to_owned(),
+    let mut tally = PodTally {
+        reason: pod_reason(pod, phase),
+        ready: 0,
+        restarts: 0,
+        last_restart: None,
     };
-    if list_at(pod, "/status/conditions").iter().any(|c| {
-        c.get("type").and_then(Value::as_str) == Some("PodScheduled")
-            && c.get("reason").and_then(Value::as_str) == Some("SchedulingGated")
-    }) {
-        reason = "SchedulingGated".to_owned();
+    let init = tally_init_containers(pod, &mut tally);
+    if !init.initializing || has_true_condition(pod, "Initialized") {
+        tally.restarts = init.sidecar_restarts;
+        tally.last_restart = init.sidecar_last_restart;
+        tally_containers(pod, &mut tally);
     }
-    let mut ready = 0;
-    let mut restarts = 0;
-    let mut last_restart: Option<jiff::Timestamp> = None;
-    let mut sidecar_restarts = 0;
-    let mut sidecar_last_restart: Option<jiff::Timestamp> = None;
-    let note_restart = |last: &mut Option<jiff::Timestamp>, status: &Value| {
-        if let Some(t) = timestamp(status.pointer("/lastState/terminated/finishedAt"))
-            && last.is_none_or(|l| l < t)
-        {
-            *last = Some(t);
-        }
-    };
-    let init_statuses = list_at(pod, "/status/initContainerStatuses");
-    let mut initializing = false;
-    for (i, status) in init_statuses.iter().enumerate() {
-        let count = status
-            .get("restartCount")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        restarts += count;
-        note_restart(&mut last_restart, status);
-        let name = status
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let is_sidecar = restartable(name);
-        if is_sidecar {
-            sidecar_restarts += count;
-            note_restart(&mut sidecar_last_restart, status);
-        }
-        let terminated = status.pointer("/state/terminated");
-        let waiting_reason = str_at(status, "/state/waiting/reason");
-        if terminated.is_some_and(|t| t.get("exitCode").and_then(Value::as_i64) == Some(0)) {
-            continue;
-        }
-        if is_sidecar && status.get("started").and_then(Value::as_bool) == Some(true) {
-            if status.get("ready").and_then(Value::as_bool) == Some(true) {
-                ready += 1;
-            }
-            continue;
-        }
-        reason = if let Some(t) = terminated {
-            match str_at(t, "/reason") {
-                "" => match t.get("signal").and_then(Value::as_i64).unwrap_or(0) {
-                    0 => format!("Init:ExitCode:{}", int_at(t, "/exitCode")),
-                    signal => format!("Init:Signal:{signal}"),
-                },
-                r => format!("Init:{r}"),
-            }
-        } else if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" {
-            format!("Init:{waiting_reason}")
-        } else {
-            format!("Init:{i}/{}", init_specs.len())
-        };
-        initializing = true;
-        break;
-    }
-    if !initializing || has_true_condition(pod, "Initialized") {
-        restarts = sidecar_restarts;
-        last_restart = sidecar_last_restart;
-        let mut has_running = false;
-        for status in list_at(pod, "/status/containerStatuses").iter().rev() {
-            restarts += status
-                .get("restartCount")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            note_restart(&mut last_restart, status);
-            let waiting = str_at(status, "/state/waiting/reason");
-            let terminated = status.pointer("/state/terminated");
-            if !waiting.is_empty() {
-                reason = waiting.to_owned();
-            } else if let Some(t) = terminated {
-                reason = match str_at(t, "/reason") {
-                    "" => match t.get("signal").and_then(Value::as_i64).unwrap_or(0) {
-                        0 => format!("ExitCode:{}", int_at(t, "/exitCode")),
-                        signal => format!("Signal:{signal}"),
-                    },
-                    r => r.to_owned(),
-                };
-            } else if status.get("ready").and_then(Value::as_bool) == Some(true)
-                && status.pointer("/state/running").is_some()
-            {
-                has_running = true;
-                ready += 1;
-            }
-        }
-        if reason == "Completed" && has_running {
-            reason = if has_true_condition(pod, "Ready") {
-                "Running".to_owned()
-            } else {
-                "NotReady".to_owned()
-            };
-        }
-    }
+    let PodTally {
+        mut reason,
+        ready,
+        restarts,
+        last_restart,
+    } = tally;
     let deleting = pod
         .pointer("/metadata/deletionTimestamp")
         .is_some_and(|d| !d.is_null());
@@ -907,8 +893,168 @@ fn pod_cells(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
         .and_then(|p| p.get("ip"))
         .and_then(Value::as_str)
         .unwrap_or_else(|| str_at(pod, "/status/podIP"));
+    vec![
+        json!(name_of(pod)),
+        json!(format!("{ready}/{total}")),
+        json!(reason),
+        json!(restarts_cell),
+        json!(age_of(pod.pointer("/metadata/creationTimestamp"), now)),
+        json!(none_if_empty(ip.to_owned())),
+        json!(none_if_empty(str_at(pod, "/spec/nodeName").to_owned())),
+        json!(none_if_empty(
+            str_at(pod, "/status/nominatedNodeName").to_owned()
+        )),
+        json!(readiness_gates_cell(pod)),
+    ]
+}
+
+/// What `printPod` adds up from the container statuses: the Ready count, the Restarts and
+/// the Status reason.
+struct PodTally {
+    reason: String,
+    ready: i32,
+    restarts: i64,
+    last_restart: Option<jiff::Timestamp>,
+}
+
+/// What the init containers leave for the main containers' pass.
+struct InitTally {
+    /// An init container has not completed: the reason is its `Init:` state.
+    initializing: bool,
+    /// Restarts of restartable init containers (sidecars), which count with the main ones.
+    sidecar_restarts: i64,
+    sidecar_last_restart: Option<jiff::Timestamp>,
+}
+
+/// The reason before the containers are looked at: the status reason, else the phase, and
+/// `SchedulingGated` for a gated pod.
+fn pod_reason(pod: &Value, phase: &str) -> String {
+    let mut reason = match str_at(pod, "/status/reason") {
+        "" => phase.to_owned(),
+        r => r.to_owned(),
+    };
+    if list_at(pod, "/status/conditions").iter().any(|c| {
+        c.get("type").and_then(Value::as_str) == Some("PodScheduled")
+            && c.get("reason").and_then(Value::as_str) == Some("SchedulingGated")
+    }) {
+        reason = "SchedulingGated".to_owned();
+    }
+    reason
+}
+
+/// Keeps the latest `lastState.terminated.finishedAt` in `last`.
+fn note_restart(last: &mut Option<jiff::Timestamp>, status: &Value) {
+    if let Some(t) = timestamp(status.pointer("/lastState/terminated/finishedAt"))
+        && last.is_none_or(|l| l < t)
+    {
+        *last = Some(t);
+    }
+}
+
+/// The init containers in order, up to the first that has not completed (whose state becomes
+/// the reason); started sidecars count as ready when they are.
+fn tally_init_containers(pod: &Value, tally: &mut PodTally) -> InitTally {
+    let init_specs = list_at(pod, "/spec/initContainers");
+    let restartable = |name: &str| {
+        init_specs.iter().any(|c| {
+            c.get("name").and_then(Value::as_str) == Some(name)
+                && c.get("restartPolicy").and_then(Value::as_str) == Some("Always")
+        })
+    };
+    let mut init = InitTally {
+        initializing: false,
+        sidecar_restarts: 0,
+        sidecar_last_restart: None,
+    };
+    let init_statuses = list_at(pod, "/status/initContainerStatuses");
+    for (i, status) in init_statuses.iter().enumerate() {
+        let count = status
+            .get("restartCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        tally.restarts += count;
+        note_restart(&mut tally.last_restart, status);
+        let name = status
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let is_sidecar = restartable(name);
+        if is_sidecar {
+            init.sidecar_restarts += count;
+            note_restart(&mut init.sidecar_last_restart, status);
+        }
+        let terminated = status.pointer("/state/terminated");
+        let waiting_reason = str_at(status, "/state/waiting/reason");
+        if terminated.is_some_and(|t| t.get("exitCode").and_then(Value::as_i64) == Some(0)) {
+            continue;
+        }
+        if is_sidecar && status.get("started").and_then(Value::as_bool) == Some(true) {
+            if status.get("ready").and_then(Value::as_bool) == Some(true) {
+                tally.ready += 1;
+            }
+            continue;
+        }
+        tally.reason = if let Some(t) = terminated {
+            match str_at(t, "/reason") {
+                "" => match t.get("signal").and_then(Value::as_i64).unwrap_or(0) {
+                    0 => format!("Init:ExitCode:{}", int_at(t, "/exitCode")),
+                    signal => format!("Init:Signal:{signal}"),
+                },
+                r => format!("Init:{r}"),
+            }
+        } else if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" {
+            format!("Init:{waiting_reason}")
+        } else {
+            format!("Init:{i}/{}", init_specs.len())
+        };
+        init.initializing = true;
+        break;
+    }
+    init
+}
+
+/// The main containers from last to first: a waiting or terminated reason wins, ready running
+/// containers count; `Completed` with one still running reads `Running` or `NotReady`.
+fn tally_containers(pod: &Value, tally: &mut PodTally) {
+    let mut has_running = false;
+    for status in list_at(pod, "/status/containerStatuses").iter().rev() {
+        tally.restarts += status
+            .get("restartCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        note_restart(&mut tally.last_restart, status);
+        let waiting = str_at(status, "/state/waiting/reason");
+        let terminated = status.pointer("/state/terminated");
+        if !waiting.is_empty() {
+            tally.reason = waiting.to_owned();
+        } else if let Some(t) = terminated {
+            tally.reason = match str_at(t, "/reason") {
+                "" => match t.get("signal").and_then(Value::as_i64).unwrap_or(0) {
+                    0 => format!("ExitCode:{}", int_at(t, "/exitCode")),
+                    signal => format!("Signal:{signal}"),
+                },
+                r => r.to_owned(),
+            };
+        } else if status.get("ready").and_then(Value::as_bool) == Some(true)
+            && status.pointer("/state/running").is_some()
+        {
+            has_running = true;
+            tally.ready += 1;
+        }
+    }
+    if tally.reason == "Completed" && has_running {
+        tally.reason = if has_true_condition(pod, "Ready") {
+            "Running".to_owned()
+        } else {
+            "NotReady".to_owned()
+        };
+    }
+}
+
+/// `met/total` readiness gates, `<none>` without gates.
+fn readiness_gates_cell(pod: &Value) -> String {
     let gates = list_at(pod, "/spec/readinessGates");
-    let gates_cell = if gates.is_empty() {
+    if gates.is_empty() {
         "<none>".to_owned()
     } else {
         let met = gates
@@ -922,20 +1068,7 @@ fn pod_cells(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
             })
             .count();
         format!("{met}/{}", gates.len())
-    };
-    vec![
-        json!(name_of(pod)),
-        json!(format!("{ready}/{total}")),
-        json!(reason),
-        json!(restarts_cell),
-        json!(age_of(pod.pointer("/metadata/creationTimestamp"), now)),
-        json!(none_if_empty(ip.to_owned())),
-        json!(none_if_empty(str_at(pod, "/spec/nodeName").to_owned())),
-        json!(none_if_empty(
-            str_at(pod, "/status/nominatedNodeName").to_owned()
-        )),
-        json!(gates_cell),
-    ]
+    }
 }
 
 fn format_labels(map: Option<&Value>) -> String {
