@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobSpec, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
@@ -71,10 +71,6 @@ fn condition(type_: &str, reason: Option<&str>, message: Option<&str>, now: &Tim
     }
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "TODO(split): along the steps its comments name"
-)]
 async fn reconcile(
     client: &Client,
     events: &Recorder,
@@ -111,11 +107,7 @@ async fn reconcile(
         })
         .collect();
     if finished {
-        for pod in &active {
-            let _ = pod_api
-                .delete(&pod.name_any(), &DeleteParams::default())
-                .await;
-        }
+        delete_pods(&pod_api, &active).await;
         return Ok(None);
     }
     let succeeded = owned
@@ -126,14 +118,52 @@ async fn reconcile(
         .iter()
         .filter(|p| phase(p) == Some("Failed"))
         .collect();
+    let restarts = in_place_restarts(&spec, &active);
+    let failed = failed_pods.len() as i32;
+    let completions = spec.completions.unwrap_or(1);
+    let parallelism = spec.parallelism.unwrap_or(1);
+    let backoff_limit = spec.backoff_limit.unwrap_or(6);
+    let now = status_now();
+    let mut status = counted_status(&old, &active, succeeded, failed, &now);
+    let mut requeue = None;
+    if succeeded >= completions {
+        delete_pods(&pod_api, &active).await;
+        complete(events, job, &mut status, &now);
+    } else if failed + restarts > backoff_limit {
+        delete_pods(&pod_api, &active).await;
+        fail(events, job, &mut status, &now);
+    } else if spec.suspend != Some(true) {
+        let wanted = parallelism.min(completions - succeeded) - active.len() as i32;
+        if wanted > 0 {
+            requeue =
+                start_pods(&pod_api, events, job, &owned, &failed_pods, wanted, backoff).await?;
+        }
+    }
+    if status_changed(&status, &old) {
+        let api: Api<Job> = Api::namespaced(client.clone(), &ns);
+        super::merge_status(&api, &name, &status).await?;
+    }
+    Ok(requeue)
+}
+
+/// Deletes the Job's remaining pods (best effort: a failure is retried by the next pass).
+async fn delete_pods(pod_api: &Api<Pod>, active: &[&Arc<Pod>]) {
+    for pod in active {
+        let _ = pod_api
+            .delete(&pod.name_any(), &DeleteParams::default())
+            .await;
+    }
+}
+
+/// With OnFailure the kubelet restarts in place; those restarts count against the limit.
+fn in_place_restarts(spec: &JobSpec, active: &[&Arc<Pod>]) -> i32 {
     let on_failure = spec
         .template
         .spec
         .as_ref()
         .and_then(|s| s.restart_policy.as_deref())
         == Some("OnFailure");
-    // With OnFailure the kubelet restarts in place; those restarts count against the limit.
-    let restarts: i32 = if on_failure {
+    if on_failure {
         active
             .iter()
             .flat_map(|p| {
@@ -145,13 +175,18 @@ async fn reconcile(
             .sum()
     } else {
         0
-    };
-    let failed = failed_pods.len() as i32;
-    let completions = spec.completions.unwrap_or(1);
-    let parallelism = spec.parallelism.unwrap_or(1);
-    let backoff_limit = spec.backoff_limit.unwrap_or(6);
-    let now = status_now();
-    let mut status = JobStatus {
+    }
+}
+
+/// The status with this pass's pod counts; conditions and completion time carried over.
+fn counted_status(
+    old: &JobStatus,
+    active: &[&Arc<Pod>],
+    succeeded: i32,
+    failed: i32,
+    now: &Time,
+) -> JobStatus {
+    JobStatus {
         start_time: old.start_time.clone().or_else(|| Some(now.clone())),
         active: Some(active.len() as i32),
         succeeded: Some(succeeded),
@@ -172,125 +207,126 @@ async fn reconcile(
         conditions: old.conditions.clone(),
         completion_time: old.completion_time.clone(),
         ..Default::default()
+    }
+}
+
+/// `completions` pods succeeded: `SuccessCriteriaMet` then `Complete`.
+fn complete(events: &Recorder, job: &Job, status: &mut JobStatus, now: &Time) {
+    status.active = Some(0);
+    status.completion_time = Some(now.clone());
+    events.emit(
+        reference(job, None),
+        EventType::Normal,
+        "Completed",
+        "Job completed".into(),
+    );
+    status.conditions = Some(vec![
+        condition(
+            "SuccessCriteriaMet",
+            Some("CompletionsReached"),
+            Some("Reached expected number of succeeded pods"),
+            now,
+        ),
+        condition(
+            "Complete",
+            Some("CompletionsReached"),
+            Some("Reached expected number of succeeded pods"),
+            now,
+        ),
+    ]);
+}
+
+/// Failures exceeded `backoffLimit`: `FailureTarget` then `Failed`.
+fn fail(events: &Recorder, job: &Job, status: &mut JobStatus, now: &Time) {
+    status.active = Some(0);
+    let message = "Job has reached the specified backoff limit";
+    events.emit(
+        reference(job, None),
+        EventType::Warning,
+        "BackoffLimitExceeded",
+        message.into(),
+    );
+    status.conditions = Some(vec![
+        condition(
+            "FailureTarget",
+            Some("BackoffLimitExceeded"),
+            Some(message),
+            now,
+        ),
+        condition("Failed", Some("BackoffLimitExceeded"), Some(message), now),
+    ]);
+}
+
+/// Creates `wanted` pods, or returns how long the back-off still holds them back.
+async fn start_pods(
+    pod_api: &Api<Pod>,
+    events: &Recorder,
+    job: &Job,
+    owned: &[Arc<Pod>],
+    failed_pods: &[&Arc<Pod>],
+    wanted: i32,
+    backoff: Backoff,
+) -> Result<Option<Duration>, kube::Error> {
+    let failed = failed_pods.len() as i32;
+    // Replacements of failed pods wait out an exponential back-off.
+    let mut delay = None;
+    for _ in 0..failed {
+        delay = Some(backoff.next(delay));
+    }
+    let last_failure = failed_pods.iter().filter_map(|p| finished_at(p)).max();
+    let wait = match (delay, last_failure) {
+        (Some(d), Some(at)) => {
+            let elapsed = jiff::Timestamp::now().duration_since(at).unsigned_abs();
+            d.checked_sub(elapsed)
+        }
+        _ => None,
     };
-    let mut requeue = None;
-    if succeeded >= completions {
-        for pod in &active {
-            let _ = pod_api
-                .delete(&pod.name_any(), &DeleteParams::default())
-                .await;
-        }
-        status.active = Some(0);
-        status.completion_time = Some(now.clone());
-        events.emit(
-            reference(job, None),
-            EventType::Normal,
-            "Completed",
-            "Job completed".into(),
-        );
-        status.conditions = Some(vec![
-            condition(
-                "SuccessCriteriaMet",
-                Some("CompletionsReached"),
-                Some("Reached expected number of succeeded pods"),
-                &now,
-            ),
-            condition(
-                "Complete",
-                Some("CompletionsReached"),
-                Some("Reached expected number of succeeded pods"),
-                &now,
-            ),
-        ]);
-    } else if failed + restarts > backoff_limit {
-        for pod in &active {
-            let _ = pod_api
-                .delete(&pod.name_any(), &DeleteParams::default())
-                .await;
-        }
-        status.active = Some(0);
-        let message = "Job has reached the specified backoff limit";
-        events.emit(
-            reference(job, None),
-            EventType::Warning,
-            "BackoffLimitExceeded",
-            message.into(),
-        );
-        status.conditions = Some(vec![
-            condition(
-                "FailureTarget",
-                Some("BackoffLimitExceeded"),
-                Some(message),
-                &now,
-            ),
-            condition("Failed", Some("BackoffLimitExceeded"), Some(message), &now),
-        ]);
-    } else if spec.suspend != Some(true) {
-        let wanted = parallelism.min(completions - succeeded) - active.len() as i32;
-        if wanted > 0 {
-            // Replacements of failed pods wait out an exponential back-off.
-            let mut delay = None;
-            for _ in 0..failed {
-                delay = Some(backoff.next(delay));
-            }
-            let last_failure = failed_pods.iter().filter_map(|p| finished_at(p)).max();
-            let wait = match (delay, last_failure) {
-                (Some(d), Some(at)) => {
-                    let elapsed = jiff::Timestamp::now().duration_since(at).unsigned_abs();
-                    d.checked_sub(elapsed)
-                }
-                _ => None,
-            };
-            match wait {
-                Some(w) if !w.is_zero() => requeue = Some(w),
-                _ => {
-                    // Pod names derive from the attempt number, so a reconcile that runs on a
-                    // store not yet showing the pod it just created asks for the same name and
-                    // gets AlreadyExists instead of starting a duplicate copy of the work.
-                    for i in 0..wanted {
-                        let pod = new_pod(job, owned.len() + i as usize);
-                        match pod_api.create(&PostParams::default(), &pod).await {
-                            Ok(_) => events.emit(
-                                reference(job, None),
-                                EventType::Normal,
-                                "SuccessfulCreate",
-                                format!(
-                                    "Created pod: {}",
-                                    pod.metadata.name.clone().unwrap_or_default()
-                                ),
-                            ),
-                            Err(e) if benign(&e) => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
+    match wait {
+        Some(w) if !w.is_zero() => return Ok(Some(w)),
+        _ => {
+            // Pod names derive from the attempt number, so a reconcile that runs on a
+            // store not yet showing the pod it just created asks for the same name and
+            // gets AlreadyExists instead of starting a duplicate copy of the work.
+            for i in 0..wanted {
+                let pod = new_pod(job, owned.len() + i as usize);
+                match pod_api.create(&PostParams::default(), &pod).await {
+                    Ok(_) => events.emit(
+                        reference(job, None),
+                        EventType::Normal,
+                        "SuccessfulCreate",
+                        format!(
+                            "Created pod: {}",
+                            pod.metadata.name.clone().unwrap_or_default()
+                        ),
+                    ),
+                    Err(e) if benign(&e) => {}
+                    Err(e) => return Err(e),
                 }
             }
         }
     }
-    let changed = {
-        let mut a = serde_json::to_value(&status).unwrap_or_default();
-        let mut b = serde_json::to_value(&old).unwrap_or_default();
-        // Transition/probe times of unchanged conditions are not a change.
-        for v in [&mut a, &mut b] {
-            if let Some(conditions) = v.get_mut("conditions").and_then(|c| c.as_array_mut()) {
-                for c in conditions {
-                    if let Some(obj) = c.as_object_mut() {
-                        obj.remove("lastProbeTime");
-                        obj.remove("lastTransitionTime");
-                    }
+    Ok(None)
+}
+
+/// Whether `status` differs from `old` beyond condition and completion timestamps.
+fn status_changed(status: &JobStatus, old: &JobStatus) -> bool {
+    let mut a = serde_json::to_value(status).unwrap_or_default();
+    let mut b = serde_json::to_value(old).unwrap_or_default();
+    // Transition/probe times of unchanged conditions are not a change.
+    for v in [&mut a, &mut b] {
+        if let Some(conditions) = v.get_mut("conditions").and_then(|c| c.as_array_mut()) {
+            for c in conditions {
+                if let Some(obj) = c.as_object_mut() {
+                    obj.remove("lastProbeTime");
+                    obj.remove("lastTransitionTime");
                 }
             }
-            if let Some(obj) = v.as_object_mut() {
-                obj.remove("completionTime");
-            }
         }
-        a != b
-    };
-    if changed {
-        let api: Api<Job> = Api::namespaced(client.clone(), &ns);
-        super::merge_status(&api, &name, &status).await?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.remove("completionTime");
+        }
     }
-    Ok(requeue)
+    a != b
 }
 
 /// Five lowercase alphanumerics derived from the Job's UID and the attempt number: looks like
