@@ -59,10 +59,6 @@ pub fn volume_dir(state_dir: &Path, claim_uid: &str) -> PathBuf {
     state_dir.join("volumes").join(format!("pvc-{claim_uid}"))
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "TODO(split): along the steps its comments name"
-)]
 async fn reconcile(
     client: &Client,
     state_dir: &Path,
@@ -80,161 +76,185 @@ async fn reconcile(
         if claim.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let ns = claim.namespace().unwrap_or_default();
-        let name = claim.name_any();
-        let uid = claim.uid().unwrap_or_default();
-        let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
-        let spec = claim.spec.clone().unwrap_or_default();
-        let class = match &spec.storage_class_name {
-            Some(name) => classes.get(&ObjectRef::new(name)),
-            None => {
-                if let Some(default) = default_class(classes) {
-                    let patch = json!({"spec": {"storageClassName": default.name_any()}});
-                    if let Err(error) = api
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                        && !benign(&error)
-                    {
-                        tracing::warn!(%error, claim = %name, "cannot set the default storage class");
-                    }
-                }
-                continue;
-            }
-        };
-        let Some(class) = class else {
-            continue;
-        };
-        if class.provisioner != PROVISIONER {
-            continue;
-        }
-        let pv_name = format!("pvc-{uid}");
-        let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref());
-        if spec.volume_name.is_some() && phase == Some("Bound") {
-            continue;
-        }
-        let wffc = class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer");
-        if wffc
-            && !claim
-                .annotations()
-                .contains_key("volume.kubernetes.io/selected-node")
-        {
-            if phase != Some("Pending") {
-                let patch = json!({"status": {"phase": "Pending"}});
-                let _ = api
-                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await;
-            }
-            continue;
-        }
-        if let Err(error) = provision(client, state_dir, &claim, &class, &pv_name, volumes).await {
-            tracing::warn!(%error, claim = %name, "provisioning failed; retrying");
-            retry = Some(Duration::from_millis(500));
-            continue;
-        }
-        let storage = spec
-            .resources
-            .as_ref()
-            .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get("storage").cloned())
-            .unwrap_or_else(|| Quantity("1Gi".into()));
-        let bind = json!({
-            "metadata": {"annotations": {
-                "pv.kubernetes.io/bind-completed": "yes",
-                "pv.kubernetes.io/bound-by-controller": "yes",
-                "volume.beta.kubernetes.io/storage-provisioner": PROVISIONER,
-                "volume.kubernetes.io/storage-provisioner": PROVISIONER,
-            }},
-            "spec": {"volumeName": pv_name},
-        });
-        if let Err(error) = api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&bind))
-            .await
-        {
-            if !benign(&error) {
-                tracing::warn!(%error, claim = %name, "cannot bind claim");
-                retry = Some(Duration::from_millis(500));
-            }
-            continue;
-        }
-        let status = json!({"status": {
-            "phase": "Bound",
-            "accessModes": spec.access_modes.clone().unwrap_or_else(|| vec!["ReadWriteOnce".into()]),
-            "capacity": {"storage": storage},
-        }});
-        if let Err(error) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-            && !benign(&error)
-        {
-            tracing::warn!(%error, claim = %name, "cannot set claim status");
-            retry = Some(Duration::from_millis(500));
+        if let Some(after) = bind(client, state_dir, &claim, volumes, classes).await {
+            retry = Some(after);
         }
     }
     // Reclaim: a provisioned PV whose claim is gone goes, with its directory.
     let pv_api: Api<PersistentVolume> = Api::all(client.clone());
     for pv in volumes.state() {
-        let spec = pv.spec.clone().unwrap_or_default();
-        let provisioned = pv
-            .annotations()
-            .get("pv.kubernetes.io/provisioned-by")
-            .is_some_and(|p| p == PROVISIONER);
-        if !provisioned || pv.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        let Some(claim_ref) = spec.claim_ref else {
-            continue;
-        };
-        let key = ObjectRef::new(claim_ref.name.as_deref().unwrap_or_default())
-            .within(claim_ref.namespace.as_deref().unwrap_or_default());
-        // A terminating claim still held by pvc-protection keeps its volume.
-        let claim_alive = claims.get(&key).is_some_and(|c| c.uid() == claim_ref.uid);
-        if claim_alive {
-            continue;
-        }
-        // The store may lag a fresh claim: confirm with the server before deleting data.
-        let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(
-            client.clone(),
-            claim_ref.namespace.as_deref().unwrap_or_default(),
-        );
-        match claims_api
-            .get_opt(claim_ref.name.as_deref().unwrap_or_default())
-            .await
-        {
-            Ok(Some(c)) if c.uid() == claim_ref.uid => continue,
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(%error, "cannot check claim of a volume");
-                retry = Some(Duration::from_secs(1));
-                continue;
-            }
-        }
-        if spec.persistent_volume_reclaim_policy.as_deref() == Some("Delete") {
-            let name = pv.name_any();
-            if let Some(path) = spec.host_path.as_ref().map(|h| PathBuf::from(&h.path))
-                && path.starts_with(state_dir)
-            {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-            match pv_api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => tracing::debug!(pv = %name, "reclaimed volume of deleted claim"),
-                Err(error) if benign(&error) => {}
-                Err(error) => {
-                    tracing::warn!(%error, pv = %name, "cannot delete released volume");
-                    retry = Some(Duration::from_secs(1));
-                }
-            }
-        } else if pv.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Released") {
-            let patch = json!({"status": {"phase": "Released"}});
-            let _ = pv_api
-                .patch_status(
-                    &pv.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await;
+        if let Some(after) = reclaim(client, state_dir, &pv_api, &pv, claims).await {
+            retry = Some(after);
         }
     }
     retry
+}
+
+/// Gives a claim without a class the default one, or provisions and binds a claim of a
+/// class this controller provisions; returns when to retry after a failure.
+async fn bind(
+    client: &Client,
+    state_dir: &Path,
+    claim: &PersistentVolumeClaim,
+    volumes: &Store<PersistentVolume>,
+    classes: &Store<StorageClass>,
+) -> Option<Duration> {
+    let ns = claim.namespace().unwrap_or_default();
+    let name = claim.name_any();
+    let uid = claim.uid().unwrap_or_default();
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+    let spec = claim.spec.clone().unwrap_or_default();
+    let class = match &spec.storage_class_name {
+        Some(name) => classes.get(&ObjectRef::new(name)),
+        None => {
+            if let Some(default) = default_class(classes) {
+                let patch = json!({"spec": {"storageClassName": default.name_any()}});
+                if let Err(error) = api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    && !benign(&error)
+                {
+                    tracing::warn!(%error, claim = %name, "cannot set the default storage class");
+                }
+            }
+            return None;
+        }
+    };
+    let class = class?;
+    if class.provisioner != PROVISIONER {
+        return None;
+    }
+    let pv_name = format!("pvc-{uid}");
+    let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref());
+    if spec.volume_name.is_some() && phase == Some("Bound") {
+        return None;
+    }
+    let wffc = class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer");
+    if wffc
+        && !claim
+            .annotations()
+            .contains_key("volume.kubernetes.io/selected-node")
+    {
+        if phase != Some("Pending") {
+            let patch = json!({"status": {"phase": "Pending"}});
+            let _ = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+        }
+        return None;
+    }
+    if let Err(error) = provision(client, state_dir, claim, &class, &pv_name, volumes).await {
+        tracing::warn!(%error, claim = %name, "provisioning failed; retrying");
+        return Some(Duration::from_millis(500));
+    }
+    let storage = spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("storage").cloned())
+        .unwrap_or_else(|| Quantity("1Gi".into()));
+    let bind = json!({
+        "metadata": {"annotations": {
+            "pv.kubernetes.io/bind-completed": "yes",
+            "pv.kubernetes.io/bound-by-controller": "yes",
+            "volume.beta.kubernetes.io/storage-provisioner": PROVISIONER,
+            "volume.kubernetes.io/storage-provisioner": PROVISIONER,
+        }},
+        "spec": {"volumeName": pv_name},
+    });
+    if let Err(error) = api
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&bind))
+        .await
+    {
+        if !benign(&error) {
+            tracing::warn!(%error, claim = %name, "cannot bind claim");
+            return Some(Duration::from_millis(500));
+        }
+        return None;
+    }
+    let status = json!({"status": {
+        "phase": "Bound",
+        "accessModes": spec.access_modes.clone().unwrap_or_else(|| vec!["ReadWriteOnce".into()]),
+        "capacity": {"storage": storage},
+    }});
+    if let Err(error) = api
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        && !benign(&error)
+    {
+        tracing::warn!(%error, claim = %name, "cannot set claim status");
+        return Some(Duration::from_millis(500));
+    }
+    None
+}
+
+/// Deletes (reclaim `Delete`, with its directory) or releases a provisioned PV whose claim is
+/// gone; returns when to retry after a failure.
+async fn reclaim(
+    client: &Client,
+    state_dir: &Path,
+    pv_api: &Api<PersistentVolume>,
+    pv: &PersistentVolume,
+    claims: &Store<PersistentVolumeClaim>,
+) -> Option<Duration> {
+    let spec = pv.spec.clone().unwrap_or_default();
+    let provisioned = pv
+        .annotations()
+        .get("pv.kubernetes.io/provisioned-by")
+        .is_some_and(|p| p == PROVISIONER);
+    if !provisioned || pv.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let claim_ref = spec.claim_ref?;
+    let key = ObjectRef::new(claim_ref.name.as_deref().unwrap_or_default())
+        .within(claim_ref.namespace.as_deref().unwrap_or_default());
+    // A terminating claim still held by pvc-protection keeps its volume.
+    let claim_alive = claims.get(&key).is_some_and(|c| c.uid() == claim_ref.uid);
+    if claim_alive {
+        return None;
+    }
+    // The store may lag a fresh claim: confirm with the server before deleting data.
+    let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(
+        client.clone(),
+        claim_ref.namespace.as_deref().unwrap_or_default(),
+    );
+    match claims_api
+        .get_opt(claim_ref.name.as_deref().unwrap_or_default())
+        .await
+    {
+        Ok(Some(c)) if c.uid() == claim_ref.uid => return None,
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(%error, "cannot check claim of a volume");
+            return Some(Duration::from_secs(1));
+        }
+    }
+    if spec.persistent_volume_reclaim_policy.as_deref() == Some("Delete") {
+        let name = pv.name_any();
+        if let Some(path) = spec.host_path.as_ref().map(|h| PathBuf::from(&h.path))
+            && path.starts_with(state_dir)
+        {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+        match pv_api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => tracing::debug!(pv = %name, "reclaimed volume of deleted claim"),
+            Err(error) if benign(&error) => {}
+            Err(error) => {
+                tracing::warn!(%error, pv = %name, "cannot delete released volume");
+                return Some(Duration::from_secs(1));
+            }
+        }
+    } else if pv.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Released") {
+        let patch = json!({"status": {"phase": "Released"}});
+        let _ = pv_api
+            .patch_status(
+                &pv.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await;
+    }
+    None
 }
 
 /// The finalizer that keeps a claim (and so its data) while a pod still uses it.
