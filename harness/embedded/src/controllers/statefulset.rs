@@ -80,10 +80,6 @@ fn ordinal_of(set_name: &str, pod: &Pod) -> Option<i32> {
         .ok()
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "TODO(split): along the steps its comments name"
-)]
 async fn reconcile(
     client: &Client,
     events: &Recorder,
@@ -97,16 +93,13 @@ async fn reconcile(
     let ns = set.namespace().unwrap_or_default();
     let name = set.name_any();
     let uid = set.uid().unwrap_or_default();
-    let spec = set.spec.clone();
-    let replicas = spec.replicas.unwrap_or(1).max(0);
-    let ordered = spec.pod_management_policy.as_deref() != Some("Parallel");
+    let spec = &set.spec;
     let update_revision = revision_name(set);
     let current_revision = set
         .status
         .as_ref()
         .and_then(|s| s.current_revision.clone())
         .unwrap_or_else(|| update_revision.clone());
-    let pod_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let mut owned: BTreeMap<i32, Arc<Pod>> = BTreeMap::new();
     for pod in pods.state() {
         if pod.namespace().as_deref() == Some(ns.as_str())
@@ -116,122 +109,25 @@ async fn reconcile(
             owned.insert(ordinal, pod);
         }
     }
-
-    // Failed pods are replaced.
-    for pod in owned.values() {
-        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Failed") | Some("Succeeded"))
-            && pod.metadata.deletion_timestamp.is_none()
-        {
-            delete_pod(&pod_api, pod).await?;
-        }
-    }
-
-    // Create missing pods in ordinal order; OrderedReady waits for each to be Ready.
-    for ordinal in 0..replicas {
-        match owned.get(&ordinal) {
-            None => {
-                ensure_claims(client, set, ordinal, claims).await?;
-                let pod = new_pod(set, ordinal, &update_revision);
-                match pod_api.create(&PostParams::default(), &pod).await {
-                    Ok(_) => events.emit(
-                        reference(set, None),
-                        EventType::Normal,
-                        "SuccessfulCreate",
-                        format!("create Pod {name}-{ordinal} in StatefulSet {name} successful"),
-                    ),
-                    Err(e) if benign(&e) => {}
-                    Err(e) => return Err(e),
-                }
-                if ordered {
-                    break;
-                }
-            }
-            Some(pod) if ordered && !is_ready(pod) => break,
-            Some(_) => {}
-        }
-    }
-
-    // Scale down, highest ordinal first, one at a time, only while the rest are healthy.
-    let condemned: Vec<&Arc<Pod>> = owned.range(replicas..).rev().map(|(_, p)| p).collect();
-    let healthy = owned.range(..replicas).all(|(_, p)| is_ready(p));
-    if let Some(first) = condemned.first() {
-        if !ordered {
-            for pod in &condemned {
-                if pod.metadata.deletion_timestamp.is_none() {
-                    delete_pod(&pod_api, pod).await?;
-                }
-            }
-        } else if first.metadata.deletion_timestamp.is_none() && healthy {
-            delete_pod(&pod_api, first).await?;
-        }
-    }
-
-    // Rolling update: only when every replica exists and is Ready, highest ordinal first.
-    let rolling = spec
-        .update_strategy
-        .as_ref()
-        .and_then(|s| s.type_.as_deref())
-        .unwrap_or("RollingUpdate")
-        == "RollingUpdate";
-    let partition = spec
-        .update_strategy
-        .as_ref()
-        .and_then(|s| s.rolling_update.as_ref())
-        .and_then(|r| r.partition)
-        .unwrap_or(0);
-    let all_there = (0..replicas).all(|o| owned.contains_key(&o)) && condemned.is_empty();
-    if rolling && all_there && (!ordered || healthy) {
-        let stale = owned
-            .range(partition.max(0)..replicas)
-            .rev()
-            .map(|(_, p)| p)
-            .find(|p| revision_of(p) != Some(update_revision.as_str()));
-        if let Some(pod) = stale
-            && pod.metadata.deletion_timestamp.is_none()
-        {
-            tracing::debug!(pod = %pod.name_any(), revision = %update_revision, "rolling update");
-            delete_pod(&pod_api, pod).await?;
-        }
-    }
-
-    // Status.
-    let created: Vec<&Arc<Pod>> = owned.values().collect();
-    let ready = created.iter().filter(|p| is_ready(p)).count() as i32;
-    let live = |p: &&&Arc<Pod>| p.metadata.deletion_timestamp.is_none();
-    let updated = created
-        .iter()
-        .filter(live)
-        .filter(|p| revision_of(p) == Some(update_revision.as_str()))
-        .count() as i32;
-    let mut current = created
-        .iter()
-        .filter(live)
-        .filter(|p| revision_of(p) == Some(current_revision.as_str()))
-        .count() as i32;
-    let mut current_revision = current_revision;
-    let count = created.len() as i32;
-    if updated == replicas && ready == replicas && count == replicas {
-        current_revision = update_revision.clone();
-        current = updated;
-    }
-    let status = StatefulSetStatus {
-        replicas: count,
-        ready_replicas: Some(ready),
-        available_replicas: Some(ready),
-        current_replicas: Some(current),
-        updated_replicas: Some(updated),
-        current_revision: Some(current_revision),
-        update_revision: Some(update_revision),
-        observed_generation: set.metadata.generation,
-        collision_count: Some(0),
-        conditions: None,
+    let pass = Pass {
+        set,
+        pod_api: Api::namespaced(client.clone(), &ns),
+        replicas: spec.replicas.unwrap_or(1).max(0),
+        ordered: spec.pod_management_policy.as_deref() != Some("Parallel"),
+        name,
+        owned,
+        update_revision,
     };
+    pass.replace_finished().await?;
+    pass.create_missing(client, events, claims).await?;
+    pass.scale_down().await?;
+    pass.roll().await?;
+    let status = pass.status(current_revision);
     if set.status.as_ref() != Some(&status) {
         let api: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
         match api
             .patch_status(
-                &name,
+                &pass.name,
                 &PatchParams::default(),
                 &Patch::Merge(&json!({"status": status})),
             )
@@ -243,6 +139,171 @@ async fn reconcile(
         }
     }
     Ok(())
+}
+
+/// One reconcile pass over a StatefulSet and the pods it owns (by ordinal).
+struct Pass<'a> {
+    set: &'a StatefulSet,
+    name: String,
+    pod_api: Api<Pod>,
+    owned: BTreeMap<i32, Arc<Pod>>,
+    replicas: i32,
+    /// `OrderedReady` (not `Parallel`) pod management.
+    ordered: bool,
+    update_revision: String,
+}
+
+impl Pass<'_> {
+    /// Failed pods are replaced.
+    async fn replace_finished(&self) -> Result<(), kube::Error> {
+        for pod in self.owned.values() {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            if matches!(phase, Some("Failed") | Some("Succeeded"))
+                && pod.metadata.deletion_timestamp.is_none()
+            {
+                delete_pod(&self.pod_api, pod).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Create missing pods in ordinal order; OrderedReady waits for each to be Ready.
+    async fn create_missing(
+        &self,
+        client: &Client,
+        events: &Recorder,
+        claims: &Store<PersistentVolumeClaim>,
+    ) -> Result<(), kube::Error> {
+        let (set, name) = (self.set, &self.name);
+        for ordinal in 0..self.replicas {
+            match self.owned.get(&ordinal) {
+                None => {
+                    ensure_claims(client, set, ordinal, claims).await?;
+                    let pod = new_pod(set, ordinal, &self.update_revision);
+                    match self.pod_api.create(&PostParams::default(), &pod).await {
+                        Ok(_) => events.emit(
+                            reference(set, None),
+                            EventType::Normal,
+                            "SuccessfulCreate",
+                            format!("create Pod {name}-{ordinal} in StatefulSet {name} successful"),
+                        ),
+                        Err(e) if benign(&e) => {}
+                        Err(e) => return Err(e),
+                    }
+                    if self.ordered {
+                        break;
+                    }
+                }
+                Some(pod) if self.ordered && !is_ready(pod) => break,
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Pods at or above `replicas`, highest ordinal first.
+    fn condemned(&self) -> Vec<&Arc<Pod>> {
+        self.owned
+            .range(self.replicas..)
+            .rev()
+            .map(|(_, p)| p)
+            .collect()
+    }
+
+    /// Whether every pod below `replicas` is Ready.
+    fn healthy(&self) -> bool {
+        self.owned.range(..self.replicas).all(|(_, p)| is_ready(p))
+    }
+
+    /// Scale down, highest ordinal first, one at a time, only while the rest are healthy.
+    async fn scale_down(&self) -> Result<(), kube::Error> {
+        let condemned = self.condemned();
+        let healthy = self.healthy();
+        if let Some(first) = condemned.first() {
+            if !self.ordered {
+                for pod in &condemned {
+                    if pod.metadata.deletion_timestamp.is_none() {
+                        delete_pod(&self.pod_api, pod).await?;
+                    }
+                }
+            } else if first.metadata.deletion_timestamp.is_none() && healthy {
+                delete_pod(&self.pod_api, first).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rolling update: only when every replica exists and is Ready, highest ordinal first.
+    async fn roll(&self) -> Result<(), kube::Error> {
+        let spec = &self.set.spec;
+        let (owned, replicas) = (&self.owned, self.replicas);
+        let update_revision = &self.update_revision;
+        let rolling = spec
+            .update_strategy
+            .as_ref()
+            .and_then(|s| s.type_.as_deref())
+            .unwrap_or("RollingUpdate")
+            == "RollingUpdate";
+        let partition = spec
+            .update_strategy
+            .as_ref()
+            .and_then(|s| s.rolling_update.as_ref())
+            .and_then(|r| r.partition)
+            .unwrap_or(0);
+        let all_there =
+            (0..replicas).all(|o| owned.contains_key(&o)) && self.condemned().is_empty();
+        if rolling && all_there && (!self.ordered || self.healthy()) {
+            let stale = owned
+                .range(partition.max(0)..replicas)
+                .rev()
+                .map(|(_, p)| p)
+                .find(|p| revision_of(p) != Some(update_revision.as_str()));
+            if let Some(pod) = stale
+                && pod.metadata.deletion_timestamp.is_none()
+            {
+                tracing::debug!(pod = %pod.name_any(), revision = %update_revision, "rolling update");
+                delete_pod(&self.pod_api, pod).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The status this pass observed; the current revision becomes the update revision once
+    /// every replica runs it and is Ready.
+    fn status(&self, current_revision: String) -> StatefulSetStatus {
+        let (replicas, update_revision) = (self.replicas, &self.update_revision);
+        let created: Vec<&Arc<Pod>> = self.owned.values().collect();
+        let ready = created.iter().filter(|p| is_ready(p)).count() as i32;
+        let live = |p: &&&Arc<Pod>| p.metadata.deletion_timestamp.is_none();
+        let updated = created
+            .iter()
+            .filter(live)
+            .filter(|p| revision_of(p) == Some(update_revision.as_str()))
+            .count() as i32;
+        let mut current = created
+            .iter()
+            .filter(live)
+            .filter(|p| revision_of(p) == Some(current_revision.as_str()))
+            .count() as i32;
+        let mut current_revision = current_revision;
+        let count = created.len() as i32;
+        if updated == replicas && ready == replicas && count == replicas {
+            current_revision = update_revision.clone();
+            current = updated;
+        }
+        StatefulSetStatus {
+            replicas: count,
+            ready_replicas: Some(ready),
+            available_replicas: Some(ready),
+            current_replicas: Some(current),
+            updated_replicas: Some(updated),
+            current_revision: Some(current_revision),
+            update_revision: Some(update_revision.clone()),
+            observed_generation: self.set.metadata.generation,
+            collision_count: Some(0),
+            conditions: None,
+        }
+    }
 }
 
 async fn delete_pod(api: &Api<Pod>, pod: &Pod) -> Result<(), kube::Error> {
