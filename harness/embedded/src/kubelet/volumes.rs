@@ -8,8 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, DownwardAPIVolumeFile, KeyToPath, PersistentVolume, PersistentVolumeClaim, Pod,
-    Secret,
+    ConfigMap, ConfigMapVolumeSource, DownwardAPIVolumeFile, HostPathVolumeSource, KeyToPath,
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod,
+    ProjectedVolumeSource, Secret, SecretVolumeSource,
 };
 use kube::{Api, Client};
 
@@ -157,10 +158,6 @@ async fn pod_bound_token(
 }
 
 /// Prepares every volume of `pod` under `pod_dir` and returns volume name → host directory.
-#[expect(
-    clippy::too_many_lines,
-    reason = "TODO(split): one function per volume source"
-)]
 pub async fn prepare(
     client: &Client,
     pod: &Pod,
@@ -174,118 +171,23 @@ pub async fn prepare(
         .as_ref()
         .and_then(|s| s.volumes.clone())
         .unwrap_or_default();
-    let kube_err =
-        |what: String| move |e: kube::Error| VolumeError::Waiting(format!("{what}: {e}"));
     for volume in volumes {
         let own = pod_dir.join("volumes").join(&volume.name);
         let path = if let Some(claim) = &volume.persistent_volume_claim {
-            let pvc = Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns)
-                .get_opt(&claim.claim_name)
-                .await
-                .map_err(kube_err(format!(
-                    "persistentvolumeclaim {:?}",
-                    claim.claim_name
-                )))?
-                .ok_or_else(|| {
-                    VolumeError::Waiting(format!(
-                        "persistentvolumeclaim {:?} not found",
-                        claim.claim_name
-                    ))
-                })?;
-            let Some(pv_name) = pvc.spec.as_ref().and_then(|s| s.volume_name.clone()) else {
-                return Err(VolumeError::Waiting(format!(
-                    "persistentvolumeclaim {:?} is not bound yet",
-                    claim.claim_name
-                )));
-            };
-            let pv = Api::<PersistentVolume>::all(client.clone())
-                .get_opt(&pv_name)
-                .await
-                .map_err(kube_err(format!("persistentvolume {pv_name:?}")))?
-                .ok_or_else(|| {
-                    VolumeError::Waiting(format!("persistentvolume {pv_name:?} not found"))
-                })?;
-            let spec = pv.spec.unwrap_or_default();
-            let dir = spec
-                .host_path
-                .map(|h| h.path)
-                .or(spec.local.map(|l| l.path))
-                .ok_or_else(|| {
-                    VolumeError::Invalid(format!(
-                        "persistentvolume {pv_name:?} has neither hostPath nor local: the embedded node cannot mount it"
-                    ))
-                })?;
-            let dir = PathBuf::from(dir);
-            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-            dir
+            claim_dir(client, ns, claim).await?
         } else if volume.empty_dir.is_some() {
             std::fs::create_dir_all(&own).map_err(io(&own))?;
             own
         } else if let Some(source) = &volume.config_map {
             std::fs::create_dir_all(&own).map_err(io(&own))?;
-            let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
-                .get_opt(&source.name)
-                .await
-                .map_err(kube_err(format!("configmap {:?}", source.name)))?;
-            match cm {
-                Some(cm) => write_items(
-                    &own,
-                    &config_map_data(&cm),
-                    &source.items,
-                    source.default_mode,
-                    &format!("configmap {:?}", source.name),
-                )?,
-                None if source.optional == Some(true) => {}
-                None => {
-                    return Err(VolumeError::Waiting(format!(
-                        "configmap {:?} not found",
-                        source.name
-                    )));
-                }
-            }
+            config_map_volume(client, ns, source, &own).await?;
             own
         } else if let Some(source) = &volume.secret {
             std::fs::create_dir_all(&own).map_err(io(&own))?;
-            let name = source.secret_name.clone().unwrap_or_default();
-            let secret = Api::<Secret>::namespaced(client.clone(), ns)
-                .get_opt(&name)
-                .await
-                .map_err(kube_err(format!("secret {name:?}")))?;
-            match secret {
-                Some(secret) => write_items(
-                    &own,
-                    &secret_data(&secret),
-                    &source.items,
-                    source.default_mode,
-                    &format!("secret {name:?}"),
-                )?,
-                None if source.optional == Some(true) => {}
-                None => return Err(VolumeError::Waiting(format!("secret {name:?} not found"))),
-            }
+            secret_volume(client, ns, source, &own).await?;
             own
         } else if let Some(host) = &volume.host_path {
-            let path = PathBuf::from(&host.path);
-            match host.type_.as_deref() {
-                Some("DirectoryOrCreate") => std::fs::create_dir_all(&path).map_err(io(&path))?,
-                Some("FileOrCreate") => {
-                    if let Some(parent) = path.parent() {
-                        std::fs::create_dir_all(parent).map_err(io(parent))?;
-                    }
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(&path)
-                        .map_err(io(&path))?;
-                }
-                _ if !path.exists() => {
-                    return Err(VolumeError::Waiting(format!(
-                        "hostPath {} does not exist",
-                        path.display()
-                    )));
-                }
-                _ => {}
-            }
-            path
+            host_path(host)?
         } else if let Some(source) = &volume.downward_api {
             std::fs::create_dir_all(&own).map_err(io(&own))?;
             write_downward(
@@ -298,61 +200,7 @@ pub async fn prepare(
             own
         } else if let Some(projected) = &volume.projected {
             std::fs::create_dir_all(&own).map_err(io(&own))?;
-            for source in projected.sources.iter().flatten() {
-                if let Some(cm) = &source.config_map {
-                    let found = Api::<ConfigMap>::namespaced(client.clone(), ns)
-                        .get_opt(&cm.name)
-                        .await
-                        .map_err(kube_err(format!("configmap {:?}", cm.name)))?;
-                    if let Some(found) = found {
-                        write_items(
-                            &own,
-                            &config_map_data(&found),
-                            &cm.items,
-                            projected.default_mode,
-                            "configmap",
-                        )?;
-                    } else if cm.optional != Some(true) {
-                        return Err(VolumeError::Waiting(format!(
-                            "configmap {:?} not found",
-                            cm.name
-                        )));
-                    }
-                }
-                if let Some(s) = &source.secret {
-                    let found = Api::<Secret>::namespaced(client.clone(), ns)
-                        .get_opt(&s.name)
-                        .await
-                        .map_err(kube_err(format!("secret {:?}", s.name)))?;
-                    if let Some(found) = found {
-                        write_items(
-                            &own,
-                            &secret_data(&found),
-                            &s.items,
-                            projected.default_mode,
-                            "secret",
-                        )?;
-                    } else if s.optional != Some(true) {
-                        return Err(VolumeError::Waiting(format!(
-                            "secret {:?} not found",
-                            s.name
-                        )));
-                    }
-                }
-                if let Some(d) = &source.downward_api {
-                    write_downward(
-                        &own,
-                        pod,
-                        pod_ip,
-                        d.items.as_deref().unwrap_or_default(),
-                        projected.default_mode,
-                    )?;
-                }
-                if let Some(sat) = &source.service_account_token {
-                    let token = pod_bound_token(client, pod, sat).await?;
-                    write_file(&own, &sat.path, token.as_bytes(), projected.default_mode)?;
-                }
-            }
+            projected_volume(client, pod, pod_ip, projected, &own).await?;
             own
         } else {
             return Err(VolumeError::Invalid(format!(
@@ -363,4 +211,203 @@ pub async fn prepare(
         out.insert(volume.name.clone(), path);
     }
     Ok(out)
+}
+
+/// An API read failed: the volume waits (the next attempt may succeed).
+fn kube_err(what: String) -> impl FnOnce(kube::Error) -> VolumeError {
+    move |e: kube::Error| VolumeError::Waiting(format!("{what}: {e}"))
+}
+
+/// The host directory of the PV bound to `claim` (created if missing).
+async fn claim_dir(
+    client: &Client,
+    ns: &str,
+    claim: &PersistentVolumeClaimVolumeSource,
+) -> Result<PathBuf, VolumeError> {
+    let pvc = Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns)
+        .get_opt(&claim.claim_name)
+        .await
+        .map_err(kube_err(format!(
+            "persistentvolumeclaim {:?}",
+            claim.claim_name
+        )))?
+        .ok_or_else(|| {
+            VolumeError::Waiting(format!(
+                "persistentvolumeclaim {:?} not found",
+                claim.claim_name
+            ))
+        })?;
+    let Some(pv_name) = pvc.spec.as_ref().and_then(|s| s.volume_name.clone()) else {
+        return Err(VolumeError::Waiting(format!(
+            "persistentvolumeclaim {:?} is not bound yet",
+            claim.claim_name
+        )));
+    };
+    let pv = Api::<PersistentVolume>::all(client.clone())
+        .get_opt(&pv_name)
+        .await
+        .map_err(kube_err(format!("persistentvolume {pv_name:?}")))?
+        .ok_or_else(|| VolumeError::Waiting(format!("persistentvolume {pv_name:?} not found")))?;
+    let spec = pv.spec.unwrap_or_default();
+    let dir = spec
+        .host_path
+        .map(|h| h.path)
+        .or(spec.local.map(|l| l.path))
+        .ok_or_else(|| {
+            VolumeError::Invalid(format!(
+                "persistentvolume {pv_name:?} has neither hostPath nor local: the embedded node cannot mount it"
+            ))
+        })?;
+    let dir = PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    Ok(dir)
+}
+
+/// Writes a configMap volume's items into `own`.
+async fn config_map_volume(
+    client: &Client,
+    ns: &str,
+    source: &ConfigMapVolumeSource,
+    own: &Path,
+) -> Result<(), VolumeError> {
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get_opt(&source.name)
+        .await
+        .map_err(kube_err(format!("configmap {:?}", source.name)))?;
+    match cm {
+        Some(cm) => write_items(
+            own,
+            &config_map_data(&cm),
+            &source.items,
+            source.default_mode,
+            &format!("configmap {:?}", source.name),
+        )?,
+        None if source.optional == Some(true) => {}
+        None => {
+            return Err(VolumeError::Waiting(format!(
+                "configmap {:?} not found",
+                source.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Writes a secret volume's items into `own`.
+async fn secret_volume(
+    client: &Client,
+    ns: &str,
+    source: &SecretVolumeSource,
+    own: &Path,
+) -> Result<(), VolumeError> {
+    let name = source.secret_name.clone().unwrap_or_default();
+    let secret = Api::<Secret>::namespaced(client.clone(), ns)
+        .get_opt(&name)
+        .await
+        .map_err(kube_err(format!("secret {name:?}")))?;
+    match secret {
+        Some(secret) => write_items(
+            own,
+            &secret_data(&secret),
+            &source.items,
+            source.default_mode,
+            &format!("secret {name:?}"),
+        )?,
+        None if source.optional == Some(true) => {}
+        None => return Err(VolumeError::Waiting(format!("secret {name:?} not found"))),
+    }
+    Ok(())
+}
+
+/// A hostPath volume's path, created for the `…OrCreate` types.
+fn host_path(host: &HostPathVolumeSource) -> Result<PathBuf, VolumeError> {
+    let path = PathBuf::from(&host.path);
+    match host.type_.as_deref() {
+        Some("DirectoryOrCreate") => std::fs::create_dir_all(&path).map_err(io(&path))?,
+        Some("FileOrCreate") => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(io(&path))?;
+        }
+        _ if !path.exists() => {
+            return Err(VolumeError::Waiting(format!(
+                "hostPath {} does not exist",
+                path.display()
+            )));
+        }
+        _ => {}
+    }
+    Ok(path)
+}
+
+/// Writes each source of a projected volume into `own`.
+async fn projected_volume(
+    client: &Client,
+    pod: &Pod,
+    pod_ip: &str,
+    projected: &ProjectedVolumeSource,
+    own: &Path,
+) -> Result<(), VolumeError> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    for source in projected.sources.iter().flatten() {
+        if let Some(cm) = &source.config_map {
+            let found = Api::<ConfigMap>::namespaced(client.clone(), ns)
+                .get_opt(&cm.name)
+                .await
+                .map_err(kube_err(format!("configmap {:?}", cm.name)))?;
+            if let Some(found) = found {
+                write_items(
+                    own,
+                    &config_map_data(&found),
+                    &cm.items,
+                    projected.default_mode,
+                    "configmap",
+                )?;
+            } else if cm.optional != Some(true) {
+                return Err(VolumeError::Waiting(format!(
+                    "configmap {:?} not found",
+                    cm.name
+                )));
+            }
+        }
+        if let Some(s) = &source.secret {
+            let found = Api::<Secret>::namespaced(client.clone(), ns)
+                .get_opt(&s.name)
+                .await
+                .map_err(kube_err(format!("secret {:?}", s.name)))?;
+            if let Some(found) = found {
+                write_items(
+                    own,
+                    &secret_data(&found),
+                    &s.items,
+                    projected.default_mode,
+                    "secret",
+                )?;
+            } else if s.optional != Some(true) {
+                return Err(VolumeError::Waiting(format!(
+                    "secret {:?} not found",
+                    s.name
+                )));
+            }
+        }
+        if let Some(d) = &source.downward_api {
+            write_downward(
+                own,
+                pod,
+                pod_ip,
+                d.items.as_deref().unwrap_or_default(),
+                projected.default_mode,
+            )?;
+        }
+        if let Some(sat) = &source.service_account_token {
+            let token = pod_bound_token(client, pod, sat).await?;
+            write_file(own, &sat.path, token.as_bytes(), projected.default_mode)?;
+        }
+    }
+    Ok(())
 }
