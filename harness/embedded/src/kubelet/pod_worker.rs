@@ -410,10 +410,6 @@ impl Worker {
         }
     }
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "TODO(split): along the steps its comments name"
-    )]
     async fn try_start(&mut self, init: bool, index: usize) {
         let now_i = Instant::now();
         let pod_ref = format!("{}_{}({})", self.name, self.namespace, self.uid);
@@ -421,41 +417,12 @@ impl Worker {
         if let Some(at) = c.next_start
             && now_i < at
         {
-            if c.show_pull_backoff_at.is_some_and(|t| now_i >= t) {
-                c.show_pull_backoff_at = None;
-                let image = c.spec.image.clone().unwrap_or_default();
-                let message = format!("Back-off pulling image \"{image}\"");
-                c.state = waiting("ImagePullBackOff", Some(message.clone()));
-                let name = c.spec.name.clone();
-                self.event(&name, init, EventType::Normal, "BackOff", message);
-            }
+            self.show_pull_backoff(init, index, now_i);
             return;
         }
         let image_ref = c.spec.image.clone().unwrap_or_default();
         let Some(resolved) = self.node.settings.images.resolve(&image_ref) else {
-            let previous = self.ctr(init, index).pull_backoff;
-            let delay = self.node.settings.image_pull_backoff.next(previous);
-            let c = self.ctr(init, index);
-            c.pull_backoff = Some(delay);
-            c.next_start = Some(now_i + delay);
-            c.show_pull_backoff_at = Some(now_i + ERR_IMAGE_PULL_SHOWN.min(delay / 2));
-            c.state = waiting(
-                "ErrImagePull",
-                Some(format!(
-                    "Failed to pull image \"{image_ref}\": reference not found in the embedded node's image catalogue (add it with ImageCatalogue::insert)"
-                )),
-            );
-            let cname = c.spec.name.clone();
-            self.node
-                .logs
-                .waiting(&self.namespace, &self.name, &cname, "ErrImagePull");
-            self.event(
-                &cname,
-                init,
-                EventType::Warning,
-                "Failed",
-                format!("Failed to pull image \"{image_ref}\": not in the embedded node's image catalogue"),
-            );
+            self.image_not_found(init, index, now_i, &image_ref);
             return;
         };
         let container = self.ctr(init, index).spec.clone();
@@ -465,49 +432,12 @@ impl Worker {
             c.show_pull_backoff_at = None;
             c.resolved = Some(resolved.clone());
         }
-        let built: Result<SandboxSpec, ConfigError> = async {
-            let env = container_spec::environment(
-                &self.node.client,
-                &self.pod,
-                &self.ip,
-                &container,
-                &resolved,
-            )
-            .await?;
-            let volumes = self.volumes.clone().unwrap_or_default();
-            container_spec::sandbox_spec(&container, &resolved, env, &volumes)
-        }
-        .await;
-        let mut spec = match built {
-            Ok(spec) => spec,
-            Err(e) => {
-                let c = self.ctr(init, index);
-                c.state = waiting("CreateContainerConfigError", Some(e.0));
-                c.next_start = Some(now_i + Duration::from_secs(1));
-                return;
-            }
-        };
-        // A fresh /tmp per start, like a container's fresh writable layer.
-        let tmp = self.dir.join("tmp").join(&container.name);
-        let _ = std::fs::remove_dir_all(&tmp);
-        if let Err(e) = std::fs::create_dir_all(&tmp) {
-            let c = self.ctr(init, index);
-            c.state = waiting(
-                "CreateContainerError",
-                Some(format!("{}: {e}", tmp.display())),
-            );
-            c.next_start = Some(now_i + Duration::from_secs(1));
+        let Some(spec) = self
+            .sandbox_spec(init, index, now_i, &container, &resolved)
+            .await
+        else {
             return;
-        }
-        spec.tmp_dir = Some(tmp);
-        spec.resolv_conf = self.resolv_conf.clone();
-        spec.hostname = Some(
-            self.pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.hostname.clone())
-                .unwrap_or_else(|| self.name.chars().take(63).collect()),
-        );
+        };
         let starts = self.ctr(init, index).starts;
         let log = self.dir.join(&container.name).join(format!("{starts}.log"));
         let handle = match self.node.sandboxes.spawn(&spec, &log) {
@@ -553,6 +483,127 @@ impl Worker {
                 code,
             });
         });
+        let restart_count =
+            self.record_start(init, index, now_i, handle, id.clone(), started_at, spec);
+        tracing::debug!(pod = %pod_ref, container = %container.name, %id, restart_count, "container started");
+        if !init {
+            self.answer_restarts(index, &id, restart_count);
+        }
+    }
+
+    /// While an image pull backs off: after a moment `ErrImagePull` reads `ImagePullBackOff`.
+    fn show_pull_backoff(&mut self, init: bool, index: usize, now_i: Instant) {
+        let c = self.ctr(init, index);
+        if c.show_pull_backoff_at.is_some_and(|t| now_i >= t) {
+            c.show_pull_backoff_at = None;
+            let image = c.spec.image.clone().unwrap_or_default();
+            let message = format!("Back-off pulling image \"{image}\"");
+            c.state = waiting("ImagePullBackOff", Some(message.clone()));
+            let name = c.spec.name.clone();
+            self.event(&name, init, EventType::Normal, "BackOff", message);
+        }
+    }
+
+    /// The image is not in the catalogue: `ErrImagePull`, retried after the pull back-off.
+    fn image_not_found(&mut self, init: bool, index: usize, now_i: Instant, image_ref: &str) {
+        let previous = self.ctr(init, index).pull_backoff;
+        let delay = self.node.settings.image_pull_backoff.next(previous);
+        let c = self.ctr(init, index);
+        c.pull_backoff = Some(delay);
+        c.next_start = Some(now_i + delay);
+        c.show_pull_backoff_at = Some(now_i + ERR_IMAGE_PULL_SHOWN.min(delay / 2));
+        c.state = waiting(
+            "ErrImagePull",
+            Some(format!(
+                "Failed to pull image \"{image_ref}\": reference not found in the embedded node's image catalogue (add it with ImageCatalogue::insert)"
+            )),
+        );
+        let cname = c.spec.name.clone();
+        self.node
+            .logs
+            .waiting(&self.namespace, &self.name, &cname, "ErrImagePull");
+        self.event(
+            &cname,
+            init,
+            EventType::Warning,
+            "Failed",
+            format!(
+                "Failed to pull image \"{image_ref}\": not in the embedded node's image catalogue"
+            ),
+        );
+    }
+
+    /// The container's sandbox: environment, mounts, a fresh `/tmp`, resolv.conf and hostname;
+    /// `None` (the container waits with the reason) when it cannot be built.
+    async fn sandbox_spec(
+        &mut self,
+        init: bool,
+        index: usize,
+        now_i: Instant,
+        container: &Container,
+        resolved: &ResolvedImage,
+    ) -> Option<SandboxSpec> {
+        let built: Result<SandboxSpec, ConfigError> = async {
+            let env = container_spec::environment(
+                &self.node.client,
+                &self.pod,
+                &self.ip,
+                container,
+                resolved,
+            )
+            .await?;
+            let volumes = self.volumes.clone().unwrap_or_default();
+            container_spec::sandbox_spec(container, resolved, env, &volumes)
+        }
+        .await;
+        let mut spec = match built {
+            Ok(spec) => spec,
+            Err(e) => {
+                let c = self.ctr(init, index);
+                c.state = waiting("CreateContainerConfigError", Some(e.0));
+                c.next_start = Some(now_i + Duration::from_secs(1));
+                return None;
+            }
+        };
+        // A fresh /tmp per start, like a container's fresh writable layer.
+        let tmp = self.dir.join("tmp").join(&container.name);
+        let _ = std::fs::remove_dir_all(&tmp);
+        if let Err(e) = std::fs::create_dir_all(&tmp) {
+            let c = self.ctr(init, index);
+            c.state = waiting(
+                "CreateContainerError",
+                Some(format!("{}: {e}", tmp.display())),
+            );
+            c.next_start = Some(now_i + Duration::from_secs(1));
+            return None;
+        }
+        spec.tmp_dir = Some(tmp);
+        spec.resolv_conf = self.resolv_conf.clone();
+        spec.hostname = Some(
+            self.pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.hostname.clone())
+                .unwrap_or_else(|| self.name.chars().take(63).collect()),
+        );
+        Some(spec)
+    }
+
+    /// Marks the container running with its new instance; returns its restart count.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one started instance, moved out of try_start as they were"
+    )]
+    fn record_start(
+        &mut self,
+        init: bool,
+        index: usize,
+        now_i: Instant,
+        handle: SandboxHandle,
+        id: String,
+        started_at: Time,
+        spec: SandboxSpec,
+    ) -> i32 {
         let track = |probe: &Option<Probe>| Track {
             next: probe
                 .as_ref()
@@ -580,26 +631,27 @@ impl Worker {
             liveness: track(&c.spec.liveness_probe),
             startup: track(&c.spec.startup_probe),
             handle,
-            id: id.clone(),
+            id,
             started_at,
             since: now_i,
             spec,
             stopping: false,
         });
-        let restart_count = c.restart_count;
-        tracing::debug!(pod = %pod_ref, container = %container.name, %id, restart_count, "container started");
-        if !init {
-            let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_restarts)
-                .into_iter()
-                .partition(|p| p.index == index);
-            self.pending_restarts = keep;
-            for p in done {
-                let _ = p.reply.send(Ok(RestartedContainer {
-                    old_id: p.old_id,
-                    new_id: id.clone(),
-                    restart_count,
-                }));
-            }
+        c.restart_count
+    }
+
+    /// Answers the in-place restarts of main container `index` that were waiting for it.
+    fn answer_restarts(&mut self, index: usize, id: &str, restart_count: i32) {
+        let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_restarts)
+            .into_iter()
+            .partition(|p| p.index == index);
+        self.pending_restarts = keep;
+        for p in done {
+            let _ = p.reply.send(Ok(RestartedContainer {
+                old_id: p.old_id,
+                new_id: id.to_owned(),
+                restart_count,
+            }));
         }
     }
 
