@@ -186,133 +186,25 @@ pub fn extra_names(server: &GameServer, template: Option<&GameTemplate>) -> Vec<
 }
 
 /// Builds the children of a server.
-#[expect(clippy::too_many_lines, reason = "TODO(split): one function per child")]
 pub fn build(inputs: &Inputs<'_>) -> Children {
     let server = inputs.server;
     let template = inputs.template;
     let gs = server.metadata.name.clone().unwrap_or_default();
     let ns = server.metadata.namespace.clone().unwrap_or_default();
-    let owner = &inputs.owner;
-    let tstorage = template.spec.storage.clone().unwrap_or_default();
-    let sstorage = server.spec.storage.clone().unwrap_or_default();
-    let class = sstorage.storage_class_name.clone();
-    let data_path = sstorage
-        .mount_path
-        .clone()
-        .or(tstorage.mount_path.clone())
-        .unwrap_or_else(|| names::DEFAULT_DATA_MOUNT_PATH.to_string());
-    let extras = if sstorage.extra.is_empty() {
-        tstorage.extra.clone()
-    } else {
-        sstorage.extra.clone()
-    };
     let vid = version_id(template, inputs.version);
-
-    let mut pvcs = vec![pvc(
-        names::data_pvc(&gs),
-        &ns,
-        owner,
-        quantity(sstorage.size.as_ref().or(tstorage.size.as_ref())),
-        class.clone(),
-    )];
-    let mut volumes = vec![claim_volume("data", names::data_pvc(&gs))];
-    let mut mounts = vec![mount("data", &data_path)];
-    for extra in &extras {
-        let volume = format!("extra-{}", extra.name);
-        pvcs.push(pvc(
-            names::extra_pvc(&gs, &extra.name),
-            &ns,
-            owner,
-            extra.size.clone(),
-            class.clone(),
-        ));
-        volumes.push(claim_volume(&volume, names::extra_pvc(&gs, &extra.name)));
-        mounts.push(mount(&volume, &extra.mount_path));
-    }
-    pvcs.push(pvc(
-        names::mods_pvc(&gs, &vid),
-        &ns,
-        owner,
-        quantity(None),
-        class,
-    ));
-    volumes.push(claim_volume("mods", names::mods_pvc(&gs, &vid)));
-    mounts.push(mount("mods", names::MODS_MOUNT_PATH));
-
+    let (pvcs, volumes, mounts) = claims(inputs, &gs, &ns, &vid);
+    let (game_env, agent_env) = environments(inputs);
     let image = server
         .spec
         .image
         .clone()
         .or_else(|| inputs.version.map(|v| v.image.clone()))
         .unwrap_or_else(|| template.spec.image.clone());
-    let mut game_env = template.spec.env.clone();
-    merge_env(
-        &mut game_env,
-        inputs.version.map(|v| v.env.clone()).unwrap_or_default(),
-    );
-    merge_env(&mut game_env, server.spec.env.clone());
-    let password = rcon_password(template, &game_env);
-    merge_env(&mut game_env, [field_env("POD_IP", "status.podIP")]);
-    if let Some(p) = &password
-        && !game_env.iter().any(|e| e.name == "RCON_PASSWORD")
-    {
-        game_env.push(p.clone());
-    }
-    let mut agent_env = vec![
-        field_env("POD_IP", "status.podIP"),
-        field_env("POD_UID", "metadata.uid"),
-    ];
-    agent_env.extend(password);
-
-    let game_ports: Vec<ContainerPort> = template
-        .spec
-        .ports
-        .iter()
-        .map(|p| ContainerPort {
-            name: Some(p.name.clone()),
-            container_port: p.container_port,
-            protocol: p.protocol.clone(),
-            ..Default::default()
-        })
-        .collect();
-    // Ready means the game accepts connections on its first declared port, not merely that
-    // the process exists: backups and joins act on a Ready pod.
-    let readiness_probe = game_ports.first().map(|p| Probe {
-        tcp_socket: Some(TCPSocketAction {
-            port: IntOrString::Int(p.container_port),
-            ..Default::default()
-        }),
-        period_seconds: Some(1),
-        ..Default::default()
-    });
-    let game = Container {
-        name: containers::GAME.to_string(),
-        image: Some(image),
-        env: Some(game_env),
-        readiness_probe,
-        ports: (!game_ports.is_empty()).then_some(game_ports),
-        volume_mounts: Some(mounts),
-        ..Default::default()
-    };
-    let agent_image = template
-        .spec
-        .agent
-        .as_ref()
-        .and_then(|a| a.image.clone())
-        .unwrap_or_else(|| inputs.default_agent_image.to_string());
-    let agent = Container {
-        name: containers::AGENT.to_string(),
-        image: Some(agent_image),
-        env: Some(agent_env),
-        ports: Some(vec![ContainerPort {
-            name: Some("agent".into()),
-            container_port: i32::from(ports::AGENT),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    };
+    let game = game_container(template, image, game_env, mounts);
+    let agent = agent_container(inputs, agent_env);
     let labels = pod_labels(&gs);
     let replicas = if server.wants_stopped() { 0 } else { 1 };
+    let owner = &inputs.owner;
     let statefulset = StatefulSet {
         metadata: ObjectMeta {
             name: Some(names::statefulset(&gs)),
@@ -347,6 +239,164 @@ pub fn build(inputs: &Inputs<'_>) -> Children {
         ..Default::default()
     };
 
+    let services = services(template, owner, &gs, &ns, &labels);
+    Children {
+        pvcs,
+        services,
+        statefulset,
+    }
+}
+
+/// The world, extra and mods claims with the pod volumes and game mounts that use them.
+fn claims(
+    inputs: &Inputs<'_>,
+    gs: &str,
+    ns: &str,
+    vid: &str,
+) -> (Vec<PersistentVolumeClaim>, Vec<Volume>, Vec<VolumeMount>) {
+    let (server, template, owner) = (inputs.server, inputs.template, &inputs.owner);
+    let tstorage = template.spec.storage.clone().unwrap_or_default();
+    let sstorage = server.spec.storage.clone().unwrap_or_default();
+    let class = sstorage.storage_class_name.clone();
+    let data_path = sstorage
+        .mount_path
+        .clone()
+        .or(tstorage.mount_path.clone())
+        .unwrap_or_else(|| names::DEFAULT_DATA_MOUNT_PATH.to_string());
+    let extras = if sstorage.extra.is_empty() {
+        tstorage.extra.clone()
+    } else {
+        sstorage.extra.clone()
+    };
+    let mut pvcs = vec![pvc(
+        names::data_pvc(gs),
+        ns,
+        owner,
+        quantity(sstorage.size.as_ref().or(tstorage.size.as_ref())),
+        class.clone(),
+    )];
+    let mut volumes = vec![claim_volume("data", names::data_pvc(gs))];
+    let mut mounts = vec![mount("data", &data_path)];
+    for extra in &extras {
+        let volume = format!("extra-{}", extra.name);
+        pvcs.push(pvc(
+            names::extra_pvc(gs, &extra.name),
+            ns,
+            owner,
+            extra.size.clone(),
+            class.clone(),
+        ));
+        volumes.push(claim_volume(&volume, names::extra_pvc(gs, &extra.name)));
+        mounts.push(mount(&volume, &extra.mount_path));
+    }
+    pvcs.push(pvc(
+        names::mods_pvc(gs, vid),
+        ns,
+        owner,
+        quantity(None),
+        class,
+    ));
+    volumes.push(claim_volume("mods", names::mods_pvc(gs, vid)));
+    mounts.push(mount("mods", names::MODS_MOUNT_PATH));
+
+    (pvcs, volumes, mounts)
+}
+
+/// The game's environment (template, version, server, then `POD_IP` and the RCON password)
+/// and the agent's (`POD_IP`, `POD_UID` and the RCON password).
+fn environments(inputs: &Inputs<'_>) -> (Vec<EnvVar>, Vec<EnvVar>) {
+    let (server, template) = (inputs.server, inputs.template);
+    let mut game_env = template.spec.env.clone();
+    merge_env(
+        &mut game_env,
+        inputs.version.map(|v| v.env.clone()).unwrap_or_default(),
+    );
+    merge_env(&mut game_env, server.spec.env.clone());
+    let password = rcon_password(template, &game_env);
+    merge_env(&mut game_env, [field_env("POD_IP", "status.podIP")]);
+    if let Some(p) = &password
+        && !game_env.iter().any(|e| e.name == "RCON_PASSWORD")
+    {
+        game_env.push(p.clone());
+    }
+    let mut agent_env = vec![
+        field_env("POD_IP", "status.podIP"),
+        field_env("POD_UID", "metadata.uid"),
+    ];
+    agent_env.extend(password);
+
+    (game_env, agent_env)
+}
+
+/// The game container: its ports, a TCP readiness probe on the first one, and the mounts.
+fn game_container(
+    template: &GameTemplate,
+    image: String,
+    game_env: Vec<EnvVar>,
+    mounts: Vec<VolumeMount>,
+) -> Container {
+    let game_ports: Vec<ContainerPort> = template
+        .spec
+        .ports
+        .iter()
+        .map(|p| ContainerPort {
+            name: Some(p.name.clone()),
+            container_port: p.container_port,
+            protocol: p.protocol.clone(),
+            ..Default::default()
+        })
+        .collect();
+    // Ready means the game accepts connections on its first declared port, not merely that
+    // the process exists: backups and joins act on a Ready pod.
+    let readiness_probe = game_ports.first().map(|p| Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::Int(p.container_port),
+            ..Default::default()
+        }),
+        period_seconds: Some(1),
+        ..Default::default()
+    });
+    Container {
+        name: containers::GAME.to_string(),
+        image: Some(image),
+        env: Some(game_env),
+        readiness_probe,
+        ports: (!game_ports.is_empty()).then_some(game_ports),
+        volume_mounts: Some(mounts),
+        ..Default::default()
+    }
+}
+
+/// The agent sidecar.
+fn agent_container(inputs: &Inputs<'_>, agent_env: Vec<EnvVar>) -> Container {
+    let template = inputs.template;
+    let agent_image = template
+        .spec
+        .agent
+        .as_ref()
+        .and_then(|a| a.image.clone())
+        .unwrap_or_else(|| inputs.default_agent_image.to_string());
+    Container {
+        name: containers::AGENT.to_string(),
+        image: Some(agent_image),
+        env: Some(agent_env),
+        ports: Some(vec![ContainerPort {
+            name: Some("agent".into()),
+            container_port: i32::from(ports::AGENT),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    }
+}
+
+/// The game's Service and the agent's.
+fn services(
+    template: &GameTemplate,
+    owner: &OwnerReference,
+    gs: &str,
+    ns: &str,
+    labels: &BTreeMap<String, String>,
+) -> Vec<Service> {
     let mut service_ports: Vec<ServicePort> = template
         .spec
         .ports
@@ -370,7 +420,7 @@ pub fn build(inputs: &Inputs<'_>) -> Children {
     let service = |name: String, ports: Vec<ServicePort>| Service {
         metadata: ObjectMeta {
             name: Some(name),
-            namespace: Some(ns.clone()),
+            namespace: Some(ns.to_owned()),
             owner_references: Some(vec![owner.clone()]),
             labels: Some(labels.clone()),
             ..Default::default()
@@ -386,7 +436,7 @@ pub fn build(inputs: &Inputs<'_>) -> Children {
     // be reachable, e.g. to quiesce or to refuse) whether or not the game is Ready, so the
     // Service publishes the pod as soon as it has an address.
     let mut agent_service = service(
-        names::agent_service(&gs),
+        names::agent_service(gs),
         vec![ServicePort {
             name: Some("agent".into()),
             port: i32::from(ports::AGENT),
@@ -397,15 +447,10 @@ pub fn build(inputs: &Inputs<'_>) -> Children {
     if let Some(spec) = agent_service.spec.as_mut() {
         spec.publish_not_ready_addresses = Some(true);
     }
-    let services = vec![
-        service(names::game_service(&gs), service_ports),
+    vec![
+        service(names::game_service(gs), service_ports),
         agent_service,
-    ];
-    Children {
-        pvcs,
-        services,
-        statefulset,
-    }
+    ]
 }
 
 #[cfg(test)]
