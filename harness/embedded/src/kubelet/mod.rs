@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
+use kube::runtime::watcher::ExponentialBackoff;
 use kube::{Api, Client};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -53,6 +55,20 @@ impl Backoff {
             None => self.initial,
             Some(d) => (d * 2).min(self.max),
         }
+    }
+}
+
+/// The back-off between retries of a failed API call (a status patch, a delete): 200 ms
+/// doubling to `max`, kube-runtime's exponential back-off (reset it after a success).
+pub(crate) fn api_retry_backoff(max: Duration, jitter: bool) -> ExponentialBackoff {
+    let builder = backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(max)
+        .without_max_times();
+    if jitter {
+        builder.with_jitter().into()
+    } else {
+        builder.into()
     }
 }
 
@@ -241,7 +257,9 @@ impl Kubelet {
     /// Watches pods and runs those bound to this node until the task is aborted.
     pub async fn run(self) {
         let api: Api<Pod> = Api::all(self.node.client.clone());
-        let mut events = watcher(api, watcher::Config::default()).boxed();
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
         let mut seen_in_init: Option<std::collections::HashSet<String>> = None;
         while let Some(event) = events.next().await {
             match event {
@@ -275,8 +293,8 @@ impl Kubelet {
                     }
                 }
                 Err(error) => {
+                    // The stream waits out kube-runtime's watcher back-off before retrying.
                     tracing::warn!(%error, "kubelet pod watch failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             }
         }
@@ -417,5 +435,31 @@ impl Kubelet {
         for entry in self.lock().values() {
             entry.task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kube::runtime::utils::Backoff as _;
+
+    use super::api_retry_backoff;
+
+    #[test]
+    fn api_retries_back_off_from_200ms_to_the_cap_and_reset() {
+        let ms = Duration::from_millis;
+        let mut backoff = api_retry_backoff(Duration::from_secs(1), false);
+        // backon multiplies in floating point: compare whole milliseconds.
+        let first: Vec<u128> = backoff.by_ref().take(5).map(|d| d.as_millis()).collect();
+        assert_eq!(first, [200, 400, 800, 1000, 1000]);
+        backoff.reset();
+        assert_eq!(backoff.next(), Some(ms(200)), "a success starts over");
+        let mut jittered = api_retry_backoff(Duration::from_secs(5), true);
+        let delay = jittered.next().expect("no retry limit");
+        assert!(
+            delay >= ms(200) && delay <= ms(400),
+            "jitter adds at most one delay: {delay:?}"
+        );
     }
 }

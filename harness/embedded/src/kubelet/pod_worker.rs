@@ -17,6 +17,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::utils::Backoff as _;
+use kube::runtime::watcher::ExponentialBackoff;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
@@ -185,6 +187,8 @@ struct Worker {
     conditions: Conditions,
     last_published: Option<serde_json::Value>,
     publish_retry: Option<Instant>,
+    /// Spaces retries of a failed status patch; reset by a success.
+    publish_backoff: ExponentialBackoff,
     exits: mpsc::UnboundedSender<Exit>,
     pending_restarts: Vec<PendingRestart>,
 }
@@ -286,6 +290,7 @@ pub(super) async fn run(
         terminal: None,
         last_published: None,
         publish_retry: None,
+        publish_backoff: super::api_retry_backoff(Duration::from_secs(5), true),
         exits,
         pending_restarts: Vec::new(),
     };
@@ -1095,13 +1100,18 @@ impl Worker {
             Ok(_) => {
                 self.last_published = Some(value);
                 self.publish_retry = None;
+                self.publish_backoff.reset();
             }
             Err(kube::Error::Api(e)) if e.code == 404 => {
                 self.last_published = Some(value);
             }
             Err(error) => {
                 tracing::warn!(pod = %self.name, namespace = %self.namespace, %error, "pod status update failed; retrying");
-                self.publish_retry = Some(Instant::now() + Duration::from_millis(200));
+                let delay = self
+                    .publish_backoff
+                    .next()
+                    .unwrap_or(Duration::from_secs(5));
+                self.publish_retry = Some(Instant::now() + delay);
             }
         }
     }
@@ -1176,13 +1186,16 @@ impl Worker {
             }),
             ..Default::default()
         };
-        for attempt in 0..20 {
+        // About the old budget of 20 tries 200 ms apart, with growing gaps.
+        let mut backoff = super::api_retry_backoff(Duration::from_secs(1), false);
+        for attempt in 0..8 {
             match api.delete(&self.name, &params).await {
                 Ok(_) => break,
                 Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => break,
                 Err(error) => {
                     tracing::warn!(pod = %self.name, namespace = %self.namespace, %error, attempt, "pod delete failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    let delay = backoff.next().unwrap_or(Duration::from_secs(1));
+                    tokio::time::sleep(delay).await;
                 }
             }
         }
