@@ -602,7 +602,9 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     }
 }
 
-/// Kubernetes version priority: GA before beta before alpha, higher numbers first.
+/// Kubernetes version priority: GA before beta before alpha, higher numbers first, other
+/// names alphabetically — the order of kube's `kube::core::Version::priority` (checked against
+/// it below; the API server does not link kube, so discovery does not wait on its build).
 pub fn compare_versions(a: &str, b: &str) -> Ordering {
     fn key(v: &str) -> (u8, u64, u64, String) {
         static VERSION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -622,4 +624,56 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
         }
     }
     key(a).cmp(&key(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cmp::Reverse;
+
+    use kube::core::Version;
+
+    use super::compare_versions;
+
+    #[test]
+    fn versions_sort_in_kubes_priority_order() {
+        // The example list of the CRD versioning docs, shuffled, plus GA and beta neighbours.
+        let shuffled = [
+            "v3beta1",
+            "foo10",
+            "v1",
+            "v11alpha2",
+            "v10",
+            "v2beta1",
+            "v12alpha1",
+            "foo1",
+            "v10beta3",
+            "v2",
+            "v11beta2",
+            "v1alpha1",
+            "v1beta1",
+        ];
+        let mut ours = shuffled.to_vec();
+        ours.sort_by(|a, b| compare_versions(a, b));
+        let mut kubes = shuffled.to_vec();
+        kubes.sort_by_key(|v| Reverse(Version::parse(v).priority()));
+        assert_eq!(ours, kubes);
+        assert_eq!(
+            ours,
+            [
+                "v10",
+                "v2",
+                "v1",
+                "v11beta2",
+                "v10beta3",
+                "v3beta1",
+                "v2beta1",
+                "v1beta1",
+                "v12alpha1",
+                "v11alpha2",
+                "v1alpha1",
+                "foo1",
+                "foo10"
+            ]
+        );
+    }
 }
