@@ -161,13 +161,18 @@ impl ApiServer {
     /// A kubeconfig like [`Self::kubeconfig_yaml`] that authenticates with `token` (e.g. a
     /// ServiceAccount token from a TokenRequest).
     pub fn kubeconfig_with_token(&self, context_name: &str, token: &str) -> String {
-        format!(
-            "apiVersion: v1\nkind: Config\npreferences: {{}}\nclusters:\n- name: {n}\n  cluster:\n    server: {url}\n\
-             contexts:\n- name: {n}\n  context:\n    cluster: {n}\n    user: {n}\n    namespace: default\n\
-             current-context: {n}\nusers:\n- name: {n}\n  user:\n    token: {token}\n",
-            n = context_name,
-            url = self.url()
-        )
+        let n = context_name;
+        let config = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "preferences": {},
+            "clusters": [{"name": n, "cluster": {"server": self.url()}}],
+            "contexts": [{"name": n, "context": {"cluster": n, "user": n, "namespace": "default"}}],
+            "current-context": n,
+            "users": [{"name": n, "user": {"token": token}}],
+        });
+        // Serialised, not formatted: a name or token with YAML syntax in it stays a string.
+        serde_yaml::to_string(&config).expect("a JSON value serialises to YAML")
     }
 
     /// Writes [`Self::kubeconfig_yaml`] with the [`DEFAULT_CONTEXT`] name to `path`.

@@ -1157,3 +1157,26 @@ async fn dry_run_validates_without_storing() {
     let invalid = status_of(gs.create(&dry, &game_server("bad", json!({}))).await);
     assert_eq!(invalid.code, 422, "dry runs still validate");
 }
+
+/// The kubeconfig is serialised YAML, not text with names pasted in: a context name with YAML
+/// syntax in it survives, and kube reads the file back into a client the server accepts.
+#[tokio::test]
+async fn the_kubeconfig_is_yaml_that_kube_reads_back() {
+    let (server, _) = start().await;
+    let name = "team: a # b";
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig_yaml(name))
+        .expect("kube parses the kubeconfig");
+    assert_eq!(kubeconfig.current_context.as_deref(), Some(name));
+    let options = kube::config::KubeConfigOptions {
+        context: Some(name.to_string()),
+        ..Default::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .expect("the kubeconfig's context resolves");
+    let client = kube::Client::try_from(config).expect("kube client builds");
+    let namespaces: Api<Namespace> = Api::all(client);
+    within("a namespace list", namespaces.list(&ListParams::default()))
+        .await
+        .expect("the kubeconfig's token is accepted");
+}
