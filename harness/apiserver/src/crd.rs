@@ -45,10 +45,6 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 }
 
 /// Reads a CRD object into the resources it serves.
-#[expect(
-    clippy::too_many_lines,
-    reason = "checks a CRD's fields in the order the API documents them; the errors it collects are reported together"
-)]
 pub fn definition(crd: &Value) -> Result<Definition, Vec<FieldError>> {
     let mut errors = Vec::new();
     let spec = crd.get("spec").cloned().unwrap_or(Value::Null);
@@ -68,58 +64,14 @@ pub fn definition(crd: &Value) -> Result<Definition, Vec<FieldError>> {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    if group.is_empty() {
-        errors.push(required("spec.group"));
-    } else if crate::registry::is_builtin_group(&group) || !group.contains('.') {
-        errors.push(invalid(
-            "spec.group",
-            &group,
-            "should be a domain with at least one dot, and not a built-in API group",
-        ));
-    }
-    if plural.is_empty() {
-        errors.push(required("spec.names.plural"));
-    }
-    if kind.is_empty() {
-        errors.push(required("spec.names.kind"));
-    }
-    let name = meta::name(crd);
-    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
-        errors.push(invalid(
-            "metadata.name",
-            name,
-            "must be spec.names.plural+\".\"+spec.group",
-        ));
-    }
     let scope = spec.get("scope").and_then(Value::as_str).unwrap_or("");
-    if scope != "Namespaced" && scope != "Cluster" {
-        errors.push(FieldError {
-            reason: FieldErrorReason::NotSupported,
-            field: "spec.scope".into(),
-            message: format!(
-                "Unsupported value: \"{scope}\": supported values: \"Cluster\", \"Namespaced\""
-            ),
-        });
-    }
+    check_identity(crd, &group, &plural, &kind, scope, &mut errors);
     let versions = spec
         .get("versions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if versions.is_empty() {
-        errors.push(required("spec.versions"));
-    }
-    let storage_count = versions
-        .iter()
-        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .count();
-    if !versions.is_empty() && storage_count != 1 {
-        errors.push(invalid(
-            "spec.versions",
-            &storage_count.to_string(),
-            "must have exactly one version marked as storage version",
-        ));
-    }
+    check_versions(&versions, &mut errors);
     let singular = names
         .get("singular")
         .and_then(Value::as_str)
@@ -187,6 +139,67 @@ pub fn definition(crd: &Value) -> Result<Definition, Vec<FieldError>> {
         })
     } else {
         Err(errors)
+    }
+}
+
+/// The group, names and scope checks of a CRD, in the order kube-apiserver reports them.
+fn check_identity(
+    crd: &Value,
+    group: &str,
+    plural: &str,
+    kind: &str,
+    scope: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    if group.is_empty() {
+        errors.push(required("spec.group"));
+    } else if crate::registry::is_builtin_group(group) || !group.contains('.') {
+        errors.push(invalid(
+            "spec.group",
+            group,
+            "should be a domain with at least one dot, and not a built-in API group",
+        ));
+    }
+    if plural.is_empty() {
+        errors.push(required("spec.names.plural"));
+    }
+    if kind.is_empty() {
+        errors.push(required("spec.names.kind"));
+    }
+    let name = meta::name(crd);
+    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
+        errors.push(invalid(
+            "metadata.name",
+            name,
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    if scope != "Namespaced" && scope != "Cluster" {
+        errors.push(FieldError {
+            reason: FieldErrorReason::NotSupported,
+            field: "spec.scope".into(),
+            message: format!(
+                "Unsupported value: \"{scope}\": supported values: \"Cluster\", \"Namespaced\""
+            ),
+        });
+    }
+}
+
+/// At least one version, exactly one of them the storage version.
+fn check_versions(versions: &[Value], errors: &mut Vec<FieldError>) {
+    if versions.is_empty() {
+        errors.push(required("spec.versions"));
+    }
+    let storage_count = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .count();
+    if !versions.is_empty() && storage_count != 1 {
+        errors.push(invalid(
+            "spec.versions",
+            &storage_count.to_string(),
+            "must have exactly one version marked as storage version",
+        ));
     }
 }
 
