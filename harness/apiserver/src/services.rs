@@ -101,10 +101,6 @@ fn valid_port_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "validates a Service spec field by field, in the order kube-apiserver reports the errors"
-)]
 fn validate_spec(spec: &Value, errors: &mut Vec<FieldError>) {
     let type_ = str_at(spec, "/type").unwrap_or("ClusterIP");
     const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
@@ -146,82 +142,94 @@ fn validate_spec(spec: &Value, errors: &mut Vec<FieldError>) {
     }
     let mut names = HashSet::new();
     for (i, port) in ports.iter().enumerate() {
-        let path = format!("spec.ports[{i}]");
-        match port
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        {
-            Some(name) => {
-                if !valid_port_name(name) {
-                    errors.push(err(
-                        FieldErrorReason::Invalid,
-                        format!("{path}.name"),
-                        format!(
-                            "Invalid value: \"{name}\": must contain only lowercase alphanumeric characters or '-', at most 15 characters, at least one letter, and not begin or end with '-'"
-                        ),
-                    ));
-                }
-                if !names.insert(name) {
-                    errors.push(err(
-                        FieldErrorReason::Duplicate,
-                        format!("{path}.name"),
-                        format!("Duplicate value: \"{name}\""),
-                    ));
-                }
-            }
-            None if ports.len() > 1 => {
-                errors.push(err(
-                    FieldErrorReason::Required,
-                    format!("{path}.name"),
-                    "Required value",
-                ));
-            }
-            None => {}
-        }
-        let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
-        if !(1..=65535).contains(&number) {
-            errors.push(err(
-                FieldErrorReason::Invalid,
-                format!("{path}.port"),
-                format!("Invalid value: {number}: must be between 1 and 65535, inclusive"),
-            ));
-        }
-        let protocol = port
-            .get("protocol")
-            .and_then(Value::as_str)
-            .unwrap_or("TCP");
-        if !["SCTP", "TCP", "UDP"].contains(&protocol) {
-            errors.push(err(
-                FieldErrorReason::NotSupported,
-                format!("{path}.protocol"),
-                format!(
-                    "Unsupported value: \"{protocol}\": supported values: \"SCTP\", \"TCP\", \"UDP\""
-                ),
-            ));
-        }
-        match port.get("targetPort") {
-            Some(Value::Number(n)) => {
-                let n = n.as_i64().unwrap_or(0);
-                if !(1..=65535).contains(&n) {
-                    errors.push(err(
-                        FieldErrorReason::Invalid,
-                        format!("{path}.targetPort"),
-                        format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
-                    ));
-                }
-            }
-            Some(Value::String(s)) if !valid_port_name(s) => {
+        validate_port(i, port, ports.len(), &mut names, errors);
+    }
+}
+
+/// One entry of `spec.ports`: its name (unique, and required when there are several), port,
+/// protocol and target port.
+fn validate_port<'a>(
+    i: usize,
+    port: &'a Value,
+    port_count: usize,
+    names: &mut HashSet<&'a str>,
+    errors: &mut Vec<FieldError>,
+) {
+    let path = format!("spec.ports[{i}]");
+    match port
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        Some(name) => {
+            if !valid_port_name(name) {
                 errors.push(err(
                     FieldErrorReason::Invalid,
-                    format!("{path}.targetPort"),
+                    format!("{path}.name"),
                     format!(
-                        "Invalid value: \"{s}\": must contain only lowercase alphanumeric characters or '-', at most 15 characters, at least one letter, and not begin or end with '-'"
+                        "Invalid value: \"{name}\": must contain only lowercase alphanumeric characters or '-', at most 15 characters, at least one letter, and not begin or end with '-'"
                     ),
                 ));
             }
-            _ => {}
+            if !names.insert(name) {
+                errors.push(err(
+                    FieldErrorReason::Duplicate,
+                    format!("{path}.name"),
+                    format!("Duplicate value: \"{name}\""),
+                ));
+            }
         }
+        None if port_count > 1 => {
+            errors.push(err(
+                FieldErrorReason::Required,
+                format!("{path}.name"),
+                "Required value",
+            ));
+        }
+        None => {}
+    }
+    let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+    if !(1..=65535).contains(&number) {
+        errors.push(err(
+            FieldErrorReason::Invalid,
+            format!("{path}.port"),
+            format!("Invalid value: {number}: must be between 1 and 65535, inclusive"),
+        ));
+    }
+    let protocol = port
+        .get("protocol")
+        .and_then(Value::as_str)
+        .unwrap_or("TCP");
+    if !["SCTP", "TCP", "UDP"].contains(&protocol) {
+        errors.push(err(
+            FieldErrorReason::NotSupported,
+            format!("{path}.protocol"),
+            format!(
+                "Unsupported value: \"{protocol}\": supported values: \"SCTP\", \"TCP\", \"UDP\""
+            ),
+        ));
+    }
+    match port.get("targetPort") {
+        Some(Value::Number(n)) => {
+            let n = n.as_i64().unwrap_or(0);
+            if !(1..=65535).contains(&n) {
+                errors.push(err(
+                    FieldErrorReason::Invalid,
+                    format!("{path}.targetPort"),
+                    format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+                ));
+            }
+        }
+        Some(Value::String(s)) if !valid_port_name(s) => {
+            errors.push(err(
+                FieldErrorReason::Invalid,
+                format!("{path}.targetPort"),
+                format!(
+                    "Invalid value: \"{s}\": must contain only lowercase alphanumeric characters or '-', at most 15 characters, at least one letter, and not begin or end with '-'"
+                ),
+            ));
+        }
+        _ => {}
     }
 }
 
