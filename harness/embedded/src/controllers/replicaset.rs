@@ -241,10 +241,45 @@ fn new_pod(set: &Replicated) -> Pod {
     }
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "one reconcile pass (scale up, scale down, status) over the same pod list"
-)]
+/// The status counts of the active pods, and when a pod becomes available
+/// (`minReadySeconds`) so the status is looked at again.
+fn observed_status(set: &Replicated, owned: &[&Arc<Pod>]) -> (serde_json::Value, Option<Duration>) {
+    let now = jiff::Timestamp::now();
+    let active: Vec<&Arc<Pod>> = owned.iter().copied().filter(|p| is_active(p)).collect();
+    let template_labels = set
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    let fully_labeled = active
+        .iter()
+        .filter(|p| {
+            template_labels
+                .iter()
+                .all(|(k, v)| p.labels().get(k) == Some(v))
+        })
+        .count();
+    let ready = active.iter().filter(|p| is_ready(p)).count();
+    let mut recheck: Option<Duration> = None;
+    let mut available_count = 0;
+    for pod in &active {
+        let (ok, wait) = available(pod, set.min_ready_seconds, now);
+        available_count += usize::from(ok);
+        if let Some(w) = wait {
+            recheck = Some(recheck.map_or(w, |r| r.min(w)));
+        }
+    }
+    let status = json!({
+        "replicas": active.len(),
+        "fullyLabeledReplicas": fully_labeled,
+        "readyReplicas": ready,
+        "availableReplicas": available_count,
+        "observedGeneration": set.generation,
+    });
+    (status, recheck)
+}
+
 async fn reconcile(
     client: &Client,
     events: &Recorder,
@@ -294,39 +329,7 @@ async fn reconcile(
         }
     }
 
-    let now = jiff::Timestamp::now();
-    let active: Vec<&Arc<Pod>> = owned.iter().copied().filter(|p| is_active(p)).collect();
-    let template_labels = set
-        .template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
-    let fully_labeled = active
-        .iter()
-        .filter(|p| {
-            template_labels
-                .iter()
-                .all(|(k, v)| p.labels().get(k) == Some(v))
-        })
-        .count();
-    let ready = active.iter().filter(|p| is_ready(p)).count();
-    let mut recheck: Option<Duration> = None;
-    let mut available_count = 0;
-    for pod in &active {
-        let (ok, wait) = available(pod, set.min_ready_seconds, now);
-        available_count += usize::from(ok);
-        if let Some(w) = wait {
-            recheck = Some(recheck.map_or(w, |r| r.min(w)));
-        }
-    }
-    let status = json!({
-        "replicas": active.len(),
-        "fullyLabeledReplicas": fully_labeled,
-        "readyReplicas": ready,
-        "availableReplicas": available_count,
-        "observedGeneration": set.generation,
-    });
+    let (status, recheck) = observed_status(set, &owned);
     let unchanged = [
         "replicas",
         "fullyLabeledReplicas",
