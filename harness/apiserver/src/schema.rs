@@ -244,48 +244,74 @@ fn parse_list(v: &Map<String, Value>, key: &str, at: &str) -> Result<Vec<Node>, 
     }
 }
 
+/// `type`: one of the structural types, or none.
+fn type_of(s: &Map<String, Value>, at: &str) -> Result<Option<String>, String> {
+    Ok(match s.get("type") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => match t.as_str() {
+            "object" | "array" | "string" | "integer" | "number" | "boolean" => Some(t.clone()),
+            "" => None,
+            other => return Err(format!("{at}.type: unsupported type {other:?}")),
+        },
+        Some(other) => return Err(format!("{at}.type must be a string, got {other}")),
+    })
+}
+
+/// `properties`, each parsed, in their order.
+fn properties_of(s: &Map<String, Value>, at: &str) -> Result<Vec<(String, Node)>, String> {
+    let mut properties = Vec::new();
+    if let Some(props) = s.get("properties") {
+        let Value::Object(props) = props else {
+            return Err(format!("{at}.properties must be an object"));
+        };
+        for (name, sub) in props {
+            properties.push((
+                name.clone(),
+                Node::parse(sub, &format!("{at}.properties.{name}"))?,
+            ));
+        }
+    }
+    Ok(properties)
+}
+
+/// `required`: a list of property names.
+fn required_of(s: &Map<String, Value>, at: &str) -> Result<Vec<String>, String> {
+    Ok(match s.get("required") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(r)) => r
+            .iter()
+            .map(|n| {
+                n.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("{at}.required must list strings"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(format!("{at}.required must be a list")),
+    })
+}
+
+/// `pattern` with its compiled regular expression.
+fn pattern_of(s: &Map<String, Value>, at: &str) -> Result<Option<(String, Regex)>, String> {
+    Ok(match s.get("pattern") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) => Some((
+            p.clone(),
+            Regex::new(p).map_err(|e| {
+                format!("{at}.pattern {p:?} is not a valid regular expression: {e}")
+            })?,
+        )),
+        Some(_) => return Err(format!("{at}.pattern must be a string")),
+    })
+}
+
 impl Node {
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one parse step per OpenAPI keyword a structural schema may carry"
-    )]
     fn parse(schema: &Value, at: &str) -> Result<Self, String> {
         let Value::Object(s) = schema else {
             return Err(format!("{at} must be an object, got {schema}"));
         };
-        let type_ = match s.get("type") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(t)) => match t.as_str() {
-                "object" | "array" | "string" | "integer" | "number" | "boolean" => Some(t.clone()),
-                "" => None,
-                other => return Err(format!("{at}.type: unsupported type {other:?}")),
-            },
-            Some(other) => return Err(format!("{at}.type must be a string, got {other}")),
-        };
-        let mut properties = Vec::new();
-        if let Some(props) = s.get("properties") {
-            let Value::Object(props) = props else {
-                return Err(format!("{at}.properties must be an object"));
-            };
-            for (name, sub) in props {
-                properties.push((
-                    name.clone(),
-                    Node::parse(sub, &format!("{at}.properties.{name}"))?,
-                ));
-            }
-        }
-        let required = match s.get("required") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(r)) => r
-                .iter()
-                .map(|n| {
-                    n.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| format!("{at}.required must list strings"))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(format!("{at}.required must be a list")),
-        };
+        let type_ = type_of(s, at)?;
+        let properties = properties_of(s, at)?;
+        let required = required_of(s, at)?;
         let items = match s.get("items") {
             None | Some(Value::Null) => None,
             // A list of schemas (tuple form) is not structural; the first one is used.
@@ -308,16 +334,7 @@ impl Node {
             Some(Value::Array(values)) => Some(values.clone()),
             Some(_) => return Err(format!("{at}.enum must be a list")),
         };
-        let pattern = match s.get("pattern") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(p)) => Some((
-                p.clone(),
-                Regex::new(p).map_err(|e| {
-                    format!("{at}.pattern {p:?} is not a valid regular expression: {e}")
-                })?,
-            )),
-            Some(_) => return Err(format!("{at}.pattern must be a string")),
-        };
+        let pattern = pattern_of(s, at)?;
         let not = match s.get("not") {
             None | Some(Value::Null) => None,
             Some(sub) => Some(Box::new(Node::parse(sub, &format!("{at}.not"))?)),
