@@ -684,10 +684,6 @@ fn binding_subjects(o: &Value, kind: &str) -> String {
         .unwrap_or_default()
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "a table: one match arm per built-in kind's cells"
-)]
 fn builtin_cells(kind: &str, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
     let name = json!(name_of(o));
     let age = json!(age_of(o.pointer("/metadata/creationTimestamp"), now));
@@ -719,63 +715,13 @@ fn builtin_cells(kind: &str, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
             vec![name, json!(ready), age, json!(containers), json!(images)]
         }
         "Job" => job_cells(o, name, age, now),
-        "StorageClass" => {
-            let default = [
-                "storageclass.kubernetes.io/is-default-class",
-                "storageclass.beta.kubernetes.io/is-default-class",
-            ]
-            .iter()
-            .any(|a| {
-                o.pointer(&format!("/metadata/annotations/{}", a.replace('/', "~1")))
-                    .and_then(Value::as_str)
-                    == Some("true")
-            });
-            let shown = if default {
-                format!("{} (default)", name_of(o))
-            } else {
-                name_of(o).to_owned()
-            };
-            vec![
-                json!(shown),
-                json!(str_at(o, "/provisioner")),
-                json!(str_or(o, "/reclaimPolicy", "Delete")),
-                json!(str_or(o, "/volumeBindingMode", "Immediate")),
-                json!(
-                    o.get("allowVolumeExpansion")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
-                ),
-                age,
-            ]
-        }
+        "StorageClass" => storage_class_cells(o, age),
         "CustomResourceDefinition" => vec![name, json!(str_at(o, "/metadata/creationTimestamp"))],
         "Event" => event_cells(o, now),
         "ServiceAccount" => vec![name, json!(len_at(o, "/secrets")), age],
         "Endpoints" => vec![name, json!(format_endpoints(o)), age],
         "Node" => node_cells(o, name, age),
-        "APIService" => {
-            let service = match o.pointer("/spec/service") {
-                Some(svc) if svc.is_object() => format!(
-                    "{}/{}",
-                    svc["namespace"].as_str().unwrap_or(""),
-                    svc["name"].as_str().unwrap_or("")
-                ),
-                _ => "Local".into(),
-            };
-            let available = o
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .and_then(|c| c.iter().find(|c| c["type"] == "Available"))
-                .map(|c| {
-                    let status = c["status"].as_str().unwrap_or("Unknown");
-                    match c["reason"].as_str() {
-                        Some(r) if status != "True" => format!("{status} ({r})"),
-                        _ => status.to_string(),
-                    }
-                })
-                .unwrap_or_else(|| "Unknown".into());
-            vec![name, json!(service), json!(available), age]
-        }
+        "APIService" => api_service_cells(o, name, age),
         "Role" | "ClusterRole" => vec![name, json!(str_at(o, "/metadata/creationTimestamp"))],
         "RoleBinding" | "ClusterRoleBinding" => vec![
             name,
@@ -795,6 +741,62 @@ fn builtin_cells(kind: &str, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
         ],
         _ => vec![name, age],
     }
+}
+
+/// kubectl's StorageClass row: the name marked `(default)` for the default class.
+fn storage_class_cells(o: &Value, age: Value) -> Vec<Value> {
+    let default = [
+        "storageclass.kubernetes.io/is-default-class",
+        "storageclass.beta.kubernetes.io/is-default-class",
+    ]
+    .iter()
+    .any(|a| {
+        o.pointer(&format!("/metadata/annotations/{}", a.replace('/', "~1")))
+            .and_then(Value::as_str)
+            == Some("true")
+    });
+    let shown = if default {
+        format!("{} (default)", name_of(o))
+    } else {
+        name_of(o).to_owned()
+    };
+    vec![
+        json!(shown),
+        json!(str_at(o, "/provisioner")),
+        json!(str_or(o, "/reclaimPolicy", "Delete")),
+        json!(str_or(o, "/volumeBindingMode", "Immediate")),
+        json!(
+            o.get("allowVolumeExpansion")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        ),
+        age,
+    ]
+}
+
+/// kubectl's APIService row: the backing Service (or `Local`) and its availability.
+fn api_service_cells(o: &Value, name: Value, age: Value) -> Vec<Value> {
+    let service = match o.pointer("/spec/service") {
+        Some(svc) if svc.is_object() => format!(
+            "{}/{}",
+            svc["namespace"].as_str().unwrap_or(""),
+            svc["name"].as_str().unwrap_or("")
+        ),
+        _ => "Local".into(),
+    };
+    let available = o
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "Available"))
+        .map(|c| {
+            let status = c["status"].as_str().unwrap_or("Unknown");
+            match c["reason"].as_str() {
+                Some(r) if status != "True" => format!("{status} ({r})"),
+                _ => status.to_string(),
+            }
+        })
+        .unwrap_or_else(|| "Unknown".into());
+    vec![name, json!(service), json!(available), age]
 }
 
 fn name_of(o: &Value) -> &str {
