@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, EnvFromSource, EnvVar, EnvVarSource, Pod, Secret,
+};
 use kube::{Api, Client};
 
 use super::fields::field_value;
@@ -83,10 +85,6 @@ pub fn secret_data(secret: &Secret) -> Vec<(String, Vec<u8>)> {
 }
 
 /// The container's environment, in order: image env, `envFrom`, `env` (with `$(VAR)`).
-#[expect(
-    clippy::too_many_lines,
-    reason = "the environment in its documented order (image env, envFrom, env), each source one step"
-)]
 pub async fn environment(
     client: &Client,
     pod: &Pod,
@@ -95,117 +93,35 @@ pub async fn environment(
     image: &ResolvedImage,
 ) -> Result<Vec<(String, String)>, ConfigError> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let mut order: Vec<String> = Vec::new();
-    let mut values: HashMap<String, String> = HashMap::new();
-    let set =
-        |k: String, v: String, order: &mut Vec<String>, values: &mut HashMap<String, String>| {
-            if !values.contains_key(&k) {
-                order.push(k.clone());
-            }
-            values.insert(k, v);
-        };
-    set("PATH".into(), DEFAULT_PATH.into(), &mut order, &mut values);
+    let mut env = Environment::default();
+    env.set("PATH".into(), DEFAULT_PATH.into());
     let hostname = pod
         .spec
         .as_ref()
         .and_then(|s| s.hostname.clone())
         .or_else(|| pod.metadata.name.clone())
         .unwrap_or_default();
-    set("HOSTNAME".into(), hostname, &mut order, &mut values);
+    env.set("HOSTNAME".into(), hostname);
     // Container runtimes set HOME for the (root) user when the image does not.
-    set("HOME".into(), "/root".into(), &mut order, &mut values);
+    env.set("HOME".into(), "/root".into());
     for (k, v) in &image.image.env {
-        set(k.clone(), v.clone(), &mut order, &mut values);
+        env.set(k.clone(), v.clone());
     }
     for source in container.env_from.iter().flatten() {
-        let prefix = source.prefix.clone().unwrap_or_default();
-        if let Some(r) = &source.config_map_ref {
-            match config_map(client, ns, &r.name).await? {
-                Some(cm) => {
-                    for (k, v) in cm.data.iter().flatten() {
-                        set(format!("{prefix}{k}"), v.clone(), &mut order, &mut values);
-                    }
-                }
-                None if r.optional == Some(true) => {}
-                None => return Err(ConfigError(format!("configmap {:?} not found", r.name))),
-            }
-        }
-        if let Some(r) = &source.secret_ref {
-            match secret(client, ns, &r.name).await? {
-                Some(s) => {
-                    for (k, v) in secret_data(&s) {
-                        set(
-                            format!("{prefix}{k}"),
-                            String::from_utf8_lossy(&v).into_owned(),
-                            &mut order,
-                            &mut values,
-                        );
-                    }
-                }
-                None if r.optional == Some(true) => {}
-                None => return Err(ConfigError(format!("secret {:?} not found", r.name))),
-            }
-        }
+        env_from(client, ns, source, &mut env).await?;
     }
     for var in container.env.iter().flatten() {
         let value = if let Some(from) = &var.value_from {
-            if let Some(field) = &from.field_ref {
-                field_value(pod, pod_ip, &field.field_path).ok_or_else(|| {
-                    ConfigError(format!(
-                        "env {:?}: unsupported fieldRef {:?}",
-                        var.name, field.field_path
-                    ))
-                })?
-            } else if let Some(key) = &from.secret_key_ref {
-                let found = secret(client, ns, &key.name).await?;
-                let value = found.as_ref().and_then(|s| {
-                    secret_data(s)
-                        .into_iter()
-                        .find(|(k, _)| k == &key.key)
-                        .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
-                });
-                match value {
-                    Some(v) => v,
-                    None if key.optional == Some(true) => continue,
-                    None if found.is_none() => {
-                        return Err(ConfigError(format!("secret {:?} not found", key.name)));
-                    }
-                    None => {
-                        return Err(ConfigError(format!(
-                            "couldn't find key {} in Secret {ns}/{}",
-                            key.key, key.name
-                        )));
-                    }
-                }
-            } else if let Some(key) = &from.config_map_key_ref {
-                let found = config_map(client, ns, &key.name).await?;
-                let value = found
-                    .as_ref()
-                    .and_then(|c| c.data.as_ref()?.get(&key.key).cloned());
-                match value {
-                    Some(v) => v,
-                    None if key.optional == Some(true) => continue,
-                    None if found.is_none() => {
-                        return Err(ConfigError(format!("configmap {:?} not found", key.name)));
-                    }
-                    None => {
-                        return Err(ConfigError(format!(
-                            "couldn't find key {} in ConfigMap {ns}/{}",
-                            key.key, key.name
-                        )));
-                    }
-                }
-            } else if let Some(resource) = &from.resource_field_ref {
-                // No resource accounting on this node: report the request/limit as written.
-                resource_value(container, &resource.resource)
-            } else {
-                String::new()
+            match value_from(client, ns, pod, pod_ip, container, var, from).await? {
+                Some(value) => value,
+                None => continue,
             }
         } else {
-            expand(var.value.as_deref().unwrap_or(""), &values)
+            expand(var.value.as_deref().unwrap_or(""), &env.values)
         };
-        set(var.name.clone(), value, &mut order, &mut values);
+        env.set(var.name.clone(), value);
     }
+    let Environment { order, mut values } = env;
     Ok(order
         .into_iter()
         .map(|k| {
@@ -213,6 +129,123 @@ pub async fn environment(
             (k, v)
         })
         .collect())
+}
+
+/// Variables in the order they were first set; a later value replaces an earlier one.
+#[derive(Default)]
+struct Environment {
+    order: Vec<String>,
+    values: HashMap<String, String>,
+}
+
+impl Environment {
+    fn set(&mut self, k: String, v: String) {
+        if !self.values.contains_key(&k) {
+            self.order.push(k.clone());
+        }
+        self.values.insert(k, v);
+    }
+}
+
+/// One `envFrom` source: every key of its ConfigMap or Secret, with the prefix.
+async fn env_from(
+    client: &Client,
+    ns: &str,
+    source: &EnvFromSource,
+    env: &mut Environment,
+) -> Result<(), ConfigError> {
+    let prefix = source.prefix.clone().unwrap_or_default();
+    if let Some(r) = &source.config_map_ref {
+        match config_map(client, ns, &r.name).await? {
+            Some(cm) => {
+                for (k, v) in cm.data.iter().flatten() {
+                    env.set(format!("{prefix}{k}"), v.clone());
+                }
+            }
+            None if r.optional == Some(true) => {}
+            None => return Err(ConfigError(format!("configmap {:?} not found", r.name))),
+        }
+    }
+    if let Some(r) = &source.secret_ref {
+        match secret(client, ns, &r.name).await? {
+            Some(s) => {
+                for (k, v) in secret_data(&s) {
+                    env.set(
+                        format!("{prefix}{k}"),
+                        String::from_utf8_lossy(&v).into_owned(),
+                    );
+                }
+            }
+            None if r.optional == Some(true) => {}
+            None => return Err(ConfigError(format!("secret {:?} not found", r.name))),
+        }
+    }
+    Ok(())
+}
+
+/// The value of an `env` entry's `valueFrom`; `None` for an optional key that is missing (the
+/// variable is left out).
+async fn value_from(
+    client: &Client,
+    ns: &str,
+    pod: &Pod,
+    pod_ip: &str,
+    container: &Container,
+    var: &EnvVar,
+    from: &EnvVarSource,
+) -> Result<Option<String>, ConfigError> {
+    Ok(Some(if let Some(field) = &from.field_ref {
+        field_value(pod, pod_ip, &field.field_path).ok_or_else(|| {
+            ConfigError(format!(
+                "env {:?}: unsupported fieldRef {:?}",
+                var.name, field.field_path
+            ))
+        })?
+    } else if let Some(key) = &from.secret_key_ref {
+        let found = secret(client, ns, &key.name).await?;
+        let value = found.as_ref().and_then(|s| {
+            secret_data(s)
+                .into_iter()
+                .find(|(k, _)| k == &key.key)
+                .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
+        });
+        match value {
+            Some(v) => v,
+            None if key.optional == Some(true) => return Ok(None),
+            None if found.is_none() => {
+                return Err(ConfigError(format!("secret {:?} not found", key.name)));
+            }
+            None => {
+                return Err(ConfigError(format!(
+                    "couldn't find key {} in Secret {ns}/{}",
+                    key.key, key.name
+                )));
+            }
+        }
+    } else if let Some(key) = &from.config_map_key_ref {
+        let found = config_map(client, ns, &key.name).await?;
+        let value = found
+            .as_ref()
+            .and_then(|c| c.data.as_ref()?.get(&key.key).cloned());
+        match value {
+            Some(v) => v,
+            None if key.optional == Some(true) => return Ok(None),
+            None if found.is_none() => {
+                return Err(ConfigError(format!("configmap {:?} not found", key.name)));
+            }
+            None => {
+                return Err(ConfigError(format!(
+                    "couldn't find key {} in ConfigMap {ns}/{}",
+                    key.key, key.name
+                )));
+            }
+        }
+    } else if let Some(resource) = &from.resource_field_ref {
+        // No resource accounting on this node: report the request/limit as written.
+        resource_value(container, &resource.resource)
+    } else {
+        String::new()
+    }))
 }
 
 fn resource_value(container: &Container, resource: &str) -> String {
