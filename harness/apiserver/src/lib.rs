@@ -49,6 +49,7 @@ mod registry;
 mod schema;
 mod selector;
 mod server;
+mod service_account;
 mod services;
 mod smp;
 mod state;
@@ -64,6 +65,7 @@ mod workloads;
 
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
 pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};
+pub use service_account::{ROOT_CA_CONFIG_MAP, TOKEN_MOUNT_PATH};
 pub use services::{ServiceRange, kubernetes_service_ip};
 pub use streams::{
     ExecProcess, ExecRequest, PodConnection, PodConnectionIo, PodStreams, PortForwardRequest,

@@ -124,6 +124,8 @@ impl ApiServer {
             history: config.watch_history,
             graceful_pod_deletion: config.graceful_pod_deletion,
             service_range: config.service_range,
+            root_ca_pem: Some(tls.ca_pem().to_string()),
+            api_address: Some(addr),
         });
         let shared = Arc::new(Shared {
             state: Mutex::new(state),

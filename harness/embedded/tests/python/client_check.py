@@ -75,8 +75,8 @@ v1.create_namespaced_service_account("default", client.V1ServiceAccount(metadata
 token = v1.create_namespaced_service_account_token(
     "py-robot", "default", client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[]))
 ).status.token
-robot_config = client.Configuration()
-robot_config.host = client.Configuration.get_default_copy().host
+# A copy of the kubeconfig's configuration keeps its host and the cluster CA it verifies.
+robot_config = client.Configuration.get_default_copy()
 robot_config.api_key = {"authorization": "Bearer " + token}
 robot = client.CoreV1Api(client.ApiClient(robot_config))
 try:
