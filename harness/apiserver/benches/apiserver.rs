@@ -192,6 +192,7 @@ fn main() {
             .expect("server starts");
         let client = kube::Client::try_from({
             let mut c = kube::Config::new(server.url().parse().expect("url"));
+            c.root_cert = Some(vec![server.ca_der()]);
             c.auth_info.token = Some(server.admin_token().to_string().into());
             c
         })

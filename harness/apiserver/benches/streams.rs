@@ -293,6 +293,7 @@ fn main() {
         server.set_pod_streams(std::sync::Arc::new(LocalNode { target }));
         let client = kube::Client::try_from({
             let mut c = kube::Config::new(server.url().parse().expect("url"));
+            c.root_cert = Some(vec![server.ca_der()]);
             c.auth_info.token = Some(server.admin_token().to_string().into());
             c
         })

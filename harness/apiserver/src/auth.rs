@@ -7,12 +7,10 @@
 //!   when the request names one), with an audience and an expiry; every request re-checks
 //!   signature, expiry, audience and that the bound objects still exist with the same uid.
 //! - No `Authorization` header: `system:anonymous` in `system:unauthenticated`, which the
-//!   default RBAC lets read only `/healthz`, `/version` and the like — unless the server
-//!   trusts its plain-HTTP port ([`crate::ApiServerConfig::anonymous_is_superuser`], the
-//!   default), where it is `system:unsecured` in `system:masters`, as kube-apiserver's former
-//!   `--insecure-port` was. That is needed because client-go's kubeconfig loader (kubectl)
-//!   never sends a token to an `http://` server; kube-rs and the Python client do, so they
-//!   act as the kubeconfig's identity.
+//!   default RBAC lets read only `/healthz`, `/version` and the like (anything else is a
+//!   `Forbidden`, as kube-apiserver's `--anonymous-auth=true` default answers). The server
+//!   speaks only HTTPS, so every client sends its kubeconfig's token (client-go never sends
+//!   one to an `http://` server).
 //! - Impersonation (`Impersonate-User`, `Impersonate-Group`, `Impersonate-Uid`) replaces the
 //!   user after the `impersonate` verb is authorised for the requester ([`impersonate`]).
 
@@ -55,17 +53,6 @@ impl UserInfo {
     pub fn admin() -> Self {
         UserInfo {
             name: ADMIN_USER.into(),
-            uid: String::new(),
-            groups: vec![MASTERS_GROUP.into(), AUTHENTICATED.into()],
-            extra: BTreeMap::new(),
-        }
-    }
-
-    /// Who a credential-less request on the plain-HTTP port is when that port is trusted
-    /// (kube-apiserver's former `--insecure-port` user).
-    pub fn unsecured() -> Self {
-        UserInfo {
-            name: "system:unsecured".into(),
             uid: String::new(),
             groups: vec![MASTERS_GROUP.into(), AUTHENTICATED.into()],
             extra: BTreeMap::new(),
@@ -175,20 +162,10 @@ fn unauthorized() -> ApiError {
 }
 
 /// The user a request's credentials name; an invalid credential is a 401. A request without
-/// one is `system:anonymous`, or with `trust_plain_http` the insecure-port superuser: kubectl
-/// (client-go's kubeconfig loader) sends no credentials to an `http://` server at all.
-pub fn authenticate(
-    keys: &Keys,
-    state: &State,
-    headers: &HeaderMap,
-    trust_plain_http: bool,
-) -> Result<UserInfo, ApiError> {
+/// one is `system:anonymous` (never a superuser).
+pub fn authenticate(keys: &Keys, state: &State, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
     let Some(value) = headers.get(http::header::AUTHORIZATION) else {
-        return Ok(if trust_plain_http {
-            UserInfo::unsecured()
-        } else {
-            UserInfo::anonymous()
-        });
+        return Ok(UserInfo::anonymous());
     };
     let value = value.to_str().map_err(|_| unauthorized())?.trim();
     let (scheme, token) = value.split_once(' ').ok_or_else(unauthorized)?;

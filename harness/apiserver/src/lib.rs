@@ -1,6 +1,7 @@
 //! An in-process Kubernetes API server for the embedded cluster.
 //!
-//! [`ApiServer::start`] serves plain HTTP/1.1 on 127.0.0.1 with enough of kube-apiserver's
+//! [`ApiServer::start`] serves HTTP/1.1 over TLS on 127.0.0.1 (a CA of its own per server;
+//! [`ApiServer::ca_pem`], and the kubeconfig's `certificate-authority-data`) with enough of kube-apiserver's
 //! behaviour that kube-rs, the Python client and `kubectl` 1.37 work against it unchanged:
 //! discovery (aggregated and legacy), OpenAPI v3 for `kubectl apply`, generic object storage
 //! with real metadata semantics, watches, patches, CRDs with schema validation, Table output,
@@ -12,9 +13,9 @@
 //! `serviceaccounts/NAME/token` (bound, with audience and expiry); `Impersonate-*` headers
 //! need the `impersonate` verb; RBAC (Role, ClusterRole and their bindings, plus the default
 //! roles of a real cluster) decides, and a denial is the `Forbidden` Status real clusters
-//! send. kubectl sends no credentials to an `http://` server, so a credential-less request
-//! is the trusted plain-HTTP port's superuser by default
-//! ([`ApiServerConfig::anonymous_is_superuser`]); `kubectl --as` is held to RBAC.
+//! send. A request without credentials is `system:anonymous`, whom the default RBAC allows
+//! only the public health and version paths (anything else: `Forbidden`); a bad credential
+//! is a 401.
 //! Also served: `SelfSubjectAccessReview`, `SelfSubjectRulesReview`, `SubjectAccessReview`,
 //! `SelfSubjectReview`, `TokenReview`, `pods/eviction` (PodDisruptionBudgets honoured),
 //! the `scale` subresource of custom resources, metadata-only responses and the
@@ -25,7 +26,9 @@
 //! use rehearsal_apiserver::{ApiServer, ApiServerConfig};
 //! let server = ApiServer::start(ApiServerConfig::default()).await?;
 //! server.write_kubeconfig("/tmp/kubeconfig")?;
-//! let config = kube::Config::new(server.url().parse()?);
+//! let mut config = kube::Config::new(server.url().parse()?);
+//! config.root_cert = Some(vec![server.ca_der()]);
+//! config.auth_info.token = Some(server.admin_token().to_string().into());
 //! # let _ = config;
 //! server.shutdown().await;
 //! # Ok(()) }
@@ -46,6 +49,7 @@ mod registry;
 mod schema;
 mod selector;
 mod server;
+mod service_account;
 mod services;
 mod smp;
 mod state;
@@ -55,13 +59,16 @@ mod strict;
 // Some of the printer helpers exist for other users of the module.
 #[allow(dead_code)]
 mod table;
+mod tls;
 mod watch;
 mod workloads;
 
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
 pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};
-pub use services::ServiceRange;
+pub use service_account::{ROOT_CA_CONFIG_MAP, TOKEN_MOUNT_PATH};
+pub use services::{ServiceRange, kubernetes_service_ip};
 pub use streams::{
     ExecProcess, ExecRequest, PodConnection, PodConnectionIo, PodStreams, PortForwardRequest,
     ProcessInput, ProcessOutput, StreamError,
 };
+pub use tls::SERVICE_DNS_NAMES;

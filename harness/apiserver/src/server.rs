@@ -1,5 +1,6 @@
-//! [`ApiServer`]: binds the listener, serves HTTP/1.1 connections, writes kubeconfigs and
-//! shuts down gracefully (ending every watch) when asked or dropped.
+//! [`ApiServer`]: binds the listener, serves HTTP/1.1 over TLS (a CA of its own, see
+//! [`crate::tls`]), writes kubeconfigs and shuts down gracefully (ending every watch) when
+//! asked or dropped.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -7,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use base64::Engine as _;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -38,11 +40,6 @@ pub struct ApiServerConfig {
     pub graceful_pod_deletion: bool,
     /// The range Service cluster IPs are allocated from (`--service-cluster-ip-range`).
     pub service_range: crate::services::ServiceRange,
-    /// A request without credentials acts as `system:unsecured` (in `system:masters`), as on
-    /// kube-apiserver's former localhost `--insecure-port`: kubectl sends no token to an
-    /// `http://` server, so it reaches this server only so (and is held to RBAC through
-    /// `--as`). Off: such requests are `system:anonymous`, allowed only the public paths.
-    pub anonymous_is_superuser: bool,
 }
 
 impl Default for ApiServerConfig {
@@ -54,7 +51,6 @@ impl Default for ApiServerConfig {
             bookmark_interval: Duration::from_secs(60),
             graceful_pod_deletion: true,
             service_range: crate::services::ServiceRange::default(),
-            anonymous_is_superuser: true,
         }
     }
 }
@@ -73,6 +69,9 @@ pub enum StartError {
     #[error("cannot read the address the API server listens on: {0}")]
     /// The bound socket has no readable local address.
     LocalAddr(std::io::Error),
+    /// The server's CA or serving certificate could not be made.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// What request handlers share.
@@ -80,6 +79,8 @@ pub(crate) struct Shared {
     pub state: Mutex<State>,
     /// The admin token and the ServiceAccount token signing key.
     pub keys: crate::auth::Keys,
+    /// The CA and serving certificate.
+    pub tls: crate::tls::ServerTls,
     pub logs: RwLock<Option<Arc<dyn PodLogSource>>>,
     pub streams: RwLock<Option<Arc<dyn PodStreams>>>,
     pub shutdown: watch::Receiver<bool>,
@@ -97,7 +98,7 @@ impl Shared {
     }
 }
 
-/// An in-process Kubernetes API server on plain HTTP.
+/// An in-process Kubernetes API server on HTTPS.
 pub struct ApiServer {
     shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
@@ -114,15 +115,27 @@ impl ApiServer {
                 source,
             })?;
         let addr = listener.local_addr().map_err(StartError::LocalAddr)?;
+        // The certificate names the `kubernetes` Service's cluster IP too (in-cluster clients
+        // dial it), and the listening address when it is not loopback.
+        let mut ips = vec![crate::services::kubernetes_service_ip(config.service_range)];
+        if let std::net::IpAddr::V4(ip) = addr.ip()
+            && !ip.is_unspecified()
+        {
+            ips.push(ip);
+        }
+        let tls = crate::tls::ServerTls::generate(&ips)?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = State::new(Settings {
             history: config.watch_history,
             graceful_pod_deletion: config.graceful_pod_deletion,
             service_range: config.service_range,
+            root_ca_pem: Some(tls.ca_pem().to_string()),
+            api_address: Some(addr),
         });
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             keys: crate::auth::Keys::generate(),
+            tls,
             logs: RwLock::new(None),
             streams: RwLock::new(None),
             shutdown: shutdown_rx,
@@ -142,9 +155,15 @@ impl ApiServer {
         self.shared.addr
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.shared.addr)
+        format!("https://{}", self.shared.addr)
+    }
+
+    /// The PEM of the CA that signed the serving certificate (clients trust it:
+    /// `certificate-authority-data`, a pod's `ca.crt`).
+    pub fn ca_pem(&self) -> &str {
+        self.shared.tls.ca_pem()
     }
 
     /// The bearer token of the admin identity (`kubernetes-admin` in `system:masters`).
@@ -152,8 +171,13 @@ impl ApiServer {
         self.shared.keys.admin_token()
     }
 
+    /// The CA certificate in DER (`kube::Config::root_cert`).
+    pub fn ca_der(&self) -> Vec<u8> {
+        self.shared.tls.ca_der().to_vec()
+    }
+
     /// A kubeconfig whose cluster, context and user are all named `context_name`, with the
-    /// admin identity's token.
+    /// server's CA and the admin identity's token.
     pub fn kubeconfig_yaml(&self, context_name: &str) -> String {
         self.kubeconfig_with_token(context_name, self.admin_token())
     }
@@ -166,7 +190,10 @@ impl ApiServer {
             "apiVersion": "v1",
             "kind": "Config",
             "preferences": {},
-            "clusters": [{"name": n, "cluster": {"server": self.url()}}],
+            "clusters": [{"name": n, "cluster": {
+                "server": self.url(),
+                "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(self.ca_pem()),
+            }}],
             "contexts": [{"name": n, "context": {"cluster": n, "user": n, "namespace": "default"}}],
             "current-context": n,
             "users": [{"name": n, "user": {"token": token}}],
@@ -272,11 +299,25 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
     }
 }
 
-/// One HTTP/1.1 connection, closed gracefully (after its current request) at shutdown.
+/// One HTTP/1.1 connection over TLS, closed gracefully (after its current request) at
+/// shutdown.
 async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     // Watch events are small writes; Nagle would hold them back.
     let _ = stream.set_nodelay(true);
     let shutdown = shared.shutdown.clone();
+    // A client that never completes its handshake is dropped, as one that never sends headers.
+    let handshake = shared.tls.acceptor().accept(stream);
+    let stream = tokio::select! {
+        accepted = tokio::time::timeout(Duration::from_secs(30), handshake) => match accepted {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "TLS handshake failed");
+                return;
+            }
+            Err(_) => return,
+        },
+        _ = stopped(shutdown.clone()) => return,
+    };
     let service = service_fn(move |req| {
         let shared = shared.clone();
         async move { Ok::<_, Infallible>(crate::handler::handle(shared, req).await) }

@@ -64,6 +64,12 @@ impl ServiceRange {
     }
 }
 
+/// The cluster IP of the `kubernetes` Service in `default`: the range's first address, as
+/// 10.96.0.1 in 10.96.0.0/12 (one of the reserved ones, never allocated to another Service).
+pub fn kubernetes_service_ip(range: ServiceRange) -> Ipv4Addr {
+    range.nth(1)
+}
+
 fn err(
     reason: FieldErrorReason,
     field: impl Into<String>,

@@ -93,6 +93,10 @@ pub struct Settings {
     pub graceful_pod_deletion: bool,
     /// Where Service cluster IPs come from.
     pub service_range: crate::services::ServiceRange,
+    /// The CA every namespace's `kube-root-ca.crt` ConfigMap publishes.
+    pub root_ca_pem: Option<String>,
+    /// Where the API server listens: the `kubernetes` Service's endpoint.
+    pub api_address: Option<std::net::SocketAddr>,
 }
 
 enum Work {
@@ -189,7 +193,75 @@ impl State {
         }
         state.bootstrap_rbac();
         state.sync_api_services();
+        state.create_kubernetes_service();
         state
+    }
+
+    /// The `kubernetes` Service in `default`, its EndpointSlice and Endpoints.
+    fn create_kubernetes_service(&mut self) {
+        let Some(addr) = self.settings.api_address else {
+            return;
+        };
+        let ip = crate::services::kubernetes_service_ip(self.settings.service_range);
+        for obj in crate::service_account::kubernetes_service(ip, addr) {
+            let (group, version) = match obj["apiVersion"].as_str().unwrap_or("v1").split_once('/')
+            {
+                Some((g, v)) => (g.to_string(), v.to_string()),
+                None => (String::new(), "v1".to_string()),
+            };
+            let plural = match obj["kind"].as_str() {
+                Some("Service") => "services",
+                Some("EndpointSlice") => "endpointslices",
+                _ => "endpoints",
+            };
+            let Some(info) = self.registry.get(&group, &version, plural) else {
+                continue;
+            };
+            if let Err(e) = self.create(&info, "default", obj) {
+                tracing::warn!(error = %e.message, "cannot create the kubernetes Service");
+            }
+        }
+    }
+
+    /// The `kube-root-ca.crt` ConfigMap of a new namespace (the root-CA publisher's job).
+    fn publish_root_ca(&mut self, ns: &str) {
+        let (Some(ca), Some(info)) = (
+            self.settings.root_ca_pem.clone(),
+            self.registry.get("", "v1", "configmaps"),
+        ) else {
+            return;
+        };
+        let cm = crate::service_account::root_ca_config_map(&ca);
+        if let Err(e) = self.create(&info, ns, cm) {
+            tracing::warn!(namespace = ns, error = %e.message, "cannot publish kube-root-ca.crt");
+        }
+    }
+
+    /// The ServiceAccount admission of a pod being created: it names an existing
+    /// ServiceAccount, whose token is mounted unless automounting is off.
+    fn admit_pod_service_account(
+        &self,
+        ns: &str,
+        name: &str,
+        pod: &mut Value,
+    ) -> Result<(), ApiError> {
+        let sa_name = crate::service_account::pod_service_account(pod);
+        let info = self
+            .registry
+            .get("", "v1", "serviceaccounts")
+            .expect("serviceaccounts are built in");
+        let Some(sa) = self.get(&info, ns, &sa_name) else {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!(
+                    "pods \"{name}\" is forbidden: {}",
+                    crate::service_account::missing_service_account(ns, &sa_name)
+                ),
+            ));
+        };
+        crate::service_account::mount_token(pod, &sa);
+        Ok(())
     }
 
     /// The `default` ServiceAccount every namespace gets (the ServiceAccount controller's job
@@ -586,6 +658,9 @@ impl State {
                 default_storage_class: default_sc.as_deref(),
             },
         );
+        if !info.is_custom() && info.group.is_empty() && &*info.plural == "pods" {
+            self.admit_pod_service_account(ns, &name, &mut obj)?;
+        }
         if &*info.storage == crate::services::STORAGE && !info.is_custom() {
             let used = crate::services::used_ips(
                 self.objects
@@ -607,6 +682,7 @@ impl State {
         let arc = self.put(&r, obj, None);
         if &*info.storage == NAMESPACE_STORAGE && !self.dry_run {
             self.create_default_service_account(&name);
+            self.publish_root_ca(&name);
         }
         if let Some(def) = definition.filter(|_| !self.dry_run) {
             self.registry

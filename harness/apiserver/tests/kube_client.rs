@@ -87,7 +87,13 @@ async fn typed_configmap_crud_with_server_metadata() {
     );
 
     let listed = cms.list(&ListParams::default()).await.unwrap();
-    assert_eq!(listed.items.len(), 1);
+    // Every namespace also holds the cluster CA's ConfigMap, as on a real cluster.
+    let names: Vec<_> = listed
+        .items
+        .iter()
+        .filter_map(|c| c.metadata.name.as_deref())
+        .collect();
+    assert_eq!(names, ["kube-root-ca.crt", "one"]);
     assert!(listed.metadata.resource_version.is_some());
 
     cms.delete("one", &DeleteParams::default()).await.unwrap();
@@ -768,7 +774,7 @@ async fn deletecollection_preconditions_apply_and_secret_string_data() {
         .into_iter()
         .map(|c| c.metadata.name.unwrap())
         .collect();
-    assert_eq!(left, ["y1"]);
+    assert_eq!(left, ["kube-root-ca.crt", "y1"]);
 
     // Preconditions: a wrong uid or resourceVersion refuses the delete.
     let wrong_uid = DeleteParams {
@@ -1037,7 +1043,7 @@ async fn watch_lists_bookmarks_and_timeouts() {
         }
     })
     .await;
-    assert_eq!(added, ["a", "b"]);
+    assert_eq!(added, ["a", "b", "kube-root-ca.crt"]);
     assert_eq!(
         end.metadata
             .annotations
@@ -1090,7 +1096,10 @@ async fn watch_lists_bookmarks_and_timeouts() {
         added
     })
     .await;
-    assert_eq!(added, 3, "three synthetic ADDED events, then the end");
+    assert_eq!(
+        added, 4,
+        "four synthetic ADDED events (three and kube-root-ca.crt), then the end"
+    );
 }
 
 #[tokio::test]

@@ -1,11 +1,10 @@
-//! Malformed and hostile requests over raw TCP: each gets a 4xx `Status` body (or, for
+//! Malformed and hostile requests over a raw TLS connection: each gets a 4xx `Status` body (or, for
 //! requests that are not HTTP at all, hyper's 400) and the server keeps answering.
 
 mod common;
 
 use common::{raw, request, start, within};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -268,7 +267,7 @@ async fn malformed_requests_get_4xx_status_and_the_server_survives() {
     let garbage = raw(addr, b"HELLO THERE\r\n\r\n").await;
     assert_eq!(garbage.code, 400);
     within("a truncated body to be dropped", async {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut stream = common::connect(addr).await;
         stream
             .write_all(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\"")
             .await

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{client_with_token, start, start_with, status_of};
+use common::{client_with_token, start, status_of};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
@@ -13,7 +13,7 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use kube::api::{Api, DynamicObject, EvictParams, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use rehearsal_apiserver::{ApiServer, ApiServerConfig};
+use rehearsal_apiserver::ApiServer;
 use serde_json::{Value, json};
 
 async fn create<K>(api: &Api<K>, v: Value) -> K
@@ -298,20 +298,32 @@ async fn tokens_are_bound_checked_and_unknown_credentials_are_401() {
     admin_pods.delete("p1", &Default::default()).await.unwrap();
     assert_eq!(status_of(bound_client.apiserver_version().await).code, 401);
 
-    // Without trusting the plain-HTTP port, a credential-less request is system:anonymous:
-    // public paths only.
-    let (strict, _) = start_with(ApiServerConfig {
-        anonymous_is_superuser: false,
-        ..Default::default()
-    })
-    .await;
-    let anonymous = client_with_token(&strict, None);
+    // A credential-less request is system:anonymous, never a superuser: public paths only,
+    // and a real Forbidden for reads and writes of resources.
+    let anonymous = client_with_token(&server, None);
     anonymous.apiserver_version().await.unwrap();
     let s = status_of(anonymous.list_core_api_versions().await);
+    assert_eq!(s.code, 403);
     assert_eq!(
         s.message,
         "forbidden: User \"system:anonymous\" cannot get path \"/api\""
     );
+    let anonymous_pods: Api<Pod> = Api::namespaced(anonymous, "team");
+    let s = status_of(anonymous_pods.list(&ListParams::default()).await);
+    assert_eq!(
+        (s.code, s.message.as_str()),
+        (
+            403,
+            "pods is forbidden: User \"system:anonymous\" cannot list resource \"pods\" in API group \"\" in the namespace \"team\""
+        )
+    );
+    let s = status_of(
+        anonymous_pods
+            .delete("p1", &Default::default())
+            .await
+            .map(|_| ()),
+    );
+    assert_eq!(s.code, 403, "{s:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -319,6 +331,7 @@ async fn impersonation_needs_the_impersonate_verb() {
     let (server, admin) = start().await;
     let robot = setup(&server, &admin).await;
     let mut config = kube::Config::new(server.url().parse().unwrap());
+    config.root_cert = Some(vec![server.ca_der()]);
     config.auth_info.token = Some(server.admin_token().to_string().into());
     config.auth_info.impersonate = Some("system:serviceaccount:team:robot".into());
     let as_robot = kube::Client::try_from(config).unwrap();
@@ -329,6 +342,7 @@ async fn impersonation_needs_the_impersonate_verb() {
     );
     // The robot may not impersonate anyone.
     let mut config = kube::Config::new(server.url().parse().unwrap());
+    config.root_cert = Some(vec![server.ca_der()]);
     let token = token_for(&admin, "team", "robot", TokenRequestSpec::default())
         .await
         .unwrap();

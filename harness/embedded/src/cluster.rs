@@ -224,6 +224,10 @@ impl EmbeddedCluster {
                 image_pull_backoff: config.image_pull_backoff,
                 crash_loop_backoff: config.crash_loop_backoff,
                 cluster_dns: Some(crate::network::dns_address(service_range)),
+                master_service: Some(std::net::SocketAddrV4::new(
+                    rehearsal_apiserver::kubernetes_service_ip(service_range),
+                    443,
+                )),
             },
             sandboxes.clone(),
             ips,
@@ -282,9 +286,23 @@ impl EmbeddedCluster {
         &self.state_dir
     }
 
-    /// The API server's URL.
+    /// The API server's URL (`https://127.0.0.1:PORT`).
     pub fn api_url(&self) -> String {
         self.api.as_ref().map(ApiServer::url).unwrap_or_default()
+    }
+
+    /// The PEM of the cluster's CA (the kubeconfig's `certificate-authority-data`, a pod's
+    /// `ca.crt`).
+    pub fn ca_pem(&self) -> String {
+        self.api
+            .as_ref()
+            .map(|a| a.ca_pem().to_string())
+            .unwrap_or_default()
+    }
+
+    /// The cluster's CA in DER, as `kube::Config::root_cert` takes it.
+    pub fn ca_der(&self) -> Vec<u8> {
+        self.api.as_ref().map(ApiServer::ca_der).unwrap_or_default()
     }
 
     /// The range Service cluster IPs come from (a slice of the cluster's loopback block).

@@ -1,5 +1,6 @@
 //! Real `kubectl` 1.37 `exec` and `attach` (WebSocket, v5.channel.k8s.io) against pods on the
-//! embedded node: output, exit code, stdin with `-i`, and the errors kubectl prints.
+//! embedded node: output, exit code, stdin with `-i`, the errors kubectl prints, and `cp` both
+//! ways (it rides on exec and the container's tar).
 
 mod common;
 
@@ -187,5 +188,81 @@ async fn kubectl_attach_streams_the_container_output_until_it_ends() {
         .expect("kubectl attach exits")
         .unwrap();
     assert!(status.success(), "kubectl attach exited {status}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_cp_copies_files_both_ways_through_exec_and_tar() {
+    let cluster = common::start().await;
+    shell_pod(&cluster, "files").await;
+    let local = tempfile::tempdir().unwrap();
+    // Into the pod: a file whose bytes must arrive unchanged (binary, not only text).
+    let payload: Vec<u8> = (0..=255u8).cycle().take(64 * 1024 + 7).collect();
+    let up = local.path().join("up.bin");
+    std::fs::write(&up, &payload).unwrap();
+    let sent = kubectl(
+        &cluster,
+        &[
+            "cp",
+            up.to_str().unwrap(),
+            "files:/tmp/up.bin",
+            "-c",
+            "main",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(sent.code, 0, "kubectl cp into the pod: {sent:?}");
+    let size = kubectl(
+        &cluster,
+        &["exec", "files", "--", "sh", "-c", "wc -c < /tmp/up.bin"],
+        None,
+    )
+    .await;
+    assert_eq!(size.stdout.trim(), payload.len().to_string(), "{size:?}");
+
+    // Out of the pod: the file copied in, and one the container wrote itself.
+    let back = local.path().join("back.bin");
+    let got = kubectl(
+        &cluster,
+        &["cp", "files:/tmp/up.bin", back.to_str().unwrap()],
+        None,
+    )
+    .await;
+    assert_eq!(got.code, 0, "kubectl cp out of the pod: {got:?}");
+    assert!(
+        std::fs::read(&back).unwrap() == payload,
+        "the round trip changed the bytes"
+    );
+    let marker = local.path().join("marker");
+    let got = kubectl(
+        &cluster,
+        &["cp", "files:/tmp/marker", marker.to_str().unwrap()],
+        None,
+    )
+    .await;
+    assert_eq!(got.code, 0, "{got:?}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "inside\n");
+
+    // A path that does not exist in the pod: kubectl shows the container's tar error (on its
+    // stdout, where kubectl 1.37 sends the exec's stderr; its exit code races the untar, as
+    // on any cluster) and writes nothing.
+    let missing = kubectl(
+        &cluster,
+        &[
+            "cp",
+            "files:/tmp/no-such-file",
+            local.path().join("x").to_str().unwrap(),
+        ],
+        None,
+    )
+    .await;
+    assert!(
+        missing
+            .stdout
+            .contains("tar: /tmp/no-such-file: No such file or directory"),
+        "{missing:?}"
+    );
+    assert!(!local.path().join("x").exists(), "{missing:?}");
     cluster.shutdown().await;
 }

@@ -43,6 +43,7 @@ async fn projected_token_is_the_pods_service_account_until_the_pod_is_gone() {
     assert!(log.contains("ns=default"), "{log}");
 
     let mut config = kube::Config::new(cluster.api_url().parse().unwrap());
+    config.root_cert = Some(vec![cluster.ca_der()]);
     config.auth_info.token = Some(token.into());
     let as_pod = kube::Client::try_from(config).unwrap();
     let reviews: Api<SelfSubjectReview> = Api::all(as_pod.clone());

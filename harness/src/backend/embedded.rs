@@ -200,6 +200,7 @@ impl Embedded {
             let operator_kubeconfig = reference_operator::grant_identity(
                 &cluster.client(),
                 &cluster.api_url(),
+                Some(&cluster.ca_pem()),
                 CONTEXT,
                 &cluster.state_dir().join("reference-operator.kubeconfig"),
                 options.operator_rules.clone(),

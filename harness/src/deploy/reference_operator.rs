@@ -324,10 +324,12 @@ pub enum IdentityError {
 /// (objects that exist are left as they are), with `rules` replacing the ClusterRole's rules
 /// when given (a test takes one away), then requests a token for the ServiceAccount
 /// (TokenRequest, `expiration`) and writes a kubeconfig at `path` that authenticates with it
-/// against `server`. The operator then holds exactly the RBAC its manifests grant.
+/// against `server` (trusting `ca_pem`, the cluster's CA, when given). The operator then holds
+/// exactly the RBAC its manifests grant.
 pub async fn grant_identity(
     admin: &kube::Client,
     server: &str,
+    ca_pem: Option<&str>,
     context: &str,
     path: &Path,
     rules: Option<serde_json::Value>,
@@ -393,8 +395,17 @@ pub async fn grant_identity(
         )))?;
     let token = answer.status.and_then(|s| s.token).unwrap_or_default();
     let user = format!("{}-{SERVICE_ACCOUNT}", context);
+    let ca = ca_pem
+        .map(|pem| {
+            use base64::Engine as _;
+            format!(
+                "    certificate-authority-data: {}\n",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            )
+        })
+        .unwrap_or_default();
     let text = format!(
-        "apiVersion: v1\nkind: Config\npreferences: {{}}\nclusters:\n- name: {context}\n  cluster:\n    server: {server}\n\
+        "apiVersion: v1\nkind: Config\npreferences: {{}}\nclusters:\n- name: {context}\n  cluster:\n    server: {server}\n{ca}\
          contexts:\n- name: {context}\n  context:\n    cluster: {context}\n    user: {user}\n    namespace: {ns}\n\
          current-context: {context}\nusers:\n- name: {user}\n  user:\n    token: {token}\n",
         ns = super::SYSTEM_NAMESPACE,

@@ -325,12 +325,7 @@ fn authorize_request(
     query: &Query,
 ) -> Result<UserInfo, ApiError> {
     let state = shared.state();
-    let requester = auth::authenticate(
-        &shared.keys,
-        &state,
-        &parts.headers,
-        shared.config.anonymous_is_superuser,
-    )?;
+    let requester = auth::authenticate(&shared.keys, &state, &parts.headers)?;
     let user = auth::impersonate(&state, requester, &parts.headers)?;
     let attrs = Attributes::of_request(
         &parts.method,

@@ -17,12 +17,15 @@ pub async fn start() -> (ApiServer, kube::Client) {
 
 /// The admin token of the server started last: [`request_with`] sends it, as kubectl does.
 static ADMIN_TOKEN: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+/// The CA of the server started last: [`raw`] and [`connect`] verify the server with it.
+static CA_DER: std::sync::Mutex<Option<Vec<u8>>> = std::sync::Mutex::new(None);
 
 pub async fn start_with(config: ApiServerConfig) -> (ApiServer, kube::Client) {
     let server = ApiServer::start(config)
         .await
         .expect("the API server starts");
     *ADMIN_TOKEN.lock().unwrap() = Some(server.admin_token().to_string());
+    *CA_DER.lock().unwrap() = Some(server.ca_der());
     let client = client_for(&server);
     (server, client)
 }
@@ -35,6 +38,7 @@ pub fn client_for(server: &ApiServer) -> kube::Client {
 /// A client that authenticates with `token` (none: anonymous).
 pub fn client_with_token(server: &ApiServer, token: Option<&str>) -> kube::Client {
     let mut config = kube::Config::new(server.url().parse().expect("server URL parses"));
+    config.root_cert = Some(vec![server.ca_der()]);
     config.auth_info.token = token.map(|t| t.to_string().into());
     kube::Client::try_from(config).expect("kube client builds")
 }
@@ -72,17 +76,49 @@ impl Reply {
     }
 }
 
-/// One request on a fresh connection; the reply read to EOF.
+/// A TLS connection to the server started last, its certificate verified against the
+/// server's CA for the name `127.0.0.1`.
+pub async fn connect(addr: SocketAddr) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let ca = CA_DER
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("a server was started");
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from(ca))
+        .expect("the CA parses");
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("the TLS handshake with the server's CA succeeds")
+}
+
+/// One request on a fresh TLS connection; the reply read to EOF.
 pub async fn raw(addr: SocketAddr, request: &[u8]) -> Reply {
     let first_line =
         String::from_utf8_lossy(&request[..request.len().min(200)]).replace("\r\n", " | ");
     within("a raw HTTP exchange", async {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut stream = connect(addr).await;
         // The server may answer (and close) before reading everything; its reply still counts.
         let _ = stream.write_all(request).await;
         let _ = stream.shutdown().await;
         let mut out = Vec::new();
-        stream.read_to_end(&mut out).await.unwrap();
+        // A server closing without close_notify after its reply is still a reply.
+        if let Err(e) = stream.read_to_end(&mut out).await
+            && out.is_empty()
+        {
+            panic!("reading the reply to {first_line:?}: {e}");
+        }
         let text_end = out
             .windows(4)
             .position(|w| w == b"\r\n\r\n")

@@ -1,13 +1,14 @@
 //! The scheduler: places every unscheduled pod on the single node.
 //!
 //! A pod whose claims do not exist stays Pending with `PodScheduled=False` (`Unschedulable`),
-//! as on a real cluster. For `WaitForFirstConsumer` claims it marks the claim with the
+//! as on a real cluster; so does one that does not tolerate the node being cordoned
+//! (`spec.unschedulable`, `kubectl cordon` / `drain`). For `WaitForFirstConsumer` claims it marks the claim with the
 //! selected node, which is what makes the provisioner create the volume.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, PodSpec};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -30,12 +31,33 @@ pub async fn run(client: Client) {
         wake.clone(),
     );
     let (classes, _s) = reflect(Api::<StorageClass>::all(client.clone()), wake.clone());
+    let (nodes, _n) = reflect(Api::<Node>::all(client.clone()), wake.clone());
     let _ = pods.wait_until_ready().await;
+    let _ = nodes.wait_until_ready().await;
     let events = Recorder::new(client.clone(), "default-scheduler");
     run_loop(wake, || {
-        reconcile(&client, &events, &pods, &claims, &classes)
+        let cordoned = nodes
+            .get(&ObjectRef::new(NODE_NAME))
+            .and_then(|n| n.spec.as_ref().and_then(|s| s.unschedulable))
+            .unwrap_or(false);
+        reconcile(&client, &events, &pods, &claims, &classes, cordoned)
     })
     .await;
+}
+
+/// Whether the pod tolerates `node.kubernetes.io/unschedulable:NoSchedule` (the taint of a
+/// cordoned node; DaemonSet pods carry the toleration).
+fn tolerates_cordon(spec: &PodSpec) -> bool {
+    spec.tolerations.iter().flatten().any(|t| {
+        let key_matches = match t.key.as_deref() {
+            None | Some("") => t.operator.as_deref() == Some("Exists"),
+            Some(key) => key == "node.kubernetes.io/unschedulable",
+        };
+        key_matches
+            && t.effect
+                .as_deref()
+                .is_none_or(|e| e.is_empty() || e == "NoSchedule")
+    })
 }
 
 fn class_of(
@@ -66,6 +88,7 @@ async fn reconcile(
     pods: &Store<Pod>,
     claims: &Store<PersistentVolumeClaim>,
     classes: &Store<StorageClass>,
+    cordoned: bool,
 ) -> Option<Duration> {
     let mut retry = None;
     for pod in pods.state() {
@@ -83,15 +106,24 @@ async fn reconcile(
         let ns = pod.namespace().unwrap_or_default();
         let name = pod.name_any();
         let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let mut missing = None;
+        let mut unschedulable = (cordoned && !tolerates_cordon(&spec))
+            .then(|| "1 node(s) were unschedulable".to_string());
         let mut to_select = Vec::new();
-        for volume in spec.volumes.iter().flatten() {
+        for volume in spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter(|_| unschedulable.is_none())
+        {
             let Some(source) = &volume.persistent_volume_claim else {
                 continue;
             };
             match claims.get(&ObjectRef::new(&source.claim_name).within(&ns)) {
                 None => {
-                    missing = Some(source.claim_name.clone());
+                    unschedulable = Some(format!(
+                        "persistentvolumeclaim \"{}\" not found",
+                        source.claim_name
+                    ));
                     break;
                 }
                 Some(claim) => {
@@ -109,8 +141,7 @@ async fn reconcile(
                 }
             }
         }
-        if let Some(claim) = missing {
-            let message = format!("persistentvolumeclaim \"{claim}\" not found");
+        if let Some(message) = unschedulable {
             let current = pod
                 .status
                 .as_ref()

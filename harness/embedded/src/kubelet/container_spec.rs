@@ -1,6 +1,7 @@
 //! From a pod's container to a sandbox: environment, command line and volume binds.
 
 use std::collections::HashMap;
+use std::net::SocketAddrV4;
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::{
@@ -84,13 +85,32 @@ pub fn secret_data(secret: &Secret) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// The container's environment, in order: image env, `envFrom`, `env` (with `$(VAR)`).
+/// The variables a kubelet gives every container for the `kubernetes` Service (cluster IP
+/// and port), in the Docker-links form service env vars have.
+pub fn master_service_env(service: SocketAddrV4) -> Vec<(String, String)> {
+    let (ip, port) = (service.ip(), service.port());
+    let url = format!("tcp://{ip}:{port}");
+    vec![
+        ("KUBERNETES_SERVICE_HOST".into(), ip.to_string()),
+        ("KUBERNETES_SERVICE_PORT".into(), port.to_string()),
+        ("KUBERNETES_SERVICE_PORT_HTTPS".into(), port.to_string()),
+        ("KUBERNETES_PORT".into(), url.clone()),
+        (format!("KUBERNETES_PORT_{port}_TCP"), url),
+        (format!("KUBERNETES_PORT_{port}_TCP_PROTO"), "tcp".into()),
+        (format!("KUBERNETES_PORT_{port}_TCP_PORT"), port.to_string()),
+        (format!("KUBERNETES_PORT_{port}_TCP_ADDR"), ip.to_string()),
+    ]
+}
+
+/// The container's environment, in order: image env, the `kubernetes` Service's variables,
+/// `envFrom`, `env` (with `$(VAR)`).
 pub async fn environment(
     client: &Client,
     pod: &Pod,
     pod_ip: &str,
     container: &Container,
     image: &ResolvedImage,
+    master_service: Option<SocketAddrV4>,
 ) -> Result<Vec<(String, String)>, ConfigError> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let mut env = Environment::default();
@@ -106,6 +126,9 @@ pub async fn environment(
     env.set("HOME".into(), "/root".into());
     for (k, v) in &image.image.env {
         env.set(k.clone(), v.clone());
+    }
+    for (k, v) in master_service.map(master_service_env).unwrap_or_default() {
+        env.set(k, v);
     }
     for source in container.env_from.iter().flatten() {
         env_from(client, ns, source, &mut env).await?;

@@ -89,6 +89,9 @@ pub struct NodeSettings {
     pub crash_loop_backoff: Backoff,
     /// The cluster DNS server pods with `dnsPolicy: ClusterFirst` resolve through.
     pub cluster_dns: Option<Ipv4Addr>,
+    /// The `kubernetes` Service (cluster IP, port) every container gets
+    /// `KUBERNETES_SERVICE_HOST`/`_PORT` for.
+    pub master_service: Option<std::net::SocketAddrV4>,
 }
 
 /// The result of an in-place container restart.

@@ -555,6 +555,7 @@ impl Worker {
                 &self.ip,
                 container,
                 resolved,
+                self.node.settings.master_service,
             )
             .await?;
             let volumes = self.volumes.clone().unwrap_or_default();

@@ -75,8 +75,12 @@ v1.create_namespaced_service_account("default", client.V1ServiceAccount(metadata
 token = v1.create_namespaced_service_account_token(
     "py-robot", "default", client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[]))
 ).status.token
+# A configuration of its own: the kubeconfig's host and the cluster CA it verifies, no other
+# credentials.
+admin_config = client.Configuration.get_default_copy()
 robot_config = client.Configuration()
-robot_config.host = client.Configuration.get_default_copy().host
+robot_config.host = admin_config.host
+robot_config.ssl_ca_cert = admin_config.ssl_ca_cert
 robot_config.api_key = {"authorization": "Bearer " + token}
 robot = client.CoreV1Api(client.ApiClient(robot_config))
 try:
