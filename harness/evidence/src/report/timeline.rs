@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::evidence::receipts::kind;
+use crate::receipts::kind;
 
 use super::html::escape;
 use super::load::LoadedCase;

@@ -2,7 +2,7 @@
 //! case; `failed` → `<failure>`, `skipped` and `not-applicable` (a fault the cluster cannot
 //! inject) → `<skipped>`, `interrupted` → `<error>`.
 
-use super::{BundleSummary, Verdict};
+use crate::bundle::{BundleSummary, Verdict};
 
 /// Renders the runs as one `<testsuites>` document, in the order given.
 pub fn render(runs: &[&BundleSummary]) -> String {

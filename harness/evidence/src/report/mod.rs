@@ -3,12 +3,12 @@
 //! Loading and rendering are separate layers: [`load`] verifies a bundle and extracts what the
 //! receipts prove (refusing the bundle outright if anything does not check), [`model`] merges
 //! architectures by case name into a [`Report`], and the renderers ([`markdown`], [`html`] with
-//! its SVG [`timeline`], JUnit via [`crate::evidence::bundle::junit`], [`json`]) are pure
+//! its SVG [`timeline`], JUnit via [`crate::report::junit`], [`json`]) are pure
 //! functions of a [`Report`]: no clock, no cluster, stable ordering, so the same bundles give
 //! byte-identical output.
 //!
 //! ```no_run
-//! use rehearsal::report::{self, Format};
+//! use rehearsal_evidence::report::{self, Format};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let bundles = vec![report::load::load("reports/run-amd64")?, report::load::load("reports/run-arm64")?];
 //! let merged = report::Report::merge(bundles, std::path::Path::new("reports/qualification"))?;
@@ -18,6 +18,7 @@
 
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod links;
 pub mod load;
 pub mod markdown;
@@ -72,9 +73,9 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Html => html::render(report),
         Format::Json => json::render(report),
         Format::Junit => {
-            let runs: Vec<&crate::evidence::bundle::BundleSummary> =
+            let runs: Vec<&crate::bundle::BundleSummary> =
                 report.summaries.iter().collect();
-            crate::evidence::bundle::junit::render(&runs)
+            crate::report::junit::render(&runs)
         }
     }
 }

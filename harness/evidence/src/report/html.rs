@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::evidence::bundle::Verdict;
-use crate::evidence::receipts::kind;
+use crate::bundle::Verdict;
+use crate::receipts::kind;
 
 use super::markdown::anchor;
 use super::model::{MergedCase, Report, format_duration};
@@ -24,7 +24,7 @@ th{background:#f6f8fa}.meta{color:#57606a}
 
 /// Escapes text for HTML/SVG content and attribute values.
 pub fn escape(s: &str) -> String {
-    crate::evidence::bundle::junit::escape(s)
+    crate::report::junit::escape(s)
 }
 
 /// Symbols every system font has (emoji are boxes in a font-less headless browser).
@@ -324,11 +324,11 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
                 escape(a)
             );
             for row in &r.case.pvc_table.rows {
-                let side = |s: &Option<crate::evidence::pvc_table::PvcSide>| match s {
+                let side = |s: &Option<crate::pvc_table::PvcSide>| match s {
                     Some(s) => format!("<code>{}</code>", escape(&s.uid)),
                     None => "not observed".into(),
                 };
-                let vol = |s: &Option<crate::evidence::pvc_table::PvcSide>| {
+                let vol = |s: &Option<crate::pvc_table::PvcSide>| {
                     s.as_ref()
                         .and_then(|s| s.volume.clone())
                         .unwrap_or_else(|| "-".into())
@@ -351,13 +351,13 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
                     side(&row.before),
                     side(&row.after),
                     match row.change() {
-                        crate::evidence::pvc_table::PvcChange::Kept =>
+                        crate::pvc_table::PvcChange::Kept =>
                             "<span class=\"v-passed\">kept</span>",
-                        crate::evidence::pvc_table::PvcChange::Appeared =>
+                        crate::pvc_table::PvcChange::Appeared =>
                             "<span class=\"v-passed\">appeared</span>",
-                        crate::evidence::pvc_table::PvcChange::Replaced =>
+                        crate::pvc_table::PvcChange::Replaced =>
                             "<span class=\"v-failed\">replaced</span>",
-                        crate::evidence::pvc_table::PvcChange::Vanished =>
+                        crate::pvc_table::PvcChange::Vanished =>
                             "<span class=\"v-failed\">vanished</span>",
                     }
                 );

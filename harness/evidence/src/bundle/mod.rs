@@ -13,7 +13,6 @@
 //! its directory) before the receipt that names it is appended.
 
 mod case;
-pub mod junit;
 pub mod kill_matrix;
 pub mod summary;
 
@@ -83,7 +82,7 @@ pub enum BundleError {
     PvcTable {
         case: String,
         #[source]
-        source: crate::evidence::pvc_table::PvcTableError,
+        source: crate::pvc_table::PvcTableError,
     },
     #[error("case {case:?} was already recorded in this run; case names are unique per run")]
     CaseExists { case: String },
@@ -372,7 +371,7 @@ impl Bundle {
         })?;
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');
-        write_new(&dir.join(JUNIT_FILE), junit::render(&[&summary]).as_bytes())?;
+        write_new(&dir.join(JUNIT_FILE), crate::report::junit::render(&[&summary]).as_bytes())?;
         // bundle.json last: its presence means the bundle is complete.
         write_new(&dir.join(SUMMARY_FILE), text.as_bytes())?;
         Ok(summary)

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::evidence::bundle::{BundleSummary, KillMatrix, Operator, Verdict};
+use crate::bundle::{BundleSummary, KillMatrix, Operator, Verdict};
 
 use super::links;
 use super::load::{LoadedBundle, LoadedCase};

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::observation::{Observation, ObservationError, RunFinished};
-use crate::evidence::receipts::{FILE_NAME, Receipt, VerifiedJournal};
+use crate::observation::{Observation, ObservationError, RunFinished};
+use crate::receipts::{FILE_NAME, Receipt, VerifiedJournal};
 
 /// The layout version of a bundle.
 pub const FORMAT: u32 = 1;
