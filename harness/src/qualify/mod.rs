@@ -40,7 +40,6 @@ use crate::probe::minecraft::{self, Depth};
 use crate::probe::readback::Readback;
 use crate::wait::{Condition, Verdict, await_condition, await_object, conditions};
 
-
 /// Whether each gate prints a progress line on stdout as it ends (the `rehearse qualify`
 /// console; cases run quietly).
 static PROGRESS: AtomicBool = AtomicBool::new(false);

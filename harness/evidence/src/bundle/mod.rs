@@ -371,7 +371,10 @@ impl Bundle {
         })?;
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');
-        write_new(&dir.join(JUNIT_FILE), crate::report::junit::render(&[&summary]).as_bytes())?;
+        write_new(
+            &dir.join(JUNIT_FILE),
+            crate::report::junit::render(&[&summary]).as_bytes(),
+        )?;
         // bundle.json last: its presence means the bundle is complete.
         write_new(&dir.join(SUMMARY_FILE), text.as_bytes())?;
         Ok(summary)

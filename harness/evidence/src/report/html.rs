@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::bundle::Verdict;
 use crate::receipts::kind;
 
+use super::escape::escape;
 use super::markdown::anchor;
 use super::model::{MergedCase, Report, format_duration};
 use super::timeline;
@@ -21,11 +22,6 @@ th{background:#f6f8fa}.meta{color:#57606a}
 .timeline{display:block;margin:6px 0 14px;border:1px solid #eaeef2;background:#fcfcfd}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px;border-radius:2px}
 ";
-
-/// Escapes text for HTML/SVG content and attribute values.
-pub fn escape(s: &str) -> String {
-    crate::report::junit::escape(s)
-}
 
 /// Symbols every system font has (emoji are boxes in a font-less headless browser).
 fn verdict_cell(v: Option<Verdict>) -> String {
@@ -351,8 +347,7 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
                     side(&row.before),
                     side(&row.after),
                     match row.change() {
-                        crate::pvc_table::PvcChange::Kept =>
-                            "<span class=\"v-passed\">kept</span>",
+                        crate::pvc_table::PvcChange::Kept => "<span class=\"v-passed\">kept</span>",
                         crate::pvc_table::PvcChange::Appeared =>
                             "<span class=\"v-passed\">appeared</span>",
                         crate::pvc_table::PvcChange::Replaced =>

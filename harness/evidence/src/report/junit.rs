@@ -1,110 +1,85 @@
-//! JUnit XML for CI systems: one `<testsuite>` per run (architecture), one `<testcase>` per
-//! case; `failed` → `<failure>`, `skipped` and `not-applicable` (a fault the cluster cannot
-//! inject) → `<skipped>`, `interrupted` → `<error>`.
+//! JUnit XML for CI systems, serialized by [`quick_junit`] (nextest's own): one `<testsuite>`
+//! per run (architecture), one `<testcase>` per case; `failed` → `<failure>`, `skipped` and
+//! `not-applicable` (a fault the cluster cannot inject) → `<skipped>`, `interrupted` →
+//! `<error type="interrupted">`.
 
-use crate::bundle::{BundleSummary, Verdict};
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::bundle::{BundleSummary, CaseSummary, Verdict};
 
 /// Renders the runs as one `<testsuites>` document, in the order given.
 pub fn render(runs: &[&BundleSummary]) -> String {
-    let count = |v: Verdict| -> usize {
-        runs.iter()
-            .flat_map(|r| &r.cases)
-            .filter(|c| c.verdict == v)
-            .count()
-    };
-    let tests: usize = runs.iter().map(|r| r.cases.len()).sum();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    out.push_str(&format!(
-        "<testsuites name=\"rehearsal\" tests=\"{tests}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
-        count(Verdict::Failed),
-        count(Verdict::Interrupted),
-        count(Verdict::Skipped) + count(Verdict::NotApplicable),
-    ));
+    let mut report = Report::new("rehearsal");
     for run in runs {
-        let n = |v: Verdict| run.cases.iter().filter(|c| c.verdict == v).count();
-        let total_ms: u64 = run.cases.iter().map(|c| c.duration_ms).sum();
-        out.push_str(&format!(
-            "  <testsuite name=\"rehearsal-{arch}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{}\" timestamp=\"{}\">\n",
-            run.cases.len(),
-            n(Verdict::Failed),
-            n(Verdict::Interrupted),
-            n(Verdict::Skipped) + n(Verdict::NotApplicable),
-            seconds(total_ms),
-            escape(&run.started.to_string()),
-            arch = escape(&run.meta.arch),
-        ));
-        out.push_str("    <properties>\n");
-        for (name, value) in [
-            ("run_id", run.meta.run_id.as_str()),
-            ("commit", run.meta.commit.as_str()),
-            ("operator", run.meta.operator.name.as_str()),
-            ("operator_version", run.meta.operator.version.as_str()),
-            ("arch", run.meta.arch.as_str()),
-            (
-                "interrupted",
-                if run.interrupted { "true" } else { "false" },
-            ),
-        ] {
-            out.push_str(&format!(
-                "      <property name=\"{name}\" value=\"{}\"/>\n",
-                escape(value)
-            ));
+        report.add_test_suite(suite(run));
+    }
+    report
+        .to_string()
+        .expect("JUnit XML serializes into a String")
+}
+
+fn suite(run: &BundleSummary) -> TestSuite {
+    let mut suite = TestSuite::new(format!("rehearsal-{}", run.meta.arch));
+    if let Some(started) = timestamp(run.started) {
+        suite.set_timestamp(started);
+    }
+    let total_ms: u64 = run.cases.iter().map(|c| c.duration_ms).sum();
+    suite.set_time(Duration::from_millis(total_ms));
+    suite.add_properties([
+        Property::new("run_id", run.meta.run_id.as_str()),
+        Property::new("commit", run.meta.commit.as_str()),
+        Property::new("operator", run.meta.operator.name.as_str()),
+        Property::new("operator_version", run.meta.operator.version.as_str()),
+        Property::new("arch", run.meta.arch.as_str()),
+        Property::new(
+            "interrupted",
+            if run.interrupted { "true" } else { "false" },
+        ),
+    ]);
+    suite.add_test_cases(run.cases.iter().map(|case| test_case(run, case)));
+    suite
+}
+
+fn test_case(run: &BundleSummary, case: &CaseSummary) -> TestCase {
+    let reason = case.reason.as_deref().unwrap_or("");
+    let status = match case.verdict {
+        Verdict::Passed => TestCaseStatus::success(),
+        Verdict::Failed => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(reason);
+            s
         }
-        out.push_str("    </properties>\n");
-        for case in &run.cases {
-            let open = format!(
-                "    <testcase name=\"{}\" classname=\"{}.{}\" time=\"{}\"",
-                escape(&case.name),
-                escape(&case.bucket),
-                escape(&run.meta.arch),
-                seconds(case.duration_ms),
-            );
-            let reason = escape(case.reason.as_deref().unwrap_or(""));
-            match case.verdict {
-                Verdict::Passed => out.push_str(&format!("{open}/>\n")),
-                Verdict::Failed => out.push_str(&format!(
-                    "{open}>\n      <failure message=\"{reason}\"/>\n    </testcase>\n"
-                )),
-                Verdict::Skipped => out.push_str(&format!(
-                    "{open}>\n      <skipped message=\"{reason}\"/>\n    </testcase>\n"
-                )),
-                Verdict::NotApplicable => out.push_str(&format!(
-                    "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n",
-                    if reason.starts_with("not applicable") {
-                        reason.clone()
-                    } else {
-                        format!("not applicable on this cluster: {reason}")
-                    }
-                )),
-                Verdict::Interrupted => out.push_str(&format!(
-                    "{open}>\n      <error type=\"interrupted\" message=\"{reason}\"/>\n    </testcase>\n"
-                )),
+        Verdict::Interrupted => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_type("interrupted").set_message(reason);
+            s
+        }
+        Verdict::Skipped => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(reason);
+            s
+        }
+        Verdict::NotApplicable => {
+            let mut s = TestCaseStatus::skipped();
+            if reason.starts_with("not applicable") {
+                s.set_message(reason);
+            } else {
+                s.set_message(format!("not applicable on this cluster: {reason}"));
             }
+            s
         }
-        out.push_str("  </testsuite>\n");
-    }
-    out.push_str("</testsuites>\n");
-    out
+    };
+    let mut test_case = TestCase::new(case.name.as_str(), status);
+    test_case
+        .set_classname(format!("{}.{}", case.bucket, run.meta.arch))
+        .set_time(Duration::from_millis(case.duration_ms));
+    test_case
 }
 
-fn seconds(ms: u64) -> String {
-    format!("{}.{:03}", ms / 1000, ms % 1000)
-}
-
-/// Escapes text for XML attribute values and content.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // XML 1.0 cannot carry most control characters at all.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+/// The run's start in the form quick-junit writes (`chrono`, UTC, milliseconds).
+fn timestamp(t: jiff::Timestamp) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    chrono::DateTime::from_timestamp(t.as_second(), t.subsec_nanosecond().max(0) as u32)
+        .map(|utc| utc.fixed_offset())
 }

@@ -16,6 +16,7 @@
 //! # let _ = markdown; Ok(()) }
 //! ```
 
+pub mod escape;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -73,8 +74,7 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Html => html::render(report),
         Format::Json => json::render(report),
         Format::Junit => {
-            let runs: Vec<&crate::bundle::BundleSummary> =
-                report.summaries.iter().collect();
+            let runs: Vec<&crate::bundle::BundleSummary> = report.summaries.iter().collect();
             crate::report::junit::render(&runs)
         }
     }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::html::escape;
+use super::escape::escape;
 use super::model::format_duration;
 use crate::qualification::{Gate, Outcome, Qualification, gates};
 

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::receipts::kind;
 
-use super::html::escape;
+use super::escape::escape;
 use super::load::LoadedCase;
 use super::model::format_duration;
 
