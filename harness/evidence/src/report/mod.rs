@@ -32,11 +32,15 @@ pub use model::{MergeError, Report};
 
 use std::path::{Path, PathBuf};
 
-/// An output format of `rehearse report`.
+/// An output format of `rehearse report` (with the `clap` feature, a `--format` value: `md`
+/// or `markdown`, `html`, `junit` or `xml`, `json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
+    #[cfg_attr(feature = "clap", value(name = "md", alias = "markdown"))]
     Markdown,
     Html,
+    #[cfg_attr(feature = "clap", value(alias = "xml"))]
     Junit,
     Json,
 }
@@ -52,17 +56,6 @@ impl Format {
             Format::Html => "report.html",
             Format::Junit => "junit.xml",
             Format::Json => "summary.json",
-        }
-    }
-
-    /// Parses `md`, `markdown`, `html`, `junit`, `json`.
-    pub fn parse(s: &str) -> Option<Format> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "md" | "markdown" => Some(Format::Markdown),
-            "html" => Some(Format::Html),
-            "junit" | "xml" => Some(Format::Junit),
-            "json" => Some(Format::Json),
-            _ => None,
         }
     }
 }
