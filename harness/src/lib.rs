@@ -7,6 +7,8 @@
 //! - [`deploy`]: the operator under test (Helm chart, or the reference operator).
 //! - [`namespaces`]: per-case namespaces and the startup sweep of leftovers.
 //! - [`wait`], [`faults`], [`probe`]: watch-based waits, fault injectors and probes, all via kube.
+//! - [`context`]: what a running case or qualification holds, and its named steps.
+//! - [`qualify`], then [`cases`] (which run qualifications too), then [`run`] and [`cli`].
 //! - [`evidence`] (the `rehearsal-evidence` crate): hash-chained receipts, typed observations,
 //!   PVC UID tables and bundles, and [`report`]: reports rendered from bundles only.
 //! - [`buckets`]: the bucket manifest and its check against `cargo nextest list`.
@@ -16,6 +18,7 @@ pub mod backend;
 pub mod buckets;
 pub mod cases;
 pub mod cli;
+pub mod context;
 pub mod deploy;
 pub use rehearsal_evidence as evidence;
 pub mod faults;

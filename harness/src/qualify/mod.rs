@@ -31,14 +31,14 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::backend::BackendKind;
-use crate::cases::context::{CaseContext, CaseError, HarnessMutant};
+use crate::context::{CaseContext, CaseError, HarnessMutant};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
 pub use crate::evidence::qualification::{
     Gate, MemberBaseline, Outcome, Plan, Qualification, Rollback, clone_name, gates,
 };
 use crate::probe::minecraft::{self, Depth};
 use crate::probe::readback::Readback;
-use crate::wait::{Condition, Verdict, await_condition, await_object, conditions};
+use crate::wait::{Condition, Progress, await_condition, await_object, conditions};
 
 /// Whether each gate prints a progress line on stdout as it ends (the `rehearse qualify`
 /// console; cases run quietly).
@@ -1215,8 +1215,8 @@ async fn await_generation_observed(
             .and_then(|g| g.status.as_ref())
             .and_then(|s| s.observed_generation)
         {
-            Some(g) if g >= wanted => Verdict::Met,
-            _ => Verdict::Pending,
+            Some(g) if g >= wanted => Progress::Met,
+            _ => Progress::Pending,
         },
     );
     Ok(await_object(&gs_api(ctx), server, condition, ctx.bounds.settle).await?)
@@ -1235,14 +1235,14 @@ async fn statefulset_revision(
         "status.observedGeneration >= metadata.generation with an updateRevision",
         |sts: Option<&StatefulSet>| {
             let Some(sts) = sts else {
-                return Verdict::Pending;
+                return Progress::Pending;
             };
             let observed = sts.status.as_ref().and_then(|s| s.observed_generation);
             let revision = sts.status.as_ref().and_then(|s| s.update_revision.as_ref());
             if observed >= sts.metadata.generation && revision.is_some() {
-                Verdict::Met
+                Progress::Met
             } else {
-                Verdict::Pending
+                Progress::Pending
             }
         },
     );
@@ -1284,10 +1284,10 @@ async fn await_pod_of_revision(
                 .and_then(|l| l.get("controller-revision-hash"))
                 .is_some_and(|r| *r == wanted);
             if !of_revision {
-                return Verdict::Pending;
+                return Progress::Pending;
             }
             if let Some(reason) = pod.and_then(crash_loop) {
-                return Verdict::Terminal(reason);
+                return Progress::Terminal(reason);
             }
             ready.check(pod)
         },
@@ -1355,7 +1355,7 @@ async fn await_pod_running_image(
                 })
                 .and_then(|c| c.image.clone());
             if image.as_deref() != Some(wanted.as_str()) {
-                return Verdict::Pending;
+                return Progress::Pending;
             }
             ready.check(pod)
         },
