@@ -21,7 +21,27 @@ const CRATES: &[(&str, &str)] = &[
 
 /// Cycles still to break, each with its crate and why it is still there. Remove an entry when
 /// the cycle is gone (the test says so).
-const KNOWN_CYCLES: &[(&str, &[&str])] = &[];
+const KNOWN_CYCLES: &[(&str, &[&str])] = &[
+    // The embedded backend still starts the reference operator's process itself
+    // (`deploy::reference_operator::start_process`); Kind is composed by the run layer.
+    ("rehearsal", &["backend", "deploy"]),
+    // Shared API-server state and the handler/server/watch split are still to come.
+    ("rehearsal-apiserver", &["defaults", "workloads"]),
+    ("rehearsal-apiserver", &["auth", "rbac", "state"]),
+    ("rehearsal-apiserver", &["protobuf", "protobuf_authz"]),
+    ("rehearsal-apiserver", &["handler", "server", "watch"]),
+    // Node constants are still defined in the kubelet and controllers.
+    (
+        "rehearsal-embedded",
+        &["controllers", "events", "kubelet", "network"],
+    ),
+];
+
+/// Forbidden edges still present, each with its reason (the same rule: remove when gone).
+const KNOWN_FORBIDDEN: &[(&str, &str, &str)] = &[
+    // See KNOWN_CYCLES: the embedded backend's operator process.
+    ("rehearsal", "backend", "deploy"),
+];
 
 /// Edges that must not exist: (crate, from, to).
 const FORBIDDEN: &[(&str, &str, &str)] = &[
@@ -241,8 +261,15 @@ fn no_import_cycle_between_top_level_modules() {
             }
         }
         for (c, from, to) in FORBIDDEN {
-            if c == name && g.get(*from).is_some_and(|t| t.contains(*to)) {
+            let present = c == name && g.get(*from).is_some_and(|t| t.contains(*to));
+            let known = KNOWN_FORBIDDEN.contains(&(*c, *from, *to));
+            if present && !known {
                 problems.push(format!("{name}: forbidden edge {from}→{to}"));
+            }
+            if c == name && known && !present {
+                problems.push(format!(
+                    "{name}: the known edge {from}→{to} is gone; remove it from KNOWN_FORBIDDEN"
+                ));
             }
         }
     }

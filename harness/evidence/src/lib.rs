@@ -12,6 +12,7 @@
 //! - [`observation`]: what each receipt kind carries, one typed definition for writer and reader.
 //! - [`redact`]: the rule that keeps secrets out of receipts.
 //! - [`pvc_table`]: PVC UID tables (before/after) derived from receipts, not from the cluster.
+//! - [`summary`] and [`kill_matrix`]: what a bundle's `bundle.json` and `kill-matrix.json` hold.
 //! - [`bundle`]: the per-run directory (`reports/<run-id>/`) and the writer API scenarios use.
 //! - [`qualification`]: what a rollout qualification records (its gates and outcome).
 //! - [`report`]: reports (Markdown, HTML, JUnit, JSON) rendered from bundles only.
@@ -30,9 +31,11 @@
 
 pub mod bundle;
 pub mod canonical;
+pub mod kill_matrix;
 pub mod observation;
 pub mod pvc_table;
 pub mod qualification;
 pub mod receipts;
 pub mod redact;
 pub mod report;
+pub mod summary;

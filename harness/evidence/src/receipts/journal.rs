@@ -240,18 +240,6 @@ impl Journal {
         Ok(receipt)
     }
 
-    /// Appends one typed [`Observation`](crate::observation::Observation) (its kind
-    /// and payload), as [`Journal::append`] does.
-    pub fn record(
-        &self,
-        case: Option<&str>,
-        step: &str,
-        observation: crate::observation::Observation,
-    ) -> Result<Receipt, JournalError> {
-        let (kind, observed) = observation.into_parts();
-        self.append(case, step, kind, observed)
-    }
-
     /// The journal file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::bundle::Verdict;
 use crate::receipts::kind;
+use crate::summary::Verdict;
 
 use super::escape::escape;
 use super::markdown::anchor;

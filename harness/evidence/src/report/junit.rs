@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::bundle::{BundleSummary, CaseSummary, Verdict};
+use crate::summary::{BundleSummary, CaseSummary, Verdict};
 
 /// Renders the runs as one `<testsuites>` document, in the order given.
 pub fn render(runs: &[&BundleSummary]) -> String {

@@ -67,7 +67,7 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Html => html::render(report),
         Format::Json => json::render(report),
         Format::Junit => {
-            let runs: Vec<&crate::bundle::BundleSummary> = report.summaries.iter().collect();
+            let runs: Vec<&crate::summary::BundleSummary> = report.summaries.iter().collect();
             crate::report::junit::render(&runs)
         }
     }
