@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use rehearsal::backend::pinned_client;
-use rehearsal::wait::{Condition, Verdict, await_condition};
+use rehearsal::wait::{Condition, Progress, await_condition};
 use rehearsal_apiserver::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT};
 
 const WATCH_SAMPLES: usize = 200;
@@ -27,9 +27,9 @@ fn seq_is(i: usize) -> Condition<ConfigMap> {
             .and_then(|d| d.get("seq"))
             .and_then(|s| s.parse::<usize>().ok());
         if seq == Some(i) {
-            Verdict::Met
+            Progress::Met
         } else {
-            Verdict::Pending
+            Progress::Pending
         }
     })
 }
@@ -107,7 +107,7 @@ async fn main() {
                 if let Some(tx) = first.take() {
                     let _ = tx.send(());
                 }
-                if seq_is(i).check(Some(&cm)) == Verdict::Met {
+                if seq_is(i).check(Some(&cm)) == Progress::Met {
                     return Instant::now();
                 }
                 tokio::time::sleep(POLL_INTERVAL).await;

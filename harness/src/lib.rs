@@ -7,8 +7,10 @@
 //! - [`deploy`]: the operator under test (Helm chart, or the reference operator).
 //! - [`namespaces`]: per-case namespaces and the startup sweep of leftovers.
 //! - [`wait`], [`faults`], [`probe`]: watch-based waits, fault injectors and probes, all via kube.
-//! - [`evidence`]: hash-chained receipts, PVC UID tables and bundles.
-//! - [`report`]: qualification reports rendered from bundles only.
+//! - [`context`]: what a running case or qualification holds, and its named steps.
+//! - [`qualify`], then [`cases`] (which run qualifications too), then [`run`] and [`cli`].
+//! - [`evidence`] (the `rehearsal-evidence` crate): hash-chained receipts, typed observations,
+//!   PVC UID tables and bundles, and [`report`]: reports rendered from bundles only.
 //! - [`buckets`]: the bucket manifest and its check against `cargo nextest list`.
 //! - [`cli`]: the `rehearse` command.
 
@@ -16,8 +18,9 @@ pub mod backend;
 pub mod buckets;
 pub mod cases;
 pub mod cli;
+pub mod context;
 pub mod deploy;
-pub mod evidence;
+pub use rehearsal_evidence as evidence;
 pub mod faults;
 pub mod kube_error;
 pub mod mutants;
@@ -26,6 +29,6 @@ pub mod probe;
 pub mod process;
 pub mod qualify;
 pub mod registry;
-pub mod report;
+pub use rehearsal_evidence::report;
 pub mod run;
 pub mod wait;

@@ -27,9 +27,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// What a condition says about the latest observation.
+/// How far a wait's condition is, judged on the latest observation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Progress {
     /// Satisfied: the wait returns.
     Met,
     /// Not yet: keep watching.
@@ -38,7 +38,7 @@ pub enum Verdict {
     Terminal(String),
 }
 
-type Check<K> = Box<dyn Fn(Option<&K>) -> Verdict + Send + Sync>;
+type Check<K> = Box<dyn Fn(Option<&K>) -> Progress + Send + Sync>;
 
 /// An expectation about one object (`None` = the object does not exist).
 pub struct Condition<K> {
@@ -50,7 +50,7 @@ impl<K> Condition<K> {
     /// A condition described as `expected` (used in messages: "expected {expected}").
     pub fn new(
         expected: impl Into<String>,
-        check: impl Fn(Option<&K>) -> Verdict + Send + Sync + 'static,
+        check: impl Fn(Option<&K>) -> Progress + Send + Sync + 'static,
     ) -> Self {
         Self {
             expected: expected.into(),
@@ -64,7 +64,7 @@ impl<K> Condition<K> {
     }
 
     /// Evaluates the condition on an observation.
-    pub fn check(&self, obj: Option<&K>) -> Verdict {
+    pub fn check(&self, obj: Option<&K>) -> Progress {
         (self.check)(obj)
     }
 }
@@ -157,9 +157,9 @@ where
                 continue;
             }
             match condition.check(last.as_ref()) {
-                Verdict::Met => return Ok(last.clone()),
-                Verdict::Pending => {}
-                Verdict::Terminal(reason) => return Err(reason),
+                Progress::Met => return Ok(last.clone()),
+                Progress::Pending => {}
+                Progress::Terminal(reason) => return Err(reason),
             }
         }
         Err(String::new())
@@ -332,7 +332,7 @@ pub mod conditions {
     use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
     use serde::Serialize;
 
-    use super::{Condition, Verdict};
+    use super::{Condition, Progress};
 
     /// Container waiting reasons after which a pod will not become Ready on its own.
     pub const IMAGE_PULL_FAILURES: &[&str] = &[
@@ -368,22 +368,22 @@ pub mod conditions {
     pub fn pod_ready() -> Condition<Pod> {
         Condition::new("pod Ready", |pod: Option<&Pod>| {
             let Some(pod) = pod else {
-                return Verdict::Pending;
+                return Progress::Pending;
             };
             if let Some(reason) = image_pull_failure(pod) {
-                return Verdict::Terminal(reason);
+                return Progress::Terminal(reason);
             }
             let status = pod.status.as_ref();
             if let Some(p @ ("Failed" | "Succeeded")) = status.and_then(|s| s.phase.as_deref()) {
-                return Verdict::Terminal(format!("the pod is {p}"));
+                return Progress::Terminal(format!("the pod is {p}"));
             }
             let ready = status
                 .and_then(|s| s.conditions.as_ref())
                 .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
             if ready && pod.metadata.deletion_timestamp.is_none() {
-                Verdict::Met
+                Progress::Met
             } else {
-                Verdict::Pending
+                Progress::Pending
             }
         })
     }
@@ -395,18 +395,18 @@ pub mod conditions {
             "an image pull failure (ErrImagePull/ImagePullBackOff)",
             |pod: Option<&Pod>| {
                 let Some(pod) = pod else {
-                    return Verdict::Pending;
+                    return Progress::Pending;
                 };
                 if image_pull_failure(pod).is_some() {
-                    return Verdict::Met;
+                    return Progress::Met;
                 }
                 let running = statuses(pod)
                     .iter()
                     .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
                 if running {
-                    Verdict::Terminal("a container is running: the image was pulled".into())
+                    Progress::Terminal("a container is running: the image was pulled".into())
                 } else {
-                    Verdict::Pending
+                    Progress::Pending
                 }
             },
         )
@@ -416,15 +416,15 @@ pub mod conditions {
     pub fn pod_succeeded() -> Condition<Pod> {
         Condition::new("pod phase Succeeded", |pod: Option<&Pod>| {
             let Some(pod) = pod else {
-                return Verdict::Pending;
+                return Progress::Pending;
             };
             if let Some(reason) = image_pull_failure(pod) {
-                return Verdict::Terminal(reason);
+                return Progress::Terminal(reason);
             }
             match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
-                Some("Succeeded") => Verdict::Met,
-                Some("Failed") => Verdict::Terminal("the pod Failed".into()),
-                _ => Verdict::Pending,
+                Some("Succeeded") => Progress::Met,
+                Some("Failed") => Progress::Terminal("the pod Failed".into()),
+                _ => Progress::Pending,
             }
         })
     }
@@ -435,8 +435,8 @@ pub mod conditions {
         Condition::new(
             format!("a replacement pod (UID other than {old_uid})"),
             move |pod: Option<&Pod>| match pod.and_then(|p| p.metadata.uid.as_deref()) {
-                Some(uid) if uid != old_uid => Verdict::Met,
-                _ => Verdict::Pending,
+                Some(uid) if uid != old_uid => Progress::Met,
+                _ => Progress::Pending,
             },
         )
     }
@@ -455,10 +455,10 @@ pub mod conditions {
             ),
             move |pod: Option<&Pod>| {
                 let Some(pod) = pod else {
-                    return Verdict::Pending;
+                    return Progress::Pending;
                 };
                 if pod.metadata.uid.as_deref() != Some(pod_uid.as_str()) {
-                    return Verdict::Terminal(format!(
+                    return Progress::Terminal(format!(
                         "the pod was replaced (UID {} instead of {pod_uid})",
                         pod.metadata.uid.as_deref().unwrap_or("none")
                     ));
@@ -469,9 +469,9 @@ pub mod conditions {
                         && c.state.as_ref().is_some_and(|s| s.running.is_some())
                 });
                 if restarted {
-                    Verdict::Met
+                    Progress::Met
                 } else {
-                    Verdict::Pending
+                    Progress::Pending
                 }
             },
         )
@@ -488,7 +488,7 @@ pub mod conditions {
                 .iter()
                 .find(|c| c.type_ == "Failed" && c.status == "True")
             {
-                return Verdict::Terminal(format!(
+                return Progress::Terminal(format!(
                     "the job Failed ({})",
                     c.reason.clone().unwrap_or_default()
                 ));
@@ -497,9 +497,9 @@ pub mod conditions {
                 .iter()
                 .any(|c| c.type_ == "Complete" && c.status == "True")
             {
-                Verdict::Met
+                Progress::Met
             } else {
-                Verdict::Pending
+                Progress::Pending
             }
         })
     }
@@ -517,9 +517,9 @@ pub mod conditions {
                     })
                 });
             if available {
-                Verdict::Met
+                Progress::Met
             } else {
-                Verdict::Pending
+                Progress::Pending
             }
         })
     }
@@ -528,9 +528,9 @@ pub mod conditions {
     pub fn deleted<K>() -> Condition<K> {
         Condition::new("the object gone", |obj: Option<&K>| {
             if obj.is_none() {
-                Verdict::Met
+                Progress::Met
             } else {
-                Verdict::Pending
+                Progress::Pending
             }
         })
     }
@@ -539,9 +539,9 @@ pub mod conditions {
     pub fn exists<K>() -> Condition<K> {
         Condition::new("the object to exist", |obj: Option<&K>| {
             if obj.is_some() {
-                Verdict::Met
+                Progress::Met
             } else {
-                Verdict::Pending
+                Progress::Pending
             }
         })
     }
@@ -564,14 +564,14 @@ pub mod conditions {
             .collect();
         Condition::new(format!("phase {expected}"), move |obj: Option<&K>| {
             let Some(obj) = obj else {
-                return Verdict::Pending;
+                return Progress::Pending;
             };
             match phase_of(obj) {
-                Some(p) if p == expected => Verdict::Met,
+                Some(p) if p == expected => Progress::Met,
                 Some(p) if terminal.contains(&p) => {
-                    Verdict::Terminal(format!("it reached phase {p}"))
+                    Progress::Terminal(format!("it reached phase {p}"))
                 }
-                _ => Verdict::Pending,
+                _ => Progress::Pending,
             }
         })
     }
@@ -591,13 +591,17 @@ pub mod conditions {
         let (t, s) = (type_.to_string(), status.to_string());
         Condition::new(format!("condition {t}={s}"), move |obj: Option<&K>| {
             let Some(v) = obj.and_then(|o| serde_json::to_value(o).ok()) else {
-                return Verdict::Pending;
+                return Progress::Pending;
             };
             let hit = v["status"]["conditions"].as_array().is_some_and(|cs| {
                 cs.iter()
                     .any(|c| c["type"].as_str() == Some(&t) && c["status"].as_str() == Some(&s))
             });
-            if hit { Verdict::Met } else { Verdict::Pending }
+            if hit {
+                Progress::Met
+            } else {
+                Progress::Pending
+            }
         })
     }
 }

@@ -539,13 +539,14 @@ async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
         std::fs::set_permissions(&helm, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let mut first = options.clone();
-    *first.deploy = rehearsal::backend::kind::KindDeploy::Helm {
+    first.deploy = rehearsal::deploy::kind::KindDeploy::Helm {
         config: serde_yaml::from_str(
             "chart: /src/gameplane/charts/gameplane\nvalues: [values-kind.yaml]\n",
         )
         .unwrap(),
         helm_program: helm.display().to_string(),
-    };
+    }
+    .shared();
     let backend = Kind::up(first).await.expect("kind up");
     let helm_argv = std::fs::read_to_string(&helm_log).unwrap();
     assert_eq!(
@@ -678,7 +679,8 @@ fn workspace() -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kind_with_the_reference_operator_loads_every_image_then_installs_crds_and_operator() {
     use rehearsal::backend::Backend;
-    use rehearsal::backend::kind::{Kind, KindDeploy, KindOptions};
+    use rehearsal::backend::kind::{Kind, KindOptions};
+    use rehearsal::deploy::kind::KindDeploy;
     use rehearsal::deploy::reference_operator::KindInstall;
     require_engine();
     let engine = NodeEngine::connect().await.expect("engine answers");
@@ -709,7 +711,7 @@ async fn kind_with_the_reference_operator_loads_every_image_then_installs_crds_a
     let mut install = KindInstall::for_cases(&workspace());
     install.images = images.clone();
     install.kubectl = Some(kubectl.clone());
-    *options.deploy = KindDeploy::ReferenceOperator(install.clone());
+    options.deploy = KindDeploy::ReferenceOperator(install.clone()).shared();
     let backend = Kind::up(options.clone())
         .await
         .expect("kind up with the operator");

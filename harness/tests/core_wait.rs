@@ -3,7 +3,7 @@
 //! `core_wait_live.rs`).
 
 use k8s_openapi::api::core::v1::Pod;
-use rehearsal::wait::{Verdict, conditions, describe};
+use rehearsal::wait::{Progress, conditions, describe};
 use serde_json::json;
 
 fn pod(v: serde_json::Value) -> Pod {
@@ -35,7 +35,7 @@ fn running(uid: &str, id: &str, restarts: i32, ready: bool) -> Pod {
 #[test]
 fn pod_ready_fails_fast_on_image_pull_backoff() {
     let c = conditions::pod_ready();
-    let Verdict::Terminal(reason) = c.check(Some(&waiting("ImagePullBackOff"))) else {
+    let Progress::Terminal(reason) = c.check(Some(&waiting("ImagePullBackOff"))) else {
         panic!("expected terminal")
     };
     assert!(
@@ -44,26 +44,26 @@ fn pod_ready_fails_fast_on_image_pull_backoff() {
     );
     assert_eq!(
         c.check(Some(&waiting("ContainerCreating"))),
-        Verdict::Pending
+        Progress::Pending
     );
-    assert_eq!(c.check(None), Verdict::Pending);
+    assert_eq!(c.check(None), Progress::Pending);
     assert_eq!(
         c.check(Some(&running("u1", "containerd://a", 0, false))),
-        Verdict::Pending
+        Progress::Pending
     );
     assert_eq!(
         c.check(Some(&running("u1", "containerd://a", 0, true))),
-        Verdict::Met
+        Progress::Met
     );
 }
 
 #[test]
 fn image_pull_failure_is_what_an_unpullable_candidate_must_show() {
     let c = conditions::pod_image_pull_failed();
-    assert_eq!(c.check(Some(&waiting("ErrImagePull"))), Verdict::Met);
+    assert_eq!(c.check(Some(&waiting("ErrImagePull"))), Progress::Met);
     assert!(matches!(
         c.check(Some(&running("u1", "x", 0, true))),
-        Verdict::Terminal(_)
+        Progress::Terminal(_)
     ));
 }
 
@@ -72,40 +72,40 @@ fn container_restart_in_place_versus_pod_replacement() {
     let c = conditions::container_restarted("u1", "game", "containerd://a");
     assert_eq!(
         c.check(Some(&running("u1", "containerd://a", 0, true))),
-        Verdict::Pending
+        Progress::Pending
     );
     assert_eq!(
         c.check(Some(&running("u1", "containerd://b", 1, false))),
-        Verdict::Met
+        Progress::Met
     );
     assert!(matches!(
         c.check(Some(&running("u2", "containerd://b", 0, true))),
-        Verdict::Terminal(_)
+        Progress::Terminal(_)
     ));
     let r = conditions::pod_replaced("u1");
     assert_eq!(
         r.check(Some(&running("u1", "a", 0, true))),
-        Verdict::Pending
+        Progress::Pending
     );
-    assert_eq!(r.check(Some(&running("u2", "a", 0, true))), Verdict::Met);
+    assert_eq!(r.check(Some(&running("u2", "a", 0, true))), Progress::Met);
 }
 
 #[test]
 fn phase_conditions_fail_fast_on_failed() {
     let backup = |phase: &str| json!({"metadata": {"name": "b"}, "status": {"phase": phase}});
     let c = conditions::succeeded::<serde_json::Value>();
-    assert_eq!(c.check(Some(&backup("Running"))), Verdict::Pending);
-    assert_eq!(c.check(Some(&backup("Succeeded"))), Verdict::Met);
+    assert_eq!(c.check(Some(&backup("Running"))), Progress::Pending);
+    assert_eq!(c.check(Some(&backup("Succeeded"))), Progress::Met);
     assert!(matches!(
         c.check(Some(&backup("Failed"))),
-        Verdict::Terminal(_)
+        Progress::Terminal(_)
     ));
     // Waiting for Failed itself is allowed.
     let f = conditions::gameserver_phase::<serde_json::Value>("Failed");
-    assert_eq!(f.check(Some(&backup("Failed"))), Verdict::Met);
+    assert_eq!(f.check(Some(&backup("Failed"))), Progress::Met);
     let cond = conditions::status_condition::<serde_json::Value>("Completed", "False");
     let obj = json!({"status": {"conditions": [{"type": "Completed", "status": "False", "reason": "SourceChanged"}]}});
-    assert_eq!(cond.check(Some(&obj)), Verdict::Met);
+    assert_eq!(cond.check(Some(&obj)), Progress::Met);
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn job_failed_is_terminal() {
         "metadata": {"name": "b"},
         "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
     })).unwrap();
-    let Verdict::Terminal(r) = conditions::job_complete().check(Some(&job)) else {
+    let Progress::Terminal(r) = conditions::job_complete().check(Some(&job)) else {
         panic!()
     };
     assert!(r.contains("BackoffLimitExceeded"));

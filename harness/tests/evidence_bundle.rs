@@ -288,3 +288,65 @@ fn a_kill_matrix_can_be_added_to_a_finished_run_once() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Each verdict becomes its JUnit element (quick-junit writes the XML): a failure, an
+/// interrupted case as an error of type `interrupted`, and skipped and not-applicable cases as
+/// `<skipped>`, the not-applicable one saying so.
+#[test]
+fn junit_maps_each_verdict_to_its_element() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = Bundle::dir_for(root.path(), "run-junit");
+    let bundle = Bundle::create(&dir, meta("run-junit")).unwrap();
+    for (name, verdict, reason) in [
+        ("passes", Verdict::Passed, None),
+        ("fails", Verdict::Failed, Some("backup <never> succeeded")),
+        ("skips", Verdict::Skipped, Some("no restic")),
+        (
+            "cannot",
+            Verdict::NotApplicable,
+            Some("no container restarts"),
+        ),
+    ] {
+        let case = bundle.case(name, "backups").unwrap();
+        case.finish_with_reason(verdict, reason).unwrap();
+    }
+    bundle.case("never-ends", "backups").unwrap();
+    bundle.finalize(true).unwrap();
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let element = |case: &str| {
+        let start = junit
+            .find(&format!("<testcase name=\"{case}\""))
+            .unwrap_or_else(|| panic!("no testcase {case}: {junit}"));
+        let rest = &junit[start..];
+        match rest.find("/>\n") {
+            Some(end) if !rest[..end].contains('>') => String::new(),
+            _ => rest[rest.find('>').unwrap() + 1..rest.find("</testcase>").unwrap()]
+                .trim()
+                .to_string(),
+        }
+    };
+    assert_eq!(element("passes"), "");
+    assert_eq!(
+        element("fails"),
+        "<failure message=\"backup &lt;never&gt; succeeded\"/>"
+    );
+    assert_eq!(element("skips"), "<skipped message=\"no restic\"/>");
+    assert_eq!(
+        element("cannot"),
+        "<skipped message=\"not applicable on this cluster: no container restarts\"/>"
+    );
+    let interrupted = element("never-ends");
+    assert!(
+        interrupted.starts_with("<error ") && interrupted.contains("type=\"interrupted\""),
+        "{junit}"
+    );
+    let suites = junit.lines().find(|l| l.contains("<testsuites ")).unwrap();
+    for attr in [
+        "tests=\"5\"",
+        "failures=\"1\"",
+        "errors=\"1\"",
+        "skipped=\"2\"",
+    ] {
+        assert!(suites.contains(attr), "{attr}: {junit}");
+    }
+}

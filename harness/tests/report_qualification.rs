@@ -335,7 +335,7 @@ fn timeline_labels_are_whole_and_appear_once() {
     let svg = qualification::timeline(&r);
     for (i, g) in r.gates.iter().enumerate() {
         let label = qualification::timeline_label(i, g);
-        let text = format!(">{}</text>", rehearsal::report::html::escape(&label));
+        let text = format!(">{}</text>", rehearsal::report::escape::escape(&label));
         assert_eq!(svg.matches(&text).count(), 1, "label {label:?} in:\n{svg}");
     }
     // Same gate on different members: distinct labels, each naming its member.

@@ -327,7 +327,9 @@ fn an_unknown_format_is_a_one_line_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("\"pdf\"") && stderr.contains("md, html, junit, json"),
+        stderr.lines().count() == 1
+            && stderr.contains("'pdf'")
+            && stderr.contains("md, html, junit, json"),
         "{stderr}"
     );
     assert!(!dir.join("out").exists());

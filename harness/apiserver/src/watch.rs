@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::handler::{render_value, view};
 use crate::registry::ResourceInfo;
+use crate::render::{render_value, view};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::state::{Event, EventType};
 use crate::status::ApiError;
 use crate::table::{self, Columns};
@@ -175,7 +175,7 @@ pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
                 // In this order: shutdown and a gone client end the watch even under a flood
                 // of events, and events go before bookmarks so a bookmark covers them all.
                 biased;
-                _ = crate::server::stopped(shutdown.clone()) => return,
+                _ = crate::shared::stopped(shutdown.clone()) => return,
                 _ = tx.closed() => return,
                 received = events.recv() => match received {
                     Ok(ev) => {

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 
-use crate::kubelet::status_now;
+use crate::node::now as status_now;
 
 /// Writes Events on behalf of one component (`kubelet`, `statefulset-controller`, …).
 #[derive(Clone)]
@@ -77,10 +77,10 @@ impl Recorder {
             last_timestamp: Some(now),
             source: Some(EventSource {
                 component: Some(self.component.to_string()),
-                host: Some(crate::controllers::NODE_NAME.to_string()),
+                host: Some(crate::node::NODE_NAME.to_string()),
             }),
             reporting_component: Some(self.component.to_string()),
-            reporting_instance: Some(crate::controllers::NODE_NAME.to_string()),
+            reporting_instance: Some(crate::node::NODE_NAME.to_string()),
             ..Default::default()
         };
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);

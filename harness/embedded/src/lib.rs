@@ -32,6 +32,7 @@ pub mod events;
 pub mod images;
 pub mod kubelet;
 pub mod network;
+pub mod node;
 pub mod owners;
 pub mod pod_ips;
 pub mod sandbox;

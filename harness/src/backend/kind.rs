@@ -25,8 +25,6 @@ use serde::Serialize;
 
 use super::node_engine::{NodeEngine, cri_container_id};
 use super::{Arch, Backend, BackendError, BackendKind, BoxFuture, Reach};
-use crate::deploy::helm::{HelmConfig, HelmInstall};
-use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog, ProcessRecord};
 
 /// The Kind release whose node image the harness pins (Kubernetes 1.33.1).
@@ -130,8 +128,9 @@ pub struct KindOptions {
     pub wait: Duration,
     /// The `kind` program (name on PATH or a path; `REHEARSAL_KIND` overrides the default).
     pub kind_program: String,
-    /// What to install once the cluster is up (boxed: options are passed around by value).
-    pub deploy: Box<KindDeploy>,
+    /// What to install once the cluster is up (nothing: the caller deploys, or the cluster is
+    /// reused with an operator already in it).
+    pub deploy: Option<std::sync::Arc<dyn KindDeployment>>,
     /// The kubeconfig another process exported once for this cluster (the nextest setup
     /// script's `REHEARSAL_KUBECONFIG`): set, the harness attaches through it ([`Kind::attach`])
     /// and never runs `kind`.
@@ -140,31 +139,13 @@ pub struct KindOptions {
     pub registry: Option<Box<KindRegistry>>,
 }
 
-/// The operator under test on Kind.
-#[derive(Debug, Clone, Default)]
-pub enum KindDeploy {
-    /// Nothing (the caller deploys, or the cluster is reused with an operator already in it).
-    #[default]
-    Nothing,
-    /// The reference operator: every image the cases use loaded into the nodes, then the CRDs
-    /// and its manifests applied and its rollout awaited ([`KindInstall`]).
-    ReferenceOperator(KindInstall),
-    /// Gameplane's Helm chart (`helm upgrade --install … --wait`) run with `helm_program`
-    /// (default `helm`, or `REHEARSAL_HELM`).
-    Helm {
-        config: HelmConfig,
-        helm_program: String,
-    },
-}
-
-impl KindDeploy {
-    /// Gameplane's chart, installed with the default `helm`.
-    pub fn helm(config: HelmConfig) -> Self {
-        KindDeploy::Helm {
-            config,
-            helm_program: std::env::var("REHEARSAL_HELM").unwrap_or_else(|_| "helm".into()),
-        }
-    }
+/// What to install on a Kind cluster once it is up (the operator under test). The deployment
+/// layer implements it (`deploy::kind::KindDeploy`: the reference operator or a Helm chart) and
+/// the `run` layer hands it over in [`KindOptions::deploy`]: a backend brings a cluster up and
+/// never depends on how an operator is deployed.
+pub trait KindDeployment: std::fmt::Debug + Send + Sync {
+    /// Installs onto `kind`, which is up and reachable.
+    fn deploy<'a>(&'a self, kind: &'a Kind) -> BoxFuture<'a, Result<(), BackendError>>;
 }
 
 impl KindOptions {
@@ -177,7 +158,7 @@ impl KindOptions {
             keep_on_failure: false,
             wait: Duration::from_secs(300),
             kind_program: std::env::var("REHEARSAL_KIND").unwrap_or_else(|_| "kind".into()),
-            deploy: Box::new(KindDeploy::Nothing),
+            deploy: None,
             exported_kubeconfig: None,
             registry: KindRegistry::from_env(|k| std::env::var(k).ok()).map(Box::new),
         }
@@ -405,7 +386,9 @@ impl Kind {
             provenance,
         };
         kind.connect_registry().await?;
-        kind.deploy().await?;
+        if let Some(deployment) = kind.options.deploy.clone() {
+            deployment.deploy(&kind).await?;
+        }
         Ok(kind)
     }
 
@@ -440,35 +423,6 @@ impl Kind {
             log: ProcessLog::default(),
             provenance: Provenance::Attached,
         })
-    }
-
-    /// Installs what [`KindOptions::deploy`] names.
-    async fn deploy(&self) -> Result<(), BackendError> {
-        match self.options.deploy.as_ref() {
-            KindDeploy::Nothing => Ok(()),
-            KindDeploy::ReferenceOperator(install) => {
-                // Images first: the operator's pod and the cases' pods must never try a pull.
-                self.load_images(&install.images).await?;
-                install
-                    .apply(&self.kubeconfig_path, &self.context, &self.log)
-                    .await
-                    .map_err(|e| {
-                        BackendError::Setup(format!(
-                            "install the CRDs and the reference operator: {e}"
-                        ))
-                    })
-            }
-            KindDeploy::Helm {
-                config,
-                helm_program,
-            } => {
-                let mut install =
-                    HelmInstall::new(config.clone(), &self.kubeconfig_path, &self.context);
-                install.helm_program = helm_program.clone();
-                install.run(&self.log).await?;
-                Ok(())
-            }
-        }
     }
 
     /// Makes the registry reachable from every node (kind's local-registry pattern): the
@@ -513,6 +467,11 @@ impl Kind {
 
     pub fn options(&self) -> &KindOptions {
         &self.options
+    }
+
+    /// The log of every command run against this cluster.
+    pub fn process_log(&self) -> &ProcessLog {
+        &self.log
     }
 
     /// Node container names of this cluster.

@@ -21,7 +21,14 @@ fn main() {
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("invalid command line")
                 .trim_start_matches("error: ");
-            eprintln!("rehearse: {first}; run `rehearse --help` for usage");
+            // A value outside a fixed set also names the set (clap prints it on a later line).
+            let valid = match e.get(clap::error::ContextKind::ValidValue) {
+                Some(clap::error::ContextValue::Strings(values)) if !values.is_empty() => {
+                    format!("; use one of {}", values.join(", "))
+                }
+                _ => String::new(),
+            };
+            eprintln!("rehearse: {first}{valid}; run `rehearse --help` for usage");
             std::process::exit(2);
         }
     };

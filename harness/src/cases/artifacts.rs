@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, LogParams};
 use kube::core::GroupVersionKind;
 
-use super::context::CaseContext;
 use crate::backend::Backend;
+use crate::context::CaseContext;
 
 fn json_bytes<T: serde::Serialize>(value: &T) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();

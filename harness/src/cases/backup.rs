@@ -16,12 +16,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use super::context::{CaseContext, CaseError, Checks};
 use super::fixture::{self, AgentKind, FixtureOptions, GameIncarnation};
 use super::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
+use crate::context::{CaseContext, CaseError, Checks};
 use crate::evidence::pvc_table::PvcPhase;
 use crate::faults;
-use crate::wait::{Condition, Verdict, await_object, conditions};
+use crate::wait::{Condition, Progress, await_object, conditions};
 
 /// The server every backup case runs.
 const SERVER: &str = "mc";
@@ -30,8 +30,8 @@ const SERVER: &str = "mc";
 fn terminal_phase() -> Condition<Backup> {
     Condition::new("phase Succeeded or Failed", |b: Option<&Backup>| {
         match b.and_then(|b| b.status.as_ref()).and_then(|s| s.phase) {
-            Some(p) if p.is_terminal() => Verdict::Met,
-            _ => Verdict::Pending,
+            Some(p) if p.is_terminal() => Progress::Met,
+            _ => Progress::Pending,
         }
     })
 }
@@ -41,20 +41,20 @@ fn quiesced() -> Condition<Backup> {
     Condition::new(
         "annotation backup.gameplane.local/quiesced-at",
         |b: Option<&Backup>| {
-            let Some(b) = b else { return Verdict::Pending };
+            let Some(b) = b else { return Progress::Pending };
             let annotated = b
                 .metadata
                 .annotations
                 .as_ref()
                 .is_some_and(|a| a.contains_key(names::annotations::QUIESCED_AT));
             if annotated {
-                return Verdict::Met;
+                return Progress::Met;
             }
             match b.status.as_ref().and_then(|s| s.phase) {
-                Some(p) if p.is_terminal() => Verdict::Terminal(format!(
+                Some(p) if p.is_terminal() => Progress::Terminal(format!(
                     "the Backup finished ({p:?}) before the source was quiesced"
                 )),
-                _ => Verdict::Pending,
+                _ => Progress::Pending,
             }
         },
     )

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde::Serialize;
 
-use super::context::{CaseContext, CaseError};
+use crate::context::{CaseContext, CaseError};
 use crate::evidence::pvc_table::PvcObservation;
 use crate::faults::incarnation;
 use crate::wait::{await_object, conditions};
@@ -32,21 +32,13 @@ pub const RCON_PASSWORD: &str =
 pub const RESTIC_PASSWORD: &str =
     include_str!("../../../fixtures/credentials/restic-password").trim_ascii();
 
-/// The fixture game's images by template version id. The candidates are pinned by digest when
-/// the qualification procedure runs (see [`crate::qualify`]).
-pub const VERSION_STABLE: &str = "1.0";
-pub const VERSION_COMPAT: &str = "1.1-compat";
-pub const VERSION_FORMAT: &str = "2.0-format";
-pub const VERSION_HTTP_ONLY: &str = "http-only";
-pub const VERSION_UNPULLABLE: &str = "unpullable";
-/// Answers the status ping, refuses every login.
-pub const VERSION_REFUSE_LOGIN: &str = "refuse-login";
-/// Logs in, never finishes the configuration phase.
-pub const VERSION_STALL_CONFIG: &str = "stall-configuration";
-
-pub const GAME_IMAGE_REPO: &str = "rehearsal.local/fixture-game";
-pub const AGENT_IMAGE: &str = "rehearsal.local/fixture-agent:1.0";
-pub const LEGACY_AGENT_IMAGE: &str = "rehearsal.local/fixture-agent:legacy";
+/// The fixture game's images by template version id (defined with the images the deployment
+/// layer loads, [`crate::deploy::images`]).
+pub use crate::deploy::images::{
+    AGENT_IMAGE, GAME_IMAGE_REPO, LEGACY_AGENT_IMAGE, VERSION_COMPAT, VERSION_FORMAT,
+    VERSION_HTTP_ONLY, VERSION_REFUSE_LOGIN, VERSION_STABLE, VERSION_STALL_CONFIG,
+    VERSION_UNPULLABLE,
+};
 /// A digest no registry or catalogue holds: the unpullable candidate.
 pub const UNPULLABLE_IMAGE: &str = "rehearsal.local/fixture-game@sha256:0000000000000000000000000000000000000000000000000000000000000bad";
 /// restic (with `sh`) for the harness's own snapshot reads: the image the operator's copy Jobs

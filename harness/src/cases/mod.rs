@@ -7,7 +7,6 @@
 
 pub mod artifacts;
 pub mod backup;
-pub mod context;
 pub mod fixture;
 pub mod observe;
 pub mod rollout;
@@ -18,7 +17,7 @@ use crate::backend::Backend;
 use crate::evidence::bundle::{Bundle, Verdict};
 use crate::namespaces::{self, Owner};
 
-pub use context::{CaseContext, CaseError};
+pub use crate::context::{CaseContext, CaseError};
 
 /// One case of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +180,7 @@ pub struct RunOptions {
     /// The whole case's ceiling (its waits have their own, smaller bounds).
     pub case_bound: Duration,
     /// A weakened harness gate (self-test only).
-    pub harness_mutant: Option<context::HarnessMutant>,
+    pub harness_mutant: Option<crate::context::HarnessMutant>,
     /// The operator the cluster is expected to run; the case reads what it runs either way.
     pub expected_operator: Option<crate::deploy::profile::OperatorProfile>,
 }
@@ -263,7 +262,7 @@ pub async fn run_case(
             }
         }
     };
-    let (verdict, reason, failed_checks) = context::verdict_of(&outcome);
+    let (verdict, reason, failed_checks) = crate::context::verdict_of(&outcome);
     if verdict == Verdict::Failed {
         // Evidence first, cleanup after: a failure's artifacts must outlive its namespace.
         artifacts::collect(&ctx, backend).await;

@@ -16,8 +16,8 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::context::{CaseContext, CaseError, Checks, HarnessMutant};
 use super::fixture;
+use crate::context::{CaseContext, CaseError, Checks, HarnessMutant};
 use crate::evidence::pvc_table::{self, PvcComparison, PvcObservation};
 use crate::wait::{await_object, conditions};
 

@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde_json::{Value, json};
 
-use super::context::{CaseContext, CaseError, Checks};
 use super::fixture::{self, FixtureOptions};
 use super::observe;
+use crate::context::{CaseContext, CaseError, Checks};
 use crate::qualify::{self, Outcome, Plan, Qualification, Rollback, gates};
 use crate::wait::{await_object, conditions};
 

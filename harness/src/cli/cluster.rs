@@ -16,8 +16,9 @@ use std::time::Duration;
 use super::CliError;
 use crate::backend::Backend;
 use crate::backend::embedded::{Embedded, EmbeddedOptions};
-use crate::backend::kind::{Kind, KindDeploy, KindOptions};
+use crate::backend::kind::{Kind, KindOptions};
 use crate::deploy::helm::{GameplaneImages, HelmConfig};
+use crate::deploy::kind::KindDeploy;
 use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog};
 
@@ -191,7 +192,7 @@ async fn up_kind(args: UpArgs) -> Result<(), CliError> {
         let mut install = KindInstall::for_cases(std::path::Path::new(""));
         install.manifests = manifests.clone();
         install.crds = args.crds.clone();
-        *options.deploy = KindDeploy::ReferenceOperator(install);
+        options.deploy = KindDeploy::ReferenceOperator(install).shared();
     } else if let Some(chart) = &args.helm_chart {
         let (Some(tag), Some(agent)) = (&args.gameplane_tag, &args.gameplane_agent_image) else {
             return Err(CliError::usage(
@@ -207,7 +208,7 @@ async fn up_kind(args: UpArgs) -> Result<(), CliError> {
             },
         );
         config.values = args.helm_values.clone();
-        *options.deploy = KindDeploy::helm(config);
+        options.deploy = KindDeploy::helm(config).shared();
     }
     let backend = Kind::up(options.clone())
         .await

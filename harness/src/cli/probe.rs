@@ -101,25 +101,34 @@ async fn resolve(addr: &str) -> Result<SocketAddr, CliError> {
         .ok_or_else(|| bad("resolves to no address".into()))
 }
 
-/// Parses `500ms`, `10s`, `2m` (a bare number is seconds).
+/// Parses a duration with jiff's friendly format (`500ms`, `10s`, `2m`, `1m 30s`) or ISO 8601
+/// (`PT10S`); a bare number is seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration; use e.g. 500ms, 10s or 2m"))?;
-    let secs = match unit {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" => value * 60.0,
-        other => {
-            return Err(format!(
-                "unknown unit `{other}` in `{text}`; use ms, s or m"
-            ));
+    let bad =
+        |why: String| format!("`{text}` is not a duration ({why}); use e.g. 500ms, 10s or 2m");
+    if let Ok(secs) = text.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|e| bad(e.to_string()));
+    }
+    let signed: jiff::SignedDuration = text.parse().map_err(|e: jiff::Error| bad(e.to_string()))?;
+    Duration::try_from(signed).map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_with_units_or_as_bare_seconds() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1m 30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["ten", "10 parsecs", "-3s", ""] {
+            let err = parse_duration(bad).unwrap_err();
+            assert!(err.contains("use e.g. 500ms"), "{bad}: {err}");
         }
-    };
-    Ok(Duration::from_secs_f64(secs))
+    }
 }

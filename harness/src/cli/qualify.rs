@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::CliError;
 use super::run::{Target, check_reports_dir, cluster};
-use crate::cases::context::CaseContext;
+use crate::context::CaseContext;
 use crate::evidence::bundle::{Bundle, BundleMeta, Verdict};
 use crate::qualify::identity::{self, OperatorIdentity};
 use crate::qualify::{self, Outcome, Plan, Rollback, tidy};
@@ -90,7 +90,7 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         Some(o) => o,
         None => read_operator(&client, &args.operator_deployment).await?,
     };
-    let bound = crate::cases::context::Bounds::default().settle;
+    let bound = crate::context::Bounds::default().settle;
     let plan = Plan {
         template: args.template.clone(),
         source: args.source.clone(),

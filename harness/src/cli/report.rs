@@ -17,12 +17,20 @@ pub struct ReportArgs {
     #[arg(long, default_value = "reports/qualification")]
     pub out: PathBuf,
     /// Comma-separated formats: md, html, junit, json.
-    #[arg(long, default_value = "md,html,junit,json")]
-    pub format: String,
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        ignore_case = true,
+        default_value = "md,html,junit,json"
+    )]
+    pub format: Vec<Format>,
 }
 
 pub async fn run(args: ReportArgs) -> Result<(), CliError> {
-    let formats = parse_formats(&args.format)?;
+    let mut formats = args.format.clone();
+    formats.sort();
+    formats.dedup();
     // Every bundle is loaded (and verified) before anything is rendered: a refused bundle
     // leaves no partial report behind.
     let mut bundles = Vec::with_capacity(args.bundles.len());
@@ -46,25 +54,4 @@ pub async fn run(args: ReportArgs) -> Result<(), CliError> {
         );
     }
     Ok(())
-}
-
-fn parse_formats(list: &str) -> Result<Vec<Format>, CliError> {
-    let mut formats = Vec::new();
-    for part in list.split(',').filter(|p| !p.trim().is_empty()) {
-        let format = Format::parse(part).ok_or_else(|| {
-            CliError::usage(format!(
-                "unknown report format {part:?}; use a comma-separated list of md, html, junit, json"
-            ))
-        })?;
-        if !formats.contains(&format) {
-            formats.push(format);
-        }
-    }
-    if formats.is_empty() {
-        return Err(CliError::usage(
-            "--format is empty; use a comma-separated list of md, html, junit, json",
-        ));
-    }
-    formats.sort();
-    Ok(formats)
 }

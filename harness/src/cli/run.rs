@@ -158,7 +158,7 @@ pub fn cluster(target: &Target) -> Result<Cluster, CliError> {
                     )));
                 }
             }
-            *options.deploy = crate::backend::kind::KindDeploy::ReferenceOperator(install);
+            options.deploy = crate::deploy::kind::KindDeploy::ReferenceOperator(install).shared();
             Ok(Cluster::Kind(options))
         }
         ClusterArg::Existing => {

@@ -6,24 +6,38 @@
 //! registry, imports them into the nodes). Public images the cases also use (`busybox`,
 //! `restic/restic`) are pulled by the node itself.
 
-use crate::cases::fixture;
+/// The fixture game's images by template version id. The candidates are pinned by digest when
+/// the qualification procedure runs (see `qualify`).
+pub const VERSION_STABLE: &str = "1.0";
+pub const VERSION_COMPAT: &str = "1.1-compat";
+pub const VERSION_FORMAT: &str = "2.0-format";
+pub const VERSION_HTTP_ONLY: &str = "http-only";
+pub const VERSION_UNPULLABLE: &str = "unpullable";
+/// Answers the status ping, refuses every login.
+pub const VERSION_REFUSE_LOGIN: &str = "refuse-login";
+/// Logs in, never finishes the configuration phase.
+pub const VERSION_STALL_CONFIG: &str = "stall-configuration";
+
+pub const GAME_IMAGE_REPO: &str = "rehearsal.local/fixture-game";
+pub const AGENT_IMAGE: &str = "rehearsal.local/fixture-agent:1.0";
+pub const LEGACY_AGENT_IMAGE: &str = "rehearsal.local/fixture-agent:legacy";
 
 /// Every locally built image the cases and the reference operator reference, sorted: the
 /// fixture game versions the templates name, both agents, and the operator.
 pub fn for_cases() -> Vec<String> {
     let mut images: Vec<String> = [
-        fixture::VERSION_STABLE,
-        fixture::VERSION_COMPAT,
-        fixture::VERSION_FORMAT,
-        fixture::VERSION_HTTP_ONLY,
-        fixture::VERSION_REFUSE_LOGIN,
-        fixture::VERSION_STALL_CONFIG,
+        VERSION_STABLE,
+        VERSION_COMPAT,
+        VERSION_FORMAT,
+        VERSION_HTTP_ONLY,
+        VERSION_REFUSE_LOGIN,
+        VERSION_STALL_CONFIG,
     ]
     .iter()
-    .map(|v| format!("{}:{v}", fixture::GAME_IMAGE_REPO))
+    .map(|v| format!("{}:{v}", GAME_IMAGE_REPO))
     .chain([
-        fixture::AGENT_IMAGE.to_string(),
-        fixture::LEGACY_AGENT_IMAGE.to_string(),
+        AGENT_IMAGE.to_string(),
+        LEGACY_AGENT_IMAGE.to_string(),
         crate::probe::readback::INSPECT_IMAGE.to_string(),
         super::reference_operator::IMAGE.to_string(),
     ])

@@ -4,6 +4,7 @@
 
 pub mod helm;
 pub mod images;
+pub mod kind;
 pub mod profile;
 pub mod reference_operator;
 

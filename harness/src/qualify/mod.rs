@@ -27,200 +27,18 @@ use gameplane_api::names;
 use gameplane_api::restore::{BackupRef, Restore, RestoreSpec};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::backend::BackendKind;
-use crate::cases::context::{CaseContext, CaseError, HarnessMutant};
+use crate::context::{CaseContext, CaseError, HarnessMutant};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
+pub use crate::evidence::qualification::{
+    Gate, MemberBaseline, Outcome, Plan, Qualification, Rollback, clone_name, gates,
+};
 use crate::probe::minecraft::{self, Depth};
 use crate::probe::readback::Readback;
-use crate::wait::{Condition, Verdict, await_condition, await_object, conditions};
-
-/// How the candidate must be rolled back on the clone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Rollback {
-    /// Re-pin the previous version; the save must be readable directly.
-    Compatible,
-    /// Restore the pre-candidate snapshot, then re-pin; the world claims must hold exactly the
-    /// snapshot again (the same digests as before the candidate ran).
-    RestoreRequired,
-}
-
-/// What to qualify.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Plan {
-    /// The GameTemplate holding the candidate version.
-    pub template: String,
-    /// The fleet member whose backup seeds the canary clone.
-    pub source: String,
-    /// Fleet members, promoted in this order.
-    pub fleet: Vec<String>,
-    /// Members per promotion batch (at least 1).
-    pub batch_size: usize,
-    /// The candidate version id (its image must be pinned by digest).
-    pub candidate: String,
-    pub rollback: Rollback,
-    /// Labels every object the run creates ([`tidy::RUN_LABEL`]); a valid label value.
-    pub run_id: String,
-    /// The Secret naming the restic repository the source's backup goes to (key `repo`).
-    pub repo_secret: String,
-}
-
-impl Plan {
-    /// The Backup of the source that seeds the clone.
-    pub fn backup_name(&self) -> String {
-        format!("qualify-{}", self.source)
-    }
-    /// The Restore that seeds the clone, and the one that rolls it back.
-    pub fn restore_names(&self) -> [String; 2] {
-        [
-            format!("qualify-{}-clone", self.source),
-            format!("qualify-{}-rollback", self.source),
-        ]
-    }
-    /// The promotion batches, in order.
-    pub fn batches(&self) -> Vec<Vec<String>> {
-        self.fleet
-            .chunks(self.batch_size.max(1))
-            .map(<[String]>::to_vec)
-            .collect()
-    }
-}
-
-/// The gates, by name (CONTRACT C.2, C.4, C.5).
-pub mod gates {
-    pub const PREFLIGHT: &str = "preflight";
-    pub const IMAGE: &str = "pod runs the pinned image";
-    pub const JOIN: &str = "real Minecraft join reaches play";
-    pub const SAVE: &str = "a save succeeds";
-    pub const READ_BACK: &str = "world data reads back (digests before and after)";
-    pub const ROLLBACK: &str = "rollback";
-}
-
-/// One gate's result.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Gate {
-    /// One of [`gates`].
-    pub name: String,
-    /// The server it was judged on (the clone or a fleet member).
-    pub server: String,
-    pub passed: bool,
-    /// One line: what was observed that failed it.
-    pub reason: Option<String>,
-    pub evidence: Value,
-    /// When the gate started (Unix milliseconds) and how long it took.
-    #[serde(default)]
-    pub started_unix_ms: u64,
-    #[serde(default)]
-    pub duration_ms: u64,
-}
-
-/// How a qualification ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "kebab-case")]
-pub enum Outcome {
-    /// Every gate passed and every batch was promoted.
-    Promoted { batches: usize },
-    /// A gate failed: nothing (more) was promoted.
-    Halted {
-        /// One of [`gates`], or `promotion batch N: <gate>`.
-        gate: String,
-        /// The server the gate failed on (none for the preflight).
-        server: Option<String>,
-        /// What was observed, in one line.
-        reason: String,
-        /// Batches fully promoted before the halt.
-        batches_promoted: usize,
-    },
-}
-
-impl Outcome {
-    /// `promoted in N batch(es)` or `halted at gate "<gate>" on <server> …: <reason>`.
-    pub fn line(&self) -> String {
-        match self {
-            Outcome::Promoted { batches } => format!("promoted in {batches} batch(es)"),
-            Outcome::Halted {
-                gate,
-                server,
-                reason,
-                batches_promoted,
-            } => format!(
-                "halted at gate {gate:?}{} after {batches_promoted} promoted batch(es): {reason}",
-                server
-                    .as_ref()
-                    .map(|s| format!(" on {s}"))
-                    .unwrap_or_default()
-            ),
-        }
-    }
-
-    /// The decision an approver reads: `promote N batches` or `halted at <gate> on <member>:
-    /// <reason>`.
-    pub fn decision(&self) -> String {
-        match self {
-            Outcome::Promoted { batches } => format!(
-                "promote {batches} batch{}",
-                if *batches == 1 { "" } else { "es" }
-            ),
-            Outcome::Halted {
-                gate,
-                server,
-                reason,
-                ..
-            } => format!(
-                "halted at {gate}{}: {reason}",
-                server
-                    .as_ref()
-                    .map(|s| format!(" on {s}"))
-                    .unwrap_or_default()
-            ),
-        }
-    }
-}
-
-/// The whole record of a qualification.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Qualification {
-    pub plan: Plan,
-    pub clone: String,
-    /// The candidate's image as the template pins it (`repo@sha256:…`), once the preflight read
-    /// it.
-    #[serde(default)]
-    pub candidate_image: Option<String>,
-    /// The version the source (and so the clone) ran before the candidate.
-    #[serde(default)]
-    pub previous: Option<String>,
-    pub baseline: Vec<MemberBaseline>,
-    /// Fleet members and the clone when the qualification ended.
-    #[serde(default)]
-    pub after: Vec<MemberBaseline>,
-    pub snapshot: Option<String>,
-    pub gates: Vec<Gate>,
-    pub clone_pvcs_before: Vec<PvcObservation>,
-    pub clone_pvcs_after: Vec<PvcObservation>,
-    /// Promotion receipts written (one per batch promoted or attempted).
-    pub promotion_receipts: usize,
-    pub outcome: Outcome,
-}
-
-/// One server at the start (or the end) of a qualification.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct MemberBaseline {
-    pub server: String,
-    pub version: Option<String>,
-    pub pod_uid: Option<String>,
-    /// Claim → PVC UID.
-    pub pvcs: BTreeMap<String, String>,
-    /// World claim → content digest (empty when not read).
-    pub digests: BTreeMap<String, String>,
-}
-
-/// The clone of `source` the candidate is rehearsed on.
-pub fn clone_name(source: &str) -> String {
-    format!("{source}-canary")
-}
+use crate::wait::{Condition, Progress, await_condition, await_object, conditions};
 
 /// Whether each gate prints a progress line on stdout as it ends (the `rehearse qualify`
 /// console; cases run quietly).
@@ -1397,8 +1215,8 @@ async fn await_generation_observed(
             .and_then(|g| g.status.as_ref())
             .and_then(|s| s.observed_generation)
         {
-            Some(g) if g >= wanted => Verdict::Met,
-            _ => Verdict::Pending,
+            Some(g) if g >= wanted => Progress::Met,
+            _ => Progress::Pending,
         },
     );
     Ok(await_object(&gs_api(ctx), server, condition, ctx.bounds.settle).await?)
@@ -1417,14 +1235,14 @@ async fn statefulset_revision(
         "status.observedGeneration >= metadata.generation with an updateRevision",
         |sts: Option<&StatefulSet>| {
             let Some(sts) = sts else {
-                return Verdict::Pending;
+                return Progress::Pending;
             };
             let observed = sts.status.as_ref().and_then(|s| s.observed_generation);
             let revision = sts.status.as_ref().and_then(|s| s.update_revision.as_ref());
             if observed >= sts.metadata.generation && revision.is_some() {
-                Verdict::Met
+                Progress::Met
             } else {
-                Verdict::Pending
+                Progress::Pending
             }
         },
     );
@@ -1466,10 +1284,10 @@ async fn await_pod_of_revision(
                 .and_then(|l| l.get("controller-revision-hash"))
                 .is_some_and(|r| *r == wanted);
             if !of_revision {
-                return Verdict::Pending;
+                return Progress::Pending;
             }
             if let Some(reason) = pod.and_then(crash_loop) {
-                return Verdict::Terminal(reason);
+                return Progress::Terminal(reason);
             }
             ready.check(pod)
         },
@@ -1537,7 +1355,7 @@ async fn await_pod_running_image(
                 })
                 .and_then(|c| c.image.clone());
             if image.as_deref() != Some(wanted.as_str()) {
-                return Verdict::Pending;
+                return Progress::Pending;
             }
             ready.check(pod)
         },

@@ -102,7 +102,7 @@ pub fn observe(pod: Option<&Pod>) -> Observation {
 
 /// How an observation relates to the recorded live source.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Continuity {
     /// The same pod and the same game process.
     Same(Incarnation),
     /// Same pod, but the game container restarted (new container ID or restart count).
@@ -119,10 +119,10 @@ pub enum Verdict {
     Unobservable(String),
 }
 
-impl Verdict {
+impl Continuity {
     /// Whether the capture may continue.
     pub fn is_same(&self) -> bool {
-        matches!(self, Verdict::Same(_))
+        matches!(self, Continuity::Same(_))
     }
 
     /// One line for `status.message`.
@@ -131,15 +131,17 @@ impl Verdict {
         let cid = recorded.game_container_id.as_deref().unwrap_or("?");
         let rc = recorded.game_restart_count.unwrap_or(-1);
         match self {
-            Verdict::Same(_) => format!("game incarnation unchanged (pod {pod}, container {cid})"),
-            Verdict::GameRestarted { now } => format!(
+            Continuity::Same(_) => {
+                format!("game incarnation unchanged (pod {pod}, container {cid})")
+            }
+            Continuity::GameRestarted { now } => format!(
                 "the game container restarted inside pod {pod}: container {cid} (restartCount {rc}) became {} (restartCount {})",
                 now.container_id, now.restart_count
             ),
-            Verdict::PodReplaced { now } => {
+            Continuity::PodReplaced { now } => {
                 format!("pod {pod} was replaced by pod {}", now.pod_uid)
             }
-            Verdict::Unobservable(why) => {
+            Continuity::Unobservable(why) => {
                 format!(
                     "the recorded game incarnation (pod {pod}, container {cid}) is no longer observable: {why}"
                 )
@@ -150,21 +152,21 @@ impl Verdict {
 
 /// Compares `observed` with the `recorded` live source. With `pod_only` (the
 /// `ignore-incarnation` mutant) a game restart inside the same pod goes unnoticed.
-pub fn compare(recorded: &SourceRecord, observed: &Observation, pod_only: bool) -> Verdict {
+pub fn compare(recorded: &SourceRecord, observed: &Observation, pod_only: bool) -> Continuity {
     let now = match observed {
-        Observation::NoPod => return Verdict::Unobservable("the pod is gone".to_string()),
-        Observation::NotRunning(why) => return Verdict::Unobservable(why.clone()),
+        Observation::NoPod => return Continuity::Unobservable("the pod is gone".to_string()),
+        Observation::NotRunning(why) => return Continuity::Unobservable(why.clone()),
         Observation::Running(now) => now,
     };
     if recorded.pod_uid.as_deref() != Some(now.pod_uid.as_str()) {
-        return Verdict::PodReplaced { now: now.clone() };
+        return Continuity::PodReplaced { now: now.clone() };
     }
     let same_process = recorded.game_container_id.as_deref() == Some(now.container_id.as_str())
         && recorded.game_restart_count == Some(now.restart_count);
     if same_process || pod_only {
-        Verdict::Same(now.clone())
+        Continuity::Same(now.clone())
     } else {
-        Verdict::GameRestarted { now: now.clone() }
+        Continuity::GameRestarted { now: now.clone() }
     }
 }
 
@@ -243,7 +245,7 @@ mod tests {
     #[test]
     fn verdicts_table() {
         let rec = recorded();
-        type Case = (&'static str, Pod, bool, fn(&Verdict) -> bool);
+        type Case = (&'static str, Pod, bool, fn(&Continuity) -> bool);
         let cases: [Case; 6] = [
             ("unchanged", pod("u1", Some("c1"), 0, true), false, |v| {
                 v.is_same()
@@ -252,7 +254,7 @@ mod tests {
                 "same-pod game restart",
                 pod("u1", Some("c2"), 1, true),
                 false,
-                |v| matches!(v, Verdict::GameRestarted { .. }),
+                |v| matches!(v, Continuity::GameRestarted { .. }),
             ),
             (
                 "same-pod restart, pod_only mutant",
@@ -264,19 +266,19 @@ mod tests {
                 "replacement pod",
                 pod("u2", Some("c9"), 0, true),
                 false,
-                |v| matches!(v, Verdict::PodReplaced { .. }),
+                |v| matches!(v, Continuity::PodReplaced { .. }),
             ),
             (
                 "replacement pod, pod_only mutant",
                 pod("u2", Some("c9"), 0, true),
                 true,
-                |v| matches!(v, Verdict::PodReplaced { .. }),
+                |v| matches!(v, Continuity::PodReplaced { .. }),
             ),
             (
                 "game container down",
                 pod("u1", Some("c1"), 0, false),
                 false,
-                |v| matches!(v, Verdict::Unobservable(_)),
+                |v| matches!(v, Continuity::Unobservable(_)),
             ),
         ];
         for (name, p, pod_only, expect) in cases {
@@ -285,7 +287,7 @@ mod tests {
         }
         assert!(matches!(
             compare(&rec, &Observation::NoPod, false),
-            Verdict::Unobservable(_)
+            Continuity::Unobservable(_)
         ));
     }
 

@@ -22,8 +22,9 @@ use crate::meta::{self, parse_bool};
 use crate::negotiate::{self, AGGREGATED_DISCOVERY};
 use crate::rbac::{self, Attributes};
 use crate::registry::ResourceInfo;
+use crate::render::{render_value, view};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::state::{DeleteOptions, Propagation, Target};
 use crate::status::ApiError;
 use crate::table::{self, Columns, PrinterColumn};
@@ -68,10 +69,6 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
     )
 }
 
-pub fn render_value(v: &Value) -> Vec<u8> {
-    serde_json::to_vec(v).expect("JSON values serialise")
-}
-
 fn json_response(code: StatusCode, v: &Value) -> Response<Body> {
     bytes_response(code, "application/json", render_value(v))
 }
@@ -83,18 +80,6 @@ fn bytes_response(code: StatusCode, content_type: &str, body: Vec<u8>) -> Respon
         .header(http::header::CACHE_CONTROL, "no-cache, private")
         .body(Body::from(body))
         .expect("static response parts")
-}
-
-/// An object as served at `info`'s version (custom resources may be stored at another).
-pub fn view<'a>(info: &ResourceInfo, obj: &'a Value) -> Cow<'a, Value> {
-    let wanted = info.api_version();
-    if obj.get("apiVersion").and_then(Value::as_str) == Some(wanted.as_str()) {
-        Cow::Borrowed(obj)
-    } else {
-        let mut o = obj.clone();
-        o["apiVersion"] = Value::String(wanted);
-        Cow::Owned(o)
-    }
 }
 
 fn percent_decode(s: &str) -> String {

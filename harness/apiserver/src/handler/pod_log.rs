@@ -76,7 +76,7 @@ pub(super) async fn pod_log(
         .header(http::header::CONTENT_TYPE, "text/plain")
         .header(http::header::CACHE_CONTROL, "no-cache, private");
     if follow {
-        let stopped = crate::server::stopped(call.shared.shutdown.clone());
+        let stopped = crate::shared::stopped(call.shared.shutdown.clone());
         let body = Body::from_stream(stream.take_until(Box::pin(stopped)));
         Ok(builder.body(body).expect("static response parts"))
     } else {

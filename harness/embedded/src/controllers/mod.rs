@@ -23,10 +23,7 @@ use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
-/// The name of the single node.
-pub const NODE_NAME: &str = "rehearsal-node";
-/// The provisioner of the default StorageClass.
-pub const PROVISIONER: &str = "rehearsal.local/local-path";
+pub use crate::node::{NODE_NAME, PROVISIONER};
 
 /// Aborts the task when dropped, so a controller's watches end with the controller.
 pub struct AbortOnDrop(tokio::task::JoinHandle<()>);

@@ -6,11 +6,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-/// Now, as an API timestamp truncated to seconds (what the API serialises).
-pub fn now() -> Time {
-    let ts = jiff::Timestamp::now();
-    Time(jiff::Timestamp::from_second(ts.as_second()).unwrap_or(ts))
-}
+pub use crate::node::now;
 
 /// Remembers when each condition last changed status, so `lastTransitionTime` only moves on
 /// a transition.

@@ -27,7 +27,7 @@ use crate::agent::AgentError;
 use crate::context::Ctx;
 use crate::error::{Error, KubeContext, Result};
 use crate::gameserver::children::extra_names;
-use crate::incarnation::{self, Observation, Verdict};
+use crate::incarnation::{self, Continuity, Observation};
 use crate::kubeutil::{self, get_opt, now, now_rfc3339};
 use crate::mutant::Mutant;
 use crate::restic::{self, JobOutcome, Repo, Summary};
@@ -152,7 +152,7 @@ impl<'a> Run<'a> {
             return None;
         }
         match incarnation::compare(source, &incarnation::observe(pod), false) {
-            Verdict::Same(_) if self.ctx.mutant(Mutant::AgentRestartInvalidates) => {
+            Continuity::Same(_) if self.ctx.mutant(Mutant::AgentRestartInvalidates) => {
                 // The defect: every container of the pod is taken for the game process.
                 let recorded = self.annotation(POD_CONTAINERS)?;
                 let now = pod.map(pod_containers).unwrap_or_default();
@@ -163,7 +163,7 @@ impl<'a> Run<'a> {
                     )
                 })
             }
-            Verdict::Same(_) => None,
+            Continuity::Same(_) => None,
             other => Some(other.describe(source)),
         }
     }
@@ -637,7 +637,7 @@ impl<'a> Run<'a> {
         }
         let source = self.status.source.clone().unwrap_or_default();
         let live = match incarnation::compare(&source, &observed, false) {
-            Verdict::Same(live) => live,
+            Continuity::Same(live) => live,
             other => {
                 let msg = format!(
                     "{}; save-on was not sent to any successor",

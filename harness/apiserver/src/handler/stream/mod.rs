@@ -230,7 +230,7 @@ pub(super) async fn serve(
         let Some(socket) = websocket::socket(upgrade).await else {
             return;
         };
-        let stopped = Box::pin(crate::server::stopped(shutdown));
+        let stopped = Box::pin(crate::shared::stopped(shutdown));
         match (exec_request, started) {
             (Some(request), Some(started)) => {
                 exec::session(socket, protocol, &request, started, stopped).await;

@@ -13,9 +13,7 @@
 //! its directory) before the receipt that names it is appended.
 
 mod case;
-pub mod junit;
-pub mod kill_matrix;
-pub mod summary;
+pub use crate::{kill_matrix, summary};
 
 pub use case::CaseRecorder;
 pub use kill_matrix::{KillCell, KillMatrix};
@@ -34,18 +32,9 @@ use serde_json::json;
 use super::observation::{CaseStarted, Observation, RunFinished, RunStarted};
 use super::receipts::{self, Clock, FILE_NAME, Journal, JournalError, Receipt, kind};
 
-/// `bundle.json`.
-pub const SUMMARY_FILE: &str = "bundle.json";
-/// `junit.xml`.
-pub const JUNIT_FILE: &str = "junit.xml";
-/// `kill-matrix.json`.
-pub const KILL_MATRIX_FILE: &str = "kill-matrix.json";
-/// The directory holding one subdirectory per case.
-pub const CASES_DIR: &str = "cases";
-/// A case's PVC UID table.
-pub const PVC_TABLE_FILE: &str = "pvc-table.json";
-/// A case's kept files.
-pub const ARTIFACTS_DIR: &str = "artifacts";
+pub use crate::summary::{
+    ARTIFACTS_DIR, CASES_DIR, JUNIT_FILE, KILL_MATRIX_FILE, PVC_TABLE_FILE, SUMMARY_FILE,
+};
 
 /// Why the bundle could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +72,7 @@ pub enum BundleError {
     PvcTable {
         case: String,
         #[source]
-        source: crate::evidence::pvc_table::PvcTableError,
+        source: crate::pvc_table::PvcTableError,
     },
     #[error("case {case:?} was already recorded in this run; case names are unique per run")]
     CaseExists { case: String },
@@ -372,7 +361,10 @@ impl Bundle {
         })?;
         let mut text = serde_json::to_string_pretty(&summary).expect("summary serializes");
         text.push('\n');
-        write_new(&dir.join(JUNIT_FILE), junit::render(&[&summary]).as_bytes())?;
+        write_new(
+            &dir.join(JUNIT_FILE),
+            crate::report::junit::render(&[&summary]).as_bytes(),
+        )?;
         // bundle.json last: its presence means the bundle is complete.
         write_new(&dir.join(SUMMARY_FILE), text.as_bytes())?;
         Ok(summary)

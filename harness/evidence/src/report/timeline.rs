@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use crate::evidence::receipts::kind;
+use crate::receipts::kind;
 
-use super::html::escape;
+use super::escape::escape;
 use super::load::LoadedCase;
 use super::model::format_duration;
 

@@ -13,11 +13,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::evidence::bundle::summary::{self, BundleSummary, CaseSummary, SummaryError};
-use crate::evidence::bundle::{CASES_DIR, KillMatrix, PVC_TABLE_FILE, SUMMARY_FILE};
-use crate::evidence::observation::{Observation, ResticRestore, ResticSnapshot};
-use crate::evidence::pvc_table::{self, PvcTable};
-use crate::evidence::receipts::{self, FILE_NAME, Receipt, VerifyError, kind};
+use crate::kill_matrix::KillMatrix;
+use crate::observation::{Observation, ResticRestore, ResticSnapshot};
+use crate::pvc_table::{self, PvcTable};
+use crate::receipts::{self, FILE_NAME, Receipt, VerifyError, kind};
+use crate::summary::{
+    self, BundleSummary, CASES_DIR, CaseSummary, PVC_TABLE_FILE, SUMMARY_FILE, SummaryError,
+};
 
 /// Why a bundle is refused. Every message names the bundle and the bad entry or file.
 #[derive(Debug, thiserror::Error)]

@@ -1,87 +1,30 @@
 //! `bundle.json`: the run's summary, derived only from its verified journal.
 //!
-//! The writer derives it at [`super::Bundle::finalize`]; the report loader derives it again
+//! The writer derives it at [`crate::bundle::Bundle::finalize`]; the report loader derives it again
 //! from the receipts and refuses a bundle whose `bundle.json` disagrees, so the summary can
 //! never claim more than the chain proves.
 
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::observation::{Observation, ObservationError, RunFinished};
-use crate::evidence::receipts::{FILE_NAME, Receipt, VerifiedJournal};
+pub use crate::observation::{BundleMeta, FileRef, FinishObserved, Operator, Verdict};
+use crate::observation::{Observation, ObservationError, RunFinished};
+use crate::receipts::{FILE_NAME, Receipt, VerifiedJournal};
 
 /// The layout version of a bundle.
 pub const FORMAT: u32 = 1;
 
-/// A case's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Passed,
-    Failed,
-    Skipped,
-    Interrupted,
-    /// The case needs a fault this cluster cannot inject (e.g. an in-place container restart
-    /// where the harness cannot reach the nodes): neither passed nor failed — the operator is
-    /// not blamed for a harness limit.
-    #[serde(rename = "not-applicable")]
-    NotApplicable,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Passed => "passed",
-            Verdict::Failed => "failed",
-            Verdict::Skipped => "skipped",
-            Verdict::Interrupted => "interrupted",
-            Verdict::NotApplicable => "not-applicable",
-        }
-    }
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The operator under qualification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Operator {
-    pub name: String,
-    pub version: String,
-}
-
-/// What a run is: written as the `run-started` receipt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BundleMeta {
-    pub run_id: String,
-    /// The commit of the operator (or harness) being qualified.
-    pub commit: String,
-    pub operator: Operator,
-    /// `amd64`, `arm64`, …
-    pub arch: String,
-}
-
-impl BundleMeta {
-    pub fn new(
-        run_id: &str,
-        commit: &str,
-        operator_name: &str,
-        operator_version: &str,
-        arch: &str,
-    ) -> Self {
-        Self {
-            run_id: run_id.into(),
-            commit: commit.into(),
-            operator: Operator {
-                name: operator_name.into(),
-                version: operator_version.into(),
-            },
-            arch: arch.into(),
-        }
-    }
-}
+/// `bundle.json`.
+pub const SUMMARY_FILE: &str = "bundle.json";
+/// `junit.xml`.
+pub const JUNIT_FILE: &str = "junit.xml";
+/// `kill-matrix.json`.
+pub const KILL_MATRIX_FILE: &str = "kill-matrix.json";
+/// The directory holding one subdirectory per case.
+pub const CASES_DIR: &str = "cases";
+/// A case's PVC UID table.
+pub const PVC_TABLE_FILE: &str = "pvc-table.json";
+/// A case's kept files.
+pub const ARTIFACTS_DIR: &str = "artifacts";
 
 /// One case in `bundle.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,13 +66,6 @@ pub struct BundleSummary {
     pub journal: JournalAnchor,
     /// `kill-matrix.json` when the run wrote one, with its SHA-256.
     pub kill_matrix: Option<FileRef>,
-}
-
-/// A file of the bundle and the SHA-256 its receipt recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileRef {
-    pub path: String,
-    pub sha256: String,
 }
 
 /// Why a journal does not make a complete run.
@@ -205,7 +141,7 @@ pub fn summarize(journal: &VerifiedJournal) -> Result<BundleSummary, SummaryErro
 /// Why a case of a killed run has no verdict of its own.
 pub const KILLED_REASON: &str = "killed: the case's process ended before the case reached a verdict (no case-finished receipt, no bundle.json; e.g. nextest's slow-timeout terminate-after)";
 
-/// Derives the summary of a run whose process was killed before [`super::Bundle::finalize`]
+/// Derives the summary of a run whose process was killed before [`crate::bundle::Bundle::finalize`]
 /// (nextest's `terminate-after`, SIGKILL, a crashed runner): the journal has no
 /// `run-finished` entry and `bundle.json` was never written.
 ///
@@ -385,7 +321,7 @@ pub fn head_at(journal: &VerifiedJournal, line: usize) -> String {
     }
 }
 
-/// A kill matrix added after the run finished ([`super::Bundle::add_kill_matrix`]): its
+/// A kill matrix added after the run finished ([`crate::bundle::Bundle::add_kill_matrix`]): its
 /// 1-based line and file.
 pub fn kill_matrix_addendum(
     journal: &VerifiedJournal,
@@ -417,16 +353,4 @@ fn case_of(line: usize, r: &Receipt) -> Result<String, SummaryError> {
     r.case
         .clone()
         .ok_or_else(|| malformed(line, r, "no case name"))
-}
-
-/// The payload of a `case-finished` receipt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FinishObserved {
-    pub verdict: Verdict,
-    pub evidence_used: Vec<String>,
-    pub reason: Option<String>,
-    /// The named checks that failed, when the verdict rests on failed checks.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed_checks: Vec<String>,
 }

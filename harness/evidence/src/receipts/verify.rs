@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{GENESIS, Receipt, entry_hash, sha256_hex};
-use crate::evidence::canonical;
+use crate::canonical;
 
 /// A journal whose every entry checked out. `receipts[i]` is on line `i + 1`.
 #[derive(Debug, Clone)]

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::html::escape;
+use super::escape::escape;
 use super::model::format_duration;
-use crate::qualify::{Gate, Outcome, Qualification, gates};
+use crate::qualification::{Gate, Outcome, Qualification, gates};
 
 /// The file names inside the bundle.
 pub const MARKDOWN_FILE: &str = "qualification.md";
@@ -184,8 +184,8 @@ impl QualificationReport {
             template: q.plan.template.clone(),
             previous: q.previous.clone(),
             rollback: match q.plan.rollback {
-                crate::qualify::Rollback::Compatible => "compatible".into(),
-                crate::qualify::Rollback::RestoreRequired => "restore-required".into(),
+                crate::qualification::Rollback::Compatible => "compatible".into(),
+                crate::qualification::Rollback::RestoreRequired => "restore-required".into(),
             },
             source: q.plan.source.clone(),
             clone: q.clone.clone(),

@@ -3,12 +3,12 @@
 //! Loading and rendering are separate layers: [`load`] verifies a bundle and extracts what the
 //! receipts prove (refusing the bundle outright if anything does not check), [`model`] merges
 //! architectures by case name into a [`Report`], and the renderers ([`markdown`], [`html`] with
-//! its SVG [`timeline`], JUnit via [`crate::evidence::bundle::junit`], [`json`]) are pure
+//! its SVG [`timeline`], JUnit via [`crate::report::junit`], [`json`]) are pure
 //! functions of a [`Report`]: no clock, no cluster, stable ordering, so the same bundles give
 //! byte-identical output.
 //!
 //! ```no_run
-//! use rehearsal::report::{self, Format};
+//! use rehearsal_evidence::report::{self, Format};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let bundles = vec![report::load::load("reports/run-amd64")?, report::load::load("reports/run-arm64")?];
 //! let merged = report::Report::merge(bundles, std::path::Path::new("reports/qualification"))?;
@@ -16,8 +16,10 @@
 //! # let _ = markdown; Ok(()) }
 //! ```
 
+pub mod escape;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod links;
 pub mod load;
 pub mod markdown;
@@ -30,11 +32,15 @@ pub use model::{MergeError, Report};
 
 use std::path::{Path, PathBuf};
 
-/// An output format of `rehearse report`.
+/// An output format of `rehearse report` (with the `clap` feature, a `--format` value: `md`
+/// or `markdown`, `html`, `junit` or `xml`, `json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
+    #[cfg_attr(feature = "clap", value(name = "md", alias = "markdown"))]
     Markdown,
     Html,
+    #[cfg_attr(feature = "clap", value(alias = "xml"))]
     Junit,
     Json,
 }
@@ -52,17 +58,6 @@ impl Format {
             Format::Json => "summary.json",
         }
     }
-
-    /// Parses `md`, `markdown`, `html`, `junit`, `json`.
-    pub fn parse(s: &str) -> Option<Format> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "md" | "markdown" => Some(Format::Markdown),
-            "html" => Some(Format::Html),
-            "junit" | "xml" => Some(Format::Junit),
-            "json" => Some(Format::Json),
-            _ => None,
-        }
-    }
 }
 
 /// Renders `report` in `format`.
@@ -72,9 +67,8 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Html => html::render(report),
         Format::Json => json::render(report),
         Format::Junit => {
-            let runs: Vec<&crate::evidence::bundle::BundleSummary> =
-                report.summaries.iter().collect();
-            crate::evidence::bundle::junit::render(&runs)
+            let runs: Vec<&crate::summary::BundleSummary> = report.summaries.iter().collect();
+            crate::report::junit::render(&runs)
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::evidence::bundle::Verdict;
+use crate::summary::Verdict;
 
 use super::model::{CaseResult, MergedCase, Report, format_duration};
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 
 use super::{GENESIS, Receipt, entry_hash, sha256_hex, verify_prefix};
-use crate::evidence::{canonical, redact};
+use crate::{canonical, redact};
 
 /// Where receipt times come from; [`Journal::create`] uses the system clock. A fixed clock
 /// makes a journal byte-reproducible (fixtures).
@@ -238,18 +238,6 @@ impl Journal {
         };
         state.next_seq += 1;
         Ok(receipt)
-    }
-
-    /// Appends one typed [`Observation`](crate::evidence::observation::Observation) (its kind
-    /// and payload), as [`Journal::append`] does.
-    pub fn record(
-        &self,
-        case: Option<&str>,
-        step: &str,
-        observation: crate::evidence::observation::Observation,
-    ) -> Result<Receipt, JournalError> {
-        let (kind, observed) = observation.into_parts();
-        self.append(case, step, kind, observed)
     }
 
     /// The journal file.

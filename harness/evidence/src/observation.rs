@@ -20,9 +20,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::bundle::summary::{BundleMeta, FileRef, FinishObserved, Operator};
 use super::pvc_table::PvcObserved;
-use super::receipts::Receipt;
+use super::receipts::{Journal, JournalError, Receipt};
 
 /// The receipt format this build writes and reads. Format 1 (no `receipt_format` in
 /// `run-started`) predates typed observations.
@@ -206,6 +205,109 @@ impl Observation {
             kind: r.kind.clone(),
             reason: e.to_string(),
         })
+    }
+}
+
+/// A case's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Passed,
+    Failed,
+    Skipped,
+    Interrupted,
+    /// The case needs a fault this cluster cannot inject (e.g. an in-place container restart
+    /// where the harness cannot reach the nodes): neither passed nor failed — the operator is
+    /// not blamed for a harness limit.
+    #[serde(rename = "not-applicable")]
+    NotApplicable,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Passed => "passed",
+            Verdict::Failed => "failed",
+            Verdict::Skipped => "skipped",
+            Verdict::Interrupted => "interrupted",
+            Verdict::NotApplicable => "not-applicable",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The operator under qualification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operator {
+    pub name: String,
+    pub version: String,
+}
+
+/// What a run is: written as the `run-started` receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleMeta {
+    pub run_id: String,
+    /// The commit of the operator (or harness) being qualified.
+    pub commit: String,
+    pub operator: Operator,
+    /// `amd64`, `arm64`, …
+    pub arch: String,
+}
+
+impl BundleMeta {
+    pub fn new(
+        run_id: &str,
+        commit: &str,
+        operator_name: &str,
+        operator_version: &str,
+        arch: &str,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            commit: commit.into(),
+            operator: Operator {
+                name: operator_name.into(),
+                version: operator_version.into(),
+            },
+            arch: arch.into(),
+        }
+    }
+}
+
+/// A file of the bundle and the SHA-256 its receipt recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRef {
+    pub path: String,
+    pub sha256: String,
+}
+
+/// The payload of a `case-finished` receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinishObserved {
+    pub verdict: Verdict,
+    pub evidence_used: Vec<String>,
+    pub reason: Option<String>,
+    /// The named checks that failed, when the verdict rests on failed checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_checks: Vec<String>,
+}
+
+impl Journal {
+    /// Appends one typed [`Observation`] (its kind and payload), as [`Journal::append`] does.
+    pub fn record(
+        &self,
+        case: Option<&str>,
+        step: &str,
+        observation: Observation,
+    ) -> Result<Receipt, JournalError> {
+        let (kind, observed) = observation.into_parts();
+        self.append(case, step, kind, observed)
     }
 }
 

@@ -12,7 +12,7 @@
 //! and [`verify_prefix`] check.
 //!
 //! ```no_run
-//! use rehearsal::evidence::receipts::{self, Journal};
+//! use rehearsal_evidence::receipts::{self, Journal};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let journal = Journal::create("receipts.jsonl", "run-1", "amd64")?;
 //! journal.append(Some("case-a"), "baseline", receipts::kind::STEP, serde_json::json!({"pods": 1}))?;

@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::evidence::bundle::Verdict;
-use crate::evidence::receipts::kind;
+use crate::receipts::kind;
+use crate::summary::Verdict;
 
+use super::escape::escape;
 use super::markdown::anchor;
 use super::model::{MergedCase, Report, format_duration};
 use super::timeline;
@@ -21,11 +22,6 @@ th{background:#f6f8fa}.meta{color:#57606a}
 .timeline{display:block;margin:6px 0 14px;border:1px solid #eaeef2;background:#fcfcfd}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px;border-radius:2px}
 ";
-
-/// Escapes text for HTML/SVG content and attribute values.
-pub fn escape(s: &str) -> String {
-    crate::evidence::bundle::junit::escape(s)
-}
 
 /// Symbols every system font has (emoji are boxes in a font-less headless browser).
 fn verdict_cell(v: Option<Verdict>) -> String {
@@ -324,11 +320,11 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
                 escape(a)
             );
             for row in &r.case.pvc_table.rows {
-                let side = |s: &Option<crate::evidence::pvc_table::PvcSide>| match s {
+                let side = |s: &Option<crate::pvc_table::PvcSide>| match s {
                     Some(s) => format!("<code>{}</code>", escape(&s.uid)),
                     None => "not observed".into(),
                 };
-                let vol = |s: &Option<crate::evidence::pvc_table::PvcSide>| {
+                let vol = |s: &Option<crate::pvc_table::PvcSide>| {
                     s.as_ref()
                         .and_then(|s| s.volume.clone())
                         .unwrap_or_else(|| "-".into())
@@ -351,13 +347,12 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
                     side(&row.before),
                     side(&row.after),
                     match row.change() {
-                        crate::evidence::pvc_table::PvcChange::Kept =>
-                            "<span class=\"v-passed\">kept</span>",
-                        crate::evidence::pvc_table::PvcChange::Appeared =>
+                        crate::pvc_table::PvcChange::Kept => "<span class=\"v-passed\">kept</span>",
+                        crate::pvc_table::PvcChange::Appeared =>
                             "<span class=\"v-passed\">appeared</span>",
-                        crate::evidence::pvc_table::PvcChange::Replaced =>
+                        crate::pvc_table::PvcChange::Replaced =>
                             "<span class=\"v-failed\">replaced</span>",
-                        crate::evidence::pvc_table::PvcChange::Vanished =>
+                        crate::pvc_table::PvcChange::Vanished =>
                             "<span class=\"v-failed\">vanished</span>",
                     }
                 );

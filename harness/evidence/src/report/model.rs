@@ -12,7 +12,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::evidence::bundle::{BundleSummary, KillMatrix, Operator, Verdict};
+use crate::kill_matrix::KillMatrix;
+use crate::summary::{BundleSummary, Operator, Verdict};
 
 use super::links;
 use super::load::{LoadedBundle, LoadedCase};

@@ -10,9 +10,9 @@ use super::{
     ARTIFACTS_DIR, BundleError, CASES_DIR, CaseState, Inner, PVC_TABLE_FILE, Verdict, create_dirs,
     write_new,
 };
-use crate::evidence::observation::{ArtifactStored, Observation, ResticRestore, ResticSnapshot};
-use crate::evidence::pvc_table::{self, PvcObservation, PvcObserved, PvcPhase};
-use crate::evidence::receipts::{self, Receipt};
+use crate::observation::{ArtifactStored, Observation, ResticRestore, ResticSnapshot};
+use crate::pvc_table::{self, PvcObservation, PvcObserved, PvcPhase};
+use crate::receipts::{self, Receipt};
 
 /// Writes one case's receipts into the run's journal. Finish it with [`CaseRecorder::finish`];
 /// a recorder dropped without a verdict records `failed` when its thread is panicking and

@@ -1,0 +1,77 @@
+//! What the server's parts share: its configuration, the state every request handler and
+//! watch reads ([`Shared`]), and the shutdown signal. Below the server, the handlers and the
+//! watches, so none of them imports another for it.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::logs::PodLogSource;
+use crate::state::State;
+use crate::streams::PodStreams;
+
+/// How to run the server.
+#[derive(Debug, Clone)]
+pub struct ApiServerConfig {
+    /// Where to listen; port 0 picks a free port.
+    pub bind: SocketAddr,
+    /// Events retained for watches resuming from a resourceVersion (older ones get 410), and
+    /// how far a live watcher may fall behind. Each retained event keeps its object (and the
+    /// previous version of a modified one) alive.
+    pub watch_history: usize,
+    /// Request bodies above this get 413 (etcd's own limit is 1.5 MiB).
+    pub max_body_bytes: usize,
+    /// How often a watch that allows bookmarks receives one.
+    pub bookmark_interval: Duration,
+    /// Pods bound to a node are deleted gracefully (deletionTimestamp, then removal when
+    /// deleted again with gracePeriodSeconds=0, as a kubelet does); off = immediate removal.
+    pub graceful_pod_deletion: bool,
+    /// The range Service cluster IPs are allocated from (`--service-cluster-ip-range`).
+    pub service_range: crate::services::ServiceRange,
+}
+
+impl Default for ApiServerConfig {
+    fn default() -> Self {
+        ApiServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            watch_history: 4096,
+            max_body_bytes: 3 * 1024 * 1024,
+            bookmark_interval: Duration::from_secs(60),
+            graceful_pod_deletion: true,
+            service_range: crate::services::ServiceRange::default(),
+        }
+    }
+}
+
+/// What request handlers share.
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    /// The admin token and the ServiceAccount token signing key.
+    pub keys: crate::auth::Keys,
+    /// The CA and serving certificate.
+    pub tls: crate::tls::ServerTls,
+    pub logs: RwLock<Option<Arc<dyn PodLogSource>>>,
+    pub streams: RwLock<Option<Arc<dyn PodStreams>>>,
+    pub shutdown: watch::Receiver<bool>,
+    pub config: ApiServerConfig,
+    pub addr: SocketAddr,
+}
+
+impl Shared {
+    /// The store, also after a handler panicked while holding it (panics are answered with
+    /// a 500 and must not take the server down).
+    pub fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Resolves once shutdown was requested.
+pub(crate) async fn stopped(mut shutdown: watch::Receiver<bool>) {
+    let stop = shutdown.wait_for(|stop| *stop).await.is_ok();
+    // A dropped sender means the server is gone: stop too.
+    let _ = stop;
+}

@@ -1,0 +1,303 @@
+//! The module graph of every crate in the workspace, read from its source: each top-level
+//! module's `crate::…` paths are its edges. Fails on an import cycle between top-level modules
+//! (a strongly connected component of more than one module) that is not in [`KNOWN_CYCLES`],
+//! on a known cycle that is gone (so the list only shrinks), and on an upward edge: a cluster
+//! backend that reaches into the deployment layer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Crates and their source roots, relative to the workspace root (the scenarios crate is one
+/// file).
+const CRATES: &[(&str, &str)] = &[
+    ("rehearsal", "harness/src"),
+    ("rehearsal-evidence", "harness/evidence/src"),
+    ("rehearsal-apiserver", "harness/apiserver/src"),
+    ("rehearsal-embedded", "harness/embedded/src"),
+    ("gameplane-api", "harness/gameplane-api/src"),
+    ("fixture-game", "images/fixture-game/src"),
+    ("reference-operator", "images/reference-operator/src"),
+];
+
+/// Cycles still to break, each with its crate and why it is still there. Remove an entry when
+/// the cycle is gone (the test says so).
+const KNOWN_CYCLES: &[(&str, &[&str])] = &[
+    // The embedded backend still starts the reference operator's process itself
+    // (`deploy::reference_operator::start_process`); Kind is composed by the run layer.
+    ("rehearsal", &["backend", "deploy"]),
+    // API-server modules that still import each other (the handler/server/watch cycle is
+    // broken: `shared` and `render` sit below all three).
+    ("rehearsal-apiserver", &["defaults", "workloads"]),
+    ("rehearsal-apiserver", &["auth", "rbac", "state"]),
+    ("rehearsal-apiserver", &["protobuf", "protobuf_authz"]),
+    // The node's network watches through the controllers' reflector, the EndpointSlice
+    // controller reads its labels, the kubelet its resolv.conf (events, kubelet and controllers
+    // share `node` now, so events is out of the cycle).
+    ("rehearsal-embedded", &["controllers", "kubelet", "network"]),
+];
+
+/// Forbidden edges still present, each with its reason (the same rule: remove when gone).
+const KNOWN_FORBIDDEN: &[(&str, &str, &str)] = &[
+    // See KNOWN_CYCLES: the embedded backend's operator process.
+    ("rehearsal", "backend", "deploy"),
+];
+
+/// Edges that must not exist: (crate, from, to).
+const FORBIDDEN: &[(&str, &str, &str)] = &[
+    // Backends bring a cluster up; the `run` layer composes a backend with a deployment.
+    ("rehearsal", "backend", "deploy"),
+    // The case context sits below both the cases and the qualification procedure.
+    ("rehearsal", "context", "cases"),
+    ("rehearsal", "context", "qualify"),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Code without `//` comments (doc links name modules without depending on them) and without
+/// string literals.
+fn code_of(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut in_str = false;
+        let mut prev = ' ';
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if !in_str && c == '/' && chars.peek() == Some(&'/') {
+                break;
+            }
+            if c == '"' && prev != '\\' && prev != '\'' {
+                in_str = !in_str;
+                out.push(' ');
+            } else if !in_str {
+                out.push(c);
+            }
+            prev = if prev == '\\' && c == '\\' { ' ' } else { c };
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The top-level modules `crate::…` paths in `code` name, including each item of a
+/// `crate::{a, b::c}` group.
+fn crate_refs(code: &str) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut refs = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+            continue; // `$crate::`, `other_crate::`
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut item_start = true;
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if c.is_whitespace() => {}
+                    _ if item_start && depth == 0 => {
+                        refs.insert(ident(&group[j..]));
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            refs.insert(ident(rest));
+        }
+    }
+    refs.retain(|r| !r.is_empty() && r != "self");
+    refs
+}
+
+/// Top-level module → the other top-level modules it names.
+fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut modules: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut refs: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let top = first.trim_end_matches(".rs").to_string();
+        if matches!(top.as_str(), "lib" | "main" | "bin") {
+            continue;
+        }
+        modules.entry(top.clone()).or_default();
+        // `super::` from a module directly below the crate root (`x.rs`, `x/mod.rs`) names the
+        // root, as `super::super::` does from `x/y.rs`.
+        let depth = rel.components().count() - usize::from(rel.ends_with("mod.rs"));
+        let code = code_of(&std::fs::read_to_string(&file).unwrap())
+            .replace(&"super::".repeat(depth), " crate::");
+        refs.push((top, crate_refs(&code)));
+    }
+    for (top, names) in refs {
+        for name in names {
+            if name != top && modules.contains_key(&name) {
+                modules.get_mut(&top).unwrap().insert(name);
+            }
+        }
+    }
+    modules
+}
+
+/// Strongly connected components with more than one module (Tarjan).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    struct State<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<BTreeSet<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        for w in &s.graph[v] {
+            let w = w.as_str();
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let lw = s.low[w];
+                let lv = s.low.get_mut(v).unwrap();
+                *lv = (*lv).min(lw);
+            } else if s.on_stack.contains(w) {
+                let iw = s.index[w];
+                let lv = s.low.get_mut(v).unwrap();
+                *lv = (*lv).min(iw);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = BTreeSet::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                component.insert(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                s.out.push(component);
+            }
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !s.index.contains_key(v.as_str()) {
+            visit(&mut s, v);
+        }
+    }
+    s.out
+}
+
+#[test]
+fn no_import_cycle_between_top_level_modules() {
+    let mut problems = Vec::new();
+    for (name, src) in CRATES {
+        let g = graph(&root().join(src));
+        assert!(g.len() > 1, "{name}: no modules found under {src}");
+        let found = cycles(&g);
+        let known: Vec<BTreeSet<String>> = KNOWN_CYCLES
+            .iter()
+            .filter(|(c, _)| c == name)
+            .map(|(_, m)| m.iter().map(|s| s.to_string()).collect())
+            .collect();
+        for cycle in &found {
+            if !known.contains(cycle) {
+                let edges: Vec<String> = cycle
+                    .iter()
+                    .flat_map(|m| {
+                        g[m].iter()
+                            .filter(|t| cycle.contains(*t))
+                            .map(move |t| format!("{m}→{t}"))
+                    })
+                    .collect();
+                problems.push(format!("{name}: import cycle {}", edges.join(", ")));
+            }
+        }
+        for cycle in &known {
+            if !found.contains(cycle) {
+                problems.push(format!(
+                    "{name}: the known cycle {cycle:?} is gone; remove it from KNOWN_CYCLES"
+                ));
+            }
+        }
+        for (c, from, to) in FORBIDDEN {
+            let present = c == name && g.get(*from).is_some_and(|t| t.contains(*to));
+            let known = KNOWN_FORBIDDEN.contains(&(*c, *from, *to));
+            if present && !known {
+                problems.push(format!("{name}: forbidden edge {from}→{to}"));
+            }
+            if c == name && known && !present {
+                problems.push(format!(
+                    "{name}: the known edge {from}→{to} is gone; remove it from KNOWN_FORBIDDEN"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_reader_sees_groups_paths_and_skips_comments() {
+    let code = code_of(
+        "use crate::{a::X, b, c::{d, e}};\n// crate::commented\nlet s = \"crate::quoted\";\nf(crate::g::h);\n$crate::macro_path\n",
+    );
+    let refs: Vec<String> = crate_refs(&code).into_iter().collect();
+    assert_eq!(refs, ["a", "b", "c", "g"]);
+    let g: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    let found = cycles(&g);
+    assert_eq!(found.len(), 1);
+    assert_eq!(
+        found[0],
+        ["a", "b", "c"]
+            .into_iter()
+            .map(String::from)
+            .collect::<BTreeSet<_>>()
+    );
+}
