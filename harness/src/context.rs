@@ -323,9 +323,15 @@ impl<'a> CaseContext<'a> {
         F: Future<Output = Result<T, CaseError>>,
     {
         let started = Instant::now();
-        let outcome = unit.await;
+        let (outcome, waits) = crate::wait::logged(unit).await;
         let elapsed_ms = started.elapsed().as_millis() as u64;
         let at_ms = self.started.elapsed().as_millis() as u64;
+        // Each wait of the step, in the order they ended: the critical path `rehearse bench`
+        // attributes the step's time to.
+        for w in &waits {
+            self.recorder
+                .wait(name, serde_json::to_value(w).unwrap_or(Value::Null))?;
+        }
         match &outcome {
             Ok(observed) => {
                 let observed = serde_json::to_value(observed).unwrap_or(Value::Null);

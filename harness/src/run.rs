@@ -308,7 +308,7 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
         harness_mutant,
         expected_operator: config.operator_profile,
     };
-    let jobs = config.cases.iter().map(|case| {
+    let jobs = config.cases.iter().enumerate().map(|(index, case)| {
         let bundle = bundle.clone();
         let shared = shared.clone();
         let options = options.clone();
@@ -358,10 +358,13 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
                 }),
                 Err(e) => bar.finish_with_message(format!("evidence error: {e}")),
             }
-            result
+            result.map(|r| (index, r))
         }
     });
-    let mut stream = futures::stream::iter(jobs).buffered(config.parallel.max(1));
+    // Unordered: a slot frees as soon as its case ends (an ordered buffer would hold a slot
+    // for every finished case queued behind a slower earlier one). Results are put back in
+    // the cases' order below.
+    let mut stream = futures::stream::iter(jobs).buffer_unordered(config.parallel.max(1));
     let mut results = Vec::new();
     let mut first_error = None;
     let stop = interrupt_signal();
@@ -382,6 +385,8 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
     // Dropping the stream drops running cases: their recorders record `interrupted` and their
     // backends end every process they started.
     drop(stream);
+    results.sort_by_key(|(index, _)| *index);
+    let results: Vec<CaseResult> = results.into_iter().map(|(_, r)| r).collect();
     // A shared cluster outlives the run: a Kind cluster is reused by the next run (and removed
     // with `rehearse cluster down --kind`); an existing one was never the harness's to delete.
     if let Some(backend) = shared

@@ -16,8 +16,9 @@
 //! # Ok(()) }
 //! ```
 
+use std::cell::RefCell;
 use std::fmt::Debug;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::runtime::WatchStreamExt;
@@ -109,6 +110,53 @@ impl WaitError {
     }
 }
 
+/// One wait as the case's profile sees it: how long it took and what ended it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaitRecord {
+    /// `"<resource> <namespace>/<name>"`.
+    pub object: String,
+    pub expected: String,
+    /// From the start of the enclosing step to the start of the wait.
+    pub started_ms: u64,
+    pub elapsed_ms: u64,
+    /// Watch events the wait saw (list items included).
+    pub events: u32,
+    /// What ended it: `met`, `terminal`, `timed-out` or `watch-ended`.
+    pub outcome: &'static str,
+    /// The observation that ended it (the change that woke the wait), one line.
+    pub woken_by: String,
+    /// Each change of the described state while waiting, as `+<ms> <state>` (at most
+    /// [`MAX_TRANSITIONS`]): where inside the wait the time went.
+    pub transitions: Vec<String>,
+}
+
+/// The most state changes a [`WaitRecord`] keeps.
+pub const MAX_TRANSITIONS: usize = 12;
+
+tokio::task_local! {
+    static WAIT_LOG: RefCell<(Instant, Vec<WaitRecord>)>;
+}
+
+/// Runs `unit` with a wait log: returns its output and every [`await_condition`] it ran in its
+/// own task, in the order they ended (the critical path `rehearse bench` prints).
+pub async fn logged<T>(unit: impl Future<Output = T>) -> (T, Vec<WaitRecord>) {
+    WAIT_LOG
+        .scope(RefCell::new((Instant::now(), Vec::new())), async move {
+            let out = unit.await;
+            let log = WAIT_LOG.with(|l| std::mem::take(&mut l.borrow_mut().1));
+            (out, log)
+        })
+        .await
+}
+
+fn log_wait(started: Instant, mut record: WaitRecord) {
+    let _ = WAIT_LOG.try_with(|l| {
+        let mut l = l.borrow_mut();
+        record.started_ms = started.saturating_duration_since(l.0).as_millis() as u64;
+        l.1.push(record);
+    });
+}
+
 /// Watches `name` through `api` until `condition` is met (returns the object, `None` if the
 /// condition was about its absence), it turns terminal, or `bound` passes.
 pub async fn await_condition<K>(
@@ -129,9 +177,14 @@ where
     let mut observed = false;
     let mut init_buffer: Option<K> = None;
     let mut watch_error: Option<String> = None;
+    let started = Instant::now();
+    let mut events: u32 = 0;
+    let mut transitions: Vec<String> = Vec::new();
+    let mut last_state = String::new();
 
     let outcome = tokio::time::timeout(bound, async {
         while let Some(event) = stream.next().await {
+            events += 1;
             match event {
                 Ok(Event::Init) => init_buffer = None,
                 Ok(Event::InitApply(obj)) => init_buffer = Some(obj),
@@ -156,6 +209,11 @@ where
             if !observed {
                 continue;
             }
+            let state = describe(last.as_ref());
+            if state != last_state && transitions.len() < MAX_TRANSITIONS {
+                transitions.push(format!("+{} {state}", started.elapsed().as_millis()));
+            }
+            last_state = state;
             match condition.check(last.as_ref()) {
                 Progress::Met => return Ok(last.clone()),
                 Progress::Pending => {}
@@ -177,6 +235,24 @@ where
         }
         s
     };
+    log_wait(
+        started,
+        WaitRecord {
+            object: object.clone(),
+            expected: condition.expected.clone(),
+            started_ms: 0,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            events,
+            outcome: match &outcome {
+                Ok(Ok(_)) => "met",
+                Ok(Err(reason)) if !reason.is_empty() => "terminal",
+                Ok(Err(_)) => "watch-ended",
+                Err(_) => "timed-out",
+            },
+            woken_by: describe(&last),
+            transitions,
+        },
+    );
     match outcome {
         Ok(Ok(obj)) => Ok(obj),
         Ok(Err(reason)) if !reason.is_empty() => Err(WaitError::Terminal {

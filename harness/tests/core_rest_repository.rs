@@ -115,3 +115,53 @@ async fn a_pod_without_volumes_backs_up_into_the_backends_rest_repository() {
     let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
     assert!(!alive, "rclone {pid} outlived the backend");
 }
+
+/// Each case's repository starts as the template (`fixtures/restic-repository`): real restic
+/// opens it with the cases' password (and a backup into it works), refuses a wrong password, and
+/// writing the template over an existing repository leaves it alone.
+#[test]
+fn the_template_repository_opens_with_the_case_password_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("rh-template");
+    rehearsal::backend::rest_server::write_template(&repo).unwrap();
+    let restic = |password: &str, args: &[&str]| {
+        std::process::Command::new("restic")
+            .arg("-r")
+            .arg(&repo)
+            .args(args)
+            .env("RESTIC_PASSWORD", password)
+            .env("RESTIC_CACHE_DIR", dir.path().join("cache"))
+            .output()
+            .expect("restic runs (scripts/setup.sh installs it)")
+    };
+    let data = dir.path().join("world");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("level.dat"), b"marker-t1").unwrap();
+    let out = restic(
+        rehearsal::cases::fixture::RESTIC_PASSWORD,
+        &["backup", "--json", data.to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wrong = restic("not-the-password", &["snapshots"]);
+    assert!(!wrong.status.success());
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("wrong password"),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
+    rehearsal::backend::rest_server::write_template(&repo).unwrap();
+    let out = restic(
+        rehearsal::cases::fixture::RESTIC_PASSWORD,
+        &["snapshots", "--json"],
+    );
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"short_id\""),
+        "the existing snapshot survives: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -163,3 +163,39 @@ async fn an_unreachable_api_server_is_named_in_the_timeout() {
     assert!(msg.contains("the first list did not complete"), "{msg}");
     assert!(msg.contains("last watch error"), "{msg}");
 }
+
+/// A wait inside `wait::logged` leaves a record for the step's profile: the object, what was
+/// expected, how it ended and the last observed state (here: nothing, the list never completed).
+#[tokio::test]
+async fn a_logged_wait_records_how_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:1\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+    )
+    .unwrap();
+    let client = rehearsal::backend::pinned_client(&path, "x").await.unwrap();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client, "ns");
+    let (result, log) = rehearsal::wait::logged(async {
+        rehearsal::wait::await_condition(
+            &pods,
+            "mc-0",
+            conditions::pod_ready(),
+            std::time::Duration::from_millis(300),
+        )
+        .await
+    })
+    .await;
+    assert!(result.is_err());
+    assert_eq!(log.len(), 1, "{log:?}");
+    let w = &log[0];
+    assert_eq!(w.object, "pods ns/mc-0");
+    assert_eq!(w.expected, "pod Ready");
+    assert_eq!(w.outcome, "timed-out");
+    assert!(
+        w.woken_by.contains("the first list did not complete"),
+        "{w:?}"
+    );
+    assert!(w.transitions.is_empty(), "{w:?}");
+}

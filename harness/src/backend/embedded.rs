@@ -367,6 +367,10 @@ impl Backend for Embedded {
         super::rest_server::repository_url(&self.rest.base(), name)
     }
 
+    fn create_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move { self.rest.create_repository(name) })
+    }
+
     fn remove_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move { self.rest.remove_repository(name) })
     }

@@ -222,6 +222,13 @@ pub trait Backend: Send + Sync {
     /// backend's restic REST server ([`rest_server`]). The repository Secret of every case holds
     /// it, for the reference operator and Gameplane alike.
     fn repository_url(&self, name: &str) -> Result<String, BackendError>;
+    /// Creates repository `name` before a case uses it, where the backend can write its
+    /// storage (embedded: the template repository, [`rest_server::write_template`]); elsewhere
+    /// the copy Jobs' own `restic init` creates it on the first backup.
+    fn create_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+        let _ = name;
+        Box::pin(async { Ok(()) })
+    }
     /// Removes repository `name` from the backend's REST server storage (a missing one is fine).
     fn remove_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>>;
 }

@@ -64,6 +64,41 @@ pub fn repository_url(base: &str, name: &str) -> Result<String, BackendError> {
     ))
 }
 
+/// An empty restic repository for the cases' password whose one key is cheap to open
+/// (`fixtures/restic-repository/README.md`): restic's encrypted `config` and the key file.
+const TEMPLATE_CONFIG: &[u8] = include_bytes!("../../../fixtures/restic-repository/config");
+const TEMPLATE_KEY: &[u8] = include_bytes!("../../../fixtures/restic-repository/key");
+
+/// Writes the template repository into `dir` in restic's layout (`config`, `keys/<sha256>`,
+/// `data/00`…`data/ff`, `index`, `locks`, `snapshots`), unless `dir` already holds a
+/// repository. Every open of it then costs milliseconds instead of a calibrated scrypt
+/// derivation, and no copy pays for `restic init`.
+pub fn write_template(dir: &Path) -> Result<(), BackendError> {
+    use sha2::Digest as _;
+    if dir.join("config").exists() {
+        return Ok(());
+    }
+    let io = |what: &'static str, p: &Path| {
+        let p = p.to_path_buf();
+        move |e| BackendError::io(what, &p, e)
+    };
+    for sub in ["index", "keys", "locks", "snapshots"] {
+        let d = dir.join(sub);
+        std::fs::create_dir_all(&d).map_err(io("create the repository directory", &d))?;
+    }
+    for b in 0..=255u8 {
+        let d = dir.join("data").join(format!("{b:02x}"));
+        std::fs::create_dir_all(&d).map_err(io("create the repository directory", &d))?;
+    }
+    let key = dir
+        .join("keys")
+        .join(hex::encode(sha2::Sha256::digest(TEMPLATE_KEY)));
+    std::fs::write(&key, TEMPLATE_KEY).map_err(io("write the repository key", &key))?;
+    // The config last: restic takes a directory with a config for a repository.
+    let config = dir.join("config");
+    std::fs::write(&config, TEMPLATE_CONFIG).map_err(io("write the repository config", &config))
+}
+
 /// A restic REST server on this host (`rclone serve restic`).
 #[derive(Debug)]
 pub struct RestServer {
@@ -158,6 +193,11 @@ impl RestServer {
     /// The process, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.pid()
+    }
+
+    /// Creates repository `name` from the template ([`write_template`]).
+    pub fn create_repository(&self, name: &str) -> Result<(), BackendError> {
+        write_template(&self.root.join(repository_name(name)?))
     }
 
     /// Removes repository `name` (its directory below the root); a missing one is fine.

@@ -308,6 +308,10 @@ pub async fn install(
     let ns = ctx.namespace.clone();
     let secrets_api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
     let repo = repository_url(ctx)?;
+    ctx.backend
+        .create_repository(repository_name(&ctx.namespace))
+        .await
+        .map_err(|e| CaseError::Setup(format!("the case's restic repository: {e}")))?;
     for s in secrets(&repo) {
         let name = s.metadata.name.clone().unwrap_or_default();
         secrets_api

@@ -39,6 +39,29 @@ where
     Action::requeue(Duration::from_secs(1))
 }
 
+/// The unfinished Restores of GameServer `server` in `ns`.
+fn unfinished_restores(
+    store: &kube::runtime::reflector::Store<Restore>,
+    ns: Option<String>,
+    server: Option<String>,
+) -> Vec<ObjectRef<Restore>> {
+    let Some(server) = server else {
+        return Vec::new();
+    };
+    store
+        .state()
+        .into_iter()
+        .filter(|r| r.namespace() == ns && r.spec.server_ref.name == server)
+        .filter(|r| {
+            !r.status
+                .as_ref()
+                .and_then(|s| s.phase)
+                .is_some_and(|p| p.is_terminal())
+        })
+        .map(|r| ObjectRef::from_obj(r.as_ref()))
+        .collect()
+}
+
 fn game_pods() -> watcher::Config {
     watcher::Config::default().labels(labels::SERVER)
 }
@@ -112,8 +135,27 @@ pub async fn run(
     let restore_controller =
         Controller::new(api::<Restore>(&client, ns), watcher::Config::default());
     let restore_store = restore_controller.store();
+    let (by_pod, by_claim) = (restore_store.clone(), restore_store.clone());
     let restores = restore_controller
         .owns(api::<Job>(&client, ns), watcher::Config::default())
+        // A Restore waits for its server's pod to be gone (and, under the
+        // `restore-recreates-pvc` defect, for new claims): those changes wake it, no polling.
+        .watches(api::<Pod>(&client, ns), game_pods(), move |pod| {
+            let server = pod.labels().get(labels::SERVER).cloned();
+            unfinished_restores(&by_pod, pod.namespace(), server)
+        })
+        .watches(
+            api::<PersistentVolumeClaim>(&client, ns),
+            watcher::Config::default(),
+            move |pvc| {
+                let server = pvc
+                    .owner_references()
+                    .iter()
+                    .find(|o| o.kind == "GameServer")
+                    .map(|o| o.name.clone());
+                unfinished_restores(&by_claim, pvc.namespace(), server)
+            },
+        )
         .graceful_shutdown_on(stop())
         .run(crate::restore::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});

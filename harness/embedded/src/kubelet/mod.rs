@@ -20,10 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::runtime::watcher::ExponentialBackoff;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -202,6 +201,9 @@ pub(crate) struct Node {
     /// Pods this node terminated and deleted; later events for them (finalizers still
     /// pending) must not start them again.
     finished: Mutex<std::collections::HashSet<String>>,
+    /// Bumped on every PersistentVolumeClaim change: a pod worker waiting for its claims to
+    /// bind wakes on it instead of polling.
+    pub claims_changed: watch::Sender<u64>,
 }
 
 impl Node {
@@ -248,6 +250,7 @@ impl Kubelet {
                 logs: LogIndex::default(),
                 pods: Mutex::new(HashMap::new()),
                 finished: Mutex::default(),
+                claims_changed: watch::Sender::new(0),
             }),
         }
     }
@@ -259,6 +262,28 @@ impl Kubelet {
 
     /// Watches pods and runs those bound to this node until the task is aborted.
     pub async fn run(self) {
+        tokio::join!(self.clone().watch_claims(), self.watch_pods());
+    }
+
+    /// Wakes the pod workers that wait for claims on every claim change (a bind, a new claim).
+    async fn watch_claims(self) {
+        let api: Api<PersistentVolumeClaim> = Api::all(self.node.client.clone());
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(_) => {
+                    self.node
+                        .claims_changed
+                        .send_modify(|n| *n = n.wrapping_add(1));
+                }
+                Err(error) => tracing::warn!(%error, "kubelet claim watch failed; retrying"),
+            }
+        }
+    }
+
+    async fn watch_pods(self) {
         let api: Api<Pod> = Api::all(self.node.client.clone());
         let mut events = watcher(api, watcher::Config::default())
             .default_backoff()

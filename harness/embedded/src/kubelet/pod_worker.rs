@@ -266,6 +266,7 @@ pub(super) async fn run(
             .flatten()
     });
     let (exits, mut exits_rx) = mpsc::unbounded_channel();
+    let mut claims = node.claims_changed.subscribe();
     let mut worker = Worker {
         conditions: Conditions::seed(&pod),
         start_time: pod
@@ -320,6 +321,10 @@ pub(super) async fn run(
                 }
             }
             Some(exit) = exits_rx.recv() => worker.on_exit(exit),
+            // A claim changed (bound, created) while the volumes wait for one: retry now.
+            Ok(()) = claims.changed(), if worker.volumes.is_none() => {
+                worker.volume_retry = None;
+            }
             command = commands.recv() => match command {
                 Some(PodCommand::Restart { container, reply }) => worker.restart(&container, reply),
                 Some(PodCommand::Locate { container, reply }) => {
