@@ -9,12 +9,18 @@
 //! - `REHEARSAL_REPORTS`: where bundles go (default `target/rehearsal-bundles/`); each test
 //!   writes `<reports>/<run-id>-<case>/`.
 //! - `REHEARSAL_MUTANT`: deploy the reference operator with this mutant (embedded only).
+//! - `REHEARSAL_EMBEDDED_REACH`: how the harness reaches a pod on the embedded cluster. Unset,
+//!   the scenarios take `port-forward` — the path Kind and existing clusters take — so the code
+//!   the Kind path runs is what these tests run; `pod-ip` selects the loopback shortcut that
+//!   `rehearse run` uses (`harness/tests/core_reach.rs` shows both give the same verdicts).
 //! - `REHEARSAL_OPERATOR` (`reference` or `gameplane`): the operator the cluster must run. The
 //!   bundle names the operator and version read from the cluster
 //!   (`rehearsal::deploy::profile::detect`), never this variable.
 
 use std::path::PathBuf;
 
+use rehearsal::backend::embedded::{Embedded, EmbeddedOptions, REACH_ENV, ReachMode};
+use rehearsal::backend::{Backend, BackendError};
 use rehearsal::cases::{self, RunOptions};
 use rehearsal::deploy::profile::{self, OperatorProfile};
 use rehearsal::evidence::bundle::{Bundle, BundleMeta, Verdict};
@@ -59,6 +65,28 @@ pub fn rehearse(case: &str) {
     }
 }
 
+/// The cluster's backend; an embedded one reaches pods through port-forward unless
+/// `REHEARSAL_EMBEDDED_REACH` names a mode.
+async fn start_backend(
+    cluster: &Cluster,
+    mutant: Option<&str>,
+) -> Result<Box<dyn Backend>, BackendError> {
+    if !matches!(cluster, Cluster::Embedded) {
+        return run::start_backend(cluster, mutant).await;
+    }
+    let reach = match std::env::var_os(REACH_ENV) {
+        Some(_) => ReachMode::from_env()?,
+        None => ReachMode::PortForward,
+    };
+    let backend = Embedded::up(EmbeddedOptions {
+        mutant: mutant.map(str::to_string),
+        reach: Some(reach),
+        ..Default::default()
+    })
+    .await?;
+    Ok(Box::new(backend))
+}
+
 async fn rehearse_async(case: &str) {
     let case = cases::find(case)
         .unwrap_or_else(|| panic!("no case named {case:?} in rehearsal::cases::CASES"));
@@ -70,7 +98,7 @@ async fn rehearse_async(case: &str) {
         .unwrap_or_else(|_| run::new_run_id());
     let dir = Bundle::dir_for(reports_root(), &format!("{run_id}-{}", case.name));
     let arch = rehearsal::backend::Arch::host().as_str().to_string();
-    let backend = run::start_backend(&cluster, mutant.as_deref())
+    let backend = start_backend(&cluster, mutant.as_deref())
         .await
         .unwrap_or_else(|e| panic!("cannot start the cluster: {e}"));
     // The operator the cluster runs and its version, read from it; the deploy step's

@@ -292,7 +292,8 @@ async fn reference_operator_runs_as_a_pod_from_its_manifests_with_in_cluster_con
         &pods,
         &second,
         &LogParams::default(),
-        "cannot list resource",
+        // Each watch fails on its own; wait for the GameServers one (the assertion's).
+        "gameservers.gameplane.local is forbidden",
     )
     .await
     .replace('\\', "");
