@@ -8,7 +8,8 @@ use std::process::Command;
 fn every_mutant_is_caught_by_its_case() {
     let reports = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_rehearse"))
-        .args(["selftest", "--reports"])
+        // Two at a time: CI runs this beside other tests on 2 cores.
+        .args(["selftest", "--parallel", "2", "--reports"])
         .arg(reports.path())
         .output()
         .expect("run rehearse selftest");
