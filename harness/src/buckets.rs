@@ -50,8 +50,12 @@ pub struct Manifest {
 /// One CI bucket: a set of cases that share one cluster in one CI job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Bucket {
+    /// The bucket's name: also its nextest profile (`[profile.<name>]`) and its CI matrix entry,
+    /// so lowercase kebab and never a profile name nextest or `.config/nextest.toml` reserves.
     pub name: String,
+    /// What the bucket covers, for people reading `rehearse buckets list` (trimmed free text).
     pub description: String,
+    /// Its cases in manifest order; never empty, and no case here is in any other bucket.
     pub cases: Vec<CaseEntry>,
 }
 
@@ -90,64 +94,116 @@ impl CaseEntry {
 /// the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
+    /// The manifest file could not be read.
     #[error(
         "cannot read bucket manifest {}: {source}; run from the workspace root or pass --manifest PATH",
         path.display()
     )]
     Read {
+        /// The manifest file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The file is not valid TOML or does not fit the schema (an unknown key, a wrong type).
     #[error("{}:{line}: {message}; fix the TOML against the schema at the top of the file", path.display())]
     Syntax {
+        /// The manifest file.
         path: PathBuf,
+        /// 1-based line of the error (1 when toml reports no position).
         line: usize,
+        /// toml's message, folded onto one line.
         message: String,
     },
+    /// The manifest declares a `schema` this build does not read.
     #[error(
         "{}: schema {found} is not supported; this rehearse reads schema {SCHEMA_VERSION}: set `schema = {SCHEMA_VERSION}` or upgrade rehearse",
         path.display()
     )]
-    UnsupportedSchema { path: PathBuf, found: u32 },
+    UnsupportedSchema {
+        /// The manifest file.
+        path: PathBuf,
+        /// The `schema` value the file declares.
+        found: u32,
+    },
+    /// `package` is empty, so no nextest binary could hold the cases.
     #[error("{}: `package` is empty; set it to the cargo package holding the cases (rehearsal-scenarios)", path.display())]
-    EmptyPackage { path: PathBuf },
+    EmptyPackage {
+        /// The manifest file.
+        path: PathBuf,
+    },
+    /// The manifest defines no `[[bucket]]`.
     #[error("{}: no buckets; add at least one [[bucket]] table", path.display())]
-    NoBuckets { path: PathBuf },
+    NoBuckets {
+        /// The manifest file.
+        path: PathBuf,
+    },
+    /// A bucket, binary, test, mutant or check name breaks its naming rule.
     #[error("{}: {what} `{value}` in bucket `{bucket}` is not valid: {rule}", path.display())]
     BadName {
+        /// The manifest file.
         path: PathBuf,
+        /// The bucket the entry is in (the bucket itself for a bad bucket name).
         bucket: String,
+        /// Which kind of name: `bucket name`, `binary`, `test`, `mutant` or `check`.
         what: &'static str,
+        /// The offending value as written.
         value: String,
+        /// The rule it breaks, phrased as the fix.
         rule: &'static str,
     },
+    /// Two `[[bucket]]` tables share a name.
     #[error("{}: bucket `{bucket}` is defined twice; merge the two [[bucket]] tables", path.display())]
-    DuplicateBucket { path: PathBuf, bucket: String },
+    DuplicateBucket {
+        /// The manifest file.
+        path: PathBuf,
+        /// The name defined twice.
+        bucket: String,
+    },
+    /// A bucket lists no cases (its CI job would run nothing and pass).
     #[error("{}: bucket `{bucket}` has no cases; add [[bucket.case]] entries or remove the bucket", path.display())]
-    EmptyBucket { path: PathBuf, bucket: String },
+    EmptyBucket {
+        /// The manifest file.
+        path: PathBuf,
+        /// The bucket without cases.
+        bucket: String,
+    },
+    /// One test name listed in two buckets; nextest filters select by name, so it would run twice.
     #[error(
         "{}: case `{test}` is in bucket `{first}` and in bucket `{second}`; a case belongs to exactly one bucket: remove one entry",
         path.display()
     )]
     CaseInTwoBuckets {
+        /// The manifest file.
         path: PathBuf,
+        /// The test name listed twice.
         test: String,
+        /// The bucket that lists it first.
         first: String,
+        /// The bucket that lists it again.
         second: String,
     },
+    /// A case with an empty `contract`: every case must name the CONTRACT.md row it proves.
     #[error(
         "{}: case `{test}` in bucket `{bucket}` has an empty `contract`; name the CONTRACT.md case it proves",
         path.display()
     )]
     MissingContract {
+        /// The manifest file.
         path: PathBuf,
+        /// The bucket holding the case.
         bucket: String,
+        /// The case's test name.
         test: String,
     },
+    /// A bucket was asked for (`--bucket`, `nextest-filter`) that the manifest does not define.
     #[error("{}: unknown bucket `{bucket}`; known buckets: {known}", path.display())]
     UnknownBucket {
+        /// The manifest file.
         path: PathBuf,
+        /// The name asked for.
         bucket: String,
+        /// The manifest's bucket names, comma-separated, for the message.
         known: String,
     },
 }
@@ -233,84 +289,8 @@ impl Manifest {
         // appear once in the whole manifest.
         let mut owner: BTreeMap<String, String> = BTreeMap::new();
         for raw_bucket in raw.bucket {
-            let name = raw_bucket.name;
-            let bad = |what, value: &str, rule| ManifestError::BadName {
-                path: path.clone(),
-                bucket: name.clone(),
-                what,
-                value: value.to_owned(),
-                rule,
-            };
-            if !is_bucket_name(&name) {
-                return Err(bad(
-                    "bucket name",
-                    &name,
-                    "use lowercase letters, digits and `-`, starting with a letter, and not `default`, `default-…`, `ci` or `kind` (it becomes a nextest profile name)",
-                ));
-            }
-            if buckets.iter().any(|b: &Bucket| b.name == name) {
-                return Err(ManifestError::DuplicateBucket { path, bucket: name });
-            }
-            if raw_bucket.case.is_empty() {
-                return Err(ManifestError::EmptyBucket { path, bucket: name });
-            }
-            let mut cases = Vec::with_capacity(raw_bucket.case.len());
-            for case in raw_bucket.case {
-                if !is_binary_name(&case.binary) {
-                    return Err(bad(
-                        "binary",
-                        &case.binary,
-                        "use the file stem of scenarios/tests/<binary>.rs (letters, digits, `_`, `-`)",
-                    ));
-                }
-                if !is_test_name(&case.test) {
-                    return Err(bad(
-                        "test",
-                        &case.test,
-                        "use the test function's path inside its binary, e.g. `live_backup_agent_restart`",
-                    ));
-                }
-                if let Some(m) = case.mutants.iter().find(|m| !is_kebab(&m.name)) {
-                    return Err(bad(
-                        "mutant",
-                        &m.name,
-                        "use the reference operator's `--mutant` name or a `harness-…` mutant (lowercase letters, digits, `-`)",
-                    ));
-                }
-                if let Some(m) = case.mutants.iter().find(|m| !is_kebab(&m.check)) {
-                    return Err(bad(
-                        "check",
-                        &m.check,
-                        "use the id of the case's check that must fail against the mutant (lowercase letters, digits, `-`)",
-                    ));
-                }
-                if case.contract.trim().is_empty() {
-                    return Err(ManifestError::MissingContract {
-                        path,
-                        bucket: name,
-                        test: case.test,
-                    });
-                }
-                if let Some(first) = owner.insert(case.test.clone(), name.clone()) {
-                    return Err(ManifestError::CaseInTwoBuckets {
-                        path,
-                        test: case.test,
-                        first,
-                        second: name,
-                    });
-                }
-                cases.push(CaseEntry {
-                    binary: case.binary,
-                    test: case.test,
-                    contract: case.contract.trim().to_owned(),
-                    mutants: case.mutants,
-                });
-            }
-            buckets.push(Bucket {
-                name,
-                description: raw_bucket.description.trim().to_owned(),
-                cases,
-            });
+            let bucket = parse_bucket(&path, raw_bucket, &buckets, &mut owner)?;
+            buckets.push(bucket);
         }
         Ok(Self {
             path,
@@ -389,6 +369,101 @@ impl Manifest {
     }
 }
 
+/// Validates one `[[bucket]]` table: its name against the buckets `earlier` in the file, and each
+/// case's names; `owner` maps every test name seen so far to its bucket, so a case listed in two
+/// buckets is refused.
+fn parse_bucket(
+    path: &Path,
+    raw_bucket: RawBucket,
+    earlier: &[Bucket],
+    owner: &mut BTreeMap<String, String>,
+) -> Result<Bucket, ManifestError> {
+    let name = raw_bucket.name;
+    let bad = |what, value: &str, rule| ManifestError::BadName {
+        path: path.to_owned(),
+        bucket: name.clone(),
+        what,
+        value: value.to_owned(),
+        rule,
+    };
+    if !is_bucket_name(&name) {
+        return Err(bad(
+            "bucket name",
+            &name,
+            "use lowercase letters, digits and `-`, starting with a letter, and not `default`, `default-…`, `ci` or `kind` (it becomes a nextest profile name)",
+        ));
+    }
+    if earlier.iter().any(|b: &Bucket| b.name == name) {
+        return Err(ManifestError::DuplicateBucket {
+            path: path.to_owned(),
+            bucket: name,
+        });
+    }
+    if raw_bucket.case.is_empty() {
+        return Err(ManifestError::EmptyBucket {
+            path: path.to_owned(),
+            bucket: name,
+        });
+    }
+    let mut cases = Vec::with_capacity(raw_bucket.case.len());
+    for case in raw_bucket.case {
+        if !is_binary_name(&case.binary) {
+            return Err(bad(
+                "binary",
+                &case.binary,
+                "use the file stem of scenarios/tests/<binary>.rs (letters, digits, `_`, `-`)",
+            ));
+        }
+        if !is_test_name(&case.test) {
+            return Err(bad(
+                "test",
+                &case.test,
+                "use the test function's path inside its binary, e.g. `live_backup_agent_restart`",
+            ));
+        }
+        if let Some(m) = case.mutants.iter().find(|m| !is_kebab(&m.name)) {
+            return Err(bad(
+                "mutant",
+                &m.name,
+                "use the reference operator's `--mutant` name or a `harness-…` mutant (lowercase letters, digits, `-`)",
+            ));
+        }
+        if let Some(m) = case.mutants.iter().find(|m| !is_kebab(&m.check)) {
+            return Err(bad(
+                "check",
+                &m.check,
+                "use the id of the case's check that must fail against the mutant (lowercase letters, digits, `-`)",
+            ));
+        }
+        if case.contract.trim().is_empty() {
+            return Err(ManifestError::MissingContract {
+                path: path.to_owned(),
+                bucket: name,
+                test: case.test,
+            });
+        }
+        if let Some(first) = owner.insert(case.test.clone(), name.clone()) {
+            return Err(ManifestError::CaseInTwoBuckets {
+                path: path.to_owned(),
+                test: case.test,
+                first,
+                second: name,
+            });
+        }
+        cases.push(CaseEntry {
+            binary: case.binary,
+            test: case.test,
+            contract: case.contract.trim().to_owned(),
+            mutants: case.mutants,
+        });
+    }
+    Ok(Bucket {
+        name,
+        description: raw_bucket.description.trim().to_owned(),
+        cases,
+    })
+}
+
 fn is_bucket_name(s: &str) -> bool {
     is_kebab(s)
         && s.starts_with(|c: char| c.is_ascii_lowercase())
@@ -419,6 +494,7 @@ fn is_test_name(s: &str) -> bool {
 /// The parts of `cargo nextest list --message-format json` that bucket checks need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NextestList {
+    /// Every test binary in the list, in nextest's order (by binary id).
     pub suites: Vec<Suite>,
 }
 
@@ -427,7 +503,9 @@ pub struct NextestList {
 pub struct Suite {
     /// e.g. `rehearsal-scenarios::backup` (`rehearsal-scenarios` for the lib's unit tests).
     pub binary_id: String,
+    /// The binary's name as cargo builds it (the file stem for an integration test).
     pub binary_name: String,
+    /// The cargo package that owns the binary.
     pub package_name: String,
     /// Cargo target kind: `lib`, `test`, `bench`, `bin`, `proc-macro`.
     pub kind: String,
@@ -441,19 +519,25 @@ pub struct Suite {
 /// Why a nextest list could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ListError {
+    /// The list file could not be read.
     #[error(
         "cannot read nextest list {}: {source}; write it with `cargo nextest list --message-format json > FILE`",
         path.display()
     )]
     Read {
+        /// The list file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The input is not nextest's JSON list.
     #[error(
         "{source_name} is not nextest's JSON list ({message}); produce it with `cargo nextest list --message-format json`"
     )]
     Json {
+        /// What the input was, for the message: a path, `stdin`, or the `cargo nextest list` output.
         source_name: String,
+        /// serde_json's message.
         message: String,
     },
 }
@@ -526,32 +610,58 @@ impl NextestList {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
     /// The list has no integration-test binary of the manifest's package.
-    PackageNotListed { package: String },
+    PackageNotListed {
+        /// The manifest's `package`.
+        package: String,
+    },
     /// A scenario binary was skipped by a filter, so its cases cannot be checked.
-    SuiteNotListed { binary_id: String, status: String },
+    SuiteNotListed {
+        /// The skipped binary.
+        binary_id: String,
+        /// The status nextest gave it instead of `listed`.
+        status: String,
+    },
     /// A scenario case that no bucket lists.
-    UnbucketedCase { binary_id: String, test: String },
+    UnbucketedCase {
+        /// The binary that has the case.
+        binary_id: String,
+        /// The case's test name.
+        test: String,
+    },
     /// A bucket entry naming a case nextest does not list.
     UnknownEntry {
+        /// The bucket holding the entry.
         bucket: String,
+        /// The binary id the entry names.
         binary_id: String,
+        /// The test name the entry names.
         test: String,
         /// Scenario binaries where a test of that name does exist.
         found_in: Vec<String>,
     },
     /// One test name in several scenario binaries: a name-based bucket filter would run both.
     AmbiguousTestName {
+        /// The test name found more than once.
         test: String,
+        /// Every scenario binary that has a test of that name.
         binary_ids: Vec<String>,
     },
     /// The nextest config has no `[profile.<bucket>]` default-filter, or not the bucket's.
     StaleProfile {
+        /// The nextest config file (`.config/nextest.toml`).
         config: PathBuf,
+        /// The bucket whose profile is missing or stale.
         bucket: String,
+        /// The profile's current default-filter, when it has one.
         found: Option<String>,
     },
     /// The nextest config could not be read as TOML.
-    UnreadableConfig { config: PathBuf, message: String },
+    UnreadableConfig {
+        /// The nextest config file.
+        config: PathBuf,
+        /// toml's message.
+        message: String,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -628,17 +738,22 @@ impl fmt::Display for Problem {
     problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 )]
 pub struct VerifyError {
+    /// The manifest that was checked.
     pub manifest: PathBuf,
+    /// Every disagreement found, in check order; never empty.
     pub problems: Vec<Problem>,
 }
 
 /// What a successful [`verify`] checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerifySummary {
+    /// The manifest that was verified.
     pub manifest: PathBuf,
+    /// The cargo package whose integration tests hold the cases.
     pub package: String,
     /// Bucket → number of cases.
     pub buckets: Vec<(String, usize)>,
+    /// Cases checked, all buckets together.
     pub cases: usize,
 }
 
