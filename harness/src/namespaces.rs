@@ -26,13 +26,18 @@ pub const CREATED_AT_ANNOTATION: &str = "rehearsal.local/created-at";
 /// Why a namespace operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NamespaceError {
+    /// A Kubernetes call about one namespace failed.
     #[error("cannot {what} namespace {name}: {}", crate::kube_error::line(source))]
     Kube {
+        /// The operation: `create`, `delete`, `read`.
         what: &'static str,
+        /// The namespace.
         name: String,
+        /// kube's error.
         #[source]
         source: kube::Error,
     },
+    /// Listing the rehearsal namespaces (for the sweep) failed.
     #[error("cannot list rehearsal namespaces: {}", crate::kube_error::line(.0))]
     List(#[source] kube::Error),
 }
@@ -40,8 +45,11 @@ pub enum NamespaceError {
 /// Who owns a namespace: the run and the process that made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
+    /// The run's id: hashed into the namespace name's suffix and stored in [`RUN_ID_LABEL`].
     pub run_id: String,
+    /// Host name as a label value ([`this_host`]); the sweep trusts `pid` only on this host.
     pub host: String,
+    /// Process id of the `rehearse` (or test) process that created the namespace.
     pub pid: u32,
 }
 
@@ -152,15 +160,23 @@ pub async fn create(
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum SweepReason {
     /// Its owner process on this host no longer exists.
-    OwnerGone { pid: u32 },
+    OwnerGone {
+        /// The owner's process id, no longer running on this host.
+        pid: u32,
+    },
     /// It is older than the bound (owner on another host, or unknown).
-    TooOld { age_secs: u64 },
+    TooOld {
+        /// Seconds since the namespace's creation-time annotation.
+        age_secs: u64,
+    },
 }
 
 /// What a sweep did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SweepReport {
+    /// Namespaces deleted, each with the reason it counted as a leftover.
     pub deleted: Vec<(String, SweepReason)>,
+    /// Rehearsal namespaces left alone: owner alive, or not old enough.
     pub kept: Vec<String>,
 }
 

@@ -98,27 +98,44 @@ impl ProcessLog {
 pub enum ProcessError {
     /// The program is not installed (not on PATH / not at the configured path).
     #[error("`{program}` was not found (PATH or given path); {hint}")]
-    NotFound { program: String, hint: String },
+    NotFound {
+        /// The program as given (a name looked up on PATH, or a path).
+        program: String,
+        /// How to install it or where to point the override.
+        hint: String,
+    },
     /// The OS refused to start it.
     #[error("cannot start `{program}`: {source}")]
     Spawn {
+        /// The program as given.
         program: String,
+        /// The OS error.
         #[source]
         source: std::io::Error,
     },
     /// Reading its output or waiting for it failed.
     #[error("lost track of `{program}`: {source}")]
     Io {
+        /// The program as given.
         program: String,
+        /// The OS error.
         #[source]
         source: std::io::Error,
     },
     /// It ran and exited non-zero (the record holds its output).
     #[error("`{}` exited with {}: {}", record.command_line(), exit_text(record.exit_code), record.last_line())]
-    Failed { record: Box<ProcessRecord> },
+    Failed {
+        /// Its argv, exit code and captured output.
+        record: Box<ProcessRecord>,
+    },
     /// It did not finish within its bound and was killed.
     #[error("`{program}` did not finish within {bound:?} and was killed")]
-    TimedOut { program: String, bound: Duration },
+    TimedOut {
+        /// The program as given.
+        program: String,
+        /// The bound it exceeded.
+        bound: Duration,
+    },
 }
 
 fn exit_text(code: Option<i32>) -> String {

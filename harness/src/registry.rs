@@ -40,32 +40,47 @@ const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, application/vnd.o
 /// Why a registry operation failed; each names the registry and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
+    /// The registry program could not be started or run.
     #[error(transparent)]
     Process(#[from] crate::process::ProcessError),
+    /// A local file operation (directory, port, config) failed.
     #[error("cannot {what} at {path}: {source}")]
     Io {
+        /// What was being done, e.g. `write the registry config`.
         what: String,
+        /// The file or directory involved.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
     #[error(
         "the registry at {addr} did not answer /v2/ within {bound:?} ({last}); see its log {log}"
     )]
+    /// The started registry did not answer `/v2/` within its bound.
     NotReady {
+        /// The registry's `127.0.0.1:PORT`.
         addr: String,
+        /// How long the harness waited.
         bound: Duration,
+        /// The last thing observed: its exit status, or the last request's error.
         last: String,
+        /// The registry's log file, for the cause.
         log: String,
     },
     #[error(
         "registry {addr}: {what}: {reason}; is the registry running (REHEARSAL_REGISTRY names its host address)?"
     )]
+    /// A request to the registry failed or was answered with an error.
     Http {
+        /// The registry's host address.
         addr: String,
+        /// The request, e.g. `HEAD /v2/fixture-game/manifests/1.0`.
         what: String,
+        /// The transport error, the timeout, the unexpected HTTP status or the missing digest header.
         reason: String,
     },
+    /// The image is not named for [`MIRRORED_HOST`], so no registry path maps to it.
     #[error("{0} is not an image of {MIRRORED_HOST}: the registry serves only rehearsal.local/…")]
     NotMirrored(String),
 }
