@@ -28,23 +28,35 @@ pub const UNPULLABLE_IMAGE: &str = "rehearsal.local/unpullable@sha256:0000000000
 /// Why a fault could not be injected or observed.
 #[derive(Debug, thiserror::Error)]
 pub enum FaultError {
+    /// The backend could not perform the fault (see [`FaultError::not_applicable`]).
     #[error(transparent)]
     Backend(Box<BackendError>),
+    /// The fault was injected but the cluster did not show its effect within the bound.
     #[error(transparent)]
     Wait(Box<WaitError>),
+    /// A Kubernetes call on the target object failed.
     #[error("{what} {namespace}/{name}: {}", crate::kube_error::line(source))]
     Kube {
+        /// The call, e.g. `get pod`, `patch GameServer`.
         what: &'static str,
+        /// The target's namespace.
         namespace: String,
+        /// The target's name.
         name: String,
+        /// kube's error.
         #[source]
         source: Box<kube::Error>,
     },
+    /// The pod's status does not (yet) show what the fault needs to compare, e.g. a container ID.
     #[error("pod {namespace}/{pod}: {what} is not observable yet (container `{container}`)")]
     NotObservable {
+        /// The pod's namespace.
         namespace: String,
+        /// The pod.
         pod: String,
+        /// The container whose status was read.
         container: String,
+        /// What was missing, e.g. `container ID after the restart`.
         what: &'static str,
     },
 }
@@ -93,18 +105,26 @@ fn kube_error(
 /// One container's identity at one moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContainerIncarnation {
+    /// UID of the pod the container runs in; equal before and after an in-place restart.
     pub pod_uid: String,
+    /// The container's name in the pod spec (`game`, `agent`).
     pub container: String,
+    /// The runtime's container ID from the pod status (`containerd://…`); a new ID is a new process.
     pub container_id: String,
+    /// The pod status's restart count for the container.
     pub restart_count: i32,
 }
 
 /// What an in-place restart changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RestartObservation {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The restarted container's pod.
     pub pod: String,
+    /// Read before the restart was asked for.
     pub before: ContainerIncarnation,
+    /// Read once the container ran again under a new container ID.
     pub after: ContainerIncarnation,
 }
 
@@ -120,16 +140,22 @@ impl RestartObservation {
 /// What a pod replacement changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReplaceObservation {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod (`<server>-0`), same name before and after.
     pub pod: String,
+    /// The deleted pod's UID.
     pub old_uid: String,
+    /// The replacement pod's UID (differs from `old_uid`).
     pub new_uid: String,
 }
 
 /// A GameServer spec change and the pod identity before it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SpecChangeObservation {
+    /// The GameServer's namespace.
     pub namespace: String,
+    /// The GameServer's name.
     pub server: String,
     /// The JSON merge patch applied to the GameServer.
     pub patch: serde_json::Value,

@@ -36,7 +36,9 @@ pub enum Cluster {
     Kind(crate::backend::kind::KindOptions),
     /// A cluster the user already has: kubeconfig and the context they named.
     Existing {
+        /// The kubeconfig file holding `context`.
         kubeconfig: PathBuf,
+        /// The context to act on; the harness never falls back to the kubeconfig's current context.
         context: String,
     },
 }
@@ -98,11 +100,15 @@ impl Cluster {
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
+    /// The cluster the cases run on.
     pub cluster: Cluster,
+    /// The cases to run, in the order their results are reported.
     pub cases: Vec<&'static Case>,
     /// `reports/` (the bundle goes into `<reports>/<run-id>/`).
     pub reports: PathBuf,
+    /// This run's id ([`new_run_id`]): the bundle directory's name and the namespaces' run label.
     pub run_id: String,
+    /// Keep a failed case's namespace and, on the embedded cluster, its cluster for inspection.
     pub keep_on_failure: bool,
     /// Cases run at once.
     pub parallel: usize,
@@ -110,6 +116,7 @@ pub struct RunConfig {
     pub mutant: Option<String>,
     /// Show progress bars (off when stderr is not a terminal, or in tests).
     pub progress: bool,
+    /// Each case's ceiling (normally [`CASE_BOUND`]); a case over it fails naming its last step.
     pub case_bound: Duration,
     /// The operator the cluster is expected to run (`--operator-profile`); what it runs is
     /// read from it either way.
@@ -119,8 +126,10 @@ pub struct RunConfig {
 /// Why a run could not be carried out (a failed case is not an error: see [`RunOutcome`]).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The cluster could not be started, reached or prepared.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// The bundle could not be written or finalized.
     #[error(transparent)]
     Bundle(#[from] BundleError),
 }
@@ -128,9 +137,14 @@ pub enum RunError {
 /// What a run produced.
 #[derive(Debug)]
 pub struct RunOutcome {
+    /// `<reports>/<run-id>/`: the finalized bundle.
     pub bundle_dir: PathBuf,
+    /// The verdict counts the bundle recorded.
     pub summary: BundleSummary,
+    /// Every case that ended, in the order of [`RunConfig::cases`]; an interrupted run lists
+    /// only those that finished before the interrupt.
     pub results: Vec<CaseResult>,
+    /// True when SIGINT or SIGTERM stopped the run before every case ended.
     pub interrupted: bool,
 }
 
@@ -240,6 +254,10 @@ async fn ensure_reachable(
 
 /// Runs `config`; an interrupt (Ctrl-C / SIGTERM) stops the cases, records them as
 /// interrupted and still finalizes the bundle.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one run in order (shared cluster, operator read, case slots under the interrupt, finalize); the per-case job closes over the bundle, progress bar and cluster it shares with them"
+)]
 pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
     let dir = Bundle::dir_for(&config.reports, &config.run_id);
     // A `harness-…` mutant weakens the harness's own gates; any other name is deployed with
