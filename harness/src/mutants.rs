@@ -29,6 +29,7 @@ pub enum HarnessMutant {
 }
 
 impl HarnessMutant {
+    /// Every harness mutant, in the self-test's order.
     pub const ALL: [HarnessMutant; 6] = [
         HarnessMutant::JoinStatusOnly,
         HarnessMutant::JoinLoginOnly,

@@ -7,14 +7,15 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use serde::Serialize;
 
-/// The harness's version (Cargo) and the commit it was built from (`GITHUB_SHA` or git, at
-/// build time; see build.rs).
+/// The harness's version (Cargo).
 pub const HARNESS_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The commit the harness was built from (`GITHUB_SHA` or git, at build time; see build.rs).
 pub const HARNESS_COMMIT: &str = env!("REHEARSAL_BUILD_COMMIT");
 
 /// The operator under test.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OperatorIdentity {
+    /// The operator's name: the Deployment's (or the name given with `--operator`).
     pub name: String,
     /// The image reference (tag or digest) or the version given with `--operator`.
     pub version: String,

@@ -54,13 +54,15 @@ pub fn set_progress(on: bool) {
 pub struct Access {
     /// The template's Minecraft port (the port named `minecraft`, else the first TCP port).
     pub game_port: u16,
+    /// The template's RCON port (`spec.rcon.port`), where the quiesce commands are sent.
     pub rcon_port: u16,
     /// `<secret>/<key>` the password was read from.
     pub rcon_secret: String,
     #[serde(skip)]
     rcon_password: String,
-    /// The template's quiesce and unquiesce console commands.
+    /// The template's quiesce console commands, sent before a read-back so it sees a whole save.
     pub quiesce: Vec<String>,
+    /// The template's unquiesce commands, sent after the read-back whatever its outcome.
     pub unquiesce: Vec<String>,
 }
 
@@ -457,6 +459,32 @@ async fn preflight(
         ))));
     }
     let previous = source.spec.version.clone().unwrap_or_default();
+    let access = match read_access(ctx, plan, &t).await? {
+        Ok(access) => access,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    Ok(Ok((
+        json!({
+            "candidate": plan.candidate,
+            "image": version.image,
+            "previous": previous,
+            "fleet_pinned": plan.fleet,
+            "tracking_default": floating,
+            "access": access,
+        }),
+        access,
+        version.image.clone(),
+    )))
+}
+
+/// What the gates need from the fleet's template, or why it lacks it: the game port (the port
+/// named `minecraft`, else the first TCP port), the RCON port and the password from its Secret,
+/// and the quiesce commands.
+async fn read_access(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    t: &GameTemplate,
+) -> Result<Result<Access, Refusal>, CaseError> {
     let game_port = t
         .spec
         .ports
@@ -515,26 +543,14 @@ async fn preflight(
             plan.template
         ))));
     };
-    let access = Access {
+    Ok(Ok(Access {
         game_port,
         rcon_port: port,
         rcon_secret: format!("{}/{}", secret_ref.name, secret_ref.key),
         rcon_password: password,
         quiesce: quiesce.quiesce,
         unquiesce: quiesce.unquiesce,
-    };
-    Ok(Ok((
-        json!({
-            "candidate": plan.candidate,
-            "image": version.image,
-            "previous": previous,
-            "fleet_pinned": plan.fleet,
-            "tracking_default": floating,
-            "access": access,
-        }),
-        access,
-        version.image.clone(),
-    )))
+    }))
 }
 
 fn candidate_digest(image: &str) -> &str {
@@ -646,83 +662,9 @@ async fn procedure(
     let claims = world_claims(&clone_of(&source, &clone, &previous, &plan.run_id));
 
     // 3. Back up the source, clone it, restore the backup into the clone.
+    let restored = seed_clone(ctx, plan, q, &source, &previous, &claims).await?;
     let backup_name = plan.backup_name();
-    let [clone_restore, rollback_restore] = plan.restore_names();
-    let snapshot = ctx
-        .step("back up the source", async {
-            let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-            let mut backup = Backup::new(
-                &backup_name,
-                BackupSpec {
-                    server_ref: ServerRef {
-                        name: plan.source.clone(),
-                    },
-                    repo_ref: Some(RepoRef {
-                        name: plan.repo_secret.clone(),
-                        key: "repo".into(),
-                    }),
-                    strategy: None,
-                    quiesce: Some(true),
-                    tags: vec!["rehearsal".into(), "qualify".into()],
-                },
-            );
-            backup.metadata.labels = Some(tidy::labels(&plan.run_id));
-            api.create(&Default::default(), &backup)
-                .await
-                .map_err(CaseError::kube(
-                    "create Backup",
-                    format!("{}/{backup_name}", ctx.namespace),
-                ))?;
-            let b = await_object(
-                &api,
-                &backup_name,
-                conditions::succeeded(),
-                ctx.bounds.settle,
-            )
-            .await?;
-            Ok(b.status.and_then(|s| s.snapshot_id).unwrap_or_default())
-        })
-        .await?;
-    ctx.recorder.restic_snapshot(
-        "back up the source",
-        &snapshot,
-        json!({"backup": backup_name, "server": plan.source}),
-    )?;
-    ctx.uses("Backup status.snapshotID");
-    q.snapshot = Some(snapshot.clone());
-    ctx.step("create the clone", async {
-        let gs = clone_of(&source, &clone, &previous, &plan.run_id);
-        gs_api(ctx)
-            .create(&Default::default(), &gs)
-            .await
-            .map_err(CaseError::kube(
-                "create GameServer",
-                format!("{}/{clone}", ctx.namespace),
-            ))?;
-        await_server_phase(ctx, &clone, "Suspended").await?;
-        Ok(json!({"clone": clone, "copied_from": plan.source, "version": previous, "suspended": true}))
-    })
-    .await?;
-    restore_into(
-        ctx,
-        plan,
-        "restore the backup into the clone",
-        &clone_restore,
-        &backup_name,
-        &clone,
-    )
-    .await?;
-    q.clone_pvcs_before = server_pvcs(ctx, &clone).await?;
-    ctx.observe_pvcs(PvcPhase::Before, &q.clone_pvcs_before)?;
-    // What the snapshot holds, read from the clone's claims before the candidate runs: the
-    // digests the read-back gate and a restore-required rollback compare against.
-    let restored = ctx
-        .step(
-            "read the restored world (before the candidate)",
-            read_claims(ctx, plan, "restored-read", &claims),
-        )
-        .await?;
-    ctx.uses("world digests before and after");
+    let [_, rollback_restore] = plan.restore_names();
 
     // 4. The candidate on the clone only, behind gates.
     let generation = ctx
@@ -786,6 +728,112 @@ async fn procedure(
     }
 
     // 6. Promote in gated batches.
+    promote(ctx, plan, q, &access, &candidate_image).await
+}
+
+/// Step 3 of the procedure: backs up the source, creates its clone (suspended, at the previous
+/// version), restores the backup into it, and reads what the snapshot put in the clone's world
+/// `claims` before the candidate runs: the digests the read-back gate and a restore-required
+/// rollback compare against.
+async fn seed_clone(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut Qualification,
+    source: &GameServer,
+    previous: &str,
+    claims: &[String],
+) -> Result<Readback, CaseError> {
+    let clone = q.clone.clone();
+    let backup_name = plan.backup_name();
+    let [clone_restore, _] = plan.restore_names();
+    let snapshot = ctx
+        .step("back up the source", async {
+            let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            let mut backup = Backup::new(
+                &backup_name,
+                BackupSpec {
+                    server_ref: ServerRef {
+                        name: plan.source.clone(),
+                    },
+                    repo_ref: Some(RepoRef {
+                        name: plan.repo_secret.clone(),
+                        key: "repo".into(),
+                    }),
+                    strategy: None,
+                    quiesce: Some(true),
+                    tags: vec!["rehearsal".into(), "qualify".into()],
+                },
+            );
+            backup.metadata.labels = Some(tidy::labels(&plan.run_id));
+            api.create(&Default::default(), &backup)
+                .await
+                .map_err(CaseError::kube(
+                    "create Backup",
+                    format!("{}/{backup_name}", ctx.namespace),
+                ))?;
+            let b = await_object(
+                &api,
+                &backup_name,
+                conditions::succeeded(),
+                ctx.bounds.settle,
+            )
+            .await?;
+            Ok(b.status.and_then(|s| s.snapshot_id).unwrap_or_default())
+        })
+        .await?;
+    ctx.recorder.restic_snapshot(
+        "back up the source",
+        &snapshot,
+        json!({"backup": backup_name, "server": plan.source}),
+    )?;
+    ctx.uses("Backup status.snapshotID");
+    q.snapshot = Some(snapshot.clone());
+    ctx.step("create the clone", async {
+        let gs = clone_of(source, &clone, previous, &plan.run_id);
+        gs_api(ctx)
+            .create(&Default::default(), &gs)
+            .await
+            .map_err(CaseError::kube(
+                "create GameServer",
+                format!("{}/{clone}", ctx.namespace),
+            ))?;
+        await_server_phase(ctx, &clone, "Suspended").await?;
+        Ok(json!({"clone": clone, "copied_from": plan.source, "version": previous, "suspended": true}))
+    })
+    .await?;
+    restore_into(
+        ctx,
+        plan,
+        "restore the backup into the clone",
+        &clone_restore,
+        &backup_name,
+        &clone,
+    )
+    .await?;
+    q.clone_pvcs_before = server_pvcs(ctx, &clone).await?;
+    ctx.observe_pvcs(PvcPhase::Before, &q.clone_pvcs_before)?;
+    // What the snapshot holds, read from the clone's claims before the candidate runs: the
+    // digests the read-back gate and a restore-required rollback compare against.
+    let restored = ctx
+        .step(
+            "read the restored world (before the candidate)",
+            read_claims(ctx, plan, "restored-read", claims),
+        )
+        .await?;
+    ctx.uses("world digests before and after");
+    Ok(restored)
+}
+
+/// Step 6 of the procedure: moves the fleet to the candidate batch by batch, each member behind
+/// its gates, and halts at the first failed batch (unless the self-test's `BatchHaltIgnored`
+/// harness mutant is on); records one `promotion` receipt per batch.
+async fn promote(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut Qualification,
+    access: &Access,
+    candidate_image: &str,
+) -> Result<(), CaseError> {
     let mut promoted = 0;
     for (i, batch) in plan.batches().iter().enumerate() {
         let name = format!("promotion batch {}", i + 1);
@@ -801,16 +849,8 @@ async fn procedure(
                 let mut all = Vec::new();
                 for (member, generation) in batch.iter().zip(generations) {
                     all.extend(
-                        server_gates(
-                            ctx,
-                            plan,
-                            &access,
-                            member,
-                            &candidate_image,
-                            generation,
-                            None,
-                        )
-                        .await?,
+                        server_gates(ctx, plan, access, member, candidate_image, generation, None)
+                            .await?,
                     );
                 }
                 Ok(all)
@@ -979,6 +1019,37 @@ async fn server_gates(
         return Ok(out);
     }
 
+    let g = join_gate(ctx, access, server).await?;
+    record(ctx, &g)?;
+    let passed = g.passed;
+    out.push(g);
+    if !passed {
+        return Ok(out);
+    }
+
+    let timer = Timer::start();
+    let g = finish(timer, save_gate(ctx, access, server).await);
+    record(ctx, &g)?;
+    let passed = g.passed;
+    out.push(g);
+    let Some((restored, claims)) = before.filter(|_| passed) else {
+        return Ok(out);
+    };
+
+    let g = read_back_gate(ctx, plan, access, server, restored, claims).await;
+    record(ctx, &g)?;
+    out.push(g);
+    Ok(out)
+}
+
+/// The join gate: a real Minecraft join reaches the depth the backend allows; when no
+/// Minecraft stage answered, the evidence says what the game port serves instead (the
+/// HTTP-only candidate's tell).
+async fn join_gate(
+    ctx: &CaseContext<'_>,
+    access: &Access,
+    server: &str,
+) -> Result<Gate, CaseError> {
     let timer = Timer::start();
     let depth = join_gate_depth(ctx);
     let verdict = join(ctx, access, server, depth).await?;
@@ -999,7 +1070,7 @@ async fn server_gates(
             evidence["http"] = json!(http);
         }
     }
-    let g = finish(
+    Ok(finish(
         timer,
         gate(
             server,
@@ -1008,22 +1079,20 @@ async fn server_gates(
             Some(verdict.line()),
             evidence,
         ),
-    );
-    record(ctx, &g)?;
-    out.push(g);
-    if !verdict.ok {
-        return Ok(out);
-    }
+    ))
+}
 
-    let timer = Timer::start();
-    let g = finish(timer, save_gate(ctx, access, server).await);
-    record(ctx, &g)?;
-    let passed = g.passed;
-    out.push(g);
-    let Some((restored, claims)) = before.filter(|_| passed) else {
-        return Ok(out);
-    };
-
+/// The read-back gate (on the clone): with saves off, every world claim reads back, holds files
+/// where it held them before the candidate, and is not torn; the evidence has each claim's
+/// digest and file count before (`restored`) and now.
+async fn read_back_gate(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    access: &Access,
+    server: &str,
+    restored: &Readback,
+    claims: &[String],
+) -> Gate {
     let timer = Timer::start();
     let readback = with_saves_off(
         ctx,
@@ -1081,13 +1150,10 @@ async fn server_gates(
         }
         Err(e) => (false, Some(e.to_string()), json!({"error": e.to_string()})),
     };
-    let g = finish(
+    finish(
         timer,
         gate(server, gates::READ_BACK, passed, reason, evidence),
-    );
-    record(ctx, &g)?;
-    out.push(g);
-    Ok(out)
+    )
 }
 
 /// The save gate: the game answers a save over RCON with "Saved the game".
@@ -1424,23 +1490,7 @@ async fn rollback_clone(
         "rollback": plan.rollback,
         "snapshot_digests": digests_of(r.restored),
     });
-    // The snapshot seeded every world claim the source holds data in.
-    for claim in r.claims {
-        let Some(suffix) = claim.strip_prefix(clone) else {
-            continue;
-        };
-        let source_claim = format!("{}{suffix}", plan.source);
-        let source_has_data = r
-            .source_baseline
-            .and_then(|b| b.digests.get(&source_claim))
-            .is_some_and(|d| d != EMPTY_DIGEST);
-        let restored_files = r.restored.claims.get(claim).map(|i| i.files).unwrap_or(0);
-        if source_has_data && restored_files == 0 {
-            problems.push(format!(
-                "{claim}: the snapshot restored no files, but the source's {source_claim} holds data (the backup does not cover it)"
-            ));
-        }
-    }
+    unseeded_claims(plan, r, &mut problems);
     match plan.rollback {
         Rollback::Compatible => {
             patch_server(ctx, clone, json!({"spec": {"version": r.previous}})).await?;
@@ -1518,6 +1568,46 @@ async fn rollback_clone(
     )
     .await?;
     ctx.uses("world read back after the rollback");
+    unsound_after_rollback(r, &readback, &mut problems);
+    evidence["pod_uid"] = json!(pod.metadata.uid);
+    evidence["join"] = json!(verdict.line());
+    evidence["save"] = saved.evidence;
+    evidence["digests_after_rollback"] = json!(digests_of(&readback));
+    evidence["readback"] = json!(readback);
+    let passed = problems.is_empty();
+    Ok(gate(
+        clone,
+        gates::ROLLBACK,
+        passed,
+        Some(problems.join("; ")),
+        evidence,
+    ))
+}
+
+/// The snapshot seeded every world claim the source holds data in: a clone claim the seeding
+/// restore left empty while the source's claim of the same suffix holds data is a problem.
+fn unseeded_claims(plan: &Plan, r: &Rolling<'_>, problems: &mut Vec<String>) {
+    for claim in r.claims {
+        let Some(suffix) = claim.strip_prefix(r.clone) else {
+            continue;
+        };
+        let source_claim = format!("{}{suffix}", plan.source);
+        let source_has_data = r
+            .source_baseline
+            .and_then(|b| b.digests.get(&source_claim))
+            .is_some_and(|d| d != EMPTY_DIGEST);
+        let restored_files = r.restored.claims.get(claim).map(|i| i.files).unwrap_or(0);
+        if source_has_data && restored_files == 0 {
+            problems.push(format!(
+            "{claim}: the snapshot restored no files, but the source's {source_claim} holds data (the backup does not cover it)"
+        ));
+        }
+    }
+}
+
+/// After the rollback every world claim reads back, is not torn, and holds files where the
+/// snapshot did.
+fn unsound_after_rollback(r: &Rolling<'_>, readback: &Readback, problems: &mut Vec<String>) {
     for claim in r.claims {
         match readback.claims.get(claim) {
             None => problems.push(format!("{claim} was not read after the rollback")),
@@ -1533,19 +1623,6 @@ async fn rollback_clone(
             Some(_) => {}
         }
     }
-    evidence["pod_uid"] = json!(pod.metadata.uid);
-    evidence["join"] = json!(verdict.line());
-    evidence["save"] = saved.evidence;
-    evidence["digests_after_rollback"] = json!(digests_of(&readback));
-    evidence["readback"] = json!(readback);
-    let passed = problems.is_empty();
-    Ok(gate(
-        clone,
-        gates::ROLLBACK,
-        passed,
-        Some(problems.join("; ")),
-        evidence,
-    ))
 }
 
 /// The digest of a claim without any file (SHA-256 of nothing).

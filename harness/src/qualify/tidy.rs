@@ -56,6 +56,7 @@ pub fn check_run_id(run_id: &str) -> Result<(), String> {
 pub struct Created {
     /// `GameServer`, `Backup`, `Restore` or `Pod`.
     pub kind: &'static str,
+    /// The object's name in the qualification namespace.
     pub name: String,
     /// The run that created it (its [`RUN_LABEL`] value).
     pub run: String,
@@ -74,9 +75,13 @@ pub enum TidyError {
         "cannot list {kind}s in namespace {namespace}: {}; check the context's permissions",
         crate::kube_error::line(source)
     )]
+    /// The objects of one kind could not be listed.
     List {
+        /// The kind listed.
         kind: &'static str,
+        /// The qualification namespace.
         namespace: String,
+        /// kube's error.
         #[source]
         source: Box<kube::Error>,
     },
@@ -84,9 +89,13 @@ pub enum TidyError {
         "cannot remove {object} from namespace {namespace}: {}; remove it with `kubectl -n {namespace} delete {} {}`, then rerun",
         crate::kube_error::line(source), object.kind.to_lowercase(), object.name
     )]
+    /// Deleting a run's object failed.
     Delete {
+        /// The object.
         object: Created,
+        /// The qualification namespace.
         namespace: String,
+        /// kube's error.
         #[source]
         source: Box<kube::Error>,
     },
@@ -94,18 +103,26 @@ pub enum TidyError {
         "{object} in namespace {namespace} was deleted but is still there: {source}; look for a finalizer that is not released (`kubectl -n {namespace} get {} {} -o yaml`)",
         object.kind.to_lowercase(), object.name
     )]
+    /// A deleted object is still there after the bound (usually a finalizer nobody releases).
     NotGone {
+        /// The object.
         object: Created,
+        /// The qualification namespace.
         namespace: String,
+        /// The wait's error, naming the object's last observed state.
         #[source]
         source: Box<WaitError>,
     },
     #[error(
         "{kind} {namespace}/{name} exists but was not made by rehearse qualify (it has no {RUN_LABEL} label), and the run needs that name; rename or remove it, then rerun"
     )]
+    /// An object the run needs to create exists without the run label: someone else's, never deleted.
     Foreign {
+        /// Its kind.
         kind: &'static str,
+        /// The qualification namespace.
         namespace: String,
+        /// Its name.
         name: String,
     },
 }
