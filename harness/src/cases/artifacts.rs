@@ -35,38 +35,7 @@ pub async fn collect(ctx: &CaseContext<'_>, backend: &dyn Backend) {
                 &mut errors,
             );
             for pod in &list.items {
-                let name = pod.metadata.name.clone().unwrap_or_default();
-                let containers = pod
-                    .spec
-                    .as_ref()
-                    .map(|s| {
-                        s.containers
-                            .iter()
-                            .map(|c| c.name.clone())
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default();
-                for c in containers {
-                    for previous in [false, true] {
-                        let params = LogParams {
-                            container: Some(c.clone()),
-                            previous,
-                            ..Default::default()
-                        };
-                        let suffix = if previous { ".previous" } else { "" };
-                        match pods.logs(&name, &params).await {
-                            Ok(text) => save(
-                                ctx,
-                                &format!("logs/{name}/{c}{suffix}.log"),
-                                text.as_bytes(),
-                                &mut errors,
-                            ),
-                            // No previous container is the common case, not an error.
-                            Err(_) if previous => {}
-                            Err(e) => errors.push(format!("logs {name}/{c}: {e}")),
-                        }
-                    }
-                }
+                save_pod_logs(ctx, &pods, pod, &mut errors).await;
             }
         }
         Err(e) => errors.push(format!("pods: {e}")),
@@ -101,6 +70,59 @@ pub async fn collect(ctx: &CaseContext<'_>, backend: &dyn Backend) {
             Err(e) => errors.push(format!("{plural}: {e}")),
         }
     }
+    save_backend_logs(ctx, backend, &mut errors).await;
+    if !errors.is_empty() {
+        let _ = ctx
+            .recorder
+            .artifact("collection-errors.txt", errors.join("\n").as_bytes());
+    }
+}
+
+/// Saves the logs of every container of `pod`, the current one and the previous (restarted)
+/// one, as `logs/<pod>/<container>[.previous].log`.
+async fn save_pod_logs(
+    ctx: &CaseContext<'_>,
+    pods: &Api<Pod>,
+    pod: &Pod,
+    errors: &mut Vec<String>,
+) {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| {
+            s.containers
+                .iter()
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    for c in containers {
+        for previous in [false, true] {
+            let params = LogParams {
+                container: Some(c.clone()),
+                previous,
+                ..Default::default()
+            };
+            let suffix = if previous { ".previous" } else { "" };
+            match pods.logs(&name, &params).await {
+                Ok(text) => save(
+                    ctx,
+                    &format!("logs/{name}/{c}{suffix}.log"),
+                    text.as_bytes(),
+                    errors,
+                ),
+                // No previous container is the common case, not an error.
+                Err(_) if previous => {}
+                Err(e) => errors.push(format!("logs {name}/{c}: {e}")),
+            }
+        }
+    }
+}
+
+/// Saves the backend's own logs (the cluster's and the operator's, as [`Backend::export_logs`]
+/// writes them) under `backend/`.
+async fn save_backend_logs(ctx: &CaseContext<'_>, backend: &dyn Backend, errors: &mut Vec<String>) {
     match tempfile::tempdir() {
         Ok(dir) => {
             if let Err(e) = backend.export_logs(dir.path()).await {
@@ -114,17 +136,12 @@ pub async fn collect(ctx: &CaseContext<'_>, backend: &dyn Backend) {
                         ctx,
                         &format!("backend/{}", rel.to_string_lossy()),
                         &bytes,
-                        &mut errors,
+                        errors,
                     );
                 }
             }
         }
         Err(e) => errors.push(format!("temporary directory for backend logs: {e}")),
-    }
-    if !errors.is_empty() {
-        let _ = ctx
-            .recorder
-            .artifact("collection-errors.txt", errors.join("\n").as_bytes());
     }
 }
 

@@ -24,6 +24,7 @@ pub use crate::context::{CaseContext, CaseError};
 pub struct Case {
     /// The nextest test name and the case's name in bundles.
     pub name: &'static str,
+    /// The CI bucket that runs it (its `[[bucket]]` in `scenarios/buckets.toml`; a test keeps them equal).
     pub bucket: &'static str,
     /// The row of CONTRACT.md's case table it proves.
     pub proves: &'static str,
@@ -162,18 +163,22 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
 /// How a case ended.
 #[derive(Debug, Clone)]
 pub struct CaseResult {
+    /// The case's name ([`Case::name`]).
     pub case: &'static str,
+    /// Passed, failed, not applicable on this cluster, or interrupted: what its bundle records.
     pub verdict: Verdict,
     /// One line: why it failed, when it did.
     pub reason: Option<String>,
     /// The named checks that failed (empty when it passed or ended for another reason).
     pub failed_checks: Vec<String>,
+    /// Wall time of the case, from its start through its cleanup.
     pub duration: Duration,
 }
 
 /// Options for running one case.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
+    /// The run's id: labels the case namespace so a later run's sweep can tell its leftovers.
     pub run_id: String,
     /// Keep the case's namespace (and objects) when it fails.
     pub keep_on_failure: bool,

@@ -27,7 +27,9 @@ pub const AUDIT_LOG: &str = "logs/rcon-audit.jsonl";
 /// The game's RCON audit log, as read from its world claim.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditLog {
+    /// The claim the log was read from.
     pub claim: String,
+    /// Its JSON lines in file order, one per RCON command or game start the game recorded.
     pub lines: Vec<fixture_game::audit::AuditLine>,
 }
 
@@ -239,11 +241,15 @@ fn sh_quote(s: &str) -> String {
 /// The copy Job of a Backup as seen when its Backup ended.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct JobState {
+    /// The Job's name in the case namespace.
     pub name: String,
     /// The Job object exists and is not being deleted.
     pub present: bool,
+    /// Pods of the Job still running (`status.active`; 0 when the Job is gone).
     pub active: i32,
+    /// Pods of the Job that succeeded (`status.succeeded`).
     pub succeeded: i32,
+    /// `status.completionTime` (RFC 3339), when the Job completed.
     pub completion_time: Option<String>,
 }
 
