@@ -740,6 +740,49 @@ async fn restore(ctx: &CaseContext<'_>, restore: &str, backup: &str) -> Result<S
     Ok(snapshot)
 }
 
+/// Restores each `(restore, backup, expected world listing, listing pod)` in turn, stopped, and
+/// checks the world files equal the state its backup was taken in; a backup that did not
+/// succeed is a failed check and is not restored. Returns the listings read after each restore.
+async fn restore_in_turn(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    data: &str,
+    backups: [(&str, &Backup, &String, &str); 2],
+) -> Result<Vec<String>, CaseError> {
+    let mut restored = Vec::new();
+    for (name, b, expected, pod) in backups {
+        let backup = b.metadata.name.as_deref().unwrap_or_default();
+        if backup_phase(b) != "Succeeded" {
+            // Nothing to restore from: the data cannot come back (the backup's own checks say
+            // why it failed).
+            checks.check(
+                "restored-contents",
+                false,
+                &object(ctx, "pvc", data),
+                &format!("world files after {name} (from {backup})"),
+                "the backup's state",
+                format!("not restored: backup {backup} ended {}", backup_phase(b)),
+            );
+            continue;
+        }
+        let listing = ctx
+            .step(&format!("{name} from {backup} while stopped"), async {
+                restore(ctx, name, backup).await?;
+                world_listing(ctx, pod).await
+            })
+            .await?;
+        checks.eq(
+            "restored-contents",
+            &object(ctx, "pvc", data),
+            &format!("world files after {name} (from {backup})"),
+            expected.clone(),
+            listing.clone(),
+        );
+        restored.push(listing);
+    }
+    Ok(restored)
+}
+
 /// Two backups taken and restored while the server stays stopped (suspended or idle-asleep):
 /// returns the checks so far and what was observed.
 async fn stopped_round_trips(
@@ -785,40 +828,16 @@ async fn stopped_round_trips(
     let audit = read_audit(ctx, "audit-after").await?;
     // Restore the older backup first: a restore that picks any snapshot but the Backup's own
     // (e.g. the newest) returns state two here.
-    let mut restored = Vec::new();
-    for (name, b, expected, pod) in [
-        ("restore-1", &first, &state_one, "list-r1"),
-        ("restore-2", &second, &state_two, "list-r2"),
-    ] {
-        let backup = b.metadata.name.as_deref().unwrap_or_default();
-        if backup_phase(b) != "Succeeded" {
-            // Nothing to restore from: the data cannot come back (the backup's own checks say
-            // why it failed).
-            checks.check(
-                "restored-contents",
-                false,
-                &object(ctx, "pvc", &data),
-                &format!("world files after {name} (from {backup})"),
-                "the backup's state",
-                format!("not restored: backup {backup} ended {}", backup_phase(b)),
-            );
-            continue;
-        }
-        let listing = ctx
-            .step(&format!("{name} from {backup} while stopped"), async {
-                restore(ctx, name, backup).await?;
-                world_listing(ctx, pod).await
-            })
-            .await?;
-        checks.eq(
-            "restored-contents",
-            &object(ctx, "pvc", &data),
-            &format!("world files after {name} (from {backup})"),
-            expected.clone(),
-            listing.clone(),
-        );
-        restored.push(listing);
-    }
+    let restored = restore_in_turn(
+        ctx,
+        checks,
+        &data,
+        [
+            ("restore-1", &first, &state_one, "list-r1"),
+            ("restore-2", &second, &state_two, "list-r2"),
+        ],
+    )
+    .await?;
     let pvcs_after = fixture::server_pvcs(ctx, SERVER).await?;
     ctx.observe_pvcs(PvcPhase::After, &pvcs_after)?;
     for b in [&first, &second] {
@@ -1043,6 +1062,187 @@ impl Sentinels {
     }
 }
 
+/// The live backup's snapshot id (recorded as a restic snapshot receipt) and its files as
+/// `restic ls` lists them; both empty when the backup produced no snapshot.
+async fn live_snapshot(
+    ctx: &CaseContext<'_>,
+    backup: &Backup,
+) -> Result<(String, Vec<String>), CaseError> {
+    let snapshot = backup_field(backup, "/status/snapshotID").unwrap_or_default();
+    if !snapshot.is_empty() {
+        ctx.recorder
+            .restic_snapshot("live backup", &snapshot, backup_observation(backup))?;
+    }
+    let files = if snapshot.is_empty() {
+        Vec::new()
+    } else {
+        ctx.step(
+            "list the snapshot's files",
+            observe::snapshot_files(ctx, "snapshot-ls", &snapshot),
+        )
+        .await?
+    };
+    Ok((snapshot, files))
+}
+
+/// A backup into a repository whose password is wrong, awaited to its end, with its copy Job.
+async fn backup_into_unusable_repo(
+    ctx: &CaseContext<'_>,
+) -> Result<(Backup, observe::JobState), CaseError> {
+    ctx.step("backup into an unusable repository", async {
+        fixture::install_bad_repo_secret(ctx).await?;
+        fixture::create_backup_into(ctx, "unusable-repo", SERVER, fixture::BAD_REPO_SECRET).await?;
+        let (b, job) = await_backup(ctx, "unusable-repo").await?;
+        Ok((backup_observation(&b), b, job))
+    })
+    .await
+    .map(|(_, b, job)| (b, job))
+}
+
+/// The live backup's snapshot: it has an id, and `files` (its `restic ls`) hold the primary and
+/// extra world claims' sentinel files but not the mods claim's.
+fn check_snapshot(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    snapshot: &str,
+    files: &[String],
+    sentinels: &Sentinels,
+) {
+    let b = object(ctx, "backup", "live");
+    checks.check(
+        "snapshot-id",
+        !snapshot.is_empty(),
+        &b,
+        "status.snapshotID",
+        "a restic snapshot id",
+        snapshot,
+    );
+    let holds = |claim: &str| {
+        files
+            .iter()
+            .any(|f| f.ends_with(&format!("/{}", Sentinels::file(claim))))
+    };
+    checks.eq(
+        "snapshot-covers-claims",
+        &format!("restic snapshot {snapshot}"),
+        "sentinel files of the primary and extra world claims",
+        (true, true),
+        (holds(&sentinels.primary), holds(&sentinels.extra)),
+    );
+    checks.eq(
+        "snapshot-excludes-mods",
+        &format!("restic snapshot {snapshot}"),
+        "sentinel file of the mods claim (rebuildable, not backed up)",
+        false,
+        holds(&sentinels.mods),
+    );
+}
+
+/// The backup into an unusable repository failed without a snapshot, for the copy-failed reason.
+fn check_unusable_repo(ctx: &CaseContext<'_>, checks: &mut Checks, bad: &Backup) {
+    let o = object(ctx, "backup", "unusable-repo");
+    checks.check(
+        "unusable-repo-fails",
+        backup_phase(bad) == "Failed"
+            && backup_field(bad, "/status/snapshotID").is_none_or(|s| s.is_empty()),
+        &o,
+        "status (phase, snapshotID)",
+        "Failed without a snapshot id",
+        (backup_phase(bad), backup_field(bad, "/status/snapshotID")),
+    );
+    checks.eq(
+        "unusable-repo-reason",
+        &o,
+        "condition Completed (status/reason)",
+        Some(format!("False/{}", reasons::COPY_FAILED)),
+        backup_condition(bad, types::COMPLETED),
+    );
+}
+
+/// The game ran one incarnation through both backups: the live one's save-on, then the failed
+/// one's, must both have reached it. Returns that incarnation's RCON commands (the evidence).
+fn check_save_on_reached(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    audit: &AuditLog,
+) -> Result<Vec<String>, CaseError> {
+    let starts = audit.starts();
+    let game = audit.nth_newest(0, "the game that was backed up")?;
+    let cmds = audit.commands_of(&game);
+    let pairs: Vec<&[String]> = cmds.split(|c| c == "save-off").skip(1).collect();
+    checks.check(
+        "save-on-reached-original",
+        !starts.is_empty() && !pairs.is_empty() && pairs[0].iter().any(|c| c == "save-on"),
+        &object(ctx, "pod", &names::pod(SERVER)),
+        &format!("RCON commands of incarnation {game} after the live backup's save-off"),
+        "save-on",
+        &cmds,
+    );
+    checks.check(
+        "save-on-after-failed-backup",
+        pairs.len() >= 2 && pairs[1].iter().any(|c| c == "save-on"),
+        &object(ctx, "pod", &names::pod(SERVER)),
+        &format!("RCON commands of incarnation {game} after the failed backup's save-off"),
+        "save-on (cleanup after a failed quiesced backup)",
+        &cmds,
+    );
+    Ok(cmds)
+}
+
+/// In the primary and extra world claims the restore brought back the sentinel value from
+/// before the backup and removed the file made after it (`readback`: one `<claim> <value>
+/// present|absent` line per claim).
+fn check_sentinels_restored(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    sentinels: &Sentinels,
+    readback: &str,
+) {
+    let row = |claim: &str| -> (String, String) {
+        readback
+            .lines()
+            .find_map(|l| {
+                let mut parts = l.split_whitespace();
+                (parts.next() == Some(claim)).then(|| {
+                    (
+                        parts.next().unwrap_or("MISSING").to_string(),
+                        parts.next().unwrap_or("unknown").to_string(),
+                    )
+                })
+            })
+            .unwrap_or_else(|| ("MISSING".into(), "unknown".into()))
+    };
+    for (claim, id_value, id_gone) in [
+        (
+            &sentinels.primary,
+            "pre-backup-value-back",
+            "post-backup-file-gone",
+        ),
+        (
+            &sentinels.extra,
+            "extra-value-back",
+            "extra-post-backup-file-gone",
+        ),
+    ] {
+        let (value, after_file) = row(claim);
+        let o = object(ctx, "pvc", claim);
+        checks.eq(
+            id_value,
+            &o,
+            "sentinel value after the restore",
+            sentinels.value.clone(),
+            value,
+        );
+        checks.eq(
+            id_gone,
+            &o,
+            "file created after the backup",
+            "absent".to_string(),
+            after_file,
+        );
+    }
+}
+
 /// A plain live backup and restore round trip: the backup succeeds quiesced and its snapshot
 /// holds the primary world and every extra claim but not the mods; save-on returns to the game
 /// after it and after a failed copy into an unusable repository; a restore brings back the
@@ -1064,32 +1264,10 @@ pub async fn live_backup_restore_round_trip(ctx: &CaseContext<'_>) -> Result<(),
     })
     .await?;
     let (backup, _) = backup_to_end(ctx, "live backup", "live").await?;
-    let snapshot = backup_field(&backup, "/status/snapshotID").unwrap_or_default();
-    if !snapshot.is_empty() {
-        ctx.recorder
-            .restic_snapshot("live backup", &snapshot, backup_observation(&backup))?;
-    }
-    let files = if snapshot.is_empty() {
-        Vec::new()
-    } else {
-        ctx.step(
-            "list the snapshot's files",
-            observe::snapshot_files(ctx, "snapshot-ls", &snapshot),
-        )
-        .await?
-    };
+    let (snapshot, files) = live_snapshot(ctx, &backup).await?;
     // A copy that cannot be written (the repository's password is wrong) must fail, never
     // report success without a snapshot; the game still gets its save-on.
-    let (bad, bad_job) = ctx
-        .step("backup into an unusable repository", async {
-            fixture::install_bad_repo_secret(ctx).await?;
-            fixture::create_backup_into(ctx, "unusable-repo", SERVER, fixture::BAD_REPO_SECRET)
-                .await?;
-            let (b, job) = await_backup(ctx, "unusable-repo").await?;
-            Ok((backup_observation(&b), b, job))
-        })
-        .await
-        .map(|(_, b, job)| (b, job))?;
+    let (bad, bad_job) = backup_into_unusable_repo(ctx).await?;
     // Read before the restore: it rolls the world claim, and the audit log on it, back.
     let audit = read_audit(ctx, "audit-read").await?;
     ctx.step(
@@ -1135,73 +1313,9 @@ pub async fn live_backup_restore_round_trip(ctx: &CaseContext<'_>) -> Result<(),
     ctx.uses("PVC UIDs");
     let mut checks = Checks::new();
     check_succeeded(ctx, &mut checks, &backup, "Quiesced");
-    let b = object(ctx, "backup", "live");
-    checks.check(
-        "snapshot-id",
-        !snapshot.is_empty(),
-        &b,
-        "status.snapshotID",
-        "a restic snapshot id",
-        &snapshot,
-    );
-    let holds = |claim: &str| {
-        files
-            .iter()
-            .any(|f| f.ends_with(&format!("/{}", Sentinels::file(claim))))
-    };
-    checks.eq(
-        "snapshot-covers-claims",
-        &format!("restic snapshot {snapshot}"),
-        "sentinel files of the primary and extra world claims",
-        (true, true),
-        (holds(&sentinels.primary), holds(&sentinels.extra)),
-    );
-    checks.eq(
-        "snapshot-excludes-mods",
-        &format!("restic snapshot {snapshot}"),
-        "sentinel file of the mods claim (rebuildable, not backed up)",
-        false,
-        holds(&sentinels.mods),
-    );
-    let o = object(ctx, "backup", "unusable-repo");
-    checks.check(
-        "unusable-repo-fails",
-        backup_phase(&bad) == "Failed"
-            && backup_field(&bad, "/status/snapshotID").is_none_or(|s| s.is_empty()),
-        &o,
-        "status (phase, snapshotID)",
-        "Failed without a snapshot id",
-        (backup_phase(&bad), backup_field(&bad, "/status/snapshotID")),
-    );
-    checks.eq(
-        "unusable-repo-reason",
-        &o,
-        "condition Completed (status/reason)",
-        Some(format!("False/{}", reasons::COPY_FAILED)),
-        backup_condition(&bad, types::COMPLETED),
-    );
-    // The game ran one incarnation through both backups: the live one's save-on, then the
-    // failed one's, must both have reached it.
-    let starts = audit.starts();
-    let game = audit.nth_newest(0, "the game that was backed up")?;
-    let cmds = audit.commands_of(&game);
-    let pairs: Vec<&[String]> = cmds.split(|c| c == "save-off").skip(1).collect();
-    checks.check(
-        "save-on-reached-original",
-        !starts.is_empty() && !pairs.is_empty() && pairs[0].iter().any(|c| c == "save-on"),
-        &object(ctx, "pod", &names::pod(SERVER)),
-        &format!("RCON commands of incarnation {game} after the live backup's save-off"),
-        "save-on",
-        &cmds,
-    );
-    checks.check(
-        "save-on-after-failed-backup",
-        pairs.len() >= 2 && pairs[1].iter().any(|c| c == "save-on"),
-        &object(ctx, "pod", &names::pod(SERVER)),
-        &format!("RCON commands of incarnation {game} after the failed backup's save-off"),
-        "save-on (cleanup after a failed quiesced backup)",
-        &cmds,
-    );
+    check_snapshot(ctx, &mut checks, &snapshot, &files, &sentinels);
+    check_unusable_repo(ctx, &mut checks, &bad);
+    let cmds = check_save_on_reached(ctx, &mut checks, &audit)?;
     checks.check(
         "failed-copy-drained",
         bad_job.drained(),
@@ -1210,49 +1324,7 @@ pub async fn live_backup_restore_round_trip(ctx: &CaseContext<'_>) -> Result<(),
         "gone",
         &bad_job,
     );
-    let row = |claim: &str| -> (String, String) {
-        readback
-            .lines()
-            .find_map(|l| {
-                let mut parts = l.split_whitespace();
-                (parts.next() == Some(claim)).then(|| {
-                    (
-                        parts.next().unwrap_or("MISSING").to_string(),
-                        parts.next().unwrap_or("unknown").to_string(),
-                    )
-                })
-            })
-            .unwrap_or_else(|| ("MISSING".into(), "unknown".into()))
-    };
-    for (claim, id_value, id_gone) in [
-        (
-            &sentinels.primary,
-            "pre-backup-value-back",
-            "post-backup-file-gone",
-        ),
-        (
-            &sentinels.extra,
-            "extra-value-back",
-            "extra-post-backup-file-gone",
-        ),
-    ] {
-        let (value, after_file) = row(claim);
-        let o = object(ctx, "pvc", claim);
-        checks.eq(
-            id_value,
-            &o,
-            "sentinel value after the restore",
-            sentinels.value.clone(),
-            value,
-        );
-        checks.eq(
-            id_gone,
-            &o,
-            "file created after the backup",
-            "absent".to_string(),
-            after_file,
-        );
-    }
+    check_sentinels_restored(ctx, &mut checks, &sentinels, &readback);
     checks.eq(
         "restored-own-snapshot",
         &object(ctx, "restore", "back"),
