@@ -32,9 +32,16 @@ pub enum HostServiceError {
     #[error(
         "DOCKER_HOST is not set: host services need a container engine; run scripts/start-podman.sh and export the DOCKER_HOST it prints"
     )]
+    /// No container engine is configured (`DOCKER_HOST` unset).
     NoEngine,
     #[error("cannot start host service {image}: {reason}")]
-    Start { image: String, reason: String },
+    /// The engine could not pull, start or wait for the service's container.
+    Start {
+        /// The service's image.
+        image: String,
+        /// testcontainers' error.
+        reason: String,
+    },
 }
 
 /// A running host service.

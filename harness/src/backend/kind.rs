@@ -88,6 +88,7 @@ impl KindRegistry {
 /// A node image reference pinned by digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeImage {
+    /// `kindest/node:<version>@sha256:<index digest>`, as `kind create cluster --image` takes it.
     pub reference: String,
 }
 
@@ -149,6 +150,9 @@ pub trait KindDeployment: std::fmt::Debug + Send + Sync {
 }
 
 impl KindOptions {
+    /// Options for cluster `cluster_name` with its files under `state_dir`: the host's
+    /// architecture, a 300 s control-plane wait, `kind` from `REHEARSAL_KIND` or PATH, nothing to
+    /// deploy, and the registry `REHEARSAL_REGISTRY` names (if any).
     pub fn new(cluster_name: impl Into<String>, state_dir: impl Into<PathBuf>) -> Self {
         Self {
             cluster_name: cluster_name.into(),
@@ -169,10 +173,13 @@ impl KindOptions {
         format!("kind-{}", self.cluster_name)
     }
 
+    /// Where the harness writes the Kind cluster config (`<state_dir>/kind-config.yaml`).
     pub fn config_path(&self) -> PathBuf {
         self.state_dir.join("kind-config.yaml")
     }
 
+    /// Where the cluster's kubeconfig goes (`<state_dir>/kubeconfig`); the harness never writes
+    /// the user's own kubeconfig.
     pub fn kubeconfig_path(&self) -> PathBuf {
         self.state_dir.join("kubeconfig")
     }
@@ -311,7 +318,9 @@ fn cmd(argv: &[String]) -> Cmd {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Provenance {
+    /// This process ran `kind create cluster`.
     Created,
+    /// A cluster of that name already existed and was reused as it is.
     Reused,
     /// Reached through a kubeconfig another process exported; `kind` was not run and teardown
     /// never deletes the cluster.
@@ -461,10 +470,12 @@ impl Kind {
         Ok(())
     }
 
+    /// How this cluster came to be.
     pub fn provenance(&self) -> Provenance {
         self.provenance
     }
 
+    /// The options it was brought up with.
     pub fn options(&self) -> &KindOptions {
         &self.options
     }

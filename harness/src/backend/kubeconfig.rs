@@ -13,24 +13,43 @@ pub const LIVE_CONTEXT_ENV: &str = "REHEARSAL_CONTEXT";
 /// Why a kubeconfig/context cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeconfigError {
+    /// The file could not be read or parsed as a kubeconfig (path, kube's message).
     #[error("cannot read kubeconfig {0}: {1}; pass a readable file with --kubeconfig")]
     Read(PathBuf, String),
+    /// The context's cluster or credentials could not become a client configuration (path,
+    /// kube's message).
     #[error("cannot load kubeconfig {0}: {1}")]
     Load(PathBuf, String),
     #[error(
         "no kube context given for {path}; pass --context NAME explicitly (available: {available})"
     )]
-    ContextRequired { path: PathBuf, available: String },
+    /// No context was named; the kubeconfig's `current-context` is never used implicitly.
+    ContextRequired {
+        /// The kubeconfig file.
+        path: PathBuf,
+        /// Its context names, comma-separated.
+        available: String,
+    },
+    /// The named context is not in the kubeconfig.
     #[error("kube context `{context}` is not in {path}; pass --context with one of: {available}")]
     UnknownContext {
+        /// The context asked for.
         context: String,
+        /// The kubeconfig file.
         path: PathBuf,
+        /// Its context names, comma-separated.
         available: String,
     },
     #[error(
         "refusing kube context `{context}`: live tests may only use the context named in {LIVE_CONTEXT_ENV} ({allowed})"
     )]
-    NotAllowed { context: String, allowed: String },
+    /// A live test was pointed at a context other than the one [`LIVE_CONTEXT_ENV`] allows.
+    NotAllowed {
+        /// The context asked for.
+        context: String,
+        /// The value of [`LIVE_CONTEXT_ENV`] (or that it is unset).
+        allowed: String,
+    },
 }
 
 /// Context names in a kubeconfig, sorted, comma-separated (for messages).

@@ -40,8 +40,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
+    /// The in-process cluster (embedded API server and node) with the reference operator.
     Embedded,
+    /// A Kind cluster the harness created or reuses through the `kind` CLI.
     Kind,
+    /// A cluster the user already has, reached through their kubeconfig and a named context.
     Existing,
 }
 
@@ -84,6 +87,7 @@ impl Arch {
         Self::normalize(std::env::consts::ARCH)
     }
 
+    /// The name as Kubernetes spells it (`kubernetes.io/arch`).
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -98,47 +102,71 @@ impl std::fmt::Display for Arch {
 /// Why a backend operation failed; each variant names the object or tool and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
+    /// Running a host tool (`kind`, `kubectl`, `helm`, …) failed.
     #[error(transparent)]
     Process(#[from] crate::process::ProcessError),
+    /// The kubeconfig or its context could not be used.
     #[error(transparent)]
     Kubeconfig(#[from] kubeconfig::KubeconfigError),
+    /// The node containers' engine (podman or docker) refused or failed.
     #[error(transparent)]
     Engine(#[from] node_engine::EngineError),
     #[error(
         "Kubernetes API call failed ({what}): {}",
         crate::kube_error::line(source)
     )]
+    /// A Kubernetes API call failed.
     Kube {
+        /// The call, e.g. `list nodes`.
         what: String,
+        /// kube's error.
         #[source]
         source: kube::Error,
     },
+    /// A pod's status lacks what the operation needs (not scheduled or not running yet).
     #[error("pod {namespace}/{pod} has no {what}; is it scheduled and running?")]
     PodState {
+        /// The pod's namespace.
         namespace: String,
+        /// The pod.
         pod: String,
+        /// What was missing, e.g. `pod IP`, `node name`, `container ID`.
         what: String,
     },
+    /// The pod has no container of the requested name.
     #[error("pod {namespace}/{pod} has no container named `{container}` (it has: {available})")]
     NoSuchContainer {
+        /// The pod's namespace.
         namespace: String,
+        /// The pod.
         pod: String,
+        /// The container asked for.
         container: String,
+        /// The pod's containers, comma-separated.
         available: String,
     },
+    /// This backend cannot do the operation at all; cases record it as not applicable.
     #[error("{backend} backend cannot {operation}: {why}")]
     Unsupported {
+        /// The backend asked.
         backend: BackendKind,
+        /// The operation, e.g. `restart a container in place`.
         operation: String,
+        /// Why, and what would make it possible.
         why: String,
     },
+    /// A local file operation failed.
     #[error("cannot {what} at {path}: {source}")]
     Io {
+        /// What was being done.
         what: String,
+        /// The file or directory involved.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// A cluster could not be brought up, reached or prepared; the message names the cause and fix.
     #[error("{0}")]
     Setup(String),
 }

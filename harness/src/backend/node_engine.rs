@@ -21,32 +21,54 @@ pub enum EngineError {
     #[error(
         "cannot reach the container engine at {host}: {reason}; start Docker or run scripts/start-podman.sh and export DOCKER_HOST"
     )]
-    Unreachable { host: String, reason: String },
+    /// The engine did not answer a ping.
+    Unreachable {
+        /// `DOCKER_HOST`, or the default socket.
+        host: String,
+        /// bollard's error.
+        reason: String,
+    },
+    /// An engine API call failed.
     #[error("container engine call failed ({what}): {source}")]
     Api {
+        /// The call, e.g. `inspect container kind-control-plane`.
         what: String,
+        /// bollard's error.
         #[source]
         source: bollard::errors::Error,
     },
+    /// A command run inside a node container exited non-zero.
     #[error("`{command}` in container {container} exited with {exit_code:?}: {stderr}")]
     ExecFailed {
+        /// The node container.
         container: String,
+        /// The command line.
         command: String,
+        /// Its exit code (`None` when the engine did not report one).
         exit_code: Option<i64>,
+        /// What it printed on stderr.
         stderr: String,
     },
     #[error(
         "image {image} is built for {image_arch} but node {node} is {node_arch}; build it with --platform linux/{node_arch}"
     )]
+    /// An image built for another architecture than the node that should run it.
     ArchMismatch {
+        /// The image reference.
         image: String,
+        /// The architecture the image declares.
         image_arch: String,
+        /// The node container.
         node: String,
+        /// The node's architecture.
         node_arch: Arch,
     },
+    /// A tar archive (to copy files or load images into a node) could not be built.
     #[error("cannot build an archive for {what}: {source}")]
     Archive {
+        /// What was being archived.
         what: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -60,10 +82,15 @@ fn api(what: impl Into<String>) -> impl FnOnce(bollard::errors::Error) -> Engine
 /// What a command run inside a container printed, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExecOutput {
+    /// The container the command ran in.
     pub container: String,
+    /// The command as run.
     pub argv: Vec<String>,
+    /// Its exit code (`None` when the engine did not report one).
     pub exit_code: Option<i64>,
+    /// Everything it printed on stdout.
     pub stdout: String,
+    /// Everything it printed on stderr.
     pub stderr: String,
 }
 
