@@ -11,10 +11,12 @@ use crate::buckets::{
 /// Where nextest reads its config, relative to the workspace root.
 const NEXTEST_CONFIG: &str = ".config/nextest.toml";
 
+/// `rehearse buckets` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum BucketsCommand {
     /// Prove that every scenario case is in exactly one bucket and every bucket entry exists.
     Verify {
+        /// The manifest to read.
         #[command(flatten)]
         manifest: ManifestArg,
         /// Read `cargo nextest list --message-format json` output from FILE (`-`: stdin)
@@ -28,6 +30,7 @@ pub enum BucketsCommand {
     },
     /// Print each bucket and its cases.
     List {
+        /// The manifest to read.
         #[command(flatten)]
         manifest: ManifestArg,
         /// Print the manifest as JSON.
@@ -38,11 +41,13 @@ pub enum BucketsCommand {
     NextestFilter {
         /// Bucket name, e.g. `backup`.
         bucket: String,
+        /// The manifest to read.
         #[command(flatten)]
         manifest: ManifestArg,
     },
 }
 
+/// `--manifest PATH`: which bucket manifest a `buckets` subcommand reads.
 #[derive(Debug, clap::Args)]
 pub struct ManifestArg {
     /// The bucket manifest [default: scenarios/buckets.toml in this or a parent directory].
@@ -78,6 +83,7 @@ fn find_default_manifest() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_MANIFEST))
 }
 
+/// Runs a `buckets` subcommand; a manifest or list that disagrees is a usage error (exit 2).
 pub async fn run(command: BucketsCommand) -> Result<(), CliError> {
     match command {
         BucketsCommand::Verify {

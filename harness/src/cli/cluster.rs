@@ -22,6 +22,7 @@ use crate::deploy::kind::KindDeploy;
 use crate::deploy::reference_operator::KindInstall;
 use crate::process::{Cmd, ProcessLog};
 
+/// `rehearse cluster` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ClusterCommand {
     /// Start a cluster: --embedded (foreground until Ctrl-C) or --kind.
@@ -30,6 +31,7 @@ pub enum ClusterCommand {
     Down(DownArgs),
 }
 
+/// `rehearse cluster up`: which cluster, where its state goes, and (Kind) the operator to deploy.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("backend").required(true).args(["embedded", "kind"])))]
 pub struct UpArgs {
@@ -91,6 +93,7 @@ pub struct UpArgs {
     pub gameplane_agent_image: Option<String>,
 }
 
+/// `rehearse cluster down`: which Kind cluster to delete.
 #[derive(Debug, clap::Args)]
 pub struct DownArgs {
     /// Delete a Kind cluster.
@@ -108,6 +111,7 @@ fn default_kind_state(name: &str) -> PathBuf {
     PathBuf::from("reports").join(format!("kind-{name}"))
 }
 
+/// Runs a `cluster` subcommand.
 pub async fn run(command: ClusterCommand) -> Result<(), CliError> {
     match command {
         ClusterCommand::Up(args) if args.embedded => up_embedded(*args).await,

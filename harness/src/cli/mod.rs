@@ -16,6 +16,7 @@ pub mod run;
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct CliError {
+    /// The one line printed on stderr: what went wrong and what to do.
     pub message: String,
     /// Process exit code (2 = bad input or environment, 1 = a rehearsal verdict failed).
     pub code: i32,
@@ -44,11 +45,14 @@ impl CliError {
     version,
     about = "Rehearse a game-server operator's riskiest operations and prove the outcome"
 )]
+/// The `rehearse` command line.
 pub struct Cli {
+    /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The `rehearse` subcommands; each runs through its module's `run`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start or manage a cluster (`cluster up --embedded`).

@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::CliError;
 use crate::probe::{http_marker, minecraft};
 
+/// `rehearse probe` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ProbeCommand {
     /// Join a Minecraft 26.1 server up to a depth and print a VERDICT line.
@@ -42,6 +43,7 @@ pub enum ProbeCommand {
     },
 }
 
+/// Runs a probe and prints its verdict line; a probe that does not reach its goal exits 1.
 pub async fn run(command: ProbeCommand) -> Result<(), CliError> {
     match command {
         ProbeCommand::Minecraft {

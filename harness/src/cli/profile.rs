@@ -11,6 +11,7 @@ use crate::evidence::receipts::{self, kind};
 /// Elapsed times of one step name across runs and cases, in milliseconds.
 #[derive(Debug, Default, Clone)]
 pub struct StepTimes {
+    /// One elapsed time per occurrence, in milliseconds, in the order the bundles were read.
     pub samples: Vec<u64>,
 }
 
@@ -33,6 +34,7 @@ impl StepTimes {
 /// The waits of one step of one case on one object, across runs.
 #[derive(Debug, Default, Clone)]
 pub struct WaitTimes {
+    /// How long each wait took.
     pub times: StepTimes,
     /// What ended the latest of them (the change that woke it).
     pub woken_by: String,

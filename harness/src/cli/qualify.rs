@@ -13,6 +13,7 @@ use crate::qualify::{self, Outcome, Plan, Rollback, tidy};
 use crate::report::qualification::{Meta, QualificationReport};
 use crate::run;
 
+/// How the qualification rolls the clone back (`--rollback`).
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum RollbackArg {
     /// Re-pin the previous version; the save must be readable directly.
@@ -21,8 +22,10 @@ pub enum RollbackArg {
     RestoreRequired,
 }
 
+/// `rehearse qualify`: the candidate, the fleet, and where to record the run.
 #[derive(Debug, clap::Args)]
 pub struct QualifyArgs {
+    /// The cluster to qualify on and where the bundle goes.
     #[command(flatten)]
     pub target: Target,
     /// The candidate: a version id of the template, its image pinned by digest.
@@ -43,6 +46,8 @@ pub struct QualifyArgs {
     /// Members per promotion batch.
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
+    /// How to roll the clone back after the candidate ran: re-pin the previous version, or
+    /// restore the pre-candidate snapshot first.
     #[arg(long, value_enum, default_value = "compatible")]
     pub rollback: RollbackArg,
     /// Bundle directory name under --reports and the value of the label on every object the
@@ -65,6 +70,8 @@ pub struct QualifyArgs {
     pub operator_deployment: String,
 }
 
+/// Runs the qualification, tidies (or keeps) what it created, and writes its bundle and report;
+/// a halted or incomplete qualification, or a failed tidy-up, exits 1.
 pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     if matches!(args.target.cluster, super::run::ClusterArg::Embedded) {
         return Err(CliError::usage(
@@ -91,59 +98,10 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         None => read_operator(&client, &args.operator_deployment).await?,
     };
     let bound = crate::context::Bounds::default().settle;
-    let plan = Plan {
-        template: args.template.clone(),
-        source: args.source.clone(),
-        fleet: if args.fleet.is_empty() {
-            vec![args.source.clone()]
-        } else {
-            args.fleet.clone()
-        },
-        batch_size: args.batch_size.max(1),
-        candidate: args.candidate.clone(),
-        rollback: match args.rollback {
-            RollbackArg::Compatible => Rollback::Compatible,
-            RollbackArg::RestoreRequired => Rollback::RestoreRequired,
-        },
-        run_id: run_id.clone(),
-        repo_secret: args.repo_secret.clone(),
-    };
-    // What an earlier run left (killed, or kept with --keep) is found by its label and removed
-    // first; a name the run needs held by anything else is refused, never deleted.
-    let leftovers = tidy::find(&client, &namespace, None)
-        .await
-        .map_err(|e| CliError::usage(e.to_string()))?;
-    if !leftovers.is_empty() {
-        println!(
-            "removing what earlier qualification runs left in namespace {namespace}: {}",
-            leftovers
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        tidy::remove(&client, &namespace, &leftovers, bound)
-            .await
-            .map_err(|e| CliError::usage(e.to_string()))?;
-    }
-    let [clone_restore, rollback_restore] = plan.restore_names();
-    tidy::check_free(
-        &client,
-        &namespace,
-        &qualify::clone_name(&plan.source),
-        &[&plan.backup_name()],
-        &[&clone_restore, &rollback_restore],
-    )
-    .await
-    .map_err(|e| CliError::usage(e.to_string()))?;
+    let plan = plan_of(&args, &run_id);
+    let leftovers = clear_namespace(&client, &namespace, &plan, bound).await?;
     let dir: PathBuf = Bundle::dir_for(&args.target.reports, &run_id);
-    let arch = crate::backend::Arch::host().as_str().to_string();
-    let operator_version = match &operator.digest {
-        Some(d) if !operator.version.contains(d.as_str()) => {
-            format!("{} ({d})", operator.version)
-        }
-        _ => operator.version.clone(),
-    };
+    let operator_version = operator_version(&operator);
     let bundle = Bundle::create(
         &dir,
         BundleMeta::new(
@@ -151,7 +109,7 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
             identity::HARNESS_COMMIT,
             &operator.name,
             &operator_version,
-            &arch,
+            crate::backend::Arch::host().as_str(),
         ),
     )
     .map_err(|e| CliError::usage(e.to_string()))?;
@@ -160,17 +118,7 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         .case(&case, "qualify")
         .map_err(|e| CliError::usage(e.to_string()))?;
     let ctx = CaseContext::new(backend.as_ref(), namespace.clone(), recorder);
-    ctx.recorder
-        .step(
-            "identity",
-            serde_json::json!({
-                "operator": operator,
-                "harness": {"version": identity::HARNESS_VERSION, "commit": identity::HARNESS_COMMIT},
-                "cluster": {"backend": backend.kind().to_string(), "context": backend.name()},
-                "namespace": namespace,
-            }),
-        )
-        .map_err(|e| CliError::usage(e.to_string()))?;
+    record_identity(&ctx, &operator, backend.as_ref(), &namespace)?;
     if !leftovers.is_empty() {
         ctx.recorder
             .step(
@@ -197,64 +145,18 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     };
     // Tidy up whatever the outcome: the run's own objects, found by its label.
     let tidied = tidy_up(&client, &namespace, &run_id, bound, args.keep).await;
-    ctx.recorder
-        .step(
-            if args.keep {
-                "keep what the run created"
-            } else {
-                "remove what the run created"
-            },
-            match &tidied {
-                Ok(created) => {
-                    serde_json::json!({"ok": true, "objects": created, "kept": args.keep})
-                }
-                Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
-            },
-        )
-        .map_err(|e| CliError::usage(e.to_string()))?;
+    record_tidy(&ctx, args.keep, &tidied)?;
     let CaseContext { recorder, .. } = ctx;
-    let (verdict, message) = match &result {
-        Ok(q) => match &q.outcome {
-            Outcome::Promoted { batches } => (
-                Verdict::Passed,
-                format!("promoted {} in {batches} batch(es)", args.candidate),
-            ),
-            halted @ Outcome::Halted { .. } => (
-                Verdict::Failed,
-                format!("{}; no further fleet member was touched", halted.line()),
-            ),
-        },
-        Err(e) => (
-            Verdict::Failed,
-            format!("the procedure could not complete: {e}"),
-        ),
-    };
-    recorder
-        .finish_with_reason(
-            verdict,
-            (verdict != Verdict::Passed).then_some(message.as_str()),
-        )
-        .map_err(|e| CliError::usage(e.to_string()))?;
-    bundle
-        .finalize(false)
-        .map_err(|e| CliError::usage(e.to_string()))?;
-    let error_line = result.as_ref().err().map(ToString::to_string);
-    let report = QualificationReport::new(
-        Meta {
-            run_id: run_id.clone(),
-            operator: operator.name.clone(),
-            operator_version: operator_version.clone(),
-            harness_version: identity::HARNESS_VERSION.into(),
-            harness_commit: identity::HARNESS_COMMIT.into(),
-            backend: backend.kind().to_string(),
-            context: backend.name().to_string(),
-            namespace: namespace.clone(),
-        },
-        &q,
-        error_line.as_deref(),
+    let (verdict, message) = verdict_of(&args.candidate, &result);
+    close_bundle(recorder, bundle, verdict, &message)?;
+    let meta = report_meta(
+        &run_id,
+        &operator.name,
+        &operator_version,
+        backend.as_ref(),
+        &namespace,
     );
-    let written = crate::report::qualification::write(&report, &dir)
-        .map_err(|e| CliError::usage(e.to_string()))?;
+    let written = write_report(meta, &q, result.as_ref().err(), &dir)?;
     let (kubeconfig, context) = backend.kubeconfig();
     let inspect = tidy::inspect_commands(kubeconfig, context, &namespace, &run_id);
     let _ = backend.teardown(true).await;
@@ -262,13 +164,125 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     for path in &written {
         println!("report: {}", path.display());
     }
-    match &tidied {
-        Ok(created) if args.keep => {
+    conclude(
+        &tidied, args.keep, &inspect, &run_id, &namespace, verdict, message,
+    )
+}
+
+/// Records the verdict (with its message unless it passed) and finalizes the bundle.
+fn close_bundle(
+    recorder: crate::evidence::bundle::CaseRecorder,
+    bundle: Bundle,
+    verdict: Verdict,
+    message: &str,
+) -> Result<(), CliError> {
+    recorder
+        .finish_with_reason(verdict, (verdict != Verdict::Passed).then_some(message))
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    bundle
+        .finalize(false)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(())
+}
+
+/// Writes the qualification report into the bundle directory `dir`, with the error that ended
+/// the procedure early, if any; returns the files written.
+fn write_report(
+    meta: Meta,
+    q: &qualify::Qualification,
+    error: Option<&crate::context::CaseError>,
+    dir: &std::path::Path,
+) -> Result<Vec<PathBuf>, CliError> {
+    let error_line = error.map(ToString::to_string);
+    let report = QualificationReport::new(meta, q, error_line.as_deref());
+    crate::report::qualification::write(&report, dir).map_err(|e| CliError::usage(e.to_string()))
+}
+
+/// The run's `identity` receipt: who is qualified (the operator), by what (the harness version
+/// and commit), where (backend, context, namespace).
+fn record_identity(
+    ctx: &CaseContext<'_>,
+    operator: &OperatorIdentity,
+    backend: &dyn crate::backend::Backend,
+    namespace: &str,
+) -> Result<(), CliError> {
+    ctx.recorder
+        .step(
+            "identity",
+            serde_json::json!({
+                "operator": operator,
+                "harness": {"version": identity::HARNESS_VERSION, "commit": identity::HARNESS_COMMIT},
+                "cluster": {"backend": backend.kind().to_string(), "context": backend.name()},
+                "namespace": namespace,
+            }),
+        )
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(())
+}
+
+/// The receipt of the tidy-up: what the run created and whether it was kept or removed, or why
+/// removing it failed.
+fn record_tidy(
+    ctx: &CaseContext<'_>,
+    keep: bool,
+    tidied: &Result<Vec<tidy::Created>, tidy::TidyError>,
+) -> Result<(), CliError> {
+    ctx.recorder
+        .step(
+            if keep {
+                "keep what the run created"
+            } else {
+                "remove what the run created"
+            },
+            match tidied {
+                Ok(created) => {
+                    serde_json::json!({"ok": true, "objects": created, "kept": keep})
+                }
+                Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
+            },
+        )
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(())
+}
+
+/// The report's header: the run, the operator under test, the harness, and where it ran.
+fn report_meta(
+    run_id: &str,
+    operator: &str,
+    operator_version: &str,
+    backend: &dyn crate::backend::Backend,
+    namespace: &str,
+) -> Meta {
+    Meta {
+        run_id: run_id.to_string(),
+        operator: operator.to_string(),
+        operator_version: operator_version.to_string(),
+        harness_version: identity::HARNESS_VERSION.into(),
+        harness_commit: identity::HARNESS_COMMIT.into(),
+        backend: backend.kind().to_string(),
+        context: backend.name().to_string(),
+        namespace: namespace.to_string(),
+    }
+}
+
+/// Prints what became of the run's objects (kept, with the commands to inspect them, or
+/// removed) and the verdict; a failed tidy-up or a verdict other than promoted exits 1.
+fn conclude(
+    tidied: &Result<Vec<tidy::Created>, tidy::TidyError>,
+    keep: bool,
+    inspect: &[String],
+    run_id: &str,
+    namespace: &str,
+    verdict: Verdict,
+    message: String,
+) -> Result<(), CliError> {
+    match tidied {
+        Ok(created) if keep => {
             println!(
                 "kept {} object(s) of run {run_id} in namespace {namespace}; inspect them with:",
                 created.len()
             );
-            for line in &inspect {
+            for line in inspect {
                 println!("  {line}");
             }
         }
@@ -291,6 +305,100 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         Ok(())
     } else {
         Err(CliError::failed(message))
+    }
+}
+
+/// The qualification plan `args` describe: the fleet defaults to the source alone, and a batch
+/// holds at least one member.
+fn plan_of(args: &QualifyArgs, run_id: &str) -> Plan {
+    Plan {
+        template: args.template.clone(),
+        source: args.source.clone(),
+        fleet: if args.fleet.is_empty() {
+            vec![args.source.clone()]
+        } else {
+            args.fleet.clone()
+        },
+        batch_size: args.batch_size.max(1),
+        candidate: args.candidate.clone(),
+        rollback: match args.rollback {
+            RollbackArg::Compatible => Rollback::Compatible,
+            RollbackArg::RestoreRequired => Rollback::RestoreRequired,
+        },
+        run_id: run_id.to_string(),
+        repo_secret: args.repo_secret.clone(),
+    }
+}
+
+/// Removes what earlier qualification runs left in `namespace` (found by their label: killed
+/// runs, or runs kept with `--keep`) and refuses a name the run needs that anything else holds;
+/// returns what was removed.
+async fn clear_namespace(
+    client: &kube::Client,
+    namespace: &str,
+    plan: &Plan,
+    bound: std::time::Duration,
+) -> Result<Vec<tidy::Created>, CliError> {
+    let leftovers = tidy::find(client, namespace, None)
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    if !leftovers.is_empty() {
+        println!(
+            "removing what earlier qualification runs left in namespace {namespace}: {}",
+            leftovers
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        tidy::remove(client, namespace, &leftovers, bound)
+            .await
+            .map_err(|e| CliError::usage(e.to_string()))?;
+    }
+    let [clone_restore, rollback_restore] = plan.restore_names();
+    tidy::check_free(
+        client,
+        namespace,
+        &qualify::clone_name(&plan.source),
+        &[&plan.backup_name()],
+        &[&clone_restore, &rollback_restore],
+    )
+    .await
+    .map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(leftovers)
+}
+
+/// The run's verdict and its one-line message: promoted, halted at a gate, or not completed.
+fn verdict_of(
+    candidate: &str,
+    result: &Result<qualify::Qualification, crate::context::CaseError>,
+) -> (Verdict, String) {
+    match result {
+        Ok(q) => match &q.outcome {
+            Outcome::Promoted { batches } => (
+                Verdict::Passed,
+                format!("promoted {candidate} in {batches} batch(es)"),
+            ),
+            halted @ Outcome::Halted { .. } => (
+                Verdict::Failed,
+                format!("{}; no further fleet member was touched", halted.line()),
+            ),
+        },
+        Err(e) => (
+            Verdict::Failed,
+            format!("the procedure could not complete: {e}"),
+        ),
+    }
+}
+
+/// The operator's version as recorded: its version, with the running digest appended when the
+/// version does not already name it.
+fn operator_version(operator: &OperatorIdentity) -> String {
+    match &operator.digest {
+        Some(d) if !operator.version.contains(d.as_str()) => {
+            format!("{} ({d})", operator.version)
+        }
+        _ => operator.version.clone(),
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use super::CliError;
 use crate::evidence::receipts::{self, VerifyError};
 
+/// `rehearse receipts` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ReceiptsCommand {
     /// Verify a bundle's receipt chain (sequence, links, hashes); exit non-zero at the first
@@ -15,6 +16,8 @@ pub enum ReceiptsCommand {
     },
 }
 
+/// Runs a `receipts` subcommand: a broken chain exits 1 naming the first bad entry; an
+/// unreadable path exits 2.
 pub async fn run(command: ReceiptsCommand) -> Result<(), CliError> {
     match command {
         ReceiptsCommand::Verify { bundle } => {

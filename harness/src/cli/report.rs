@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::CliError;
 use crate::report::{self, Format, Report};
 
+/// `rehearse report`: the bundles to render, where, and in which formats.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// Bundle directories (reports/<run-id>) to render: any number per architecture, each case
@@ -27,6 +28,8 @@ pub struct ReportArgs {
     pub format: Vec<Format>,
 }
 
+/// Renders the report. A bundle that cannot be loaded or verified exits 1 and nothing is
+/// rendered; bundles that cannot be merged, or a report that cannot be written, exit 2.
 pub async fn run(args: ReportArgs) -> Result<(), CliError> {
     let mut formats = args.format.clone();
     formats.sort();

@@ -27,6 +27,7 @@ impl Target {
     }
 }
 
+/// Which cluster `--cluster` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ClusterArg {
     /// An embedded cluster per case: needs only bubblewrap and restic.
@@ -67,8 +68,10 @@ pub struct Target {
     pub operator_profile: Option<crate::deploy::profile::OperatorProfile>,
 }
 
+/// `rehearse run`: which cases, and what to keep.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    /// The cluster and where the bundle goes.
     #[command(flatten)]
     pub target: Target,
     /// Run only these buckets (repeatable): backup, rollout.
@@ -85,8 +88,10 @@ pub struct RunArgs {
     pub list: bool,
 }
 
+/// `rehearse selftest`: which mutants to check.
 #[derive(Debug, clap::Args)]
 pub struct SelftestArgs {
+    /// The cluster and where the bundles go.
     #[command(flatten)]
     pub target: Target,
     /// Check only these mutants (repeatable); default: every mutant a case targets.
@@ -94,8 +99,10 @@ pub struct SelftestArgs {
     pub mutants: Vec<String>,
 }
 
+/// `rehearse bench`: how many full rehearsals to time.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
+    /// The cluster and where the bundles go.
     #[command(flatten)]
     pub target: Target,
     /// Consecutive full rehearsals to run (the flake check wants 20).
@@ -277,6 +284,7 @@ fn print_outcome(outcome: &RunOutcome) {
     }
 }
 
+/// Runs the selected cases (or lists them) and prints one line per case; a failed case exits 1.
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
     if args.list {
         for c in CASES {
@@ -360,6 +368,8 @@ pub fn judge(result: &crate::cases::CaseResult, check: &str) -> crate::evidence:
     }
 }
 
+/// Runs every case against each mutant it targets and writes the kill matrix; a mutant that
+/// survives its targeted check exits 1.
 pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
     let mut list = kill_list()?;
     for m in &args.mutants {
@@ -474,6 +484,8 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Runs the rehearsal `--runs` times and prints start-up, per-case and total times, the step
+/// profile, and how many runs had a failed case (any exits 1).
 pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
     let cluster = cluster(&args.target)?;
     check_reports_dir(&args.target.reports)?;
