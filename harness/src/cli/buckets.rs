@@ -83,100 +83,16 @@ fn find_default_manifest() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_MANIFEST))
 }
 
-/// Runs a `buckets` subcommand; a manifest or list that disagrees is a usage error (exit 2).
+/// Runs a `buckets` subcommand: a manifest that disagrees with nextest's list or config exits
+/// 1; a manifest, list or config that cannot be read exits 2.
 pub async fn run(command: BucketsCommand) -> Result<(), CliError> {
     match command {
         BucketsCommand::Verify {
             manifest,
             nextest_list_json,
             nextest_config,
-        } => {
-            let manifest = manifest.load()?;
-            let list = match nextest_list_json {
-                Some(file) if file.as_os_str() == "-" => {
-                    let mut json = String::new();
-                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut json).map_err(
-                        |e| {
-                            CliError::usage(format!("cannot read the nextest list from stdin: {e}"))
-                        },
-                    )?;
-                    NextestList::from_json("stdin", &json)
-                        .map_err(|e| CliError::usage(e.to_string()))?
-                }
-                Some(file) => {
-                    NextestList::load(&file).map_err(|e| CliError::usage(e.to_string()))?
-                }
-                None => run_nextest_list(&manifest).await?,
-            };
-            let config =
-                nextest_config.unwrap_or_else(|| workspace_of(&manifest.path).join(NEXTEST_CONFIG));
-            let config_text = std::fs::read_to_string(&config).map_err(|e| {
-                CliError::usage(format!(
-                    "cannot read the nextest config {}: {e}; run from the workspace root or pass --nextest-config PATH",
-                    config.display()
-                ))
-            })?;
-            let config_problems = check_nextest_config(&manifest, &config, &config_text);
-            let (summary, mut problems) = match verify(&manifest, &list) {
-                Ok(summary) => (Some(summary), Vec::new()),
-                Err(e) => (None, e.problems),
-            };
-            problems.extend(config_problems);
-            match summary {
-                Some(summary) if problems.is_empty() => {
-                    println!("{summary}; {} agrees", config.display());
-                    Ok(())
-                }
-                _ => {
-                    // One line per problem first, so a long list stays readable; then the
-                    // one-line verdict.
-                    for problem in &problems {
-                        eprintln!("rehearse: {problem}");
-                    }
-                    let e = VerifyError {
-                        manifest: manifest.path.clone(),
-                        problems,
-                    };
-                    Err(CliError::failed(e.to_string()))
-                }
-            }
-        }
-        BucketsCommand::List { manifest, json } => {
-            let manifest = manifest.load()?;
-            if json {
-                let text = serde_json::to_string_pretty(&manifest)
-                    .map_err(|e| CliError::failed(format!("cannot render the manifest: {e}")))?;
-                println!("{text}");
-            } else {
-                for bucket in &manifest.buckets {
-                    println!(
-                        "{} ({} cases): {}",
-                        bucket.name,
-                        bucket.cases.len(),
-                        bucket.description
-                    );
-                    for case in &bucket.cases {
-                        let mutants = if case.mutants.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                " [catches: {}]",
-                                case.mutants
-                                    .iter()
-                                    .map(|m| format!("{} on {}", m.name, m.check))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
-                        };
-                        println!(
-                            "  {}::{}  {}{}",
-                            case.binary, case.test, case.contract, mutants
-                        );
-                    }
-                }
-            }
-            Ok(())
-        }
+        } => verify_manifest(&manifest, nextest_list_json, nextest_config).await,
+        BucketsCommand::List { manifest, json } => list(&manifest, json),
         BucketsCommand::NextestFilter { bucket, manifest } => {
             let manifest = manifest.load()?;
             let filter = manifest
@@ -186,6 +102,98 @@ pub async fn run(command: BucketsCommand) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// `buckets verify`: the manifest against nextest's list (read from a file, stdin, or
+/// `cargo nextest list`) and against the bucket profiles of the nextest config; prints every
+/// problem on its own line before the one-line verdict.
+async fn verify_manifest(
+    manifest: &ManifestArg,
+    nextest_list_json: Option<PathBuf>,
+    nextest_config: Option<PathBuf>,
+) -> Result<(), CliError> {
+    let manifest = manifest.load()?;
+    let list = match nextest_list_json {
+        Some(file) if file.as_os_str() == "-" => {
+            let mut json = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut json).map_err(|e| {
+                CliError::usage(format!("cannot read the nextest list from stdin: {e}"))
+            })?;
+            NextestList::from_json("stdin", &json).map_err(|e| CliError::usage(e.to_string()))?
+        }
+        Some(file) => NextestList::load(&file).map_err(|e| CliError::usage(e.to_string()))?,
+        None => run_nextest_list(&manifest).await?,
+    };
+    let config =
+        nextest_config.unwrap_or_else(|| workspace_of(&manifest.path).join(NEXTEST_CONFIG));
+    let config_text = std::fs::read_to_string(&config).map_err(|e| {
+        CliError::usage(format!(
+            "cannot read the nextest config {}: {e}; run from the workspace root or pass --nextest-config PATH",
+            config.display()
+        ))
+    })?;
+    let config_problems = check_nextest_config(&manifest, &config, &config_text);
+    let (summary, mut problems) = match verify(&manifest, &list) {
+        Ok(summary) => (Some(summary), Vec::new()),
+        Err(e) => (None, e.problems),
+    };
+    problems.extend(config_problems);
+    match summary {
+        Some(summary) if problems.is_empty() => {
+            println!("{summary}; {} agrees", config.display());
+            Ok(())
+        }
+        _ => {
+            // One line per problem first, so a long list stays readable; then the
+            // one-line verdict.
+            for problem in &problems {
+                eprintln!("rehearse: {problem}");
+            }
+            let e = VerifyError {
+                manifest: manifest.path.clone(),
+                problems,
+            };
+            Err(CliError::failed(e.to_string()))
+        }
+    }
+}
+
+/// `buckets list`: each bucket with its cases and the mutants they catch, or the manifest as JSON.
+fn list(manifest: &ManifestArg, json: bool) -> Result<(), CliError> {
+    let manifest = manifest.load()?;
+    if json {
+        let text = serde_json::to_string_pretty(&manifest)
+            .map_err(|e| CliError::failed(format!("cannot render the manifest: {e}")))?;
+        println!("{text}");
+    } else {
+        for bucket in &manifest.buckets {
+            println!(
+                "{} ({} cases): {}",
+                bucket.name,
+                bucket.cases.len(),
+                bucket.description
+            );
+            for case in &bucket.cases {
+                let mutants = if case.mutants.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " [catches: {}]",
+                        case.mutants
+                            .iter()
+                            .map(|m| format!("{} on {}", m.name, m.check))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                println!(
+                    "  {}::{}  {}{}",
+                    case.binary, case.test, case.contract, mutants
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs `cargo nextest list -p <package> --message-format json` in the manifest's workspace.
