@@ -368,11 +368,11 @@ pub fn judge(result: &crate::cases::CaseResult, check: &str) -> crate::evidence:
     }
 }
 
-/// Runs every case against each mutant it targets and writes the kill matrix; a mutant that
-/// survives its targeted check exits 1.
-pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
+/// The kill list (mutant → the cases that must catch it, each on its check), narrowed to
+/// `mutants` when any are named; an unknown name is a usage error listing the known ones.
+fn selected_mutants(mutants: &[String]) -> Result<KillList, CliError> {
     let mut list = kill_list()?;
-    for m in &args.mutants {
+    for m in mutants {
         if !list.iter().any(|(name, _)| name == m) {
             let known: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
             return Err(CliError::usage(format!(
@@ -381,35 +381,19 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
             )));
         }
     }
-    if !args.mutants.is_empty() {
-        list.retain(|(name, _)| args.mutants.iter().any(|m| m == name));
+    if !mutants.is_empty() {
+        list.retain(|(name, _)| mutants.iter().any(|m| m == name));
     }
-    // The catching cases must pass against the correct operator, or a "catch" proves nothing.
-    let mut needed: Vec<&'static Case> = Vec::new();
-    for (_, cases) in &list {
-        for (c, _) in cases {
-            if !needed.contains(c) {
-                needed.push(c);
-            }
-        }
-    }
-    let run_id = run::new_run_id();
-    let baseline = run::run(config(
-        &args.target,
-        needed.clone(),
-        false,
-        None,
-        run_id.clone(),
-    )?)
-    .await
-    .map_err(run_error)?;
-    print_outcome(&baseline);
-    if !baseline.passed() {
-        return Err(CliError::failed(format!(
-            "the cases do not all pass against the correct operator, so the self-test cannot judge the mutants; see {}",
-            baseline.bundle_dir.display()
-        )));
-    }
+    Ok(list)
+}
+
+/// Runs every (mutant, case) pair of `list` against its mutant and judges whether the case
+/// caught it on its targeted check.
+async fn kill_matrix(
+    target: &Target,
+    run_id: &str,
+    list: &KillList,
+) -> Result<KillMatrix, CliError> {
     // Every (mutant, case) pair is its own run (one embedded cluster, one bundle), so pairs of
     // different mutants share the machine's `--parallel` slots instead of waiting in turn.
     let pairs: Vec<(String, &'static Case, String)> = list
@@ -420,8 +404,8 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
                 .map(move |(c, check)| (m.clone(), *c, check.clone()))
         })
         .collect();
-    let slots = args.target.slots();
-    let mut target = args.target.clone();
+    let slots = target.slots();
+    let mut target = target.clone();
     target.parallel = Some(1);
     let runs = pairs.iter().map(|(mutant, case, check)| {
         let config = config(
@@ -463,6 +447,40 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
         let (mutant, case, cell) = cell?;
         matrix.record_cell(&mutant, case, cell);
     }
+    Ok(matrix)
+}
+
+/// Runs every case against each mutant it targets and writes the kill matrix; a mutant that
+/// survives its targeted check exits 1.
+pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
+    let list = selected_mutants(&args.mutants)?;
+    // The catching cases must pass against the correct operator, or a "catch" proves nothing.
+    let mut needed: Vec<&'static Case> = Vec::new();
+    for (_, cases) in &list {
+        for (c, _) in cases {
+            if !needed.contains(c) {
+                needed.push(c);
+            }
+        }
+    }
+    let run_id = run::new_run_id();
+    let baseline = run::run(config(
+        &args.target,
+        needed.clone(),
+        false,
+        None,
+        run_id.clone(),
+    )?)
+    .await
+    .map_err(run_error)?;
+    print_outcome(&baseline);
+    if !baseline.passed() {
+        return Err(CliError::failed(format!(
+            "the cases do not all pass against the correct operator, so the self-test cannot judge the mutants; see {}",
+            baseline.bundle_dir.display()
+        )));
+    }
+    let matrix = kill_matrix(&args.target, &run_id, &list).await?;
     let survivors = matrix.survivors();
     if let Err(e) = crate::evidence::bundle::Bundle::add_kill_matrix(&baseline.bundle_dir, &matrix)
     {
