@@ -76,25 +76,39 @@ pub enum WaitError {
     #[error(
         "{object}: expected {expected} within {bound:?}, but it did not happen; last observed: {last_observed}"
     )]
+    /// The bound passed while the condition was still pending.
     TimedOut {
+        /// `"<resource> <namespace>/<name>"`.
         object: String,
+        /// The condition in words.
         expected: String,
+        /// The bound that passed.
         bound: Duration,
+        /// The object's last observed state (or that the first list never completed).
         last_observed: String,
     },
+    /// The condition turned terminal: what it waits for can no longer happen.
     #[error("{object}: expected {expected}, but {reason}; last observed: {last_observed}")]
     Terminal {
+        /// `"<resource> <namespace>/<name>"`.
         object: String,
+        /// The condition in words.
         expected: String,
+        /// Why it cannot be met, as the condition says it.
         reason: String,
+        /// The object's last observed state.
         last_observed: String,
     },
     #[error(
         "{object}: the watch ended while waiting for {expected}; last observed: {last_observed}"
     )]
+    /// The watch stream ended before the condition was met or turned terminal.
     WatchEnded {
+        /// `"<resource> <namespace>/<name>"`.
         object: String,
+        /// The condition in words.
         expected: String,
+        /// The object's last observed state.
         last_observed: String,
     },
 }
@@ -115,9 +129,11 @@ impl WaitError {
 pub struct WaitRecord {
     /// `"<resource> <namespace>/<name>"`.
     pub object: String,
+    /// The condition in words ([`Condition::expected`]).
     pub expected: String,
     /// From the start of the enclosing step to the start of the wait.
     pub started_ms: u64,
+    /// How long the wait took, in milliseconds.
     pub elapsed_ms: u64,
     /// Watch events the wait saw (list items included).
     pub events: u32,
@@ -159,6 +175,10 @@ fn log_wait(started: Instant, mut record: WaitRecord) {
 
 /// Watches `name` through `api` until `condition` is met (returns the object, `None` if the
 /// condition was about its absence), it turns terminal, or `bound` passes.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one watch loop and the one record of how it ended: the loop's state (last object, first-list flag, transitions) feeds both the wait record and the error"
+)]
 pub async fn await_condition<K>(
     api: &Api<K>,
     name: &str,

@@ -1,3 +1,8 @@
+//! `rehearse`: the command-line entry point. Parses the command line (a bad one is a single
+//! `rehearse: …` line and exit 2), sets up logging (`REHEARSAL_LOG`, off by default) and the
+//! async runtime, and runs [`rehearsal::cli::run`]; a [`rehearsal::cli::CliError`] is printed as
+//! one line and its code becomes the exit status (2 bad input, 1 a negative verdict).
+
 use clap::Parser;
 use rehearsal::cli::{self, Cli};
 
