@@ -19,28 +19,43 @@ pub use crate::mutants::HarnessMutant;
 /// Why a case failed. Every variant names the object, what was expected and what was observed.
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
+    /// A single expectation about an object failed outside the named checks.
     #[error("{object}: expected {field} {expected}, observed {observed}")]
     Assertion {
+        /// The object, e.g. `gameserver rh-…/mc`.
         object: String,
+        /// The field or property looked at.
         field: String,
+        /// What it should have been.
         expected: String,
+        /// What was read.
         observed: String,
     },
+    /// A wait ended without its condition (the error names the object's last observed state).
     #[error(transparent)]
     Wait(Box<crate::wait::WaitError>),
+    /// A fault could not be injected or its effect not observed.
     #[error(transparent)]
     Fault(Box<crate::faults::FaultError>),
+    /// World data could not be read back from the volumes.
     #[error(transparent)]
     Readback(Box<crate::probe::readback::ReadbackError>),
+    /// A Kubernetes call failed.
     #[error("{what} {object}: {}", crate::kube_error::line(source))]
     Kube {
+        /// The call, e.g. `create Backup`.
         what: &'static str,
+        /// The object, as `<namespace>/<name>`.
         object: String,
+        /// kube's error.
         #[source]
         source: Box<kube::Error>,
     },
+    /// The case could not be set up or did not finish (namespace, operator, case bound); the
+    /// message names the cause.
     #[error("{0}")]
     Setup(String),
+    /// A receipt or artifact could not be written.
     #[error("could not write evidence: {0}")]
     Evidence(Box<BundleError>),
     /// One or more named checks failed: the verdict's evidence, matched by the self-test
@@ -50,7 +65,12 @@ pub enum CaseError {
     /// The source that would show an absence was not there (a missing or empty log): the case
     /// cannot conclude, so it fails, and never on a check.
     #[error("evidence absent: {what}: {why}")]
-    EvidenceAbsent { what: String, why: String },
+    EvidenceAbsent {
+        /// The evidence or the object it would come from, e.g. `backup <namespace>/<name>`.
+        what: String,
+        /// Why it is absent or cannot speak to the moment in question, and what to do.
+        why: String,
+    },
 }
 
 fn describe_failed(failed: &[CheckResult]) -> String {
@@ -195,10 +215,15 @@ pub fn expect(
 pub struct CheckResult {
     /// Stable id (kebab-case); `scenarios/buckets.toml` names it as a mutant's target.
     pub check: &'static str,
+    /// Whether the check held.
     pub passed: bool,
+    /// The object looked at, e.g. `backup rh-…/live`.
     pub object: String,
+    /// The field or property looked at, e.g. `status.snapshotID`.
     pub field: String,
+    /// What the check expected, rendered for the receipt.
     pub expected: String,
+    /// What was observed, `Debug`-rendered.
     pub observed: String,
 }
 
@@ -210,6 +235,7 @@ pub struct Checks {
 }
 
 impl Checks {
+    /// An assessment with no checks yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -289,10 +315,15 @@ impl Default for Bounds {
 
 /// One running case.
 pub struct CaseContext<'a> {
+    /// The cluster the case runs on (for what kube cannot do portably: reach, restart, export).
     pub backend: &'a dyn Backend,
+    /// A kube client for that cluster.
     pub client: kube::Client,
+    /// The case's own namespace (`rh-<case>-<run>`); every namespaced object it makes goes here.
     pub namespace: String,
+    /// Writes the case's receipts and artifacts into the bundle.
     pub recorder: CaseRecorder,
+    /// The ceilings of the case's waits.
     pub bounds: Bounds,
     /// A deliberately weakened harness gate, when the self-test asks for one.
     pub harness_mutant: Option<HarnessMutant>,
@@ -302,6 +333,9 @@ pub struct CaseContext<'a> {
 }
 
 impl<'a> CaseContext<'a> {
+    /// A context for a case in `namespace` on `backend`, recording into `recorder`, with the
+    /// default bounds, no harness mutant, and the reference operator until the run reads the
+    /// cluster's.
     pub fn new(backend: &'a dyn Backend, namespace: String, recorder: CaseRecorder) -> Self {
         Self {
             backend,
