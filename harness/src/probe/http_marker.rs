@@ -12,7 +12,9 @@ use serde::Serialize;
 /// What the HTTP probe saw.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HttpMarkerOutcome {
+    /// The URL requested, `http://<addr><path>`.
     pub url: String,
+    /// The HTTP status code of the answer.
     pub status: u16,
     /// The body (first 4 KiB, lossily decoded).
     pub body: String,
@@ -26,9 +28,21 @@ pub struct HttpMarkerOutcome {
 #[derive(Debug, thiserror::Error)]
 pub enum HttpProbeError {
     #[error("GET {url} failed: {reason} (is the server listening for HTTP on that address?)")]
-    Request { url: String, reason: String },
+    /// The connection or request failed.
+    Request {
+        /// The URL requested.
+        url: String,
+        /// hyper's error.
+        reason: String,
+    },
     #[error("GET {url} did not answer within {bound:?}")]
-    Timeout { url: String, bound: Duration },
+    /// No answer within the bound.
+    Timeout {
+        /// The URL requested.
+        url: String,
+        /// The bound that passed.
+        bound: Duration,
+    },
 }
 
 /// GETs `http://addr{path}` and looks for `marker` in the body.

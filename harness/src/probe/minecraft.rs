@@ -13,6 +13,7 @@ pub const PROTOCOL_26_1: i32 = 775;
 /// The result of a join probe against the depth asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MinecraftVerdict {
+    /// The address probed: the game port as the host reaches it (a forwarded or pod address).
     pub addr: SocketAddr,
     /// The depth asked for.
     pub wanted: Depth,

@@ -29,37 +29,57 @@ pub enum ReadbackError {
         "read-back pod {namespace}/{pod}: {what}: {}",
         crate::kube_error::line(source)
     )]
+    /// A Kubernetes call about the read-back pod failed.
     Kube {
+        /// The pod's namespace.
         namespace: String,
+        /// The read-back pod.
         pod: String,
+        /// The call: `create` or `read logs`.
         what: &'static str,
+        /// kube's error.
         #[source]
         source: Box<kube::Error>,
     },
+    /// The pod did not run to completion within the bound.
     #[error("read-back pod {namespace}/{pod} did not finish: {source}")]
     Wait {
+        /// The pod's namespace.
         namespace: String,
+        /// The read-back pod.
         pod: String,
+        /// The wait's error, naming the pod's last observed state.
         #[source]
         source: Box<WaitError>,
     },
     #[error(
         "read-back pod {namespace}/{pod} printed {found} inspections for {expected} claims; output:\n{output}"
     )]
+    /// The pod printed fewer or more inspections than claims it was given.
     Incomplete {
+        /// The pod's namespace.
         namespace: String,
+        /// The read-back pod.
         pod: String,
+        /// Claims given to the pod.
         expected: usize,
+        /// Inspections it printed.
         found: usize,
+        /// Its whole output, for the cause.
         output: String,
     },
     #[error(
         "read-back pod {namespace}/{pod} printed a line that is not an inspection ({reason}): {line}"
     )]
+    /// An output line is not an inspection as `fixture-game inspect` prints it.
     Parse {
+        /// The pod's namespace.
         namespace: String,
+        /// The read-back pod.
         pod: String,
+        /// The offending line.
         line: String,
+        /// serde_json's message.
         reason: String,
     },
 }
@@ -67,6 +87,7 @@ pub enum ReadbackError {
 /// What was read from each claim.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Readback {
+    /// The read-back pod's name (deleted by the time the read-back returns).
     pub pod: String,
     /// Claim name → inspection.
     pub claims: BTreeMap<String, Inspection>,
