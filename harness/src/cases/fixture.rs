@@ -47,11 +47,15 @@ pub const RESTIC_IMAGE: &str = "restic/restic:0.14.0";
 /// Busybox for the harness's own volume probes.
 pub const BUSYBOX_IMAGE: &str = "busybox:1.36";
 
-/// The extra world every fixture server has, and where the game sees it.
+/// The extra world every fixture server has (its claim is `<server>-extra-nether`).
 pub const EXTRA_WORLD: &str = "nether";
+/// Where the game sees the extra world's claim mounted.
 pub const EXTRA_MOUNT: &str = "/worlds/nether";
 
+/// The Secret holding the RCON password (key `password`) the template points the game at.
 pub const RCON_SECRET: &str = "rcon";
+/// The Secret naming the case's restic repository (`repo`, its URL) and its `password`: what
+/// the Backups copy into.
 pub const REPO_SECRET: &str = "restic-repo";
 /// The same repository with the wrong password: a copy into it must fail.
 pub const BAD_REPO_SECRET: &str = "restic-repo-wrong-password";
@@ -68,6 +72,7 @@ pub enum AgentKind {
 /// What a case asks of its fixture.
 #[derive(Debug, Clone)]
 pub struct FixtureOptions {
+    /// Which agent the template deploys (the reference operator runs it; see `provides_agent`).
     pub agent: AgentKind,
     /// Candidate images by version id (digest-pinned references); versions missing here use tags.
     pub pinned: BTreeMap<String, String>,
@@ -90,6 +95,7 @@ impl Default for FixtureOptions {
 /// The objects a case was given.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fixture {
+    /// The case namespace the fixture's namespaced objects live in.
     pub namespace: String,
     /// Cluster-scoped, so named after the namespace.
     pub template: String,
@@ -101,12 +107,16 @@ pub struct Fixture {
 /// data a volume holds.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Markers {
+    /// Seeded into the primary world (`FIXTURE_WORLD_MARKER`).
     pub primary: String,
+    /// Seeded into the extra world (`FIXTURE_EXTRA_MARKER`).
     pub extra: String,
+    /// Seeded into the mods claim (`FIXTURE_MODS_MARKER`).
     pub mods: String,
 }
 
 impl Markers {
+    /// The markers of `server` in `namespace`: `primary-<server>-<namespace>` and so on.
     pub fn for_server(namespace: &str, server: &str) -> Self {
         Self {
             primary: format!("primary-{server}-{namespace}"),
@@ -403,8 +413,11 @@ pub async fn await_server_pod_ready(ctx: &CaseContext<'_>, server: &str) -> Resu
 /// A server's game incarnation as the pod status shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct GameIncarnation {
+    /// The pod's UID: a new one means the pod was replaced.
     pub pod_uid: String,
+    /// The game container's runtime ID: a new one means a new process.
     pub container_id: String,
+    /// The game container's restart count in the pod status.
     pub restart_count: i32,
 }
 
