@@ -38,11 +38,14 @@ pub struct HelmConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HelmValue {
+    /// The value's dotted path, e.g. `image.tag`.
     pub key: String,
+    /// The value as `--set`/`--set-string` passes it.
     pub value: String,
 }
 
 impl HelmValue {
+    /// Chart value `key` set to `value`.
     pub fn new(key: &str, value: &str) -> Self {
         Self {
             key: key.into(),
@@ -99,9 +102,13 @@ fn default_timeout_secs() -> u64 {
 /// A Helm install pinned to one kubeconfig context.
 #[derive(Debug, Clone)]
 pub struct HelmInstall {
+    /// The release, chart and values to install.
     pub config: HelmConfig,
+    /// The kubeconfig the install uses (`--kubeconfig`).
     pub kubeconfig: PathBuf,
+    /// The context it is pinned to (`--kube-context`); never the file's current context.
     pub context: String,
+    /// The namespace the release goes into (`--namespace`, created if missing).
     pub namespace: String,
     /// The `helm` program (name or path; `REHEARSAL_HELM` overrides the default).
     pub helm_program: String,

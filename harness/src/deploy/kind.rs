@@ -18,7 +18,9 @@ pub enum KindDeploy {
     /// Gameplane's Helm chart (`helm upgrade --install … --wait`) run with `helm_program`
     /// (default `helm`, or `REHEARSAL_HELM`).
     Helm {
+        /// The chart and its values.
         config: HelmConfig,
+        /// The `helm` program (name on PATH or a path).
         helm_program: String,
     },
 }

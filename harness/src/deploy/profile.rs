@@ -22,8 +22,9 @@ use crate::backend::{Backend, BackendError, BackendKind};
 
 /// The variable naming the expected profile (the workflow's deploy step sets it).
 pub const ENV: &str = "REHEARSAL_OPERATOR";
-/// Gameplane's operator Deployment (chart `templates/operator.yaml`) and its container.
+/// Gameplane's operator Deployment (chart `templates/operator.yaml`).
 pub const GAMEPLANE_DEPLOYMENT: &str = "gameplane-operator";
+/// The operator's container in that Deployment.
 pub const GAMEPLANE_CONTAINER: &str = "manager";
 /// Gameplane's operator ServiceAccount (in [`super::SYSTEM_NAMESPACE`]).
 pub const GAMEPLANE_SERVICE_ACCOUNT: &str = "gameplane-operator";
@@ -36,7 +37,9 @@ pub const GAMEPLANE_MANAGE_ROLE: &str = "gameplane-operator-manage";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OperatorProfile {
+    /// The workspace's reference operator (`reference-operator`), deployed by the harness.
     Reference,
+    /// Gameplane, installed from its Helm chart.
     Gameplane,
 }
 
@@ -85,6 +88,7 @@ impl OperatorProfile {
 /// The operator a cluster runs, as read from it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct OperatorIdentity {
+    /// Which operator that is.
     pub profile: OperatorProfile,
     /// `reference-operator` or `gameplane`.
     pub name: String,

@@ -23,25 +23,36 @@ pub const IMAGE: &str = "rehearsal.local/reference-operator:dev";
 /// Why the reference operator could not be deployed.
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
+    /// The operator process could not be started.
     #[error(transparent)]
     Process(#[from] ProcessError),
+    /// Waiting for the operator's rollout on the cluster failed.
     #[error(transparent)]
     Wait(#[from] WaitError),
     #[error(
         "reference operator exited with {code:?} before it was ready; last log lines from {log}:\n{tail}"
     )]
+    /// The operator process exited before it wrote its ready file.
     ExitedEarly {
+        /// Its exit code (`None` when killed by a signal).
         code: Option<i32>,
+        /// Its log file.
         log: PathBuf,
+        /// The last lines of that log.
         tail: String,
     },
     #[error(
         "reference operator did not write its ready file {ready_file} within {bound:?}; last log lines from {log}:\n{tail}"
     )]
+    /// The operator did not write its ready file within the bound.
     NotReady {
+        /// The file the operator writes once its controllers run.
         ready_file: PathBuf,
+        /// The bound that passed.
         bound: Duration,
+        /// Its log file.
         log: PathBuf,
+        /// The last lines of that log.
         tail: String,
     },
 }
@@ -306,16 +317,28 @@ pub const SERVICE_ACCOUNT: &str = "reference-operator";
 /// Why the operator's identity could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
+    /// A bundled identity manifest is not valid YAML or not a Kubernetes object.
     #[error("the reference operator manifest {file} does not parse: {source}")]
     Parse {
+        /// The manifest's file name.
         file: &'static str,
+        /// serde_yaml's error.
         source: serde_yaml::Error,
     },
     #[error("cannot {what}: {source}")]
-    Kube { what: String, source: kube::Error },
+    /// Creating an identity object or requesting the ServiceAccount's token failed.
+    Kube {
+        /// What was being done, e.g. `create ClusterRole <name> from <file>`.
+        what: String,
+        /// kube's error.
+        source: kube::Error,
+    },
+    /// The operator's kubeconfig could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
+        /// The kubeconfig path.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }
