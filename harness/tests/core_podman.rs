@@ -902,6 +902,10 @@ async fn kind_removes_a_case_repository_inside_the_node_not_on_the_host() {
 /// the image id) for the cases to pin, and checks the images are in the registry instead of
 /// importing archives — a missing one is named with the command that pushes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one Kind cluster scenario: registry, network, node configuration and digest checks share the cluster and read in order"
+)]
 async fn kind_pulls_from_a_local_registry_on_its_network_and_pins_the_manifest_digest() {
     use rehearsal::backend::Backend;
     use rehearsal::backend::kind::{Kind, KindOptions, KindRegistry};

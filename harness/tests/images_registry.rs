@@ -120,6 +120,10 @@ fn config_of(reference: &str) -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario: build, push, pull and run share the registry and read in order"
+)]
 async fn images_built_here_are_pulled_and_run_by_their_registry_manifest_digest() {
     if !tools_present() {
         return;

@@ -480,6 +480,10 @@ fn assert_promoted(out: &Output, candidate: &str) -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one cluster scenario: two qualification runs in one namespace, the second reading what the first left"
+)]
 async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");

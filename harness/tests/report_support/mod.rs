@@ -86,6 +86,10 @@ fn uid(v: &Variant, n: u32) -> String {
 }
 
 /// Writes the sample bundle for `v` into `dir` (which must not hold a run yet).
+#[expect(
+    clippy::too_many_lines,
+    reason = "the sample bundle is one script: each case's receipts in the order the report snapshots pin"
+)]
 pub fn write_sample(dir: &Path, v: &Variant) -> rehearsal::evidence::bundle::BundleSummary {
     let script = Script::starting(v.start);
     let step_ms = |ms: u64| ((ms as f64) * v.slow).round() as i64;
