@@ -22,7 +22,7 @@ pub enum CaseError {
     /// A single expectation about an object failed outside the named checks.
     #[error("{object}: expected {field} {expected}, observed {observed}")]
     Assertion {
-        /// The object, e.g. `gameserver rh-…/mc`.
+        /// The object, e.g. `gametemplate <name>`.
         object: String,
         /// The field or property looked at.
         field: String,
@@ -45,7 +45,7 @@ pub enum CaseError {
     Kube {
         /// The call, e.g. `create Backup`.
         what: &'static str,
-        /// The object, as `<namespace>/<name>`.
+        /// The object, as `<namespace>/<name>` (its name alone when cluster-scoped).
         object: String,
         /// kube's error.
         #[source]
@@ -217,7 +217,7 @@ pub struct CheckResult {
     pub check: &'static str,
     /// Whether the check held.
     pub passed: bool,
-    /// The object looked at, e.g. `backup rh-…/live`.
+    /// The object looked at, e.g. `backup <namespace>/live`.
     pub object: String,
     /// The field or property looked at, e.g. `status.snapshotID`.
     pub field: String,

@@ -139,7 +139,7 @@ pub enum RunError {
 pub struct RunOutcome {
     /// `<reports>/<run-id>/`: the finalized bundle.
     pub bundle_dir: PathBuf,
-    /// The verdict counts the bundle recorded.
+    /// The finalized bundle's summary: each case's verdict, start and end, the journal anchor.
     pub summary: BundleSummary,
     /// Every case that ended, in the order of [`RunConfig::cases`]; an interrupted run lists
     /// only those that finished before the interrupt.

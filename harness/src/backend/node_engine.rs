@@ -31,7 +31,7 @@ pub enum EngineError {
     /// An engine API call failed.
     #[error("container engine call failed ({what}): {source}")]
     Api {
-        /// The call, e.g. `inspect container kind-control-plane`.
+        /// The call, e.g. `create exec in <container>`.
         what: String,
         /// bollard's error.
         #[source]

@@ -165,7 +165,7 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
 pub struct CaseResult {
     /// The case's name ([`Case::name`]).
     pub case: &'static str,
-    /// Passed, failed, not applicable on this cluster, or interrupted: what its bundle records.
+    /// Passed, failed, or not applicable on this cluster: the verdict its bundle records.
     pub verdict: Verdict,
     /// One line: why it failed, when it did.
     pub reason: Option<String>,
