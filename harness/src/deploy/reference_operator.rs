@@ -311,7 +311,7 @@ pub enum IdentityError {
         file: &'static str,
         source: serde_yaml::Error,
     },
-    #[error("cannot {what}: {source}")]
+    #[error("cannot {what}: {}", crate::kube_error::line(source))]
     Kube { what: String, source: kube::Error },
     #[error("cannot write {path}: {source}")]
     Write {
