@@ -326,7 +326,9 @@ fn strings_of_runs(job: &Value) -> Vec<String> {
 /// What a release lists: install-action's `manifests/cargo-nextest.json` keeps the checksums of
 /// every nextest release published before it. v2.87.19's release notes read "Update
 /// `cargo-nextest@latest` to 0.9.146"; v2.87.20 is commit 9983c65e…aa172.
-const INSTALL_ACTION_LISTS: &[((u32, u32, u32), (u32, u32, u32))] = &[((2, 87, 19), (0, 9, 146))];
+type Version = (u32, u32, u32);
+/// (install-action release, the newest nextest its manifest lists).
+const INSTALL_ACTION_LISTS: &[(Version, Version)] = &[((2, 87, 19), (0, 9, 146))];
 
 #[test]
 fn nextest_is_installed_only_through_checksum_verified_paths() {
@@ -357,7 +359,7 @@ fn nextest_is_installed_only_through_checksum_verified_paths() {
         }
     }
     assert!(steps >= 3, "verify, build and rehearse install nextest");
-    let triple = |s: &str| -> (u32, u32, u32) {
+    let triple = |s: &str| -> Version {
         let p: Vec<u32> = s.split('.').map(|p| p.parse().unwrap()).collect();
         assert_eq!(p.len(), 3, "{s}");
         (p[0], p[1], p[2])
