@@ -1,14 +1,14 @@
 //! `rehearse qualify --cluster existing` as a user runs it: a fleet set up by hand through
 //! kube-rs (a GameTemplate with digest-pinned versions, its own RCON password Secret, two
 //! GameServers and a backup repository Secret — no fixture helpers, no fixture world markers) on
-//! `rehearse cluster up --embedded`, then the real binary for an unpullable candidate (halted at
-//! the image gate, the reason printed) and a compatible one (promoted, its report shows every
-//! gate), twice in a row in the same namespace; then an HTTP-only candidate (halted at the join
-//! gate), a restore-required one (promoted with rollback evidence: every world claim held exactly
-//! the snapshot's digest again) and a fleet member that does not exist (refused at the
-//! preflight). Every object a run creates is gone afterwards, `--keep` keeps and names them, the
-//! next run removes what a kept run left, and a name held by an object the harness did not make
-//! is refused in one line.
+//! `rehearse cluster up --embedded`, then the real binary, every candidate twice in a row in the
+//! same namespace: an unpullable one (halted at the image gate, the reason printed), a
+//! compatible one (promoted, its report shows every gate), an HTTP-only one (halted at the join
+//! gate), a restore-required one (promoted with rollback evidence: every world claim held
+//! exactly the snapshot's digest again); then a downgrade that cannot read the migrated worlds
+//! and a fleet member that does not exist (refused at the preflight). Every object a run creates
+//! is gone afterwards, `--keep` keeps and names them, the next run removes what a kept run left,
+//! and a name held by an object the harness did not make is refused in one line.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -199,6 +199,8 @@ async fn set_up_fleet(client: &kube::Client, repo: &str) {
                 version("http-only", &pinned[2], false),
                 version("2.0-format", &pinned[3], false),
                 version("unpullable", &format!("{REPO}@sha256:{}", "0".repeat(61) + "bad"), false),
+                // Pinned by tag only: a qualification of it is refused at the preflight.
+                version("by-tag", &format!("{REPO}:1.1-compat"), false),
             ],
             "env": [
                 {"name": "FIXTURE_EXTRA_WORLDS", "value": "nether=/worlds/nether"},
@@ -265,7 +267,13 @@ fn qualify_as(kubeconfig: &Path, reports: &Path, candidate: &str, extra: &[&str]
             "--template",
             TEMPLATE,
         ])
-        .args(["--source", "survival", "--fleet", "survival,creative"])
+        .args(["--source", "survival"])
+        // The whole fleet unless the caller names the members (`--fleet` adds up).
+        .args(if extra.contains(&"--fleet") {
+            &[][..]
+        } else {
+            &["--fleet", "survival,creative"][..]
+        })
         .args(["--candidate", candidate, "--reports"])
         .arg(reports)
         .args(extra)
@@ -371,10 +379,21 @@ fn bundle_of(stdout: &str) -> PathBuf {
 }
 
 /// Every gate of a promoted run is in the report: the clone's five and the rollback, then the
-/// image, join and save gates of each member; each printed a progress line as it ended.
-fn assert_report_shows_every_gate(stdout: &str, candidate: &str) -> serde_json::Value {
+/// image, join and save gates of each member of `fleet` (one batch each); each printed a
+/// progress line as it ended.
+fn assert_report_shows_every_gate(
+    stdout: &str,
+    candidate: &str,
+    fleet: &[&str],
+) -> serde_json::Value {
     let (md, html, json) = report(&bundle_of(stdout));
-    assert_eq!(json["decision"], "promote 2 batches", "{json}");
+    let batches = fleet.len();
+    let decision = if batches == 1 {
+        "promote 1 batch".to_string()
+    } else {
+        format!("promote {batches} batches")
+    };
+    assert_eq!(json["decision"], decision, "{json}");
     assert_eq!(json["candidate"], candidate);
     assert!(
         json["candidate_digest"]
@@ -390,7 +409,7 @@ fn assert_report_shows_every_gate(stdout: &str, candidate: &str) -> serde_json::
         (READ_BACK_GATE, "survival-canary"),
         ("rollback", "survival-canary"),
     ];
-    for member in ["survival", "creative"] {
+    for &member in fleet {
         expected.extend([
             (IMAGE_GATE, member),
             (JOIN_GATE, member),
@@ -442,14 +461,17 @@ fn assert_report_shows_every_gate(stdout: &str, candidate: &str) -> serde_json::
     json
 }
 
-fn assert_promoted(out: &Output, candidate: &str) -> serde_json::Value {
+fn assert_promoted(out: &Output, candidate: &str, fleet: &[&str]) -> serde_json::Value {
     let (stdout, stderr) = text(out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains(&format!("promoted {candidate} in 2 batch(es)")),
+        stdout.contains(&format!(
+            "promoted {candidate} in {} batch(es)",
+            fleet.len()
+        )),
         "{stdout}"
     );
-    let json = assert_report_shows_every_gate(&stdout, candidate);
+    let json = assert_report_shows_every_gate(&stdout, candidate, fleet);
     let bundle = bundle_of(&stdout);
     let verify = Command::new(REHEARSE)
         .args(["receipts", "verify"])
@@ -520,7 +542,7 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
 
         // A compatible candidate is promoted; in round 1 it first removes what was kept.
         let promoted = qualify(&kubeconfig, &reports, "1.1-compat", &[]);
-        assert_promoted(&promoted, "1.1-compat");
+        assert_promoted(&promoted, "1.1-compat", &["survival", "creative"]);
         let (stdout, _) = text(&promoted);
         if round == 1 {
             assert!(
@@ -530,62 +552,77 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
             );
         }
         assert_tidy(&client, &format!("round {round}: the promoted run")).await;
-    }
 
-    // An HTTP-only candidate halts at the join gate, saying no Minecraft stage answered.
-    let http = qualify(&kubeconfig, &reports, "http-only", &[]);
-    let (stdout, stderr) = text(&http);
-    assert_eq!(http.status.code(), Some(1), "{stdout}\n{stderr}");
-    assert!(
-        stderr.contains("halted at gate \"real Minecraft join reaches play\" on survival-canary")
-            && stderr.trim().lines().count() == 1,
-        "{stderr}"
-    );
-    assert_tidy(&client, "the HTTP-only run").await;
-
-    // A format-changing candidate rolled back through a restore: promoted, with the rollback
-    // evidence that every world claim held exactly the snapshot again.
-    let restore = qualify(
-        &kubeconfig,
-        &reports,
-        "2.0-format",
-        &["--rollback", "restore-required"],
-    );
-    // Shown with --no-capture: the console a user sees (progress lines, decision, files).
-    println!("{}", text(&restore).0);
-    let json = assert_promoted(&restore, "2.0-format");
-    let rollback = json["gates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["gate"] == "rollback")
-        .unwrap();
-    assert!(
-        rollback["evidence"]
-            .as_str()
-            .is_some_and(|e| e.contains("restored snapshot")
-                && e.contains("2 of 2 claims hold exactly the snapshot")),
-        "{rollback}"
-    );
-    let detail = &rollback["detail"];
-    for claim in ["survival-canary-data", "survival-canary-extra-nether"] {
-        assert_eq!(
-            detail["digests_after_restore"][claim]["digest"],
-            detail["snapshot_digests"][claim]["digest"],
-            "{claim}: {detail}"
+        // An HTTP-only candidate halts at the join gate, saying no Minecraft stage answered.
+        let http = qualify(&kubeconfig, &reports, "http-only", &[]);
+        let (stdout, stderr) = text(&http);
+        assert_eq!(http.status.code(), Some(1), "{stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("halted at gate {JOIN_GATE:?} on survival-canary"))
+                && stderr.trim().lines().count() == 1,
+            "{stderr}"
         );
+        let (_, _, json) = report(&bundle_of(&stdout));
+        assert!(
+            json["decision"].as_str().is_some_and(
+                |d| d.starts_with(&format!("halted at {JOIN_GATE} on survival-canary"))
+            ),
+            "{json}"
+        );
+        assert_tidy(&client, &format!("round {round}: the HTTP-only run")).await;
     }
-    let read = json["gates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["gate"] == READ_BACK_GATE)
-        .unwrap();
-    assert_eq!(
-        read["detail"]["claims"]["survival-canary-data"]["changed"], true,
-        "the candidate changed the world it migrated: {read}"
-    );
-    assert_tidy(&client, "the restore-required run").await;
+
+    // A format-changing candidate rolled back through a restore, twice in a row with the same
+    // source (so the same clone, Backup and Restore names): promoted, with the rollback
+    // evidence that every world claim held exactly the snapshot again. The first run promotes
+    // creative, the second survival, so each clone migrates a world still in the old format.
+    for fleet in [["creative"], ["survival"]] {
+        let restore = qualify(
+            &kubeconfig,
+            &reports,
+            "2.0-format",
+            &["--rollback", "restore-required", "--fleet", fleet[0]],
+        );
+        // Shown with --no-capture: the console a user sees (progress lines, decision, files).
+        println!("{}", text(&restore).0);
+        let json = assert_promoted(&restore, "2.0-format", &fleet);
+        let rollback = json["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["gate"] == "rollback")
+            .unwrap();
+        assert!(
+            rollback["evidence"]
+                .as_str()
+                .is_some_and(|e| e.contains("restored snapshot")
+                    && e.contains("2 of 2 claims hold exactly the snapshot")),
+            "{rollback}"
+        );
+        let detail = &rollback["detail"];
+        for claim in ["survival-canary-data", "survival-canary-extra-nether"] {
+            assert_eq!(
+                detail["digests_after_restore"][claim]["digest"],
+                detail["snapshot_digests"][claim]["digest"],
+                "{claim}: {detail}"
+            );
+        }
+        let read = json["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["gate"] == READ_BACK_GATE)
+            .unwrap();
+        assert_eq!(
+            read["detail"]["claims"]["survival-canary-data"]["changed"], true,
+            "the candidate changed the world it migrated: {read}"
+        );
+        assert_tidy(
+            &client,
+            &format!("the restore-required run for {}", fleet[0]),
+        )
+        .await;
+    }
 
     // The fleet now runs 2.0-format and its worlds are format 2: 1.1-compat cannot read them,
     // so on the clone its game exits at start and restarts. That is a halt at the image gate
@@ -611,19 +648,51 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
     }
     assert_tidy(&client, "the downgrade run").await;
 
-    // What the fleet cannot offer is a failed preflight gate whose reason names it; nothing is
-    // created.
-    let ghost = qualify(&kubeconfig, &reports, "1.1-compat", &["--fleet", "ghost"]);
-    let (stdout, stderr) = text(&ghost);
-    assert_eq!(ghost.status.code(), Some(1), "{stdout}\n{stderr}");
-    assert!(
-        stderr.contains("halted at gate \"preflight\"")
-            && stderr.contains("GameServer(s) ghost do not exist in namespace games")
-            && stderr.trim().lines().count() == 1,
-        "{stderr}"
-    );
-    assert!(stdout.contains("FAILED  preflight · "), "{stdout}");
-    assert_tidy(&client, "the refused run").await;
+    // What the fleet cannot offer is a failed preflight gate whose reason names it, on the
+    // console and in the bundle's report; nothing is created.
+    for (candidate, extra, reason) in [
+        (
+            "1.1-compat",
+            &["--fleet", "ghost"][..],
+            "GameServer(s) ghost do not exist in namespace games",
+        ),
+        (
+            "by-tag",
+            &[][..],
+            "candidate by-tag image rehearsal.local/fixture-game:1.1-compat is not pinned by digest",
+        ),
+        (
+            "9.9",
+            &[][..],
+            "GameTemplate minecraft-qualify has no version \"9.9\"; add it to spec.versions",
+        ),
+    ] {
+        let refused = qualify(&kubeconfig, &reports, candidate, extra);
+        let (stdout, stderr) = text(&refused);
+        assert_eq!(refused.status.code(), Some(1), "{stdout}\n{stderr}");
+        assert!(
+            stderr.contains("halted at gate \"preflight\"")
+                && stderr.contains(reason)
+                && stderr.trim().lines().count() == 1,
+            "{reason}: {stderr}"
+        );
+        assert!(stdout.contains("FAILED  preflight · "), "{stdout}");
+        let (md, _, json) = report(&bundle_of(&stdout));
+        assert_eq!(json["gates"][0]["gate"], "preflight", "{json}");
+        assert_eq!(json["gates"][0]["verdict"], "failed", "{json}");
+        assert!(md.contains(reason), "{md}");
+        // The refusal is a failed step in the journal, never an `ok` one.
+        let journal = std::fs::read_to_string(bundle_of(&stdout).join("receipts.jsonl")).unwrap();
+        let escaped = serde_json::to_string(reason).unwrap();
+        let escaped = escaped.trim_matches('"');
+        assert!(
+            journal
+                .lines()
+                .any(|l| l.contains(escaped) && l.contains("\"ok\":false")),
+            "{journal}"
+        );
+        assert_tidy(&client, &format!("the refused run of {candidate}")).await;
+    }
 
     // Without --operator, the operator is read from its Deployment; without one (the embedded
     // cluster runs it as a process and serves no Deployments), the run is refused.

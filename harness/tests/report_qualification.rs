@@ -471,3 +471,47 @@ fn chromium_renders_the_qualification_report() {
     }
     assert_eq!(dom.matches("<svg class=\"timeline\"").count(), 1);
 }
+
+/// Issue 17, item 7: the contract the help and the report cite is a document of the
+/// repository (docs/contract.md), with the heading the report's link names — not "CONTRACT
+/// part C" of a file users do not have.
+#[test]
+fn the_help_and_the_report_name_the_contract_the_repository_holds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (doc, anchor) = rehearsal::report::qualification::CONTRACT_DOC
+        .split_once('#')
+        .unwrap();
+    let contract = std::fs::read_to_string(root.join(doc)).expect("docs/contract.md");
+    // GitHub's anchor of each heading: lower case, punctuation dropped, spaces to dashes.
+    let anchors: Vec<String> = contract
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|h| {
+            h.to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect()
+        })
+        .collect();
+    assert!(
+        anchors.iter().any(|a| a == anchor),
+        "{anchor} not in {anchors:?}"
+    );
+    for args in [&["--help"][..], &["qualify", "--help"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rehearse"))
+            .args(args)
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{help}");
+        assert!(
+            help.contains("docs/contract.md"),
+            "rehearse {args:?}:\n{help}"
+        );
+        assert!(
+            !help.contains("CONTRACT part"),
+            "rehearse {args:?}:\n{help}"
+        );
+    }
+}

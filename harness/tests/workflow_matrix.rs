@@ -315,11 +315,21 @@ fn strings_of_runs(job: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Defect: nextest came from install-action with its default fallback, cargo-binstall, which
-/// downloads release binaries without a checksum whenever the pinned action's manifest does
-/// not list the requested version (v2.62.49 predated nextest 0.9.143; the pin is now v2.75.26). Every install-action
-/// step pins the workflow's nextest version and falls back only to `cargo install` (crates.io
-/// checksums) or nothing; `fallback: cargo-install` needs install-action ≥ 2.60.0.
+/// Defect (issue 13, item 8): nextest came from an install-action release older than nextest
+/// 0.9.143 (v2.62.49, later v2.75.26), whose manifest does not list that version, so the
+/// action fell back — to cargo-binstall's download, which no checksum verifies, or, with
+/// `fallback: cargo-install`, to compiling nextest from crates.io — and its checksum-verified
+/// path was never used. Every install-action step now pins the workflow's nextest version, a
+/// release whose manifest lists it, and `fallback: none`: a version the pin does not list
+/// fails the step rather than being fetched some other way.
+///
+/// What a release lists: install-action's `manifests/cargo-nextest.json` keeps the checksums of
+/// every nextest release published before it. v2.87.19's release notes read "Update
+/// `cargo-nextest@latest` to 0.9.146"; v2.87.20 is commit 9983c65e…aa172.
+type Version = (u32, u32, u32);
+/// (install-action release, the newest nextest its manifest lists).
+const INSTALL_ACTION_LISTS: &[(Version, Version)] = &[((2, 87, 19), (0, 9, 146))];
+
 #[test]
 fn nextest_is_installed_only_through_checksum_verified_paths() {
     let wf = workflow();
@@ -341,28 +351,42 @@ fn nextest_is_installed_only_through_checksum_verified_paths() {
                 "{job}"
             );
             let fallback = step["with"]["fallback"].as_str();
-            assert!(
-                matches!(fallback, Some("cargo-install" | "none")),
-                "{job}: install-action falls back to cargo-binstall (unverified) unless `fallback: cargo-install` or `none`; found {fallback:?}"
+            assert_eq!(
+                fallback,
+                Some("none"),
+                "{job}: install-action must not fall back (cargo-binstall downloads unverified; cargo-install compiles instead of using the checksummed release)"
             );
         }
     }
     assert!(steps >= 3, "verify, build and rehearse install nextest");
-    // The pin's version comment is a release with the `cargo-install` fallback.
+    let triple = |s: &str| -> Version {
+        let p: Vec<u32> = s.split('.').map(|p| p.parse().unwrap()).collect();
+        assert_eq!(p.len(), 3, "{s}");
+        (p[0], p[1], p[2])
+    };
+    let installed = triple(
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("NEXTEST_VERSION: "))
+            .unwrap()
+            .trim_matches('"'),
+    );
+    // The pinned release's manifest lists the nextest version the workflow installs.
     for line in text
         .lines()
         .filter(|l| l.contains("taiki-e/install-action@"))
     {
-        let version = line.rsplit("# v").next().unwrap().trim();
-        let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap()).collect();
-        assert!(parts >= vec![2, 60, 0], "{line}");
+        let pin = triple(line.rsplit("# v").next().unwrap().trim());
+        let listed = INSTALL_ACTION_LISTS
+            .iter()
+            .filter(|(release, _)| pin >= *release)
+            .map(|(_, nextest)| *nextest)
+            .max();
+        assert!(
+            listed.is_some_and(|newest| installed <= newest),
+            "{line}: this install-action release is not known to list nextest {installed:?} in its manifest; pin a newer release (and add it to INSTALL_ACTION_LISTS)"
+        );
     }
     // The version nextest.toml requires is at most the one installed.
-    let installed = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("NEXTEST_VERSION: "))
-        .unwrap()
-        .trim_matches('"');
     let config = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.config/nextest.toml"),
     )
@@ -372,6 +396,37 @@ fn nextest_is_installed_only_through_checksum_verified_paths() {
         .find_map(|l| l.strip_prefix("nextest-version = { required = \""))
         .unwrap()
         .trim_end_matches("\" }");
-    let v = |s: &str| -> Vec<u32> { s.split('.').map(|p| p.parse().unwrap()).collect() };
-    assert!(v(installed) >= v(required), "{installed} < {required}");
+    assert!(installed >= triple(required), "{installed:?} < {required}");
+}
+
+/// Issue 13 ("the workflow stays thin"): the rehearse job deploys the operator under test
+/// through `rehearse cluster up --kind --reference-operator` — the same code `rehearse run
+/// --cluster kind` runs and core_podman.rs exercises with a stand-in `kind` — not through
+/// kubectl lines of its own, and it states the profile the cases must find on the cluster.
+#[test]
+fn the_rehearse_job_deploys_the_operator_through_rehearse() {
+    let wf = workflow();
+    let job = &wf["jobs"]["rehearse"];
+    assert_eq!(job["env"]["REHEARSAL_OPERATOR"].as_str(), Some("reference"));
+    let runs = strings_of_runs(job);
+    for run in &runs {
+        assert!(
+            !run.lines().any(|l| l.trim_start().starts_with("kubectl")),
+            "the rehearse job runs kubectl itself:\n{run}"
+        );
+    }
+    let up = runs
+        .iter()
+        .find(|r| r.contains("cluster up --kind"))
+        .expect("a cluster up step");
+    assert!(
+        up.contains("--reference-operator images/reference-operator/deploy")
+            && up.contains("--crds fixtures/crds"),
+        "{up}"
+    );
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("REHEARSAL_KUBECTL=$(command -v kubectl)")),
+        "the install's kubectl is named for rehearse"
+    );
 }

@@ -680,6 +680,14 @@ impl State {
             None
         };
         let arc = self.put(&r, obj, None);
+        // The garbage collector's rule for a dependent whose owners are all gone: it is deleted
+        // (in the background). A controller reconciling a stale copy of a deleted owner creates
+        // such objects; without this they would outlive their owner forever.
+        let owners = meta::owner_uids(&arc);
+        if !self.dry_run && !owners.is_empty() && !owners.iter().any(|u| self.uids.contains_key(u))
+        {
+            self.run(vec![Work::Delete(r.clone(), Propagation::Background, None)]);
+        }
         if &*info.storage == NAMESPACE_STORAGE && !self.dry_run {
             self.create_default_service_account(&name);
             self.publish_root_ca(&name);

@@ -570,6 +570,36 @@ async fn garbage_collection_background_foreground_and_orphan() {
         "background GC removed the dependent"
     );
 
+    // A dependent created after its owner is gone (a controller reconciling a stale copy of
+    // the owner) is collected too: all its owners are absent.
+    let created = cms
+        .create(&pp, &owned_by("dep-late", &owner, None))
+        .await
+        .unwrap();
+    assert!(created.metadata.uid.is_some());
+    assert_eq!(
+        status_of(cms.get("dep-late").await).code,
+        404,
+        "a dependent whose owners are all gone is collected"
+    );
+    // One live owner among dead ones keeps it.
+    let live = cms
+        .create(&pp, &configmap("owner-live", json!({})))
+        .await
+        .unwrap();
+    let mut two = owned_by("dep-two", &owner, None);
+    let mut refs = two.metadata.owner_references.clone().unwrap();
+    refs.extend(
+        owned_by("x", &live, None)
+            .metadata
+            .owner_references
+            .unwrap(),
+    );
+    refs[1].controller = Some(false);
+    two.metadata.owner_references = Some(refs);
+    cms.create(&pp, &two).await.unwrap();
+    assert!(cms.get("dep-two").await.is_ok(), "a live owner keeps it");
+
     // Orphan: the dependent stays without the ownerReference.
     let owner = cms
         .create(&pp, &configmap("owner-or", json!({})))

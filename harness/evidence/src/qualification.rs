@@ -51,6 +51,16 @@ impl Plan {
             format!("qualify-{}-rollback", self.source),
         ]
     }
+    /// The servers whose pods, claims and world digests are observed before and after: the
+    /// fleet, then the source when it is not a member (its baseline is what the snapshot must
+    /// seed).
+    pub fn observed(&self) -> Vec<String> {
+        let mut servers = self.fleet.clone();
+        if !servers.contains(&self.source) {
+            servers.push(self.source.clone());
+        }
+        servers
+    }
     /// The promotion batches, in order.
     pub fn batches(&self) -> Vec<Vec<String>> {
         self.fleet

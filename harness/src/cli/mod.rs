@@ -73,7 +73,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Prove each case catches the reference-operator mutant it exists to catch.
     Selftest(run::SelftestArgs),
-    /// Rehearse a candidate version and promote a fleet in gated batches (CONTRACT part C).
+    /// Rehearse a candidate version and promote a fleet in gated batches (what each gate proves:
+    /// docs/contract.md).
     Qualify(qualify::QualifyArgs),
     /// Measure start-up time, per-case and total wall time, and repeated-run flakes.
     Bench(run::BenchArgs),

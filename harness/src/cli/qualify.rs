@@ -1,4 +1,4 @@
-//! `rehearse qualify`: the rollout qualification procedure (CONTRACT part C) against any
+//! `rehearse qualify`: the rollout qualification procedure (docs/contract.md) against any
 //! cluster: rehearse a candidate template version on a canary clone restored from a real
 //! backup, then promote the fleet in gated batches or halt without touching it.
 

@@ -325,7 +325,7 @@ pub enum IdentityError {
         /// serde_yaml's error.
         source: serde_yaml::Error,
     },
-    #[error("cannot {what}: {source}")]
+    #[error("cannot {what}: {}", crate::kube_error::line(source))]
     /// Creating an identity object or requesting the ServiceAccount's token failed.
     Kube {
         /// What was being done, e.g. `create ClusterRole <name> from <file>`.

@@ -609,7 +609,7 @@ pub async fn qualify_recorded(
         outcome: Outcome::Promoted { batches: 0 },
     };
     let error = procedure(ctx, plan, &mut q).await.err();
-    let mut servers = plan.fleet.clone();
+    let mut servers = plan.observed();
     servers.push(q.clone.clone());
     match members(ctx, plan, &servers, false).await {
         Ok(after) => q.after = after,
@@ -628,7 +628,10 @@ async fn procedure(
     ctx.uses("fleet pod UIDs");
     ctx.uses("PVC UIDs");
     q.baseline = ctx
-        .step("baseline receipt", members(ctx, plan, &plan.fleet, true))
+        .step(
+            "baseline receipt",
+            members(ctx, plan, &plan.observed(), true),
+        )
         .await?;
 
     // 2. Preflight: a refusal is a failed gate (and a failed step), never an `ok` one.
