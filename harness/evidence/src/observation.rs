@@ -8,9 +8,10 @@
 //! unknown field and names the receipt's line — a renamed field can never silently empty a
 //! report column.
 //!
-//! `step` and `wait` receipts carry what the case saw as free-form JSON: the report shows their
-//! timing and never reads fields out of them. Everything the report *does* read (snapshots,
-//! restores, artifacts, PVC tables, verdicts) has its own variant.
+//! `step` receipts carry what the case saw as free-form JSON: the report shows their timing and
+//! never reads fields out of them. Everything a reader *does* read (snapshots, restores,
+//! artifacts, PVC tables, verdicts, and the `wait` receipts `rehearse bench` profiles) has its
+//! own variant.
 //!
 //! The journal format carries a version ([`RECEIPT_FORMAT`], in the `run-started` receipt), so
 //! a bundle written by an older Rehearsal is named as such instead of failing on a field. The
@@ -24,8 +25,9 @@ use super::pvc_table::PvcObserved;
 use super::receipts::{Journal, JournalError, Receipt};
 
 /// The receipt format this build writes and reads. Format 1 (no `receipt_format` in
-/// `run-started`) predates typed observations.
-pub const RECEIPT_FORMAT: u32 = 2;
+/// `run-started`) predates typed observations; format 2 wrote `wait` receipts as free-form JSON
+/// (format 3 types them as [`WaitObserved`]).
+pub const RECEIPT_FORMAT: u32 = 3;
 
 /// What one receipt observed, by kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,8 +41,8 @@ pub enum Observation {
     CaseStarted(CaseStarted),
     /// A named unit of a case completed; what it saw (free-form, never read by the report).
     Step(Value),
-    /// A wait for an observable condition ended; the last observed state (free-form).
-    Wait(Value),
+    /// One watch wait inside a step ended: what it waited for, how long, and what ended it.
+    Wait(WaitObserved),
     /// The case's PVCs at a phase; feeds the PVC UID table.
     PvcObservation(PvcObserved),
     /// A file stored under the case's `artifacts/`.
@@ -132,6 +134,107 @@ pub struct ResticRestore {
     pub restore_id: String,
     pub snapshot_id: String,
     pub details: Value,
+}
+
+/// The timing the harness's step runner writes beside what a `step` saw (`rehearse bench`
+/// reads it). A step written by hand carries none: both fields are then `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct StepTiming {
+    /// How long the step took, in milliseconds.
+    #[serde(default)]
+    pub elapsed_ms: Option<u64>,
+    /// When the step ended, in milliseconds from the start of its case.
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+}
+
+impl StepTiming {
+    /// Reads the timing out of a `step` receipt's payload (at 1-based `line` of its journal);
+    /// a timing field of the wrong type is refused naming the line, never read as absent.
+    pub fn read(line: usize, r: &Receipt) -> Result<Self, ObservationError> {
+        if !r.observed.is_object() {
+            return Ok(Self::default());
+        }
+        serde_json::from_value(r.observed.clone()).map_err(|e| ObservationError::Malformed {
+            line,
+            seq: r.seq,
+            kind: r.kind.clone(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// The `wait` payload: one wait for an observable condition inside a step (what `rehearse
+/// bench` attributes the step's time to).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitObserved {
+    /// The object waited on, `"<resource> <namespace>/<name>"` (e.g. `pods rh-x-1234/mc-0`).
+    pub object: String,
+    /// The condition waited for, as the wait's error message would name it (`pod Ready`).
+    pub expected: String,
+    /// When the wait began, in milliseconds from the start of its step.
+    pub started_ms: u64,
+    /// How long the wait took, in milliseconds.
+    pub elapsed_ms: u64,
+    /// Watch events the wait saw, list items included.
+    pub events: u32,
+    /// How the wait ended.
+    pub outcome: WaitOutcome,
+    /// The observation that ended the wait (the change that woke it), one line.
+    pub woken_by: String,
+    /// Each change of the observed state while waiting, in order (capped by the writer): where
+    /// inside the wait the time went.
+    pub transitions: Vec<StateChange>,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitOutcome {
+    /// The condition was met.
+    Met,
+    /// The object reached a state from which the condition can no longer be met.
+    Terminal,
+    /// The wait's bound passed first.
+    TimedOut,
+    /// The watch stream ended before the condition was met.
+    WatchEnded,
+}
+
+impl WaitOutcome {
+    /// The outcome as the receipt spells it (`met`, `terminal`, `timed-out`, `watch-ended`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitOutcome::Met => "met",
+            WaitOutcome::Terminal => "terminal",
+            WaitOutcome::TimedOut => "timed-out",
+            WaitOutcome::WatchEnded => "watch-ended",
+        }
+    }
+}
+
+impl std::fmt::Display for WaitOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One change of a waited-on object's observed state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateChange {
+    /// Milliseconds from the start of the wait.
+    pub at_ms: u64,
+    /// The state from then on, one line (phase, conditions, container states, …).
+    pub state: String,
+}
+
+impl std::fmt::Display for StateChange {
+    /// `+<ms> <state>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "+{} {}", self.at_ms, self.state)
+    }
 }
 
 /// Why a receipt is not a typed observation of this format.

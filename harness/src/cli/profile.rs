@@ -1,12 +1,14 @@
 //! The step profile `rehearse bench` prints: where a rehearsal's wall time goes, read from the
-//! bundles it wrote (every `step` receipt carries its `elapsed_ms`; every `wait` receipt one
-//! watch wait inside a step: how long, and the observation that ended it).
+//! bundles it wrote as typed observations (every timed `step` receipt carries its
+//! [`StepTiming`]; every `wait` receipt is one [`WaitObserved`] inside a step: how long, and the
+//! observation that ended it).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::evidence::receipts::{self, kind};
+use crate::evidence::observation::{Observation, StateChange, StepTiming, WaitObserved};
+use crate::evidence::receipts::{self, Receipt};
 
 /// Elapsed times of one step name across runs and cases, in milliseconds.
 #[derive(Debug, Default, Clone)]
@@ -36,8 +38,8 @@ pub struct WaitTimes {
     pub times: StepTimes,
     /// What ended the latest of them (the change that woke it).
     pub woken_by: String,
-    /// Its state changes while waiting (`+<ms> <state>`).
-    pub transitions: Vec<String>,
+    /// Its state changes while waiting.
+    pub transitions: Vec<StateChange>,
 }
 
 /// The profile of a set of bundles.
@@ -53,81 +55,71 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Adds every timed step receipt of the bundle at `dir`.
+    /// Adds every timed step and every wait of the bundle at `dir`, read as typed observations:
+    /// a receipt that is not one of this build's format is refused naming its line.
     pub fn add_bundle(&mut self, dir: &Path) -> Result<(), String> {
         let journal = receipts::verify(dir.join(receipts::FILE_NAME))
             .map_err(|e| format!("{}: {e}", dir.display()))?;
-        for r in &journal.receipts {
-            if r.kind == kind::WAIT {
-                self.add_wait(r);
-                continue;
-            }
-            if r.kind != kind::STEP {
-                continue;
-            }
-            let Some(ms) = r.observed.get("elapsed_ms").and_then(|v| v.as_u64()) else {
-                continue;
-            };
-            self.steps
-                .entry(r.step.clone())
-                .or_default()
-                .samples
-                .push(ms);
-            if let Some(case) = &r.case {
-                let at = r
-                    .observed
-                    .get("at_ms")
-                    .and_then(|v| v.as_u64())
-                    .unwrap_or(0);
-                self.order
-                    .entry((case.clone(), r.step.clone()))
-                    .or_insert(at);
-                self.critical
-                    .entry(case.clone())
-                    .or_default()
-                    .entry(r.step.clone())
-                    .or_default()
-                    .samples
-                    .push(ms);
+        let refused = |e: crate::evidence::observation::ObservationError| {
+            format!("{}: {e}", dir.join(receipts::FILE_NAME).display())
+        };
+        for (i, r) in journal.receipts.iter().enumerate() {
+            match Observation::read(i + 1, r).map_err(refused)? {
+                Observation::Wait(w) => self.add_wait(r, w),
+                Observation::Step(_) => {
+                    let timing = StepTiming::read(i + 1, r).map_err(refused)?;
+                    self.add_step(r, timing);
+                }
+                _ => {}
             }
         }
         Ok(())
     }
 
-    fn add_wait(&mut self, r: &crate::evidence::receipts::Receipt) {
-        let (Some(case), Some(ms)) = (
-            &r.case,
-            r.observed.get("elapsed_ms").and_then(|v| v.as_u64()),
-        ) else {
+    fn add_step(&mut self, r: &Receipt, timing: StepTiming) {
+        let Some(ms) = timing.elapsed_ms else {
             return;
         };
-        let text = |k: &str| r.observed.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        self.steps
+            .entry(r.step.clone())
+            .or_default()
+            .samples
+            .push(ms);
+        if let Some(case) = &r.case {
+            self.order
+                .entry((case.clone(), r.step.clone()))
+                .or_insert(timing.at_ms.unwrap_or(0));
+            self.critical
+                .entry(case.clone())
+                .or_default()
+                .entry(r.step.clone())
+                .or_default()
+                .samples
+                .push(ms);
+        }
+    }
+
+    fn add_wait(&mut self, r: &Receipt, w: WaitObserved) {
+        let Some(case) = &r.case else {
+            return;
+        };
         // The namespace differs per run: `pods rh-x-1234/mc-0` → `pods mc-0`.
-        let object = match text("object").split_once(' ') {
+        let object = match w.object.split_once(' ') {
             Some((resource, path)) => {
                 format!("{resource} {}", path.rsplit('/').next().unwrap_or(path))
             }
-            None => text("object").to_string(),
+            None => w.object.clone(),
         };
-        let key = format!("{object} {}", text("expected"));
-        let w = self
+        let key = format!("{object} {}", w.expected);
+        let times = self
             .waits
             .entry((case.clone(), r.step.clone()))
             .or_default()
             .entry(key)
             .or_default();
-        w.times.samples.push(ms);
-        w.woken_by = text("woken_by").to_string();
-        w.transitions = r
-            .observed
-            .get("transitions")
-            .and_then(|v| v.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|t| t.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
+        times.times.samples.push(w.elapsed_ms);
+        times.woken_by = w.woken_by;
+        times.transitions = w.transitions;
     }
 
     /// The table: steps by total time, with p50/p90 and count; then each case's slowest step.
@@ -181,8 +173,8 @@ impl Profile {
                         truncate(what, 100)
                     );
                     let _ = writeln!(out, "        woken by: {}", truncate(&w.woken_by, 140));
-                    for step in &w.transitions {
-                        let _ = writeln!(out, "        {}", truncate(step, 140));
+                    for change in &w.transitions {
+                        let _ = writeln!(out, "        {}", truncate(&change.to_string(), 140));
                     }
                 }
             }

@@ -49,7 +49,8 @@ pub mod kind {
     pub const CASE_STARTED: &str = "case-started";
     /// A named unit of a case completed; `observed` is what it saw.
     pub const STEP: &str = "step";
-    /// A wait for an observable condition completed; `observed` is the last observed state.
+    /// One wait for an observable condition inside a step ended; `observed` is a
+    /// [`WaitObserved`](crate::observation::WaitObserved).
     pub const WAIT: &str = "wait";
     /// PVCs observed at a phase (`before`/`after`); feeds the PVC UID table.
     pub const PVC_OBSERVATION: &str = "pvc-observation";
