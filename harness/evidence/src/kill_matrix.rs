@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 /// mutant → case → cell.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KillMatrix {
+    /// Each mutant's cells, by case name.
     pub mutants: BTreeMap<String, BTreeMap<String, KillCell>>,
 }
 

@@ -61,11 +61,15 @@ pub enum Observation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunStarted {
+    /// The receipt format the journal is written in ([`RECEIPT_FORMAT`] for this build).
     pub receipt_format: u32,
+    /// The run's id, also its bundle directory's name (`reports/<run-id>`).
     pub run_id: String,
     /// The commit of the operator (or harness) being qualified.
     pub commit: String,
+    /// The operator the run qualified.
     pub operator: Operator,
+    /// The architecture the run's cluster ran on (`amd64`, `arm64`).
     pub arch: String,
 }
 
@@ -104,6 +108,7 @@ pub struct RunFinished {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseStarted {
+    /// The bucket (scenario group) the case belongs to, e.g. `backup` or `rollout`.
     pub bucket: String,
 }
 
@@ -113,7 +118,9 @@ pub struct CaseStarted {
 pub struct ArtifactStored {
     /// Relative to the bundle directory.
     pub path: String,
+    /// The file's size when it was stored.
     pub bytes: u64,
+    /// The SHA-256 (hex) of its contents; the report refuses a file that no longer matches.
     pub sha256: String,
 }
 
@@ -121,6 +128,7 @@ pub struct ArtifactStored {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResticSnapshot {
+    /// The restic snapshot id (as the operator reported it, e.g. a Backup's `status.snapshotID`).
     pub snapshot_id: String,
     /// Where the id was read (e.g. the Backup's status).
     pub details: Value,
@@ -132,7 +140,9 @@ pub struct ResticSnapshot {
 pub struct ResticRestore {
     /// What names the restore (e.g. the Restore object).
     pub restore_id: String,
+    /// The restic snapshot it restored.
     pub snapshot_id: String,
+    /// What the case saw of the restore (e.g. its status), as written.
     pub details: Value,
 }
 
@@ -240,21 +250,39 @@ impl std::fmt::Display for StateChange {
 /// Why a receipt is not a typed observation of this format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ObservationError {
+    /// The receipt's kind is unknown, or its payload lacks a field, has an unknown one, or one
+    /// of the wrong type.
     #[error("line {line} (seq {seq}): malformed {kind} receipt: {reason}")]
     Malformed {
+        /// 1-based line of the receipt in its journal.
         line: usize,
+        /// The receipt's sequence number.
         seq: u64,
+        /// The receipt's kind as written.
         kind: String,
+        /// What serde found wrong, naming the field.
         reason: String,
     },
+    /// The journal is of an older receipt format than this build reads.
     #[error(
         "line {line}: the journal was written in receipt format {found} by an older Rehearsal; this build reads format {RECEIPT_FORMAT}: render it with the Rehearsal that wrote it, or re-run the rehearsal (its receipts still verify with `rehearse receipts verify`)"
     )]
-    Older { line: usize, found: u32 },
+    Older {
+        /// 1-based line of the `run-started` receipt.
+        line: usize,
+        /// The format the journal was written in.
+        found: u32,
+    },
+    /// The journal is of a newer receipt format than this build reads.
     #[error(
         "line {line}: the journal was written in receipt format {found}, newer than this build's {RECEIPT_FORMAT}: use a newer rehearse"
     )]
-    Newer { line: usize, found: u32 },
+    Newer {
+        /// 1-based line of the `run-started` receipt.
+        line: usize,
+        /// The format the journal was written in.
+        found: u32,
+    },
 }
 
 impl Observation {
@@ -315,9 +343,13 @@ impl Observation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    /// Every check of the case held.
     Passed,
+    /// A check failed, or the case could not reach its checks (the reason says which).
     Failed,
+    /// The case was recorded as not run; reports list it apart from passes and failures.
     Skipped,
+    /// The run ended (a signal, a killed process) before the case reached a verdict.
     Interrupted,
     /// The case needs a fault this cluster cannot inject (e.g. an in-place container restart
     /// where the harness cannot reach the nodes): neither passed nor failed — the operator is
@@ -327,6 +359,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict as bundles and reports spell it (`passed`, `not-applicable`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Passed => "passed",
@@ -347,22 +380,28 @@ impl std::fmt::Display for Verdict {
 /// The operator under qualification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operator {
+    /// Its name, e.g. `reference-operator` or `gameplane`.
     pub name: String,
+    /// Its version as the deployment reports it.
     pub version: String,
 }
 
 /// What a run is: written as the `run-started` receipt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BundleMeta {
+    /// The run's id, also its bundle directory's name.
     pub run_id: String,
     /// The commit of the operator (or harness) being qualified.
     pub commit: String,
+    /// The operator the run qualified.
     pub operator: Operator,
     /// `amd64`, `arm64`, …
     pub arch: String,
 }
 
 impl BundleMeta {
+    /// The metadata of run `run_id` of `commit`, qualifying `operator_name` at
+    /// `operator_version` on `arch`.
     pub fn new(
         run_id: &str,
         commit: &str,
@@ -385,7 +424,9 @@ impl BundleMeta {
 /// A file of the bundle and the SHA-256 its receipt recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRef {
+    /// Relative to the bundle directory.
     pub path: String,
+    /// The SHA-256 (hex) its receipt recorded; the file must still match it.
     pub sha256: String,
 }
 
@@ -393,8 +434,12 @@ pub struct FileRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FinishObserved {
+    /// How the case ended.
     pub verdict: Verdict,
+    /// The kinds of evidence the verdict rests on ("pod UID", "RCON audit log", …), in
+    /// first-use order.
     pub evidence_used: Vec<String>,
+    /// Why, when the case did not pass.
     pub reason: Option<String>,
     /// The named checks that failed, when the verdict rests on failed checks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -15,9 +15,13 @@ use super::receipts::{Receipt, kind};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
+    /// `<gs>-data`: the server's main world; losing it loses the game.
     PrimaryWorld,
+    /// `<gs>-extra-<name>`: an additional world (a dimension, a lobby) kept like the primary.
     ExtraWorld,
+    /// `<gs>-mods-<version>`: mods the operator can download again; replacing it loses nothing.
     RebuildableMods,
+    /// A claim outside Gameplane's naming.
     Other,
 }
 
@@ -55,6 +59,7 @@ pub enum PvcPhase {
 }
 
 impl PvcPhase {
+    /// `before` or `after`, as receipts and step names spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             PvcPhase::Before => "before",
@@ -67,8 +72,12 @@ impl PvcPhase {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PvcObservation {
+    /// The PersistentVolumeClaim's name.
     pub claim: String,
+    /// What the claim holds.
     pub role: Role,
+    /// The claim's `metadata.uid`: a claim deleted and recreated under the same name gets a
+    /// new one.
     pub uid: String,
     /// The bound PersistentVolume's name, if bound.
     pub volume: Option<String>,
@@ -90,23 +99,31 @@ impl PvcObservation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PvcObserved {
+    /// Whether this is the baseline or the outcome.
     pub phase: PvcPhase,
+    /// Every claim of the case's servers at that moment.
     pub claims: Vec<PvcObservation>,
 }
 
 /// A claim's identity on one side of the table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PvcSide {
+    /// The claim's `metadata.uid` on this side.
     pub uid: String,
+    /// The bound PersistentVolume's name, if it was bound then.
     pub volume: Option<String>,
 }
 
 /// One claim's row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PvcRow {
+    /// The claim's name.
     pub claim: String,
+    /// What the claim holds.
     pub role: Role,
+    /// The claim at the first `before` observation; `None` if it did not exist then.
     pub before: Option<PvcSide>,
+    /// The claim at the last `after` observation; `None` if it was gone (or never observed).
     pub after: Option<PvcSide>,
     /// Observed on both sides with the same UID and, if it was bound before, the same volume.
     pub unchanged: bool,
@@ -153,6 +170,7 @@ impl PvcChange {
 /// The table for one case, rows ordered by role then claim.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PvcTable {
+    /// One row per claim observed on either side.
     pub rows: Vec<PvcRow>,
 }
 
@@ -160,7 +178,9 @@ pub struct PvcTable {
 #[derive(Debug, thiserror::Error)]
 #[error("receipt seq {seq}: malformed pvc-observation ({reason})")]
 pub struct PvcTableError {
+    /// The receipt's sequence number.
     pub seq: u64,
+    /// What serde found wrong with its payload.
     pub reason: String,
 }
 
@@ -216,6 +236,7 @@ pub fn from_receipts<'a>(
 }
 
 impl PvcTable {
+    /// Whether the case observed no claims at all.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }

@@ -192,3 +192,133 @@ fn truncate(s: &str, n: usize) -> String {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::evidence::bundle::{Bundle, BundleMeta, Verdict};
+    use crate::evidence::observation::WaitOutcome;
+    use crate::evidence::receipts::{Clock, Journal};
+
+    /// A bundle with one case: a timed step that spent its time in one wait.
+    fn bundle(dir: &Path) {
+        let bundle = Bundle::create(dir, BundleMeta::new("r", "c", "op", "1", "amd64")).unwrap();
+        let case = bundle.case("stopped", "backup").unwrap();
+        case.wait(
+            "backup-completes",
+            WaitObserved {
+                object: "backups rh-x-1234/stopped".into(),
+                expected: "backup Succeeded".into(),
+                started_ms: 3,
+                elapsed_ms: 1500,
+                events: 3,
+                outcome: WaitOutcome::Met,
+                woken_by: "phase=Succeeded".into(),
+                transitions: vec![
+                    StateChange {
+                        at_ms: 2,
+                        state: "phase=Running".into(),
+                    },
+                    StateChange {
+                        at_ms: 1499,
+                        state: "phase=Succeeded".into(),
+                    },
+                ],
+            },
+        )
+        .unwrap();
+        case.step(
+            "backup-completes",
+            json!({"ok": true, "elapsed_ms": 1510, "at_ms": 1600, "observed": null}),
+        )
+        .unwrap();
+        case.step("hand-written", json!({"note": "untimed"}))
+            .unwrap();
+        case.finish(Verdict::Passed).unwrap();
+        bundle.finalize(false).unwrap();
+    }
+
+    #[test]
+    fn the_critical_path_shows_the_wait_and_what_woke_it() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("r");
+        bundle(&dir);
+        let mut profile = Profile::default();
+        profile.add_bundle(&dir).unwrap();
+        let out = profile.render();
+        assert!(out.contains("stopped (steps sum 1510 ms)"), "{out}");
+        assert!(
+            out.contains("wait    1500 ms  backups stopped backup Succeeded"),
+            "{out}"
+        );
+        assert!(out.contains("woken by: phase=Succeeded"), "{out}");
+        assert!(out.contains("+2 phase=Running"), "{out}");
+        assert!(
+            !out.contains("hand-written"),
+            "untimed steps have no row: {out}"
+        );
+    }
+
+    /// Rewrites the journal with `edit` applied to each payload, re-chained so it verifies.
+    fn rewrite(dir: &Path, edit: impl Fn(&Receipt) -> serde_json::Value) {
+        let path = dir.join(receipts::FILE_NAME);
+        let old = receipts::verify(&path).unwrap().receipts;
+        std::fs::remove_file(&path).unwrap();
+        let times = Mutex::new(old.iter().map(|r| r.time).collect::<Vec<_>>());
+        let clock: Clock = Arc::new(move || times.lock().unwrap().remove(0));
+        let j = Journal::create_with_clock(&path, "r", "amd64", clock).unwrap();
+        for r in &old {
+            j.append(r.case.as_deref(), &r.step, &r.kind, edit(r))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_renamed_wait_field_is_refused_naming_its_line() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("r");
+        bundle(&dir);
+        rewrite(&dir, |r| {
+            let mut observed = r.observed.clone();
+            if r.kind == "wait" {
+                let woken = observed
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("woken_by")
+                    .unwrap();
+                observed["wokenBy"] = woken;
+            }
+            observed
+        });
+        let err = Profile::default().add_bundle(&dir).unwrap_err();
+        // run-started, case-started, then the wait.
+        assert!(
+            err.contains("line 3 (seq 2): malformed wait receipt"),
+            "{err}"
+        );
+        assert!(err.contains("wokenBy"), "names the field: {err}");
+    }
+
+    #[test]
+    fn a_step_timing_of_the_wrong_type_is_refused_naming_its_line() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("r");
+        bundle(&dir);
+        rewrite(&dir, |r| {
+            let mut observed = r.observed.clone();
+            if r.kind == "step" && observed.get("elapsed_ms").is_some() {
+                observed["elapsed_ms"] = json!("1510 ms");
+            }
+            observed
+        });
+        let err = Profile::default().add_bundle(&dir).unwrap_err();
+        assert!(
+            err.contains("line 4 (seq 3): malformed step receipt"),
+            "{err}"
+        );
+    }
+}

@@ -193,7 +193,10 @@ pub fn write_sample(dir: &Path, v: &Variant) -> rehearsal::evidence::bundle::Bun
             WaitOutcome::Terminal,
             &[
                 (2, "phase=Running"),
-                (2201, "phase=Failed conditions=[Completed=False(SourceChanged)]"),
+                (
+                    2201,
+                    "phase=Failed conditions=[Completed=False(SourceChanged)]",
+                ),
             ],
         ),
     )

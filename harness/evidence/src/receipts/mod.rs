@@ -69,16 +69,26 @@ pub mod kind {
 /// One verified or freshly written journal entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Receipt {
+    /// Its position in the journal, counting from 0 with no gaps.
     pub seq: u64,
+    /// When it was written.
     pub time: jiff::Timestamp,
+    /// The run it belongs to (the same on every entry of a journal).
     pub run_id: String,
     /// `None` for run-level receipts.
     pub case: Option<String>,
+    /// The named unit of the case (or run) that wrote it, e.g. `create-backup`.
     pub step: String,
+    /// The run's architecture (the same on every entry of a journal).
     pub arch: String,
+    /// What it records ([`kind`]); says how to read `observed`.
     pub kind: String,
+    /// What was observed, redacted; its shape is the payload of the kind's
+    /// [`Observation`](crate::observation::Observation).
     pub observed: Value,
+    /// The SHA-256 of the previous entry's line ([`GENESIS`] for the first).
     pub prev: String,
+    /// The SHA-256 of this entry's canonical form without this field.
     pub sha256: String,
 }
 
