@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::observation::{BundleMeta, FileRef, FinishObserved, Operator, Verdict};
 use crate::observation::{Observation, ObservationError, RunFinished};
-use crate::receipts::{FILE_NAME, Receipt, VerifiedJournal};
+use crate::receipts::{FILE_NAME, Receipt, VerifiedJournal, kind};
 
 /// The layout version of a bundle.
 pub const FORMAT: u32 = 1;
@@ -177,7 +177,7 @@ fn malformed(line: usize, r: &Receipt, reason: impl std::fmt::Display) -> Summar
 
 /// Reads a `run-started` receipt's metadata.
 pub fn meta_of(receipt: &Receipt) -> Result<BundleMeta, SummaryError> {
-    if receipt.kind != "run-started" {
+    if receipt.kind != kind::RUN_STARTED {
         return Err(SummaryError::NoRunStarted);
     }
     match Observation::read(1, receipt)? {
@@ -446,7 +446,7 @@ pub fn kill_matrix_addendum(
     let Some(finished) = journal
         .receipts
         .iter()
-        .position(|r| r.kind == "run-finished")
+        .position(|r| r.kind == kind::RUN_FINISHED)
     else {
         return Ok(None);
     };

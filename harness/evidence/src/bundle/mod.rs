@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 
 use super::observation::{CaseStarted, Observation, RunFinished, RunStarted};
-use super::receipts::{self, Clock, FILE_NAME, Journal, JournalError, Receipt, kind};
+use super::receipts::{self, Clock, FILE_NAME, Journal, JournalError, Receipt};
 
 pub use crate::summary::{
     ARTIFACTS_DIR, CASES_DIR, JUNIT_FILE, KILL_MATRIX_FILE, PVC_TABLE_FILE, SUMMARY_FILE,
@@ -253,12 +253,18 @@ impl Bundle {
                 source,
             })?;
         let mut cases = BTreeMap::new();
-        for r in &verified.receipts {
-            match (r.kind.as_str(), &r.case) {
-                (kind::CASE_STARTED, Some(c)) => {
+        for (i, r) in verified.receipts.iter().enumerate() {
+            // Typed, like every reader: a journal this build cannot read is not resumed.
+            let observation =
+                Observation::read(i + 1, r).map_err(|source| BundleError::NotARun {
+                    dir: dir.clone(),
+                    source: source.into(),
+                })?;
+            match (observation, &r.case) {
+                (Observation::CaseStarted(_), Some(c)) => {
                     cases.insert(c.clone(), CaseState::Open);
                 }
-                (kind::CASE_FINISHED, Some(c)) => {
+                (Observation::CaseFinished(_), Some(c)) => {
                     cases.insert(c.clone(), CaseState::Finished);
                 }
                 _ => {}
