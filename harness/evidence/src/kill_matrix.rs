@@ -73,7 +73,7 @@ impl From<CellRepr> for KillCell {
 }
 
 impl KillCell {
-    /// The cell as one short phrase: "caught on <check>", or why not.
+    /// The cell as one short phrase: "caught on `<check>`", or why not.
     pub fn describe(&self) -> String {
         match (self.caught, self.check.is_empty()) {
             (true, true) => "caught".into(),

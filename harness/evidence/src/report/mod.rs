@@ -1,6 +1,6 @@
 //! Qualification reports, rendered only from bundles.
 //!
-//! Loading and rendering are separate layers: [`load`] verifies a bundle and extracts what the
+//! Loading and rendering are separate layers: [`load()`] verifies a bundle and extracts what the
 //! receipts prove (refusing the bundle outright if anything does not check), [`model`] merges
 //! architectures by case name into a [`Report`], and the renderers ([`markdown`], [`html`] with
 //! its SVG [`timeline`], JUnit via [`crate::report::junit`], [`json`]) are pure
