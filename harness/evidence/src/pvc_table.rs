@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::observation::{Observation, ObservationError};
 use super::receipts::{Receipt, kind};
 
 /// What a claim holds, by Gameplane's naming (CONTRACT part A).
@@ -174,15 +175,11 @@ pub struct PvcTable {
     pub rows: Vec<PvcRow>,
 }
 
-/// A `pvc-observation` receipt that cannot be read.
+/// A `pvc-observation` receipt that is not a typed observation of this format (its line in
+/// the journal is `seq + 1`).
 #[derive(Debug, thiserror::Error)]
-#[error("receipt seq {seq}: malformed pvc-observation ({reason})")]
-pub struct PvcTableError {
-    /// The receipt's sequence number.
-    pub seq: u64,
-    /// What serde found wrong with its payload.
-    pub reason: String,
-}
+#[error(transparent)]
+pub struct PvcTableError(#[from] pub ObservationError);
 
 /// Builds the table from a case's receipts (other kinds are ignored).
 pub fn from_receipts<'a>(
@@ -193,11 +190,12 @@ pub fn from_receipts<'a>(
         if receipt.kind != kind::PVC_OBSERVATION {
             continue;
         }
-        let observed: PvcObserved =
-            serde_json::from_value(receipt.observed.clone()).map_err(|e| PvcTableError {
-                seq: receipt.seq,
-                reason: e.to_string(),
-            })?;
+        // A journal's entry `seq` is on line `seq + 1` (the verifier checks it).
+        let Observation::PvcObservation(observed) =
+            Observation::read(receipt.seq as usize + 1, receipt)?
+        else {
+            unreachable!("a pvc-observation receipt reads as one");
+        };
         for claim in observed.claims {
             let row = rows
                 .entry((claim.role, claim.claim.clone()))
@@ -294,6 +292,27 @@ fn volume(row: &PvcRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_malformed_observation_is_refused_naming_its_line() {
+        let r = Receipt {
+            seq: 5,
+            time: jiff::Timestamp::UNIX_EPOCH,
+            run_id: "r".into(),
+            case: Some("c".into()),
+            step: "pvcs-before".into(),
+            arch: "amd64".into(),
+            kind: kind::PVC_OBSERVATION.into(),
+            observed: serde_json::json!({"phase": "before", "claim": []}),
+            prev: String::new(),
+            sha256: String::new(),
+        };
+        let e = from_receipts([&r]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("line 6 (seq 5): malformed pvc-observation receipt"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn classifies_gameplane_claims() {
