@@ -362,9 +362,8 @@ impl<'a> CaseContext<'a> {
         let at_ms = self.started.elapsed().as_millis() as u64;
         // Each wait of the step, in the order they ended: the critical path `rehearse bench`
         // attributes the step's time to.
-        for w in &waits {
-            self.recorder
-                .wait(name, serde_json::to_value(w).unwrap_or(Value::Null))?;
+        for w in waits {
+            self.recorder.wait(name, w)?;
         }
         match &outcome {
             Ok(observed) => {

@@ -124,27 +124,9 @@ impl WaitError {
     }
 }
 
-/// One wait as the case's profile sees it: how long it took and what ended it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WaitRecord {
-    /// `"<resource> <namespace>/<name>"`.
-    pub object: String,
-    /// The condition in words ([`Condition::expected`]).
-    pub expected: String,
-    /// From the start of the enclosing step to the start of the wait.
-    pub started_ms: u64,
-    /// How long the wait took, in milliseconds.
-    pub elapsed_ms: u64,
-    /// Watch events the wait saw (list items included).
-    pub events: u32,
-    /// What ended it: `met`, `terminal`, `timed-out` or `watch-ended`.
-    pub outcome: &'static str,
-    /// The observation that ended it (the change that woke the wait), one line.
-    pub woken_by: String,
-    /// Each change of the described state while waiting, as `+<ms> <state>` (at most
-    /// [`MAX_TRANSITIONS`]): where inside the wait the time went.
-    pub transitions: Vec<String>,
-}
+/// One wait as the case's profile sees it (how long it took and what ended it): the typed
+/// payload of the step's `wait` receipt.
+pub use crate::evidence::observation::{StateChange, WaitObserved as WaitRecord, WaitOutcome};
 
 /// The most state changes a [`WaitRecord`] keeps.
 pub const MAX_TRANSITIONS: usize = 12;
@@ -199,7 +181,7 @@ where
     let mut watch_error: Option<String> = None;
     let started = Instant::now();
     let mut events: u32 = 0;
-    let mut transitions: Vec<String> = Vec::new();
+    let mut transitions: Vec<StateChange> = Vec::new();
     let mut last_state = String::new();
 
     let outcome = tokio::time::timeout(bound, async {
@@ -231,7 +213,10 @@ where
             }
             let state = describe(last.as_ref());
             if state != last_state && transitions.len() < MAX_TRANSITIONS {
-                transitions.push(format!("+{} {state}", started.elapsed().as_millis()));
+                transitions.push(StateChange {
+                    at_ms: started.elapsed().as_millis() as u64,
+                    state: state.clone(),
+                });
             }
             last_state = state;
             match condition.check(last.as_ref()) {
@@ -264,10 +249,10 @@ where
             elapsed_ms: started.elapsed().as_millis() as u64,
             events,
             outcome: match &outcome {
-                Ok(Ok(_)) => "met",
-                Ok(Err(reason)) if !reason.is_empty() => "terminal",
-                Ok(Err(_)) => "watch-ended",
-                Err(_) => "timed-out",
+                Ok(Ok(_)) => WaitOutcome::Met,
+                Ok(Err(reason)) if !reason.is_empty() => WaitOutcome::Terminal,
+                Ok(Err(_)) => WaitOutcome::WatchEnded,
+                Err(_) => WaitOutcome::TimedOut,
             },
             woken_by: describe(&last),
             transitions,

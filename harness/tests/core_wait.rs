@@ -192,7 +192,7 @@ async fn a_logged_wait_records_how_it_ended() {
     let w = &log[0];
     assert_eq!(w.object, "pods ns/mc-0");
     assert_eq!(w.expected, "pod Ready");
-    assert_eq!(w.outcome, "timed-out");
+    assert_eq!(w.outcome, rehearsal::wait::WaitOutcome::TimedOut);
     assert!(
         w.woken_by.contains("the first list did not complete"),
         "{w:?}"

@@ -3,6 +3,7 @@
 use rehearsal::evidence::bundle::{
     ARTIFACTS_DIR, Bundle, BundleError, BundleMeta, BundleSummary, Verdict,
 };
+use rehearsal::evidence::observation::{WaitObserved, WaitOutcome};
 use rehearsal::evidence::pvc_table::{PvcObservation, PvcPhase, Role};
 use rehearsal::evidence::receipts::{self, kind};
 use serde_json::json;
@@ -218,7 +219,20 @@ fn restic_ids_and_waits_are_receipts_of_their_own_kind() {
         .unwrap();
     case.restic_restore("restore", "restore-1", "5c2f9e1d", json!({}))
         .unwrap();
-    case.wait("await", json!({"phase": "Running"})).unwrap();
+    case.wait(
+        "await",
+        WaitObserved {
+            object: "pods ns/mc-0".into(),
+            expected: "pod Ready".into(),
+            started_ms: 0,
+            elapsed_ms: 40,
+            events: 1,
+            outcome: WaitOutcome::Met,
+            woken_by: "phase=Running".into(),
+            transitions: Vec::new(),
+        },
+    )
+    .unwrap();
     case.finish(Verdict::Passed).unwrap();
     bundle.finalize(false).unwrap();
     let kinds: Vec<String> = receipts::verify(dir.join("receipts.jsonl"))

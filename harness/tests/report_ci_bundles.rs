@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use rehearsal::evidence::bundle::{Bundle, BundleMeta, Verdict};
+use rehearsal::evidence::observation::{StateChange, WaitObserved, WaitOutcome};
 use rehearsal::evidence::pvc_table::{PvcObservation, PvcPhase};
 use rehearsal::report::{self, MergeError, Report};
 use serde_json::json;
@@ -75,8 +76,23 @@ fn run_child_case(dir: &str) -> ! {
         )],
     )
     .unwrap();
-    rec.wait("await-backup-terminal", json!({"phase": "Running"}))
-        .unwrap();
+    rec.wait(
+        "await-backup-terminal",
+        WaitObserved {
+            object: "backups rh-ci/stopped".into(),
+            expected: "backup Succeeded".into(),
+            started_ms: 12,
+            elapsed_ms: 340,
+            events: 2,
+            outcome: WaitOutcome::TimedOut,
+            woken_by: "phase=Running".into(),
+            transitions: vec![StateChange {
+                at_ms: 338,
+                state: "phase=Running".into(),
+            }],
+        },
+    )
+    .unwrap();
     // libtest may have printed the test's name on this line already.
     println!("\n{RECORDED}");
     let mut line = String::new();

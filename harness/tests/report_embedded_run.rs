@@ -48,3 +48,18 @@ fn html_of_a_real_run() {
         report::render(&report(), Format::Html)
     );
 }
+
+/// The waits a real run wrote read back as typed observations: `rehearse bench`'s critical
+/// path names, under a slow step, the wait it spent its time in and what woke it.
+#[test]
+fn the_real_bundle_profiles_its_waits() {
+    let mut profile = rehearsal::cli::profile::Profile::default();
+    profile
+        .add_bundle(&bundle())
+        .unwrap_or_else(|e| panic!("the committed real bundle must profile: {e}"));
+    let waits: usize = profile.waits.values().map(|w| w.len()).sum();
+    assert!(waits > 0, "no wait receipts read from the real bundle");
+    let out = profile.render();
+    assert!(out.contains("      wait "), "{out}");
+    assert!(out.contains("        woken by: "), "{out}");
+}

@@ -48,7 +48,7 @@ fn a_tampered_receipt_is_refused_naming_its_line() {
     // Turn the failed backup into a success: exactly what a reviewer must never be shown.
     edit_lines(&dir, |l| {
         let i = l.iter().position(|x| x.contains("SourceChanged")).unwrap();
-        l[i] = l[i].replace("\"phase\":\"Failed\"", "\"phase\":\"Succeeded\"");
+        l[i] = l[i].replace("phase=Failed", "phase=Succeeded");
     });
     let err = report::load(&dir).unwrap_err();
     assert!(
@@ -392,6 +392,57 @@ fn a_bundle_of_an_older_receipt_format_is_named_as_such() {
     assert!(
         msg.contains("receipt format 1")
             && msg.contains("older Rehearsal")
+            && msg.contains("line 1"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_renamed_wait_field_is_refused_naming_its_line_even_when_the_chain_verifies() {
+    let (_r, dir) = fresh();
+    let target = receipts::verify(dir.join("receipts.jsonl"))
+        .unwrap()
+        .receipts
+        .iter()
+        .position(|r| r.kind == kind::WAIT)
+        .expect("the sample records a wait")
+        + 1;
+    rewrite_payloads(&dir, |r| {
+        let mut observed = r.observed.clone();
+        if r.kind == kind::WAIT
+            && let Some(ms) = observed.as_object_mut().unwrap().remove("elapsed_ms")
+        {
+            observed["elapsedMs"] = ms;
+        }
+        observed
+    });
+    receipts::verify(dir.join("receipts.jsonl")).expect("the re-chained journal verifies");
+    let msg = report::load(&dir).unwrap_err().to_string();
+    assert!(
+        msg.contains(&format!("line {target} ")) && msg.contains("malformed wait"),
+        "{msg}"
+    );
+    assert!(msg.contains("elapsedMs"), "names the field: {msg}");
+}
+
+#[test]
+fn a_format_2_bundle_with_free_form_waits_is_named_as_older() {
+    let (_r, dir) = fresh();
+    rewrite_payloads(&dir, |r| {
+        let mut observed = r.observed.clone();
+        if r.kind == kind::RUN_STARTED {
+            observed["receipt_format"] = json!(2);
+        }
+        if r.kind == kind::WAIT {
+            observed = json!({"phase": "Running"});
+        }
+        observed
+    });
+    let msg = report::load(&dir).unwrap_err().to_string();
+    assert!(
+        msg.contains("receipt format 2")
+            && msg.contains("older Rehearsal")
+            && msg.contains(&format!("format {RECEIPT_FORMAT}"))
             && msg.contains("line 1"),
         "{msg}"
     );

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 /// mutant → case → cell.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KillMatrix {
+    /// Each mutant's cells, by case name.
     pub mutants: BTreeMap<String, BTreeMap<String, KillCell>>,
 }
 
@@ -72,7 +73,7 @@ impl From<CellRepr> for KillCell {
 }
 
 impl KillCell {
-    /// The cell as one short phrase: "caught on <check>", or why not.
+    /// The cell as one short phrase: "caught on `<check>`", or why not.
     pub fn describe(&self) -> String {
         match (self.caught, self.check.is_empty()) {
             (true, true) => "caught".into(),

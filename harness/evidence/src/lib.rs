@@ -3,7 +3,7 @@
 //!
 //! This crate knows nothing about clusters: it depends on neither kube nor the harness's
 //! backends. The `rehearsal` harness writes what it observed through it, and `rehearse report`
-//! (or this crate's own `rehearse-report` binary) reads bundles back through it.
+//! (and `rehearse bench`'s profile) read bundles back through it.
 //!
 //! Data flows one way: a scenario observes the cluster, writes what it saw as [`receipts`]
 //! through a [`bundle::CaseRecorder`], and the report later renders only what the bundle holds.

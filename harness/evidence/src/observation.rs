@@ -8,9 +8,10 @@
 //! unknown field and names the receipt's line — a renamed field can never silently empty a
 //! report column.
 //!
-//! `step` and `wait` receipts carry what the case saw as free-form JSON: the report shows their
-//! timing and never reads fields out of them. Everything the report *does* read (snapshots,
-//! restores, artifacts, PVC tables, verdicts) has its own variant.
+//! `step` receipts carry what the case saw as free-form JSON: the report shows their timing and
+//! never reads fields out of them. Everything a reader *does* read (snapshots, restores,
+//! artifacts, PVC tables, verdicts, and the `wait` receipts `rehearse bench` profiles) has its
+//! own variant.
 //!
 //! The journal format carries a version ([`RECEIPT_FORMAT`], in the `run-started` receipt), so
 //! a bundle written by an older Rehearsal is named as such instead of failing on a field. The
@@ -24,8 +25,9 @@ use super::pvc_table::PvcObserved;
 use super::receipts::{Journal, JournalError, Receipt};
 
 /// The receipt format this build writes and reads. Format 1 (no `receipt_format` in
-/// `run-started`) predates typed observations.
-pub const RECEIPT_FORMAT: u32 = 2;
+/// `run-started`) predates typed observations; format 2 wrote `wait` receipts as free-form JSON
+/// (format 3 types them as [`WaitObserved`]).
+pub const RECEIPT_FORMAT: u32 = 3;
 
 /// What one receipt observed, by kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,8 +41,8 @@ pub enum Observation {
     CaseStarted(CaseStarted),
     /// A named unit of a case completed; what it saw (free-form, never read by the report).
     Step(Value),
-    /// A wait for an observable condition ended; the last observed state (free-form).
-    Wait(Value),
+    /// One watch wait inside a step ended: what it waited for, how long, and what ended it.
+    Wait(WaitObserved),
     /// The case's PVCs at a phase; feeds the PVC UID table.
     PvcObservation(PvcObserved),
     /// A file stored under the case's `artifacts/`.
@@ -59,11 +61,15 @@ pub enum Observation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunStarted {
+    /// The receipt format the journal is written in ([`RECEIPT_FORMAT`] for this build).
     pub receipt_format: u32,
+    /// The run's id, also its bundle directory's name (`reports/<run-id>`).
     pub run_id: String,
     /// The commit of the operator (or harness) being qualified.
     pub commit: String,
+    /// The operator the run qualified.
     pub operator: Operator,
+    /// The architecture the run's cluster ran on (`amd64`, `arm64`).
     pub arch: String,
 }
 
@@ -102,6 +108,7 @@ pub struct RunFinished {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseStarted {
+    /// The bucket (scenario group) the case belongs to, e.g. `backup` or `rollout`.
     pub bucket: String,
 }
 
@@ -111,7 +118,9 @@ pub struct CaseStarted {
 pub struct ArtifactStored {
     /// Relative to the bundle directory.
     pub path: String,
+    /// The file's size when it was stored.
     pub bytes: u64,
+    /// The SHA-256 (hex) of its contents; the report refuses a file that no longer matches.
     pub sha256: String,
 }
 
@@ -119,6 +128,7 @@ pub struct ArtifactStored {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResticSnapshot {
+    /// The restic snapshot id (as the operator reported it, e.g. a Backup's `status.snapshotID`).
     pub snapshot_id: String,
     /// Where the id was read (e.g. the Backup's status).
     pub details: Value,
@@ -130,28 +140,149 @@ pub struct ResticSnapshot {
 pub struct ResticRestore {
     /// What names the restore (e.g. the Restore object).
     pub restore_id: String,
+    /// The restic snapshot it restored.
     pub snapshot_id: String,
+    /// What the case saw of the restore (e.g. its status), as written.
     pub details: Value,
+}
+
+/// The timing the harness's step runner writes beside what a `step` saw (`rehearse bench`
+/// reads it). A step written by hand carries none: both fields are then `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct StepTiming {
+    /// How long the step took, in milliseconds.
+    #[serde(default)]
+    pub elapsed_ms: Option<u64>,
+    /// When the step ended, in milliseconds from the start of its case.
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+}
+
+impl StepTiming {
+    /// Reads the timing out of a `step` receipt's payload (at 1-based `line` of its journal);
+    /// a timing field of the wrong type is refused naming the line, never read as absent.
+    pub fn read(line: usize, r: &Receipt) -> Result<Self, ObservationError> {
+        if !r.observed.is_object() {
+            return Ok(Self::default());
+        }
+        serde_json::from_value(r.observed.clone()).map_err(|e| ObservationError::Malformed {
+            line,
+            seq: r.seq,
+            kind: r.kind.clone(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// The `wait` payload: one wait for an observable condition inside a step (what `rehearse
+/// bench` attributes the step's time to).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitObserved {
+    /// The object waited on, `"<resource> <namespace>/<name>"` (e.g. `pods rh-x-1234/mc-0`).
+    pub object: String,
+    /// The condition waited for, as the wait's error message would name it (`pod Ready`).
+    pub expected: String,
+    /// When the wait began, in milliseconds from the start of its step.
+    pub started_ms: u64,
+    /// How long the wait took, in milliseconds.
+    pub elapsed_ms: u64,
+    /// Watch events the wait saw, list items included.
+    pub events: u32,
+    /// How the wait ended.
+    pub outcome: WaitOutcome,
+    /// The observation that ended the wait (the change that woke it), one line.
+    pub woken_by: String,
+    /// Each change of the observed state while waiting, in order (capped by the writer): where
+    /// inside the wait the time went.
+    pub transitions: Vec<StateChange>,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitOutcome {
+    /// The condition was met.
+    Met,
+    /// The object reached a state from which the condition can no longer be met.
+    Terminal,
+    /// The wait's bound passed first.
+    TimedOut,
+    /// The watch stream ended before the condition was met.
+    WatchEnded,
+}
+
+impl WaitOutcome {
+    /// The outcome as the receipt spells it (`met`, `terminal`, `timed-out`, `watch-ended`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitOutcome::Met => "met",
+            WaitOutcome::Terminal => "terminal",
+            WaitOutcome::TimedOut => "timed-out",
+            WaitOutcome::WatchEnded => "watch-ended",
+        }
+    }
+}
+
+impl std::fmt::Display for WaitOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One change of a waited-on object's observed state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateChange {
+    /// Milliseconds from the start of the wait.
+    pub at_ms: u64,
+    /// The state from then on, one line (phase, conditions, container states, …).
+    pub state: String,
+}
+
+impl std::fmt::Display for StateChange {
+    /// `+<ms> <state>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "+{} {}", self.at_ms, self.state)
+    }
 }
 
 /// Why a receipt is not a typed observation of this format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ObservationError {
+    /// The receipt's kind is unknown, or its payload lacks a field, has an unknown one, or one
+    /// of the wrong type.
     #[error("line {line} (seq {seq}): malformed {kind} receipt: {reason}")]
     Malformed {
+        /// 1-based line of the receipt in its journal.
         line: usize,
+        /// The receipt's sequence number.
         seq: u64,
+        /// The receipt's kind as written.
         kind: String,
+        /// What serde found wrong, naming the field.
         reason: String,
     },
+    /// The journal is of an older receipt format than this build reads.
     #[error(
         "line {line}: the journal was written in receipt format {found} by an older Rehearsal; this build reads format {RECEIPT_FORMAT}: render it with the Rehearsal that wrote it, or re-run the rehearsal (its receipts still verify with `rehearse receipts verify`)"
     )]
-    Older { line: usize, found: u32 },
+    Older {
+        /// 1-based line of the `run-started` receipt.
+        line: usize,
+        /// The format the journal was written in.
+        found: u32,
+    },
+    /// The journal is of a newer receipt format than this build reads.
     #[error(
         "line {line}: the journal was written in receipt format {found}, newer than this build's {RECEIPT_FORMAT}: use a newer rehearse"
     )]
-    Newer { line: usize, found: u32 },
+    Newer {
+        /// 1-based line of the `run-started` receipt.
+        line: usize,
+        /// The format the journal was written in.
+        found: u32,
+    },
 }
 
 impl Observation {
@@ -212,9 +343,13 @@ impl Observation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    /// Every check of the case held.
     Passed,
+    /// A check failed, or the case could not reach its checks (the reason says which).
     Failed,
+    /// The case was recorded as not run; reports list it apart from passes and failures.
     Skipped,
+    /// The run ended (a signal, a killed process) before the case reached a verdict.
     Interrupted,
     /// The case needs a fault this cluster cannot inject (e.g. an in-place container restart
     /// where the harness cannot reach the nodes): neither passed nor failed — the operator is
@@ -224,6 +359,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict as bundles and reports spell it (`passed`, `not-applicable`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Passed => "passed",
@@ -244,22 +380,28 @@ impl std::fmt::Display for Verdict {
 /// The operator under qualification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operator {
+    /// Its name, e.g. `reference-operator` or `gameplane`.
     pub name: String,
+    /// Its version as the deployment reports it.
     pub version: String,
 }
 
 /// What a run is: written as the `run-started` receipt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BundleMeta {
+    /// The run's id, also its bundle directory's name.
     pub run_id: String,
     /// The commit of the operator (or harness) being qualified.
     pub commit: String,
+    /// The operator the run qualified.
     pub operator: Operator,
     /// `amd64`, `arm64`, …
     pub arch: String,
 }
 
 impl BundleMeta {
+    /// The metadata of run `run_id` of `commit`, qualifying `operator_name` at
+    /// `operator_version` on `arch`.
     pub fn new(
         run_id: &str,
         commit: &str,
@@ -282,7 +424,9 @@ impl BundleMeta {
 /// A file of the bundle and the SHA-256 its receipt recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRef {
+    /// Relative to the bundle directory.
     pub path: String,
+    /// The SHA-256 (hex) its receipt recorded; the file must still match it.
     pub sha256: String,
 }
 
@@ -290,8 +434,12 @@ pub struct FileRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FinishObserved {
+    /// How the case ended.
     pub verdict: Verdict,
+    /// The kinds of evidence the verdict rests on ("pod UID", "RCON audit log", …), in
+    /// first-use order.
     pub evidence_used: Vec<String>,
+    /// Why, when the case did not pass.
     pub reason: Option<String>,
     /// The named checks that failed, when the verdict rests on failed checks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

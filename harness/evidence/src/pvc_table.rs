@@ -9,15 +9,20 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::observation::{Observation, ObservationError};
 use super::receipts::{Receipt, kind};
 
 /// What a claim holds, by Gameplane's naming (CONTRACT part A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
+    /// `<gs>-data`: the server's main world; losing it loses the game.
     PrimaryWorld,
+    /// `<gs>-extra-<name>`: an additional world (a dimension, a lobby) kept like the primary.
     ExtraWorld,
+    /// `<gs>-mods-<version>`: mods the operator can download again; replacing it loses nothing.
     RebuildableMods,
+    /// A claim outside Gameplane's naming.
     Other,
 }
 
@@ -55,6 +60,7 @@ pub enum PvcPhase {
 }
 
 impl PvcPhase {
+    /// `before` or `after`, as receipts and step names spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             PvcPhase::Before => "before",
@@ -67,8 +73,12 @@ impl PvcPhase {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PvcObservation {
+    /// The PersistentVolumeClaim's name.
     pub claim: String,
+    /// What the claim holds.
     pub role: Role,
+    /// The claim's `metadata.uid`: a claim deleted and recreated under the same name gets a
+    /// new one.
     pub uid: String,
     /// The bound PersistentVolume's name, if bound.
     pub volume: Option<String>,
@@ -90,23 +100,31 @@ impl PvcObservation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PvcObserved {
+    /// Whether this is the baseline or the outcome.
     pub phase: PvcPhase,
+    /// Every claim of the case's servers at that moment.
     pub claims: Vec<PvcObservation>,
 }
 
 /// A claim's identity on one side of the table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PvcSide {
+    /// The claim's `metadata.uid` on this side.
     pub uid: String,
+    /// The bound PersistentVolume's name, if it was bound then.
     pub volume: Option<String>,
 }
 
 /// One claim's row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PvcRow {
+    /// The claim's name.
     pub claim: String,
+    /// What the claim holds.
     pub role: Role,
+    /// The claim at the first `before` observation; `None` if it did not exist then.
     pub before: Option<PvcSide>,
+    /// The claim at the last `after` observation; `None` if it was gone (or never observed).
     pub after: Option<PvcSide>,
     /// Observed on both sides with the same UID and, if it was bound before, the same volume.
     pub unchanged: bool,
@@ -153,16 +171,15 @@ impl PvcChange {
 /// The table for one case, rows ordered by role then claim.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PvcTable {
+    /// One row per claim observed on either side.
     pub rows: Vec<PvcRow>,
 }
 
-/// A `pvc-observation` receipt that cannot be read.
+/// A `pvc-observation` receipt that is not a typed observation of this format (its line in
+/// the journal is `seq + 1`).
 #[derive(Debug, thiserror::Error)]
-#[error("receipt seq {seq}: malformed pvc-observation ({reason})")]
-pub struct PvcTableError {
-    pub seq: u64,
-    pub reason: String,
-}
+#[error(transparent)]
+pub struct PvcTableError(#[from] pub ObservationError);
 
 /// Builds the table from a case's receipts (other kinds are ignored).
 pub fn from_receipts<'a>(
@@ -173,11 +190,12 @@ pub fn from_receipts<'a>(
         if receipt.kind != kind::PVC_OBSERVATION {
             continue;
         }
-        let observed: PvcObserved =
-            serde_json::from_value(receipt.observed.clone()).map_err(|e| PvcTableError {
-                seq: receipt.seq,
-                reason: e.to_string(),
-            })?;
+        // A journal's entry `seq` is on line `seq + 1` (the verifier checks it).
+        let Observation::PvcObservation(observed) =
+            Observation::read(receipt.seq as usize + 1, receipt)?
+        else {
+            unreachable!("a pvc-observation receipt reads as one");
+        };
         for claim in observed.claims {
             let row = rows
                 .entry((claim.role, claim.claim.clone()))
@@ -216,6 +234,7 @@ pub fn from_receipts<'a>(
 }
 
 impl PvcTable {
+    /// Whether the case observed no claims at all.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
@@ -273,6 +292,27 @@ fn volume(row: &PvcRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_malformed_observation_is_refused_naming_its_line() {
+        let r = Receipt {
+            seq: 5,
+            time: jiff::Timestamp::UNIX_EPOCH,
+            run_id: "r".into(),
+            case: Some("c".into()),
+            step: "pvcs-before".into(),
+            arch: "amd64".into(),
+            kind: kind::PVC_OBSERVATION.into(),
+            observed: serde_json::json!({"phase": "before", "claim": []}),
+            prev: String::new(),
+            sha256: String::new(),
+        };
+        let e = from_receipts([&r]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("line 6 (seq 5): malformed pvc-observation receipt"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn classifies_gameplane_claims() {

@@ -32,6 +32,7 @@ pub struct Plan {
     pub batch_size: usize,
     /// The candidate version id (its image must be pinned by digest).
     pub candidate: String,
+    /// How the clone is rolled back after the candidate ran on it.
     pub rollback: Rollback,
     /// Labels every object the run creates (the harness's run label); a valid label value.
     pub run_id: String,
@@ -72,11 +73,18 @@ impl Plan {
 
 /// The gates, by name (CONTRACT C.2, C.4, C.5).
 pub mod gates {
+    /// The plan can be carried out (fleet, template, a digest-pinned candidate, what the gates
+    /// need), checked before anything is changed.
     pub const PREFLIGHT: &str = "preflight";
+    /// The server's pod runs the candidate image by its pinned digest.
     pub const IMAGE: &str = "pod runs the pinned image";
+    /// A real Minecraft client joins and reaches the play state.
     pub const JOIN: &str = "real Minecraft join reaches play";
+    /// The game answers a save over RCON with "Saved the game".
     pub const SAVE: &str = "a save succeeds";
+    /// The world claims' content digests read back, before and after the candidate ran.
     pub const READ_BACK: &str = "world data reads back (digests before and after)";
+    /// The clone returns to the previous version (and, if required, its snapshot).
     pub const ROLLBACK: &str = "rollback";
 }
 
@@ -87,13 +95,17 @@ pub struct Gate {
     pub name: String,
     /// The server it was judged on (the clone or a fleet member).
     pub server: String,
+    /// Whether the gate held.
     pub passed: bool,
     /// One line: what was observed that failed it.
     pub reason: Option<String>,
+    /// What the gate observed (the report shows it beside the verdict); its fields depend on
+    /// the gate.
     pub evidence: Value,
-    /// When the gate started (Unix milliseconds) and how long it took.
+    /// When the gate started (Unix milliseconds).
     #[serde(default)]
     pub started_unix_ms: u64,
+    /// How long the gate took, in milliseconds.
     #[serde(default)]
     pub duration_ms: u64,
 }
@@ -103,7 +115,10 @@ pub struct Gate {
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     /// Every gate passed and every batch was promoted.
-    Promoted { batches: usize },
+    Promoted {
+        /// How many batches were promoted.
+        batches: usize,
+    },
     /// A gate failed: nothing (more) was promoted.
     Halted {
         /// One of [`gates`], or `promotion batch N: <gate>`.
@@ -164,7 +179,9 @@ impl Outcome {
 /// The whole record of a qualification.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Qualification {
+    /// What was asked for.
     pub plan: Plan,
+    /// The canary clone of the source the candidate ran on ([`clone_name`]).
     pub clone: String,
     /// The candidate's image as the template pins it (`repo@sha256:…`), once the preflight read
     /// it.
@@ -173,24 +190,33 @@ pub struct Qualification {
     /// The version the source (and so the clone) ran before the candidate.
     #[serde(default)]
     pub previous: Option<String>,
+    /// Fleet members when the qualification began.
     pub baseline: Vec<MemberBaseline>,
     /// Fleet members and the clone when the qualification ended.
     #[serde(default)]
     pub after: Vec<MemberBaseline>,
+    /// The restic snapshot of the source's backup that seeded the clone, once taken.
     pub snapshot: Option<String>,
+    /// Every gate judged, in order; the last one failed if the qualification halted.
     pub gates: Vec<Gate>,
+    /// The clone's claims before the candidate ran.
     pub clone_pvcs_before: Vec<PvcObservation>,
+    /// The clone's claims after the candidate (and any rollback).
     pub clone_pvcs_after: Vec<PvcObservation>,
     /// Promotion receipts written (one per batch promoted or attempted).
     pub promotion_receipts: usize,
+    /// How it ended.
     pub outcome: Outcome,
 }
 
 /// One server at the start (or the end) of a qualification.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MemberBaseline {
+    /// The GameServer's name.
     pub server: String,
+    /// The version it ran, if it reported one.
     pub version: Option<String>,
+    /// Its pod's UID, if it had a pod (a new UID means the pod was recreated).
     pub pod_uid: Option<String>,
     /// Claim → PVC UID.
     pub pvcs: BTreeMap<String, String>,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::observation::{BundleMeta, FileRef, FinishObserved, Operator, Verdict};
 use crate::observation::{Observation, ObservationError, RunFinished};
-use crate::receipts::{FILE_NAME, Receipt, VerifiedJournal};
+use crate::receipts::{FILE_NAME, Receipt, VerifiedJournal, kind};
 
 /// The layout version of a bundle.
 pub const FORMAT: u32 = 1;
@@ -29,8 +29,11 @@ pub const ARTIFACTS_DIR: &str = "artifacts";
 /// One case in `bundle.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseSummary {
+    /// The case's name (unique in the run).
     pub name: String,
+    /// The bucket (scenario group) it ran in.
     pub bucket: String,
+    /// How it ended.
     pub verdict: Verdict,
     /// From the `case-started` receipt to the `case-finished` receipt.
     pub duration_ms: u64,
@@ -48,21 +51,31 @@ pub struct CaseSummary {
 /// Where the journal ends, so entries cut from its end are noticed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JournalAnchor {
+    /// The journal's file name inside the bundle (`receipts.jsonl`).
     pub file: String,
+    /// How many entries the finished run wrote (a kill matrix added later is not counted).
     pub entries: u64,
+    /// The SHA-256 of the last of those entries' line: the chain head the summary vouches for.
     pub head_sha256: String,
 }
 
 /// The whole `bundle.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BundleSummary {
+    /// The bundle layout version ([`FORMAT`]).
     pub format: u32,
+    /// What the run is (id, commit, operator, architecture).
     #[serde(flatten)]
     pub meta: BundleMeta,
+    /// The time of the `run-started` receipt.
     pub started: jiff::Timestamp,
+    /// The time of the `run-finished` receipt (or, for a killed run, of its last receipt).
     pub finished: jiff::Timestamp,
+    /// The run was interrupted or killed rather than completed.
     pub interrupted: bool,
+    /// Every case, in the order it finished.
     pub cases: Vec<CaseSummary>,
+    /// Where the journal ended when the run finished.
     pub journal: JournalAnchor,
     /// `kill-matrix.json` when the run wrote one, with its SHA-256.
     pub kill_matrix: Option<FileRef>,
@@ -71,39 +84,86 @@ pub struct BundleSummary {
 /// Why a journal does not make a complete run.
 #[derive(Debug, thiserror::Error)]
 pub enum SummaryError {
+    /// The first receipt is not `run-started`.
     #[error(
         "line 1: the journal does not start with a run-started receipt; it is not a bundle journal"
     )]
     NoRunStarted,
+    /// A receipt is not a typed observation of this format.
     #[error(transparent)]
     Observation(#[from] ObservationError),
+    /// A receipt lacks what its kind needs beyond its payload (a case receipt without a case).
     #[error("line {line} (seq {seq}): malformed {kind} receipt: {reason}")]
     Malformed {
+        /// 1-based line of the receipt.
         line: usize,
+        /// Its sequence number.
         seq: u64,
+        /// Its kind.
         kind: String,
+        /// What is missing.
         reason: String,
     },
+    /// A case started but the finalized run has no `case-finished` for it.
     #[error(
         "case {case:?} (started at line {line}, seq {seq}) has no case-finished receipt: the run stopped before the case ended"
     )]
-    CaseNotFinished { case: String, line: usize, seq: u64 },
+    CaseNotFinished {
+        /// The case.
+        case: String,
+        /// 1-based line of its `case-started` receipt.
+        line: usize,
+        /// That receipt's sequence number.
+        seq: u64,
+    },
+    /// A `case-finished` receipt for a case that never started.
     #[error("line {line} (seq {seq}): case {case:?} was never started")]
-    CaseNotStarted { case: String, line: usize, seq: u64 },
+    CaseNotStarted {
+        /// The case.
+        case: String,
+        /// 1-based line of the `case-finished` receipt.
+        line: usize,
+        /// Its sequence number.
+        seq: u64,
+    },
+    /// A case started or finished a second time.
     #[error("line {line} (seq {seq}): case {case:?} started or finished twice")]
-    CaseTwice { case: String, line: usize, seq: u64 },
+    CaseTwice {
+        /// The case.
+        case: String,
+        /// 1-based line of the second receipt.
+        line: usize,
+        /// Its sequence number.
+        seq: u64,
+    },
+    /// A receipt other than a kill matrix follows `run-finished`.
     #[error(
         "line {line} (seq {seq}): a {kind} receipt after run-finished; only a kill matrix may be added to a finished run"
     )]
-    AfterFinish { line: usize, seq: u64, kind: String },
+    AfterFinish {
+        /// 1-based line of the late receipt.
+        line: usize,
+        /// Its sequence number.
+        seq: u64,
+        /// Its kind.
+        kind: String,
+    },
+    /// The journal does not end with `run-finished`.
     #[error(
         "the journal's last entry (line {line}) is not run-finished: the run was not finalized"
     )]
-    NotFinalized { line: usize },
+    NotFinalized {
+        /// 1-based line of the journal's last entry.
+        line: usize,
+    },
+    /// The journal ends with `run-finished` but was read as a killed run (no `bundle.json`).
     #[error(
         "line {line}: the run finished (run-finished receipt) but its bundle.json is missing; restore bundle.json from the run's artifact (a finished run is reported only with the summary that anchors its journal)"
     )]
-    FinishedNotKilled { line: usize },
+    FinishedNotKilled {
+        /// 1-based line of the `run-finished` receipt.
+        line: usize,
+    },
 }
 
 fn malformed(line: usize, r: &Receipt, reason: impl std::fmt::Display) -> SummaryError {
@@ -117,7 +177,7 @@ fn malformed(line: usize, r: &Receipt, reason: impl std::fmt::Display) -> Summar
 
 /// Reads a `run-started` receipt's metadata.
 pub fn meta_of(receipt: &Receipt) -> Result<BundleMeta, SummaryError> {
-    if receipt.kind != "run-started" {
+    if receipt.kind != kind::RUN_STARTED {
         return Err(SummaryError::NoRunStarted);
     }
     match Observation::read(1, receipt)? {
@@ -163,10 +223,35 @@ fn derive(journal: &VerifiedJournal, ending: Ending) -> Result<BundleSummary, Su
     let receipts = &journal.receipts;
     let first = receipts.first().ok_or(SummaryError::NoRunStarted)?;
     let meta = meta_of(first)?;
-    let mut open: Vec<(String, Open)> = Vec::new();
-    let mut cases: Vec<CaseSummary> = Vec::new();
-    let mut kill_matrix = None;
-    let mut finished = None;
+    let walked = walk(receipts)?;
+    match ending {
+        Ending::Killed => killed_summary(journal, meta, walked),
+        Ending::Finalized => finalized_summary(journal, meta, walked),
+    }
+}
+
+/// What reading the journal once found.
+#[derive(Default)]
+struct Walked {
+    /// Cases started and not (yet) finished, in start order.
+    open: Vec<(String, Open)>,
+    /// Cases finished, in finish order.
+    cases: Vec<CaseSummary>,
+    /// The last kill matrix recorded before `run-finished`.
+    kill_matrix: Option<FileRef>,
+    /// The `run-finished` receipt's time, `interrupted` and line.
+    finished: Option<(jiff::Timestamp, bool, usize)>,
+}
+
+/// Reads every receipt as its typed observation and pairs each case's start with its end.
+fn walk(receipts: &[Receipt]) -> Result<Walked, SummaryError> {
+    let mut walked = Walked::default();
+    let Walked {
+        open,
+        cases,
+        kill_matrix,
+        finished,
+    } = &mut walked;
     for (i, r) in receipts.iter().enumerate() {
         let line = i + 1;
         // Every receipt is read as its typed observation: a missing, renamed or unknown field
@@ -233,57 +318,89 @@ fn derive(journal: &VerifiedJournal, ending: Ending) -> Result<BundleSummary, Su
                     lines: (started.line, line),
                 });
             }
-            Observation::KillMatrix(file) => kill_matrix = Some(file),
+            Observation::KillMatrix(file) => *kill_matrix = Some(file),
             Observation::RunFinished(RunFinished { interrupted }) => {
-                finished = Some((r.time, interrupted, line));
+                *finished = Some((r.time, interrupted, line));
             }
             _ => {}
         }
     }
-    if ending == Ending::Killed {
-        if let Some((_, _, line)) = finished {
-            return Err(SummaryError::FinishedNotKilled { line });
-        }
-        // Open cases end at their last receipt, in the order they started.
-        for (name, started) in open {
-            let (last_line, last) = receipts
-                .iter()
-                .enumerate()
-                .skip(started.line - 1)
-                .filter(|(_, r)| r.case.as_deref() == Some(name.as_str()))
-                .map(|(i, r)| (i + 1, r))
-                .next_back()
-                .expect("the case-started receipt itself");
-            cases.push(CaseSummary {
-                duration_ms: last.time.duration_since(started.time).as_millis().max(0) as u64,
-                reason: Some(format!(
-                    "{KILLED_REASON}; its last receipt is line {last_line} (step `{}`)",
-                    last.step
-                )),
-                name,
-                bucket: started.bucket,
-                verdict: Verdict::Interrupted,
-                evidence_used: Vec::new(),
-                failed_checks: Vec::new(),
-                lines: (started.line, last_line),
-            });
-        }
-        let last = receipts.last().expect("run-started at least");
-        return Ok(BundleSummary {
-            format: FORMAT,
-            meta,
-            started: first.time,
-            finished: last.time,
-            interrupted: true,
-            cases,
-            journal: JournalAnchor {
-                file: FILE_NAME.into(),
-                entries: receipts.len() as u64,
-                head_sha256: journal.head.clone(),
-            },
-            kill_matrix,
+    Ok(walked)
+}
+
+/// The summary of a run killed before it finalized: every open case `interrupted` at its last
+/// receipt.
+fn killed_summary(
+    journal: &VerifiedJournal,
+    meta: BundleMeta,
+    walked: Walked,
+) -> Result<BundleSummary, SummaryError> {
+    let receipts = &journal.receipts;
+    let first = receipts.first().expect("run-started at least");
+    let Walked {
+        open,
+        mut cases,
+        kill_matrix,
+        finished,
+    } = walked;
+    if let Some((_, _, line)) = finished {
+        return Err(SummaryError::FinishedNotKilled { line });
+    }
+    // Open cases end at their last receipt, in the order they started.
+    for (name, started) in open {
+        let (last_line, last) = receipts
+            .iter()
+            .enumerate()
+            .skip(started.line - 1)
+            .filter(|(_, r)| r.case.as_deref() == Some(name.as_str()))
+            .map(|(i, r)| (i + 1, r))
+            .next_back()
+            .expect("the case-started receipt itself");
+        cases.push(CaseSummary {
+            duration_ms: last.time.duration_since(started.time).as_millis().max(0) as u64,
+            reason: Some(format!(
+                "{KILLED_REASON}; its last receipt is line {last_line} (step `{}`)",
+                last.step
+            )),
+            name,
+            bucket: started.bucket,
+            verdict: Verdict::Interrupted,
+            evidence_used: Vec::new(),
+            failed_checks: Vec::new(),
+            lines: (started.line, last_line),
         });
     }
+    let last = receipts.last().expect("run-started at least");
+    Ok(BundleSummary {
+        format: FORMAT,
+        meta,
+        started: first.time,
+        finished: last.time,
+        interrupted: true,
+        cases,
+        journal: JournalAnchor {
+            file: FILE_NAME.into(),
+            entries: receipts.len() as u64,
+            head_sha256: journal.head.clone(),
+        },
+        kill_matrix,
+    })
+}
+
+/// The summary of a finalized run: every case finished, `run-finished` present.
+fn finalized_summary(
+    journal: &VerifiedJournal,
+    meta: BundleMeta,
+    walked: Walked,
+) -> Result<BundleSummary, SummaryError> {
+    let receipts = &journal.receipts;
+    let first = receipts.first().expect("run-started at least");
+    let Walked {
+        open,
+        cases,
+        kill_matrix,
+        finished,
+    } = walked;
     if let Some((case, o)) = open.into_iter().next() {
         return Err(SummaryError::CaseNotFinished {
             case,
@@ -329,7 +446,7 @@ pub fn kill_matrix_addendum(
     let Some(finished) = journal
         .receipts
         .iter()
-        .position(|r| r.kind == "run-finished")
+        .position(|r| r.kind == kind::RUN_FINISHED)
     else {
         return Ok(None);
     };

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rehearsal::evidence::bundle::{Bundle, BundleMeta, KillMatrix, Verdict};
+use rehearsal::evidence::observation::{StateChange, WaitObserved, WaitOutcome};
 use rehearsal::evidence::pvc_table::{PvcObservation, PvcPhase};
 use serde_json::json;
 
@@ -39,6 +40,34 @@ impl Script {
         *t = t
             .checked_add(jiff::SignedDuration::from_millis(ms))
             .expect("in range");
+    }
+}
+
+/// A `wait` receipt's payload as the harness's watch wait writes it: `object` waited on until
+/// `expected`, `elapsed_ms` long, ended by `outcome` with the state changes `changes`
+/// (`(ms into the wait, state)`; the last one is what woke it).
+pub fn waited(
+    object: &str,
+    expected: &str,
+    elapsed_ms: i64,
+    outcome: WaitOutcome,
+    changes: &[(u64, &str)],
+) -> WaitObserved {
+    WaitObserved {
+        object: object.into(),
+        expected: expected.into(),
+        started_ms: 0,
+        elapsed_ms: elapsed_ms as u64,
+        events: changes.len() as u32 + 1,
+        outcome,
+        woken_by: changes.last().map_or("absent", |c| c.1).into(),
+        transitions: changes
+            .iter()
+            .map(|(at_ms, state)| StateChange {
+                at_ms: *at_ms,
+                state: (*state).into(),
+            })
+            .collect(),
     }
 }
 
@@ -115,7 +144,16 @@ pub fn write_sample(dir: &Path, v: &Variant) -> rehearsal::evidence::bundle::Bun
     script.advance(step_ms(1840));
     case.wait(
         "await-backup-terminal",
-        json!({"phase": "Succeeded", "consistency": "Quiesced", "snapshotID": "5c2f9e1d", "conditions": [{"type": "Completed", "status": "True"}]}),
+        waited(
+            &format!("backups rh-{}/survival-live-1", v.uid),
+            "backup Succeeded",
+            step_ms(1835),
+            WaitOutcome::Met,
+            &[
+                (3, "phase=Running"),
+                (1831, "phase=Succeeded conditions=[Completed=True]"),
+            ],
+        ),
     )
     .unwrap();
     script.advance(step_ms(45));
@@ -150,8 +188,23 @@ pub fn write_sample(dir: &Path, v: &Variant) -> rehearsal::evidence::bundle::Bun
     case.step("restart-game-in-place", json!({"container": "game", "podUID": uid(v, 2), "restartCount": 1, "containerID": format!("bwrap://{}-game-4", v.uid)}))
         .unwrap();
     script.advance(step_ms(2210));
-    case.wait("await-backup-terminal", json!({"phase": "Failed", "conditions": [{"type": "Completed", "status": "False", "reason": "SourceChanged"}]}))
-        .unwrap();
+    case.wait(
+        "await-backup-terminal",
+        waited(
+            &format!("backups rh-{}/survival-live-2", v.uid),
+            "backup Succeeded",
+            step_ms(2204),
+            WaitOutcome::Terminal,
+            &[
+                (2, "phase=Running"),
+                (
+                    2201,
+                    "phase=Failed conditions=[Completed=False(SourceChanged)]",
+                ),
+            ],
+        ),
+    )
+    .unwrap();
     script.advance(step_ms(180));
     case.step(
         "rcon-audit-new-incarnation",
@@ -216,7 +269,17 @@ pub fn write_sample(dir: &Path, v: &Variant) -> rehearsal::evidence::bundle::Bun
     script.advance(step_ms(3150));
     case.wait(
         "await-candidate-play",
-        json!({"depth": "PLAY", "image": "fixture-game@sha256:3b9f…", "format": 2}),
+        waited(
+            &format!("pods rh-{}/survival-clone-0", v.uid),
+            "pod Ready",
+            step_ms(3141),
+            WaitOutcome::Met,
+            &[
+                (4, "phase=Pending conditions=[Ready=False]"),
+                (1210, "phase=Running conditions=[Ready=False] containers=[game:running,restarts=0]"),
+                (3138, "phase=Running conditions=[Ready=True] containers=[game:running,ready,restarts=0]"),
+            ],
+        ),
     )
     .unwrap();
     script.advance(step_ms(640));
@@ -262,7 +325,16 @@ pub fn write_sample(dir: &Path, v: &Variant) -> rehearsal::evidence::bundle::Bun
         script.advance(step_ms(30000));
         case.wait(
             "await-join-verdict",
-            json!({"depth": "LOGIN", "last": "no play-state Login within 30 s"}),
+            waited(
+                &format!("pods rh-{}/survival-0", v.uid),
+                "pod Ready",
+                step_ms(30000),
+                WaitOutcome::TimedOut,
+                &[(
+                    5,
+                    "phase=Running conditions=[Ready=False] containers=[game:running,restarts=0]",
+                )],
+            ),
         )
         .unwrap();
         case.uses_evidence("Minecraft join depth");
@@ -276,7 +348,16 @@ pub fn write_sample(dir: &Path, v: &Variant) -> rehearsal::evidence::bundle::Bun
         script.advance(step_ms(420));
         case.wait(
             "await-join-verdict",
-            json!({"depth": "NONE", "error": "handshake refused"}),
+            waited(
+                &format!("pods rh-{}/survival-0", v.uid),
+                "pod Ready",
+                step_ms(415),
+                WaitOutcome::Met,
+                &[(
+                    3,
+                    "phase=Running conditions=[Ready=True] containers=[game:running,ready,restarts=0]",
+                )],
+            ),
         )
         .unwrap();
         script.advance(step_ms(60));

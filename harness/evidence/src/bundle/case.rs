@@ -10,7 +10,9 @@ use super::{
     ARTIFACTS_DIR, BundleError, CASES_DIR, CaseState, Inner, PVC_TABLE_FILE, Verdict, create_dirs,
     write_new,
 };
-use crate::observation::{ArtifactStored, Observation, ResticRestore, ResticSnapshot};
+use crate::observation::{
+    ArtifactStored, Observation, ResticRestore, ResticSnapshot, WaitObserved,
+};
 use crate::pvc_table::{self, PvcObservation, PvcObserved, PvcPhase};
 use crate::receipts::{self, Receipt};
 
@@ -68,8 +70,8 @@ impl CaseRecorder {
             .append(&self.name, step, Observation::Step(observed))
     }
 
-    /// Records that a wait for an observable condition ended, with the last observed state.
-    pub fn wait(&self, step: &str, observed: Value) -> Result<Receipt, BundleError> {
+    /// Records that one wait for an observable condition inside `step` ended, and how.
+    pub fn wait(&self, step: &str, observed: WaitObserved) -> Result<Receipt, BundleError> {
         self.inner
             .append(&self.name, step, Observation::Wait(observed))
     }

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 
 use super::observation::{CaseStarted, Observation, RunFinished, RunStarted};
-use super::receipts::{self, Clock, FILE_NAME, Journal, JournalError, Receipt, kind};
+use super::receipts::{self, Clock, FILE_NAME, Journal, JournalError, Receipt};
 
 pub use crate::summary::{
     ARTIFACTS_DIR, CASES_DIR, JUNIT_FILE, KILL_MATRIX_FILE, PVC_TABLE_FILE, SUMMARY_FILE,
@@ -39,54 +39,100 @@ pub use crate::summary::{
 /// Why the bundle could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
+    /// [`Bundle::create`] found a journal or summary in the directory.
     #[error(
         "{dir} already holds a run's receipts; use a new run directory, or `Bundle::resume` to continue that run"
     )]
-    AlreadyExists { dir: PathBuf },
+    AlreadyExists {
+        /// The bundle directory.
+        dir: PathBuf,
+    },
+    /// [`Bundle::resume`] found a finalized run.
     #[error(
         "{dir} is already finalized ({SUMMARY_FILE} exists); a finished run cannot be resumed (use a new run directory; to add a self-test's kill matrix use `Bundle::add_kill_matrix`)"
     )]
-    AlreadyFinalized { dir: PathBuf },
+    AlreadyFinalized {
+        /// The bundle directory.
+        dir: PathBuf,
+    },
+    /// [`Bundle::add_kill_matrix`] found a run that is not finalized yet.
     #[error(
         "{dir} is not finalized yet ({SUMMARY_FILE} is missing); record the kill matrix with `bundle.kill_matrix` before `finalize`"
     )]
-    NotFinalized { dir: PathBuf },
+    NotFinalized {
+        /// The bundle directory.
+        dir: PathBuf,
+    },
+    /// The journal refused an append or could not be opened.
     #[error(transparent)]
     Journal(Box<JournalError>),
+    /// A file or directory of the bundle could not be written.
     #[error("{path}: cannot {action}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// What was being done (`create`, `write`, `sync`, …).
         action: &'static str,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A bundle file already exists; nothing is overwritten.
     #[error(
         "{path} already exists; bundle files are never overwritten (pick another artifact name)"
     )]
-    FileExists { path: PathBuf },
+    FileExists {
+        /// The existing file.
+        path: PathBuf,
+    },
+    /// A run id, case or artifact name would escape its directory or is not portable.
     #[error(
         "invalid {what} name {name:?}: use letters, digits, '.', '_' and '-' (artifacts may add '/'-separated subdirectories)"
     )]
-    InvalidName { what: &'static str, name: String },
+    InvalidName {
+        /// What the name names (`run id`, `case`, `artifact`).
+        what: &'static str,
+        /// The name as given.
+        name: String,
+    },
+    /// The case's PVC observations do not make a table.
     #[error("case {case:?}: cannot build its PVC table: {source}")]
     PvcTable {
+        /// The case.
         case: String,
+        /// The unreadable observation.
         #[source]
         source: crate::pvc_table::PvcTableError,
     },
+    /// The case was already recorded in this run.
     #[error("case {case:?} was already recorded in this run; case names are unique per run")]
-    CaseExists { case: String },
+    CaseExists {
+        /// The case.
+        case: String,
+    },
+    /// Something was recorded after [`Bundle::finalize`].
     #[error("the bundle in {dir} was finalized; nothing more can be recorded (case {case:?})")]
-    Finalized { dir: PathBuf, case: String },
+    Finalized {
+        /// The bundle directory.
+        dir: PathBuf,
+        /// The case that tried to record (empty for run-level records).
+        case: String,
+    },
+    /// The directory's journal is not a run's journal.
     #[error("cannot resume {dir}: {source}")]
     NotARun {
+        /// The bundle directory.
         dir: PathBuf,
+        /// What the summary derivation refused.
         #[source]
         source: SummaryError,
     },
+    /// The journal written by this process does not verify.
     #[error("{dir}: the journal does not verify after finalizing: {source}")]
     Verify {
+        /// The bundle directory.
         dir: PathBuf,
+        /// The first thing wrong with it.
         #[source]
         source: Box<receipts::VerifyError>,
     },
@@ -207,12 +253,18 @@ impl Bundle {
                 source,
             })?;
         let mut cases = BTreeMap::new();
-        for r in &verified.receipts {
-            match (r.kind.as_str(), &r.case) {
-                (kind::CASE_STARTED, Some(c)) => {
+        for (i, r) in verified.receipts.iter().enumerate() {
+            // Typed, like every reader: a journal this build cannot read is not resumed.
+            let observation =
+                Observation::read(i + 1, r).map_err(|source| BundleError::NotARun {
+                    dir: dir.clone(),
+                    source: source.into(),
+                })?;
+            match (observation, &r.case) {
+                (Observation::CaseStarted(_), Some(c)) => {
                     cases.insert(c.clone(), CaseState::Open);
                 }
-                (kind::CASE_FINISHED, Some(c)) => {
+                (Observation::CaseFinished(_), Some(c)) => {
                     cases.insert(c.clone(), CaseState::Finished);
                 }
                 _ => {}

@@ -17,37 +17,66 @@ pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 /// Why a journal could not be opened or appended to.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
+    /// [`Journal::create`] found a file at the path.
     #[error(
         "{path}: journal already exists; pass it to `Journal::open_existing` to resume it, or choose a new run directory"
     )]
-    AlreadyExists { path: PathBuf },
+    AlreadyExists {
+        /// The journal file.
+        path: PathBuf,
+    },
+    /// A file operation failed.
     #[error("{path}: cannot {action}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// What was being done (`create`, `append to`, `lock`, …).
         action: &'static str,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// Another process (or handle) holds the journal's lock.
     #[error(
         "{path}: another writer holds this journal; one writer per journal (use its Journal handle)"
     )]
-    InUse { path: PathBuf },
+    InUse {
+        /// The journal file.
+        path: PathBuf,
+    },
+    /// The journal to resume does not verify.
     #[error("cannot resume {path}: {source}")]
     Unverifiable {
+        /// The journal file.
         path: PathBuf,
+        /// The first thing wrong with it.
         #[source]
         source: Box<super::VerifyError>,
     },
+    /// The journal to resume ends with a partial entry.
     #[error("cannot resume {path}: it ends with a partial entry at line {line} (a writer was killed mid-write); it verifies up to line {}, start a new run directory", line - 1)]
-    TruncatedTail { path: PathBuf, line: usize },
+    TruncatedTail {
+        /// The journal file.
+        path: PathBuf,
+        /// 1-based line of the partial entry.
+        line: usize,
+    },
+    /// The journal to resume has no entries.
     #[error(
         "cannot resume {path}: it is empty, so it has no run id or architecture; create it with `Journal::create`"
     )]
-    EmptyResume { path: PathBuf },
+    EmptyResume {
+        /// The journal file.
+        path: PathBuf,
+    },
+    /// An earlier append failed, so this handle writes nothing more.
     #[error(
         "{path}: an earlier write failed, so the journal's tail is unknown; no further entries are written (start a new run directory)"
     )]
-    Poisoned { path: PathBuf },
+    Poisoned {
+        /// The journal file.
+        path: PathBuf,
+    },
 }
 
 struct State {

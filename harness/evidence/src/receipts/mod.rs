@@ -49,7 +49,8 @@ pub mod kind {
     pub const CASE_STARTED: &str = "case-started";
     /// A named unit of a case completed; `observed` is what it saw.
     pub const STEP: &str = "step";
-    /// A wait for an observable condition completed; `observed` is the last observed state.
+    /// One wait for an observable condition inside a step ended; `observed` is a
+    /// [`WaitObserved`](crate::observation::WaitObserved).
     pub const WAIT: &str = "wait";
     /// PVCs observed at a phase (`before`/`after`); feeds the PVC UID table.
     pub const PVC_OBSERVATION: &str = "pvc-observation";
@@ -68,16 +69,26 @@ pub mod kind {
 /// One verified or freshly written journal entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Receipt {
+    /// Its position in the journal, counting from 0 with no gaps.
     pub seq: u64,
+    /// When it was written.
     pub time: jiff::Timestamp,
+    /// The run it belongs to (the same on every entry of a journal).
     pub run_id: String,
     /// `None` for run-level receipts.
     pub case: Option<String>,
+    /// The named unit of the case (or run) that wrote it, e.g. `create-backup`.
     pub step: String,
+    /// The run's architecture (the same on every entry of a journal).
     pub arch: String,
+    /// What it records ([`kind`]); says how to read `observed`.
     pub kind: String,
+    /// What was observed, redacted; its shape is the payload of the kind's
+    /// [`Observation`](crate::observation::Observation).
     pub observed: Value,
+    /// The SHA-256 of the previous entry's line ([`GENESIS`] for the first).
     pub prev: String,
+    /// The SHA-256 of this entry's canonical form without this field.
     pub sha256: String,
 }
 

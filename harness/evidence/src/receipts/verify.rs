@@ -11,7 +11,9 @@ use crate::canonical;
 /// A journal whose every entry checked out. `receipts[i]` is on line `i + 1`.
 #[derive(Debug, Clone)]
 pub struct VerifiedJournal {
+    /// The journal file.
     pub path: PathBuf,
+    /// Every entry, in order.
     pub receipts: Vec<Receipt>,
     /// SHA-256 of the last line (what the next entry's `prev` must be), or 64 zeros.
     pub head: String,
@@ -29,7 +31,9 @@ pub struct TruncatedTail {
 /// What [`verify_prefix`] accepted: every complete entry, and the partial tail if there was one.
 #[derive(Debug, Clone)]
 pub struct PrefixVerified {
+    /// The complete entries, all verified.
     pub journal: VerifiedJournal,
+    /// The partial last line, if the writer was killed mid-write.
     pub truncated_tail: Option<TruncatedTail>,
 }
 
@@ -37,78 +41,117 @@ pub struct PrefixVerified {
 /// where it could be read, the entry's `seq`.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
+    /// The journal could not be read.
     #[error("{path}: cannot read: {source}")]
     Io {
+        /// The journal file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A line is not a JSON receipt.
     #[error(
         "{path} line {line}: not a JSON receipt ({reason}); the entry was damaged or inserted by hand"
     )]
     Unparsable {
+        /// The journal file.
         path: PathBuf,
+        /// 1-based line.
         line: usize,
+        /// What the JSON parser (or the receipt's shape) refused.
         reason: String,
     },
+    /// An entry's content does not hash to its `sha256`: it was edited.
     #[error("{path} line {line}{}: tampered: its content does not match its sha256 (stored {stored}, computed {computed})", seq_suffix(*seq))]
     Tampered {
+        /// The journal file.
         path: PathBuf,
+        /// 1-based line.
         line: usize,
+        /// The entry's `seq`, if it could be read.
         seq: Option<u64>,
+        /// The `sha256` the entry carries.
         stored: String,
+        /// The SHA-256 of its content as it is now.
         computed: String,
     },
+    /// An entry hashes correctly but its line was re-serialized after writing.
     #[error(
         "{path} line {line} (seq {seq}): tampered: the line is not in canonical form, so it was rewritten after it was written"
     )]
     NotCanonical {
+        /// The journal file.
         path: PathBuf,
+        /// 1-based line.
         line: usize,
+        /// The entry's `seq`.
         seq: u64,
     },
+    /// An entry is out of order.
     #[error("{path} line {line} (seq {found}): reordered: expected seq {expected} here{}", expected_at.map(|l| format!(", found it at line {l}")).unwrap_or_default())]
     Reordered {
+        /// The journal file.
         path: PathBuf,
+        /// 1-based line.
         line: usize,
+        /// The `seq` that belongs on this line.
         expected: u64,
+        /// The `seq` found there.
         found: u64,
         /// Where the entry that belongs here was found, if it is later in the file.
         expected_at: Option<usize>,
     },
+    /// Entries are absent: the next `seq` is higher than the line's position.
     #[error(
         "{path} line {line} (seq {found}): missing entries: seq {expected}..{found} are not in the journal"
     )]
     Missing {
+        /// The journal file.
         path: PathBuf,
+        /// 1-based line where the gap shows.
         line: usize,
+        /// The first absent `seq`.
         expected: u64,
+        /// The `seq` found where it belonged.
         found: u64,
     },
+    /// An entry's `prev` is not the previous line's SHA-256.
     #[error(
         "{path} line {line} (seq {seq}): broken chain: its prev does not match the previous line's SHA-256, so the previous entry was altered, removed or replaced"
     )]
     BrokenChain {
+        /// The journal file.
         path: PathBuf,
+        /// 1-based line.
         line: usize,
+        /// The entry's `seq`.
         seq: u64,
     },
+    /// An entry of another run (or architecture) sits in this journal.
     #[error(
         "{path} line {line} (seq {seq}): belongs to run {found}, but the journal is run {expected}"
     )]
     ForeignEntry {
+        /// The journal file.
         path: PathBuf,
+        /// 1-based line.
         line: usize,
+        /// The entry's `seq`.
         seq: u64,
         /// `<run id>/<arch>` of the journal's first entry.
         expected: String,
         /// `<run id>/<arch>` of this entry.
         found: String,
     },
+    /// The last line is partial (a writer killed mid-write).
     #[error("{path} line {line}: truncated last line ({bytes} bytes, no newline): a writer was killed mid-write; the {} entries before it verify", line - 1)]
     TruncatedTail {
+        /// The journal file.
         path: PathBuf,
+        /// 1-based line of the partial entry.
         line: usize,
+        /// Bytes of it that reached the file.
         bytes: usize,
     },
 }

@@ -53,6 +53,17 @@ pub fn render(report: &Report) -> String {
         "<h1>Qualification report: <code>{}</code></h1>",
         escape(&report.commit)
     );
+    header(&mut out, report);
+    verdicts(&mut out, report);
+    runs(&mut out, report);
+    cases(&mut out, report);
+    kill_matrices(&mut out, report);
+    out.push_str("</body>\n</html>\n");
+    out
+}
+
+/// The operators, commit and architectures, and whether the architectures agree.
+fn header(out: &mut String, report: &Report) {
     let operators: Vec<String> = report
         .operators
         .iter()
@@ -95,7 +106,11 @@ pub fn render(report: &Report) -> String {
         }
         out.push_str("</ul></div>\n");
     }
+}
 
+/// The verdict table (a row per case, a column per architecture) and each architecture's
+/// totals.
+fn verdicts(out: &mut String, report: &Report) {
     out.push_str("<h2>Verdicts</h2>\n<table>\n<tr><th>Case</th><th>Bucket</th>");
     for a in &report.arches {
         let _ = write!(out, "<th>{}</th>", escape(a));
@@ -141,7 +156,10 @@ pub fn render(report: &Report) -> String {
         );
     }
     out.push_str("</ul>\n");
+}
 
+/// The runs table: one row per bundle.
+fn runs(out: &mut String, report: &Report) {
     out.push_str("<h2>Runs</h2>\n<table>\n<tr><th>Arch</th><th>Run</th><th>Operator</th><th>Started</th><th>Finished</th><th>Interrupted</th><th>Receipts</th></tr>\n");
     for run in &report.runs {
         let _ = writeln!(
@@ -163,7 +181,10 @@ pub fn render(report: &Report) -> String {
         );
     }
     out.push_str("</table>\n");
+}
 
+/// The legend, then each case's section with its timelines.
+fn cases(out: &mut String, report: &Report) {
     out.push_str("<h2>Cases</h2>\n<p class=\"legend\">");
     for (label, k) in [
         ("step", kind::STEP),
@@ -181,9 +202,12 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("<span>bars run from the previous receipt to this one; the slowest is outlined in red</span></p>\n");
     for case in &report.cases {
-        render_case(&mut out, report, case);
+        render_case(out, report, case);
     }
+}
 
+/// The mutant kill matrix of each architecture that recorded one.
+fn kill_matrices(out: &mut String, report: &Report) {
     if !report.kill_matrices.is_empty() {
         out.push_str("<h2>Mutant kill matrix</h2>\n");
         for (arch, matrix) in &report.kill_matrices {
@@ -217,8 +241,6 @@ pub fn render(report: &Report) -> String {
             out.push_str("</table>\n");
         }
     }
-    out.push_str("</body>\n</html>\n");
-    out
 }
 
 fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
@@ -314,54 +336,56 @@ fn render_case(out: &mut String, report: &Report, case: &MergedCase) {
             continue;
         };
         if !r.case.pvc_table.is_empty() {
-            let _ = writeln!(
-                out,
-                "<p>PVC UIDs on {}:</p>\n<table>\n<tr><th>PVC</th><th>Claim</th><th>Before</th><th>After</th><th>Volume</th><th>Identity</th></tr>",
-                escape(a)
-            );
-            for row in &r.case.pvc_table.rows {
-                let side = |s: &Option<crate::pvc_table::PvcSide>| match s {
-                    Some(s) => format!("<code>{}</code>", escape(&s.uid)),
-                    None => "not observed".into(),
-                };
-                let vol = |s: &Option<crate::pvc_table::PvcSide>| {
-                    s.as_ref()
-                        .and_then(|s| s.volume.clone())
-                        .unwrap_or_else(|| "-".into())
-                };
-                let (vb, va) = (vol(&row.before), vol(&row.after));
-                let volume = if vb == va {
-                    format!("<code>{}</code>", escape(&vb))
-                } else {
-                    format!(
-                        "<code>{}</code> → <code>{}</code>",
-                        escape(&vb),
-                        escape(&va)
-                    )
-                };
-                let _ = writeln!(
-                    out,
-                    "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{volume}</td><td>{}</td></tr>",
-                    row.role.label(),
-                    escape(&row.claim),
-                    side(&row.before),
-                    side(&row.after),
-                    match row.change() {
-                        crate::pvc_table::PvcChange::Kept => "<span class=\"v-passed\">kept</span>",
-                        crate::pvc_table::PvcChange::Appeared =>
-                            "<span class=\"v-passed\">appeared</span>",
-                        crate::pvc_table::PvcChange::Replaced =>
-                            "<span class=\"v-failed\">replaced</span>",
-                        crate::pvc_table::PvcChange::Vanished =>
-                            "<span class=\"v-failed\">vanished</span>",
-                    }
-                );
-            }
-            out.push_str("</table>\n");
+            pvc_table(out, a, &r.case.pvc_table);
         }
         let _ = writeln!(out, "<p class=\"meta\">Timeline on {}:</p>", escape(a));
         out.push_str(&timeline::render(&r.case, a));
     }
+}
+
+/// A case's PVC UID table on architecture `a`.
+fn pvc_table(out: &mut String, a: &str, table: &crate::pvc_table::PvcTable) {
+    let _ = writeln!(
+        out,
+        "<p>PVC UIDs on {}:</p>\n<table>\n<tr><th>PVC</th><th>Claim</th><th>Before</th><th>After</th><th>Volume</th><th>Identity</th></tr>",
+        escape(a)
+    );
+    for row in &table.rows {
+        let side = |s: &Option<crate::pvc_table::PvcSide>| match s {
+            Some(s) => format!("<code>{}</code>", escape(&s.uid)),
+            None => "not observed".into(),
+        };
+        let vol = |s: &Option<crate::pvc_table::PvcSide>| {
+            s.as_ref()
+                .and_then(|s| s.volume.clone())
+                .unwrap_or_else(|| "-".into())
+        };
+        let (vb, va) = (vol(&row.before), vol(&row.after));
+        let volume = if vb == va {
+            format!("<code>{}</code>", escape(&vb))
+        } else {
+            format!(
+                "<code>{}</code> → <code>{}</code>",
+                escape(&vb),
+                escape(&va)
+            )
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{volume}</td><td>{}</td></tr>",
+            row.role.label(),
+            escape(&row.claim),
+            side(&row.before),
+            side(&row.after),
+            match row.change() {
+                crate::pvc_table::PvcChange::Kept => "<span class=\"v-passed\">kept</span>",
+                crate::pvc_table::PvcChange::Appeared => "<span class=\"v-passed\">appeared</span>",
+                crate::pvc_table::PvcChange::Replaced => "<span class=\"v-failed\">replaced</span>",
+                crate::pvc_table::PvcChange::Vanished => "<span class=\"v-failed\">vanished</span>",
+            }
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 fn codes(ids: &[String]) -> String {

@@ -24,38 +24,68 @@ use crate::summary::{
 /// Why a bundle is refused. Every message names the bundle and the bad entry or file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The directory holds neither a summary nor a journal.
     #[error(
         "{dir}: neither {SUMMARY_FILE} nor {FILE_NAME}: not a bundle; pass bundle directories (reports/<run-id>)"
     )]
-    NotABundle { dir: PathBuf },
+    NotABundle {
+        /// The directory as given.
+        dir: PathBuf,
+    },
+    /// A bundle file could not be read.
     #[error("{path}: cannot read: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// `bundle.json` is not a summary of this layout.
     #[error("{path}: not a bundle summary: {reason}")]
-    BadSummary { path: PathBuf, reason: String },
+    BadSummary {
+        /// The summary file.
+        path: PathBuf,
+        /// What the parser refused.
+        reason: String,
+    },
+    /// The journal does not verify (edited, reordered, truncated, foreign entries).
     #[error("refusing {dir}: {source}")]
     Journal {
+        /// The bundle directory.
         dir: PathBuf,
+        /// The first bad entry.
         #[source]
         source: Box<VerifyError>,
     },
+    /// The journal verifies but is not a complete run of this format (a malformed, renamed or
+    /// older receipt, an unfinished case, no `run-finished`).
     #[error("refusing {dir}: {FILE_NAME} {source}")]
     Incomplete {
+        /// The bundle directory.
         dir: PathBuf,
+        /// What the summary derivation refused, naming the line.
         #[source]
         source: SummaryError,
     },
+    /// `bundle.json` claims something the journal does not prove.
     #[error(
         "refusing {dir}: {SUMMARY_FILE} field `{field}` does not match what {FILE_NAME} proves; the summary was edited or belongs to another run"
     )]
-    SummaryMismatch { dir: PathBuf, field: String },
+    SummaryMismatch {
+        /// The bundle directory.
+        dir: PathBuf,
+        /// The first field (or `cases[i] (name)`) that differs.
+        field: String,
+    },
+    /// A file a receipt names is missing, changed, or disagrees with the receipts.
     #[error("refusing {dir}: {path} {problem}")]
     FileMismatch {
+        /// The bundle directory.
         dir: PathBuf,
+        /// The file, relative to the bundle directory.
         path: String,
+        /// What is wrong with it.
         problem: String,
     },
 }
@@ -65,8 +95,11 @@ pub enum LoadError {
 pub struct StepRecord {
     /// 1-based line in `receipts.jsonl`.
     pub line: usize,
+    /// The receipt's sequence number.
     pub seq: u64,
+    /// The named unit that wrote it.
     pub step: String,
+    /// The receipt's kind (the timeline colours by it).
     pub kind: String,
     /// Milliseconds from the case's start to this receipt.
     pub at_ms: u64,
@@ -77,8 +110,11 @@ pub struct StepRecord {
 /// A restore found in the receipts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RestoreRecord {
+    /// What names the restore (e.g. the Restore object).
     pub restore_id: String,
+    /// The restic snapshot it restored.
     pub snapshot_id: String,
+    /// 1-based line of its receipt.
     pub line: usize,
 }
 
@@ -87,20 +123,28 @@ pub struct RestoreRecord {
 pub struct ArtifactRecord {
     /// Relative to the bundle directory.
     pub path: String,
+    /// Its size when stored.
     pub bytes: u64,
+    /// The SHA-256 its receipt recorded (the file was checked against it).
     pub sha256: String,
+    /// 1-based line of its receipt.
     pub line: usize,
 }
 
 /// A case with everything the report needs, from receipts only.
 #[derive(Debug, Clone)]
 pub struct LoadedCase {
+    /// The case as the journal proves it (verdict, duration, evidence used).
     pub summary: CaseSummary,
+    /// Every receipt of the case after `case-started`, in order.
     pub steps: Vec<StepRecord>,
+    /// Its PVC UID table, rebuilt from its `pvc-observation` receipts.
     pub pvc_table: PvcTable,
     /// restic snapshot ids, first-seen order, without duplicates.
     pub snapshots: Vec<String>,
+    /// Restores, in order.
     pub restores: Vec<RestoreRecord>,
+    /// Files it kept, each checked against its SHA-256.
     pub artifacts: Vec<ArtifactRecord>,
 }
 
@@ -109,12 +153,15 @@ pub struct LoadedCase {
 pub struct LoadedBundle {
     /// The directory as given.
     pub dir: PathBuf,
+    /// The run's summary as the journal proves it (equal to `bundle.json` when there is one).
     pub summary: BundleSummary,
     /// The run's process was killed before it finalized: there is no `bundle.json`, and
     /// `summary` was derived from the journal ([`summary::summarize_killed`]), its open cases
     /// `interrupted`.
     pub killed: bool,
+    /// Every case, in the order it finished.
     pub cases: Vec<LoadedCase>,
+    /// The self-test's kill matrix, when the run has one (checked against its receipt).
     pub kill_matrix: Option<KillMatrix>,
 }
 
@@ -279,6 +326,27 @@ fn load_case(
             _ => {}
         }
     }
+    let pvc_table = checked_pvc_table(dir, receipts, case, &mine)?;
+    Ok(LoadedCase {
+        summary: case.clone(),
+        steps,
+        pvc_table,
+        snapshots,
+        restores,
+        artifacts,
+    })
+}
+
+/// The case's PVC UID table, rebuilt from its receipts and checked against its
+/// `pvc-table.json`: the file must exist exactly when the receipts record PVC observations
+/// (unless the case was killed before writing it) and hold the same table.
+fn checked_pvc_table(
+    dir: &Path,
+    receipts: &[Receipt],
+    case: &CaseSummary,
+    mine: &[(usize, &Receipt)],
+) -> Result<PvcTable, LoadError> {
+    let last_line = case.lines.1;
     let pvc_table = pvc_table::from_receipts(mine.iter().map(|(_, r)| *r)).map_err(|e| {
         LoadError::FileMismatch {
             dir: dir.to_path_buf(),
@@ -320,14 +388,7 @@ fn load_case(
             }
         }
     }
-    Ok(LoadedCase {
-        summary: case.clone(),
-        steps,
-        pvc_table,
-        snapshots,
-        restores,
-        artifacts,
-    })
+    Ok(pvc_table)
 }
 
 /// Adds a snapshot id once, in first-seen order.
@@ -367,6 +428,19 @@ fn checked_file(dir: &Path, rel: &str, sha256: &str) -> Result<Vec<u8>, LoadErro
 
 /// The first top-level field (or case) where the claimed summary differs from the proven one.
 fn first_difference(claimed: &BundleSummary, proven: &BundleSummary) -> Option<String> {
+    // Cases are compared as typed summaries, so the one that differs is named by its own name.
+    if claimed.cases != proven.cases {
+        let n = claimed.cases.len().max(proven.cases.len());
+        if let Some(i) = (0..n).find(|&i| claimed.cases.get(i) != proven.cases.get(i)) {
+            let name = proven
+                .cases
+                .get(i)
+                .or(claimed.cases.get(i))
+                .map_or("?", |c| c.name.as_str());
+            return Some(format!("cases[{i}] ({name})"));
+        }
+    }
+    // The other fields by their names in `bundle.json` (the meta fields are flattened there).
     let a = serde_json::to_value(claimed).ok()?;
     let b = serde_json::to_value(proven).ok()?;
     let (Value::Object(a), Value::Object(b)) = (&a, &b) else {
@@ -375,26 +449,7 @@ fn first_difference(claimed: &BundleSummary, proven: &BundleSummary) -> Option<S
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
     keys.sort();
     keys.dedup();
-    for key in keys {
-        if a.get(key) == b.get(key) {
-            continue;
-        }
-        if key == "cases"
-            && let (Some(Value::Array(ca)), Some(Value::Array(cb))) = (a.get(key), b.get(key))
-        {
-            for i in 0..ca.len().max(cb.len()) {
-                if ca.get(i) != cb.get(i) {
-                    let name = cb
-                        .get(i)
-                        .or(ca.get(i))
-                        .and_then(|c| c.get("name"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("?");
-                    return Some(format!("cases[{i}] ({name})"));
-                }
-            }
-        }
-        return Some(key.clone());
-    }
-    None
+    keys.into_iter()
+        .find(|key| a.get(*key) != b.get(*key))
+        .cloned()
 }

@@ -26,6 +26,16 @@ fn cell(s: &str) -> String {
 /// Renders the whole report.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
+    header(&mut out, report);
+    verdicts(&mut out, report);
+    runs(&mut out, report);
+    cases(&mut out, report);
+    kill_matrices(&mut out, report);
+    out
+}
+
+/// The title, operators and architectures, and whether the architectures agree.
+fn header(out: &mut String, report: &Report) {
     let operators: Vec<String> = report
         .operators
         .iter()
@@ -58,7 +68,11 @@ pub fn render(report: &Report) -> String {
         }
         out.push('\n');
     }
+}
 
+/// The verdict table (a row per case, a column per architecture) and each architecture's
+/// totals.
+fn verdicts(out: &mut String, report: &Report) {
     out.push_str("## Verdicts\n\n| Case | Bucket |");
     for a in &report.arches {
         let _ = write!(out, " {a} |");
@@ -100,7 +114,10 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "- **{a}**: {}", parts.join(", "));
     }
     out.push('\n');
+}
 
+/// The runs table: one row per bundle.
+fn runs(out: &mut String, report: &Report) {
     out.push_str("## Runs\n\n| Arch | Run | Operator | Started | Finished | Interrupted | Receipts |\n|---|---|---|---|---|---|---|\n");
     for run in &report.runs {
         let _ = writeln!(
@@ -122,12 +139,18 @@ pub fn render(report: &Report) -> String {
         );
     }
     out.push('\n');
+}
 
+/// Each case's section.
+fn cases(out: &mut String, report: &Report) {
     out.push_str("## Cases\n\n");
     for case in &report.cases {
-        render_case(&mut out, report, case);
+        render_case(out, report, case);
     }
+}
 
+/// The mutant kill matrix of each architecture that recorded one.
+fn kill_matrices(out: &mut String, report: &Report) {
     if !report.kill_matrices.is_empty() {
         out.push_str("## Mutant kill matrix\n\n");
         for (arch, matrix) in &report.kill_matrices {
@@ -162,7 +185,6 @@ pub fn render(report: &Report) -> String {
             out.push('\n');
         }
     }
-    out
 }
 
 /// GitHub's heading anchor for a case heading `` `name` ``.

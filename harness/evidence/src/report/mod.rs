@@ -1,6 +1,6 @@
 //! Qualification reports, rendered only from bundles.
 //!
-//! Loading and rendering are separate layers: [`load`] verifies a bundle and extracts what the
+//! Loading and rendering are separate layers: [`load()`] verifies a bundle and extracts what the
 //! receipts prove (refusing the bundle outright if anything does not check), [`model`] merges
 //! architectures by case name into a [`Report`], and the renderers ([`markdown`], [`html`] with
 //! its SVG [`timeline`], JUnit via [`crate::report::junit`], [`json`]) are pure
@@ -37,11 +37,15 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
+    /// `report.md`, for a pull request or a job summary.
     #[cfg_attr(feature = "clap", value(name = "md", alias = "markdown"))]
     Markdown,
+    /// `report.html`, one self-contained page with timelines.
     Html,
+    /// `junit.xml`, for CI test views.
     #[cfg_attr(feature = "clap", value(alias = "xml"))]
     Junit,
+    /// `summary.json`, for machines.
     Json,
 }
 
@@ -77,8 +81,11 @@ pub fn render(report: &Report, format: Format) -> String {
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: cannot {action}: {source}; check that the output directory is writable")]
 pub struct WriteError {
+    /// The file or directory.
     pub path: PathBuf,
+    /// What was being done (`create`, `write`, `rename into place`).
     pub action: &'static str,
+    /// The operating system's error.
     #[source]
     pub source: std::io::Error,
 }

@@ -17,9 +17,11 @@ use super::escape::escape;
 use super::model::format_duration;
 use crate::qualification::{Gate, Outcome, Qualification, gates};
 
-/// The file names inside the bundle.
+/// The Markdown report's file name inside the bundle.
 pub const MARKDOWN_FILE: &str = "qualification.md";
+/// The HTML report's file name inside the bundle.
 pub const HTML_FILE: &str = "qualification.html";
+/// The JSON report's file name inside the bundle.
 pub const JSON_FILE: &str = "qualification.json";
 
 /// Where the report links for what each gate proves.
@@ -29,20 +31,28 @@ pub const CONTRACT_DOC: &str =
 /// Who and what ran the qualification (the run's identity receipt).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Meta {
+    /// The qualification's run id (it labels every object the run created).
     pub run_id: String,
+    /// The operator the cluster runs.
     pub operator: String,
+    /// Its version.
     pub operator_version: String,
+    /// The version of the Rehearsal that qualified it.
     pub harness_version: String,
+    /// The commit of that Rehearsal.
     pub harness_commit: String,
     /// `existing`, `kind` or `embedded`.
     pub backend: String,
+    /// The kubeconfig context the qualification ran against.
     pub context: String,
+    /// The namespace the fleet lives in.
     pub namespace: String,
 }
 
 /// One row of the gate table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GateRow {
+    /// The gate's name (one of [`gates`]).
     pub gate: String,
     /// The server it was judged on; empty for the preflight.
     pub member: String,
@@ -52,6 +62,7 @@ pub struct GateRow {
     pub evidence: String,
     /// Why it failed, when it did.
     pub reason: Option<String>,
+    /// How long the gate took.
     pub duration_ms: u64,
     /// Milliseconds after the first gate started.
     pub offset_ms: u64,
@@ -62,10 +73,13 @@ pub struct GateRow {
 /// One server's UIDs before and after (pods or PVCs).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct UidRow {
+    /// The GameServer.
     pub server: String,
     /// The claim, for PVC rows; empty for pod rows.
     pub object: String,
+    /// The UID when the qualification began (`None`: not there then).
     pub before: Option<String>,
+    /// The UID when it ended (`None`: gone by then).
     pub after: Option<String>,
 }
 
@@ -85,26 +99,42 @@ impl UidRow {
 /// The whole report.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct QualificationReport {
+    /// Who and what ran it.
     pub meta: Meta,
+    /// The candidate version id.
     pub candidate: String,
+    /// The candidate's image as pinned (`repo@sha256:…`), once the preflight read it.
     pub candidate_image: Option<String>,
+    /// The digest part of that image.
     pub candidate_digest: Option<String>,
+    /// The GameTemplate holding the candidate.
     pub template: String,
+    /// The version the source ran before the candidate.
     pub previous: Option<String>,
+    /// `compatible` or `restore-required`.
     pub rollback: String,
+    /// The fleet member whose backup seeded the clone.
     pub source: String,
+    /// The canary clone the candidate ran on first.
     pub clone: String,
+    /// The fleet, in promotion order.
     pub fleet: Vec<String>,
+    /// The promotion batches, in order.
     pub batches: Vec<Vec<String>>,
+    /// The restic snapshot that seeded the clone.
     pub snapshot: Option<String>,
+    /// Every gate judged, in order.
     pub gates: Vec<GateRow>,
     /// Index into `gates` of the gate the qualification halted at.
     pub failing: Option<usize>,
+    /// Each server's pod UID before and after.
     pub pods: Vec<UidRow>,
+    /// Each server's PVC UIDs before and after, claim by claim.
     pub pvcs: Vec<UidRow>,
     /// `promote N batches`, `halted at <gate> on <member>: <reason>` or `not qualified: the
     /// procedure could not complete: …`.
     pub decision: String,
+    /// Whether every batch was promoted.
     pub promoted: bool,
 }
 
