@@ -22,9 +22,6 @@ const CRATES: &[(&str, &str)] = &[
 /// Cycles still to break, each with its crate and why it is still there. Remove an entry when
 /// the cycle is gone (the test says so).
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
-    // The embedded backend still starts the reference operator's process itself
-    // (`deploy::reference_operator::start_process`); Kind is composed by the run layer.
-    ("rehearsal", &["backend", "deploy"]),
     // API-server modules that still import each other (the handler/server/watch cycle is
     // broken: `shared` and `render` sit below all three).
     ("rehearsal-apiserver", &["defaults", "workloads"]),
@@ -38,8 +35,6 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
 
 /// Forbidden edges still present, each with its reason (the same rule: remove when gone).
 const KNOWN_FORBIDDEN: &[(&str, &str, &str)] = &[
-    // See KNOWN_CYCLES: the embedded backend's operator process.
-    ("rehearsal", "backend", "deploy"),
 ];
 
 /// Edges that must not exist: (crate, from, to).
