@@ -24,7 +24,6 @@ const CRATES: &[(&str, &str)] = &[
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     // API-server modules that still import each other (the handler/server/watch cycle is
     // broken: `shared` and `render` sit below all three).
-    ("rehearsal-apiserver", &["defaults", "workloads"]),
     ("rehearsal-apiserver", &["auth", "rbac", "state"]),
     ("rehearsal-apiserver", &["protobuf", "protobuf_authz"]),
     // The node's network watches through the controllers' reflector, the EndpointSlice

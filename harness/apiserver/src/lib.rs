@@ -63,7 +63,6 @@ mod strict;
 mod table;
 mod tls;
 mod watch;
-mod workloads;
 
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
 pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};
