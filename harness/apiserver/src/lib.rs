@@ -43,7 +43,6 @@ mod logs;
 mod meta;
 mod negotiate;
 mod protobuf;
-mod protobuf_authz;
 mod rbac;
 mod registry;
 mod render;
