@@ -24,7 +24,6 @@ const CRATES: &[(&str, &str)] = &[
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     // API-server modules that still import each other (the handler/server/watch cycle is
     // broken: `shared` and `render` sit below all three).
-    ("rehearsal-apiserver", &["auth", "rbac", "state"]),
     // The node's network watches through the controllers' reflector, the EndpointSlice
     // controller reads its labels, the kubelet its resolv.conf (events, kubelet and controllers
     // share `node` now, so events is out of the cycle).

@@ -44,6 +44,7 @@ mod meta;
 mod negotiate;
 mod protobuf;
 mod rbac;
+mod rbac_defaults;
 mod registry;
 mod render;
 mod schema;
@@ -61,6 +62,7 @@ mod strict;
 #[allow(dead_code)]
 mod table;
 mod tls;
+mod user;
 mod watch;
 
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
