@@ -22,12 +22,6 @@ const CRATES: &[(&str, &str)] = &[
 /// Cycles still to break, each with its crate and why it is still there. Remove an entry when
 /// the cycle is gone (the test says so).
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
-    // API-server modules that still import each other (the handler/server/watch cycle is
-    // broken: `shared` and `render` sit below all three).
-    // The node's network watches through the controllers' reflector, the EndpointSlice
-    // controller reads its labels, the kubelet its resolv.conf (events, kubelet and controllers
-    // share `node` now, so events is out of the cycle).
-    ("rehearsal-embedded", &["controllers", "kubelet", "network"]),
 ];
 
 /// Forbidden edges still present, each with its reason (the same rule: remove when gone).
