@@ -78,7 +78,7 @@ impl ReachMode {
 }
 
 /// How to start the embedded backend.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EmbeddedOptions {
     /// The cluster's settings; its `state_dir`, when set, is kept after teardown (default: a
     /// temporary directory removed at teardown).
@@ -88,16 +88,6 @@ pub struct EmbeddedOptions {
     pub deploy: Option<Arc<dyn EmbeddedDeployment>>,
     /// How pods are reached; `None`: from [`REACH_ENV`].
     pub reach: Option<ReachMode>,
-}
-
-impl Default for EmbeddedOptions {
-    fn default() -> Self {
-        Self {
-            cluster: EmbeddedConfig::default(),
-            deploy: None,
-            reach: None,
-        }
-    }
 }
 
 /// What to start on the embedded cluster once it is up: the operator under test, as a host
