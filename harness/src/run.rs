@@ -15,6 +15,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::backend::{Backend, BackendError};
 use crate::cases::{self, Case, CaseResult, RunOptions};
+use crate::deploy::embedded::EmbeddedDeploy;
 use crate::evidence::bundle::{Bundle, BundleError, BundleMeta, BundleSummary, Verdict};
 
 /// The ceiling of one case (its waits have their own, smaller bounds). The one value every
@@ -193,7 +194,7 @@ pub async fn start_backend(
         Cluster::Embedded => {
             let b =
                 crate::backend::embedded::Embedded::up(crate::backend::embedded::EmbeddedOptions {
-                    mutant: mutant.map(str::to_string),
+                    deploy: EmbeddedDeploy::reference_operator(mutant.map(str::to_string)).shared(),
                     ..Default::default()
                 })
                 .await?;

@@ -12,6 +12,7 @@ use kube::Api;
 use kube::api::{DynamicObject, ListParams, PostParams};
 use rehearsal::backend::embedded::{Embedded, EmbeddedOptions, ReachMode};
 use rehearsal::backend::{Arch, Backend};
+use rehearsal::deploy::embedded::EmbeddedDeploy;
 use rehearsal::faults;
 use rehearsal::namespaces::{self, Owner};
 use rehearsal::wait::{WaitError, await_condition, await_object, conditions};
@@ -35,7 +36,6 @@ async fn cluster() -> Embedded {
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },
-        operator: false,
         ..Default::default()
     };
     Embedded::up(options)
@@ -377,8 +377,7 @@ async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },
-        operator: true,
-        mutant: Some("ignore-incarnation".into()),
+        deploy: EmbeddedDeploy::reference_operator(Some("ignore-incarnation".into())).shared(),
         ..Default::default()
     };
     let backend = Embedded::up(options).await.unwrap_or_else(|e| {

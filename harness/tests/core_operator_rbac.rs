@@ -11,6 +11,7 @@ use kube::Api;
 use kube::api::PostParams;
 use rehearsal::backend::Backend;
 use rehearsal::backend::embedded::{Embedded, EmbeddedOptions};
+use rehearsal::deploy::embedded::EmbeddedDeploy;
 use rehearsal_embedded::EmbeddedConfig;
 use serde_json::{Value, json};
 
@@ -20,8 +21,12 @@ fn options(rules: Option<Value>, ready: Duration) -> EmbeddedOptions {
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },
-        operator_rules: rules,
-        operator_ready: ready,
+        deploy: EmbeddedDeploy {
+            rules,
+            ready,
+            ..EmbeddedDeploy::reference_operator(None)
+        }
+        .shared(),
         ..Default::default()
     }
 }

@@ -28,7 +28,6 @@ async fn cluster(reach: ReachMode) -> Embedded {
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },
-        operator: false,
         reach: Some(reach),
         ..Default::default()
     })

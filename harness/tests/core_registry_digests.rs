@@ -33,7 +33,6 @@ async fn cluster() -> Embedded {
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },
-        operator: false,
         ..Default::default()
     })
     .await

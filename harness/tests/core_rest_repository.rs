@@ -26,7 +26,6 @@ async fn cluster() -> Embedded {
             shutdown_grace: Duration::from_secs(2),
             ..EmbeddedConfig::default()
         },
-        operator: false,
         ..Default::default()
     })
     .await

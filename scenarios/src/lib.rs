@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use rehearsal::backend::embedded::{Embedded, EmbeddedOptions, REACH_ENV, ReachMode};
 use rehearsal::backend::{Backend, BackendError};
 use rehearsal::cases::{self, RunOptions};
+use rehearsal::deploy::embedded::EmbeddedDeploy;
 use rehearsal::deploy::profile::{self, OperatorProfile};
 use rehearsal::evidence::bundle::{Bundle, BundleMeta, Verdict};
 use rehearsal::run::{self, Cluster};
@@ -79,7 +80,7 @@ async fn start_backend(
         None => ReachMode::PortForward,
     };
     let backend = Embedded::up(EmbeddedOptions {
-        mutant: mutant.map(str::to_string),
+        deploy: EmbeddedDeploy::reference_operator(mutant.map(str::to_string)).shared(),
         reach: Some(reach),
         ..Default::default()
     })

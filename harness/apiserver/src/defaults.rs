@@ -7,6 +7,9 @@ use serde_json::{Map, Value, json};
 use crate::meta;
 use crate::registry::ResourceInfo;
 
+// The replicated workloads' defaults, a part of this module in a file of its own.
+mod workloads;
+
 /// What defaulting needs from the rest of the cluster.
 pub struct Context<'a> {
     /// The StorageClass annotated as the default one, if any.
@@ -113,7 +116,7 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value, ctx: &Context<'_>) {
             obj["status"] = json!({"replicas": 0, "availableReplicas": 0});
         }
         ("batch", "jobs") => job(obj),
-        _ => crate::workloads::defaults(info, obj),
+        _ => workloads::defaults(info, obj),
     }
 }
 

@@ -43,8 +43,8 @@ mod logs;
 mod meta;
 mod negotiate;
 mod protobuf;
-mod protobuf_authz;
 mod rbac;
+mod rbac_defaults;
 mod registry;
 mod render;
 mod schema;
@@ -62,8 +62,8 @@ mod strict;
 #[allow(dead_code)]
 mod table;
 mod tls;
+mod user;
 mod watch;
-mod workloads;
 
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
 pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};

@@ -14,10 +14,13 @@ use prost::Message;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
-// `apps/v1` Deployments (`kubectl create deployment`); beside this file so the path-included
-// copy in the module tests finds it too.
+// `apps/v1` Deployments (`kubectl create deployment`) and the authorization-related kinds
+// (`auth can-i`, `create token`, `create role`, …); beside this file so the path-included copy
+// in the module tests finds them too.
 #[path = "protobuf_apps.rs"]
 mod apps;
+#[path = "protobuf_authz.rs"]
+mod authz;
 
 /// The four bytes that open every Kubernetes protobuf body.
 pub const MAGIC: &[u8; 4] = b"k8s\0";
@@ -46,11 +49,7 @@ pub fn decode_object(body: &[u8]) -> Result<Value, String> {
         "Secret" if core => decode_as::<Secret>(&unknown.raw, kind)?.into_json(),
         "ServiceAccount" if core => decode_as::<ServiceAccount>(&unknown.raw, kind)?.into_json(),
         "Deployment" if group_version == "apps/v1" => apps::deployment(&unknown.raw)?,
-        _ if let Some(mapped) =
-            crate::protobuf_authz::decode_object(group_version, kind, &unknown.raw) =>
-        {
-            mapped?
-        }
+        _ if let Some(mapped) = authz::decode_object(group_version, kind, &unknown.raw) => mapped?,
         _ => {
             let shown = if kind.is_empty() { "<empty>" } else { kind };
             return Err(format!(

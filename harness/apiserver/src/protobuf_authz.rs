@@ -7,7 +7,7 @@
 use prost::Message;
 use serde_json::{Map, Value, json};
 
-use crate::protobuf::{ObjectMeta, metadata_json};
+use super::{ObjectMeta, metadata_json};
 
 #[derive(Clone, PartialEq, Message)]
 struct ResourceAttributes {

@@ -3,16 +3,15 @@
 //! `system:masters` group allowed everything, and the `Forbidden` Status worded as real
 //! clusters word it. The default roles and bindings a real cluster bootstraps (cluster-admin,
 //! system:discovery, system:basic-user, system:public-info-viewer, admin/edit/view) are
-//! created at start as ordinary objects ([`bootstrap_objects`]).
+//! created at start as ordinary objects ([`crate::rbac_defaults`]).
 
 use serde_json::{Value, json};
 
-use crate::auth::{MASTERS_GROUP, UserInfo};
 use crate::meta;
+use crate::rbac_defaults::GROUP;
 use crate::state::State;
 use crate::status::ApiError;
-
-pub const GROUP: &str = "rbac.authorization.k8s.io";
+use crate::user::{MASTERS_GROUP, UserInfo, parse_service_account_user, service_account_user};
 
 /// What a request does, as the authorizer sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +143,7 @@ fn appliesto(subject: &Value, user: &UserInfo, binding_ns: &str) -> bool {
                 .as_str()
                 .filter(|n| !n.is_empty())
                 .unwrap_or(binding_ns);
-            user.name == crate::auth::service_account_user(ns, name)
+            user.name == service_account_user(ns, name)
         }
         _ => false,
     }
@@ -227,7 +226,7 @@ fn role_rules(state: &State, kind: &str, ns: &str, name: &str) -> Vec<Value> {
 fn grants(state: &State, user: &UserInfo, namespace: &str) -> Vec<Grant> {
     let mut out = Vec::new();
     let subject_name = |user: &UserInfo| {
-        if crate::auth::parse_service_account_user(&user.name).is_some() {
+        if parse_service_account_user(&user.name).is_some() {
             format!("ServiceAccount \"{}\"", user.name)
         } else {
             format!("User \"{}\"", user.name)
@@ -389,176 +388,4 @@ pub fn forbidden(user: &UserInfo, attrs: &Attributes) -> ApiError {
     let mut e = ApiError::forbidden(message);
     e.details = Some(details);
     e
-}
-
-fn cluster_role(name: &str, rules: Value) -> Value {
-    json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
-        },
-        "rules": rules,
-    })
-}
-
-fn cluster_role_binding(name: &str, role: &str, groups: &[&str]) -> Value {
-    let subjects: Vec<Value> = groups
-        .iter()
-        .map(|g| json!({"apiGroup": GROUP, "kind": "Group", "name": g}))
-        .collect();
-    json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
-        },
-        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role},
-        "subjects": subjects,
-    })
-}
-
-/// The default ClusterRoles and ClusterRoleBindings of a real cluster (the subset that
-/// matters here), as (plural, object).
-pub fn bootstrap_objects() -> Vec<(&'static str, Value)> {
-    let read = json!(["get", "list", "watch"]);
-    let write = json!(["create", "delete", "deletecollection", "patch", "update"]);
-    let core_view = json!([
-        "configmaps",
-        "endpoints",
-        "persistentvolumeclaims",
-        "persistentvolumeclaims/status",
-        "pods",
-        "pods/log",
-        "pods/status",
-        "replicationcontrollers",
-        "replicationcontrollers/scale",
-        "replicationcontrollers/status",
-        "resourcequotas",
-        "resourcequotas/status",
-        "serviceaccounts",
-        "services",
-        "services/status",
-        "bindings",
-        "events",
-        "limitranges",
-        "namespaces/status",
-        "pods/status",
-        "namespaces"
-    ]);
-    let apps = json!([
-        "controllerrevisions",
-        "daemonsets",
-        "daemonsets/status",
-        "deployments",
-        "deployments/scale",
-        "deployments/status",
-        "replicasets",
-        "replicasets/scale",
-        "replicasets/status",
-        "statefulsets",
-        "statefulsets/scale",
-        "statefulsets/status"
-    ]);
-    let batch = json!(["cronjobs", "cronjobs/status", "jobs", "jobs/status"]);
-    let view_rules = json!([
-        {"apiGroups": [""], "resources": core_view, "verbs": read},
-        {"apiGroups": ["apps"], "resources": apps, "verbs": read},
-        {"apiGroups": ["batch"], "resources": batch, "verbs": read},
-        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets", "poddisruptionbudgets/status"], "verbs": read},
-        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read},
-    ]);
-    let edit_rules = json!([
-        {"apiGroups": [""], "resources": ["pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets", "services/proxy"], "verbs": read},
-        {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]},
-        {"apiGroups": [""], "resources": ["pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"], "verbs": write},
-        {"apiGroups": [""], "resources": ["pods/eviction", "serviceaccounts/token"], "verbs": ["create"]},
-        {"apiGroups": [""], "resources": ["configmaps", "events", "persistentvolumeclaims", "replicationcontrollers",
-            "replicationcontrollers/scale", "secrets", "serviceaccounts", "services", "services/proxy"], "verbs": write},
-        {"apiGroups": ["apps"], "resources": ["daemonsets", "deployments", "deployments/rollback", "deployments/scale",
-            "replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale"], "verbs": write},
-        {"apiGroups": ["batch"], "resources": ["cronjobs", "jobs"], "verbs": write},
-        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": write},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]},
-    ]);
-    let mut edit = edit_rules.as_array().cloned().unwrap_or_default();
-    edit.extend(view_rules.as_array().cloned().unwrap_or_default());
-    let mut admin = edit.clone();
-    admin.push(json!({"apiGroups": ["authorization.k8s.io"], "resources": ["localsubjectaccessreviews"], "verbs": ["create"]}));
-    admin.push(json!({"apiGroups": [GROUP], "resources": ["rolebindings", "roles"],
-        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}));
-    vec![
-        (
-            "clusterroles",
-            cluster_role(
-                "cluster-admin",
-                json!([
-                    {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-                    {"nonResourceURLs": ["*"], "verbs": ["*"]},
-                ]),
-            ),
-        ),
-        ("clusterroles", cluster_role("admin", Value::Array(admin))),
-        ("clusterroles", cluster_role("edit", Value::Array(edit))),
-        ("clusterroles", cluster_role("view", view_rules)),
-        (
-            "clusterroles",
-            cluster_role(
-                "system:discovery",
-                json!([
-                    {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
-                        "/openapi", "/openapi/*", "/readyz", "/version", "/version/"], "verbs": ["get"]},
-                ]),
-            ),
-        ),
-        (
-            "clusterroles",
-            cluster_role(
-                "system:basic-user",
-                json!([
-                    {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
-                    {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
-                ]),
-            ),
-        ),
-        (
-            "clusterroles",
-            cluster_role(
-                "system:public-info-viewer",
-                json!([
-                    {"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]},
-                ]),
-            ),
-        ),
-        (
-            "clusterrolebindings",
-            cluster_role_binding("cluster-admin", "cluster-admin", &["system:masters"]),
-        ),
-        (
-            "clusterrolebindings",
-            cluster_role_binding(
-                "system:discovery",
-                "system:discovery",
-                &["system:authenticated"],
-            ),
-        ),
-        (
-            "clusterrolebindings",
-            cluster_role_binding(
-                "system:basic-user",
-                "system:basic-user",
-                &["system:authenticated"],
-            ),
-        ),
-        (
-            "clusterrolebindings",
-            cluster_role_binding(
-                "system:public-info-viewer",
-                "system:public-info-viewer",
-                &["system:authenticated", "system:unauthenticated"],
-            ),
-        ),
-    ]
 }

@@ -332,10 +332,10 @@ impl State {
 
     /// Creates the default RBAC roles and bindings of a real cluster.
     pub fn bootstrap_rbac(&mut self) {
-        for (plural, obj) in crate::rbac::bootstrap_objects() {
+        for (plural, obj) in crate::rbac_defaults::bootstrap_objects() {
             let info = self
                 .registry
-                .get(crate::rbac::GROUP, "v1", plural)
+                .get(crate::rbac_defaults::GROUP, "v1", plural)
                 .expect("RBAC resources are built in");
             self.create(&info, "", obj)
                 .expect("the default RBAC objects are valid");
@@ -596,7 +596,9 @@ impl State {
             },
         };
         let label_only = &*info.storage == NAMESPACE_STORAGE;
-        let why = if info.group == crate::rbac::GROUP || info.group == "apiregistration.k8s.io" {
+        let why = if info.group == crate::rbac_defaults::GROUP
+            || info.group == "apiregistration.k8s.io"
+        {
             meta::invalid_path_segment(&name)
         } else {
             meta::invalid_name(&name, label_only)

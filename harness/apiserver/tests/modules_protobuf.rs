@@ -6,10 +6,6 @@
 #[allow(dead_code)]
 #[path = "../src/protobuf.rs"]
 mod protobuf;
-// The authorization kinds (`protobuf.rs` hands them to this module).
-#[allow(dead_code)]
-#[path = "../src/protobuf_authz.rs"]
-mod protobuf_authz;
 
 use prost::Message;
 use protobuf::{

@@ -22,9 +22,10 @@ use serde_json::json;
 use crate::controllers::{self, NODE_NAME, PROVISIONER};
 use crate::images::ImageCatalogue;
 use crate::kubelet::{
-    Backoff, Kubelet, LogIndex, LogLookupError, LogQuery, NodeSettings, RestartError,
-    RestartedContainer, status_now,
+    Kubelet, LogIndex, LogLookupError, LogQuery, NodeSettings, RestartError, RestartedContainer,
+    status_now,
 };
+use crate::node::Backoff;
 use crate::owners::{self, OwnerRecord};
 use crate::sandbox::Sandboxes;
 

@@ -10,6 +10,8 @@
 //! - [`owners`]: which process owns which cluster, for the clean-up after a crash.
 //! - [`pod_ips`]: one loopback address per pod, and the cluster's Service range.
 //! - [`network`]: Service proxy, cluster DNS and the pods' `resolv.conf`.
+//! - [`watch`]: the reflector stores and reconcile loop the controllers and the network share.
+//! - [`node`]: the node's name, clock and back-off schedule, shared by all of the above.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -36,8 +38,10 @@ pub mod node;
 pub mod owners;
 pub mod pod_ips;
 pub mod sandbox;
+pub mod watch;
 
 pub use cluster::{EmbeddedCluster, EmbeddedConfig, EmbeddedError, client_for};
 pub use images::{Image, ImageCatalogue, ResolvedImage, locate_workspace_binary};
-pub use kubelet::{Backoff, RestartError, RestartedContainer};
+pub use kubelet::{RestartError, RestartedContainer};
+pub use node::Backoff;
 pub use rehearsal_apiserver::ApiServerConfig;

@@ -1,7 +1,8 @@
 //! The embedded backend: the in-process cluster ([`EmbeddedCluster`]) with the project's CRDs
-//! installed, the reference operator running as a child process with a kubeconfig of its own
-//! ServiceAccount (a TokenRequest token), held to the RBAC of its deploy manifests, and a
-//! restic REST server on the host ([`RestServer`]) holding the cases' repositories.
+//! installed, the operator under test running as a child process (started by the
+//! [`EmbeddedDeployment`] the caller hands over; the backend knows nothing of how it is
+//! deployed), and a restic REST server on the host ([`RestServer`]) holding the cases'
+//! repositories.
 //!
 //! Pods get a loopback pod IP (127.x.y.z), so [`Backend::reach`] can connect to it directly;
 //! that shortcut is the default, and [`ReachMode::PortForward`] (or
@@ -11,6 +12,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -21,7 +23,6 @@ use rehearsal_embedded::{EmbeddedCluster, EmbeddedConfig};
 
 use super::rest_server::RestServer;
 use super::{Backend, BackendError, BackendKind, BoxFuture, Reach};
-use crate::deploy::reference_operator;
 use crate::process::{ChildGuard, ProcessLog, ProcessRecord};
 use crate::wait::{await_condition, conditions};
 
@@ -77,39 +78,35 @@ impl ReachMode {
 }
 
 /// How to start the embedded backend.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EmbeddedOptions {
     /// The cluster's settings; its `state_dir`, when set, is kept after teardown (default: a
     /// temporary directory removed at teardown).
     pub cluster: EmbeddedConfig,
-    /// Deploy the reference operator (the default); off for tests of the cluster alone.
-    pub operator: bool,
-    /// `--mutant` passed to the reference operator.
-    pub mutant: Option<String>,
-    /// How long the operator may take to become ready.
-    pub operator_ready: Duration,
+    /// What to start once the cluster is up (the operator under test); `None` (the default):
+    /// nothing, for tests of the cluster alone.
+    pub deploy: Option<Arc<dyn EmbeddedDeployment>>,
     /// How pods are reached; `None`: from [`REACH_ENV`].
     pub reach: Option<ReachMode>,
-    /// Replaces the rules of the operator's ClusterRole (tests take one away to see the
-    /// operator's Forbidden error); `None`: exactly the rules of its manifests.
-    pub operator_rules: Option<serde_json::Value>,
 }
 
-impl Default for EmbeddedOptions {
-    fn default() -> Self {
-        Self {
-            cluster: EmbeddedConfig::default(),
-            operator: true,
-            mutant: None,
-            operator_ready: Duration::from_secs(30),
-            reach: None,
-            operator_rules: None,
-        }
-    }
+/// What to start on the embedded cluster once it is up: the operator under test, as a host
+/// process the backend holds, stops at teardown and whose log it exports. The deployment layer
+/// implements it (`deploy::embedded::EmbeddedDeploy`: the reference operator) and the `run`
+/// layer hands it over in [`EmbeddedOptions::deploy`]: a backend brings a cluster up and never
+/// depends on how an operator is deployed.
+pub trait EmbeddedDeployment: std::fmt::Debug + Send + Sync {
+    /// Starts the operator against `cluster` (its processes recorded in `log`) and returns its
+    /// process once it is ready.
+    fn deploy<'a>(
+        &'a self,
+        cluster: &'a EmbeddedCluster,
+        log: &'a ProcessLog,
+    ) -> BoxFuture<'a, Result<ChildGuard, BackendError>>;
 }
 
-/// The embedded cluster with the reference operator and the restic REST server the cases'
-/// repositories live on.
+/// The embedded cluster with the operator under test (when deployed) and the restic REST
+/// server the cases' repositories live on.
 pub struct Embedded {
     cluster: EmbeddedCluster,
     operator: Option<ChildGuard>,
@@ -169,7 +166,8 @@ pub async fn install_crds(client: &kube::Client, bound: Duration) -> Result<(), 
 }
 
 impl Embedded {
-    /// Starts the cluster, installs the CRDs and (unless disabled) starts the reference operator.
+    /// Starts the cluster, installs the CRDs and starts the operator under test when
+    /// [`EmbeddedOptions::deploy`] names one.
     pub async fn up(options: EmbeddedOptions) -> Result<Self, BackendError> {
         let reach = match options.reach {
             Some(mode) => mode,
@@ -195,33 +193,9 @@ impl Embedded {
             &log,
         )
         .await?;
-        let operator = if options.operator {
-            // The operator runs as its own ServiceAccount, held to the RBAC of its manifests.
-            let operator_kubeconfig = reference_operator::grant_identity(
-                &cluster.client(),
-                &cluster.api_url(),
-                Some(&cluster.ca_pem()),
-                CONTEXT,
-                &cluster.state_dir().join("reference-operator.kubeconfig"),
-                options.operator_rules.clone(),
-                Duration::from_secs(24 * 3600),
-            )
-            .await
-            .map_err(|e| BackendError::Setup(format!("reference operator identity: {e}")))?;
-            let child = reference_operator::start_process(
-                &operator_kubeconfig,
-                CONTEXT,
-                options.mutant.as_deref(),
-                Some(cluster.dns_address()),
-                cluster.state_dir(),
-                options.operator_ready,
-                &log,
-            )
-            .await
-            .map_err(|e| BackendError::Setup(e.to_string()))?;
-            Some(child)
-        } else {
-            None
+        let operator = match &options.deploy {
+            Some(deployment) => Some(deployment.deploy(&cluster, &log).await?),
+            None => None,
         };
         Ok(Self {
             cluster,
@@ -249,7 +223,7 @@ impl Embedded {
         &self.rest
     }
 
-    /// The reference operator's process, when deployed.
+    /// The operator's process, when deployed.
     pub fn operator(&self) -> Option<&ChildGuard> {
         self.operator.as_ref()
     }
@@ -381,7 +355,8 @@ impl Backend for Embedded {
             let rest_log = dir.join("rest-server.log");
             let _ = std::fs::copy(self.cluster.state_dir().join("rest-server.log"), &rest_log);
             if let Some(op) = &self.operator {
-                let to = dir.join("reference-operator.log");
+                // Under the name the deployment gave it (`reference-operator.log`).
+                let to = dir.join(op.log_file().file_name().unwrap_or("operator.log".as_ref()));
                 std::fs::copy(op.log_file(), &to)
                     .map_err(|e| BackendError::io("copy the operator log", op.log_file(), e))?;
             }

@@ -17,6 +17,7 @@ use super::CliError;
 use crate::backend::Backend;
 use crate::backend::embedded::{Embedded, EmbeddedOptions};
 use crate::backend::kind::{Kind, KindOptions};
+use crate::deploy::embedded::EmbeddedDeploy;
 use crate::deploy::helm::{GameplaneImages, HelmConfig};
 use crate::deploy::kind::KindDeploy;
 use crate::deploy::reference_operator::KindInstall;
@@ -127,8 +128,11 @@ async fn up_embedded(args: UpArgs) -> Result<(), CliError> {
         ));
     };
     let mut options = EmbeddedOptions {
-        operator: !args.no_operator,
-        mutant: args.mutant.clone(),
+        deploy: if args.no_operator {
+            None
+        } else {
+            EmbeddedDeploy::reference_operator(args.mutant.clone()).shared()
+        },
         ..Default::default()
     };
     options.cluster.state_dir = args.state_dir.clone();

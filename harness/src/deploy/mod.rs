@@ -1,7 +1,9 @@
 //! Putting the operator under test into a cluster: Gameplane's Helm chart ([`helm`]) on Kind and
 //! existing clusters, and the reference operator ([`reference_operator`]) as a host process on
-//! the embedded cluster or as an image plus manifests on Kind.
+//! the embedded cluster ([`embedded`]) or as an image plus manifests on Kind ([`kind`]). A
+//! backend only brings a cluster up; the `run` layer hands it one of these deployments.
 
+pub mod embedded;
 pub mod helm;
 pub mod images;
 pub mod kind;

@@ -362,9 +362,12 @@ pub async fn grant_identity(
     use serde::Deserialize;
     let kube_err = |what: String| move |source| IdentityError::Kube { what, source };
     for (file, text) in IDENTITY_MANIFESTS {
-        for doc in serde_yaml::Deserializer::from_str(text) {
-            let mut obj = serde_json::Value::deserialize(doc)
-                .map_err(|source| IdentityError::Parse { file, source })?;
+        // Parsed before the first await: the YAML deserializer is not `Send`.
+        let docs = serde_yaml::Deserializer::from_str(text)
+            .map(serde_json::Value::deserialize)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|source| IdentityError::Parse { file, source })?;
+        for mut obj in docs {
             if obj.is_null() {
                 continue;
             }

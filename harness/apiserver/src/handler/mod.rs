@@ -15,7 +15,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
-use crate::auth::{self, UserInfo};
+use crate::auth;
 use crate::discovery;
 use crate::logs::{LogError, LogRequest};
 use crate::meta::{self, parse_bool};
@@ -28,6 +28,7 @@ use crate::shared::Shared;
 use crate::state::{DeleteOptions, Propagation, Target};
 use crate::status::ApiError;
 use crate::table::{self, Columns, PrinterColumn};
+use crate::user::UserInfo;
 use crate::watch::{self, WatchRequest};
 
 mod access;

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use super::{benign, controlled_by, controller_ref, reflect, run_loop};
 use crate::events::{EventType, Recorder, reference};
-use crate::kubelet::{Backoff, status_now};
+use crate::node::{Backoff, now as status_now};
 
 /// Runs the Job controller until aborted; `backoff` spaces replacements of failed pods.
 pub async fn run(client: Client, backoff: Backoff) {

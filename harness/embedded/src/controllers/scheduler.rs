@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use super::{NODE_NAME, benign, reflect, run_loop};
 use crate::events::{EventType, Recorder, reference};
-use crate::kubelet::status_now;
+use crate::node::now as status_now;
 
 const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 

@@ -27,35 +27,11 @@ use kube::{Api, Client};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::images::ImageCatalogue;
+use crate::node::Backoff;
 use crate::pod_ips::PodIps;
 use crate::sandbox::Sandboxes;
 pub use logs::{LogIndex, LogLookupError, LogQuery};
 pub use status::now as status_now;
-
-/// An exponential back-off: `initial`, doubling, capped at `max`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Backoff {
-    /// First delay.
-    pub initial: Duration,
-    /// Cap.
-    pub max: Duration,
-}
-
-impl Backoff {
-    /// Kubernetes' schedule: 10 s doubling to 300 s.
-    pub const KUBERNETES: Backoff = Backoff {
-        initial: Duration::from_secs(10),
-        max: Duration::from_secs(300),
-    };
-
-    /// The delay after `previous` (none: `initial`).
-    pub fn next(&self, previous: Option<Duration>) -> Duration {
-        match previous {
-            None => self.initial,
-            Some(d) => (d * 2).min(self.max),
-        }
-    }
-}
 
 /// The back-off between retries of a failed API call (a status patch, a delete): 200 ms
 /// doubling to `max`, kube-runtime's exponential back-off (reset it after a success).

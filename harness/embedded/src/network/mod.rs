@@ -23,7 +23,7 @@ use kube::{Api, Client, ResourceExt};
 use rehearsal_apiserver::ServiceRange;
 use tokio::sync::Notify;
 
-use crate::controllers::{reflect, run_loop};
+use crate::watch::{reflect, run_loop};
 
 /// The cluster's DNS domain.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::defaults::{obj_mut, pod_spec, set_default};
+use super::{obj_mut, pod_spec, set_default};
 use crate::registry::ResourceInfo;
 
 fn template_defaults(obj: &mut Value) {
