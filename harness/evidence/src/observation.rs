@@ -21,8 +21,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::pvc_table::PvcObserved;
-use super::receipts::{Journal, JournalError, Receipt};
+use super::pvc_table::{self, PvcObserved, PvcTable};
+use super::receipts::{Journal, JournalError, Receipt, kind};
 
 /// The receipt format this build writes and reads. Format 1 (no `receipt_format` in
 /// `run-started`) predates typed observations; format 2 wrote `wait` receipts as free-form JSON
@@ -459,6 +459,32 @@ impl Journal {
     }
 }
 
+/// A `pvc-observation` receipt that is not a typed observation of this format (its line in
+/// the journal is `seq + 1`).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct PvcTableError(#[from] pub ObservationError);
+
+/// Builds a case's PVC table from its receipts (other kinds are ignored): each
+/// `pvc-observation` receipt is read as a typed observation, then [`pvc_table::build`] pairs them.
+pub fn pvc_table_from_receipts<'a>(
+    receipts: impl IntoIterator<Item = &'a Receipt>,
+) -> Result<PvcTable, PvcTableError> {
+    let mut observed = Vec::new();
+    for receipt in receipts {
+        if receipt.kind != kind::PVC_OBSERVATION {
+            continue;
+        }
+        // A journal's entry `seq` is on line `seq + 1` (the verifier checks it).
+        let Observation::PvcObservation(o) = Observation::read(receipt.seq as usize + 1, receipt)?
+        else {
+            unreachable!("a pvc-observation receipt reads as one");
+        };
+        observed.push(o);
+    }
+    Ok(pvc_table::build(observed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,6 +559,27 @@ mod tests {
         assert_eq!(
             Observation::read(1, &r).unwrap_err(),
             ObservationError::Older { line: 1, found: 1 }
+        );
+    }
+
+    #[test]
+    fn a_malformed_observation_is_refused_naming_its_line() {
+        let r = Receipt {
+            seq: 5,
+            time: jiff::Timestamp::UNIX_EPOCH,
+            run_id: "r".into(),
+            case: Some("c".into()),
+            step: "pvcs-before".into(),
+            arch: "amd64".into(),
+            kind: kind::PVC_OBSERVATION.into(),
+            observed: serde_json::json!({"phase": "before", "claim": []}),
+            prev: String::new(),
+            sha256: String::new(),
+        };
+        let e = pvc_table_from_receipts([&r]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("line 6 (seq 5): malformed pvc-observation receipt"),
+            "{e}"
         );
     }
 }

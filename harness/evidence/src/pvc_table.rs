@@ -1,16 +1,14 @@
 //! PVC UID tables: which claims kept their identity across a case, built from receipts only.
 //!
 //! A case records what it saw with [`super::bundle::CaseRecorder::observe_pvcs`] (a
-//! `pvc-observation` receipt per phase); [`from_receipts`] pairs the first `before` observation
+//! `pvc-observation` receipt per phase); [`build`] (over the typed observations that
+//! [`super::observation::pvc_table_from_receipts`] reads) pairs the first `before` observation
 //! with the last `after` observation of every claim. A claim whose UID (and volume) is the same
 //! on both sides is `unchanged`: the data was restored into the same object, not a new one.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-
-use super::observation::{Observation, ObservationError};
-use super::receipts::{Receipt, kind};
 
 /// What a claim holds, by Gameplane's naming (CONTRACT part A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -175,27 +173,10 @@ pub struct PvcTable {
     pub rows: Vec<PvcRow>,
 }
 
-/// A `pvc-observation` receipt that is not a typed observation of this format (its line in
-/// the journal is `seq + 1`).
-#[derive(Debug, thiserror::Error)]
-#[error(transparent)]
-pub struct PvcTableError(#[from] pub ObservationError);
-
-/// Builds the table from a case's receipts (other kinds are ignored).
-pub fn from_receipts<'a>(
-    receipts: impl IntoIterator<Item = &'a Receipt>,
-) -> Result<PvcTable, PvcTableError> {
+/// Builds the table from a case's PVC observations, in the order they were recorded.
+pub fn build(observations: impl IntoIterator<Item = PvcObserved>) -> PvcTable {
     let mut rows: BTreeMap<(Role, String), PvcRow> = BTreeMap::new();
-    for receipt in receipts {
-        if receipt.kind != kind::PVC_OBSERVATION {
-            continue;
-        }
-        // A journal's entry `seq` is on line `seq + 1` (the verifier checks it).
-        let Observation::PvcObservation(observed) =
-            Observation::read(receipt.seq as usize + 1, receipt)?
-        else {
-            unreachable!("a pvc-observation receipt reads as one");
-        };
+    for observed in observations {
         for claim in observed.claims {
             let row = rows
                 .entry((claim.role, claim.claim.clone()))
@@ -230,7 +211,7 @@ pub fn from_receipts<'a>(
             row
         })
         .collect();
-    Ok(PvcTable { rows })
+    PvcTable { rows }
 }
 
 impl PvcTable {
@@ -292,27 +273,6 @@ fn volume(row: &PvcRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_malformed_observation_is_refused_naming_its_line() {
-        let r = Receipt {
-            seq: 5,
-            time: jiff::Timestamp::UNIX_EPOCH,
-            run_id: "r".into(),
-            case: Some("c".into()),
-            step: "pvcs-before".into(),
-            arch: "amd64".into(),
-            kind: kind::PVC_OBSERVATION.into(),
-            observed: serde_json::json!({"phase": "before", "claim": []}),
-            prev: String::new(),
-            sha256: String::new(),
-        };
-        let e = from_receipts([&r]).unwrap_err().to_string();
-        assert!(
-            e.starts_with("line 6 (seq 5): malformed pvc-observation receipt"),
-            "{e}"
-        );
-    }
 
     #[test]
     fn classifies_gameplane_claims() {

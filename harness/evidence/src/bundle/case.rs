@@ -13,7 +13,7 @@ use super::{
 use crate::observation::{
     ArtifactStored, Observation, ResticRestore, ResticSnapshot, WaitObserved,
 };
-use crate::pvc_table::{self, PvcObservation, PvcObserved, PvcPhase};
+use crate::pvc_table::{PvcObservation, PvcObserved, PvcPhase};
 use crate::receipts::{self, Receipt};
 
 /// Writes one case's receipts into the run's journal. Finish it with [`CaseRecorder::finish`];
@@ -192,11 +192,12 @@ impl CaseRecorder {
         self.finished = true;
         let pvcs = lock(&self.pvc_receipts).clone();
         if !pvcs.is_empty() {
-            let table =
-                pvc_table::from_receipts(&pvcs).map_err(|source| BundleError::PvcTable {
+            let table = crate::observation::pvc_table_from_receipts(&pvcs).map_err(|source| {
+                BundleError::PvcTable {
                     case: self.name.clone(),
                     source,
-                })?;
+                }
+            })?;
             let mut text = serde_json::to_string_pretty(&table).expect("table serializes");
             text.push('\n');
             write_new(&self.dir().join(PVC_TABLE_FILE), text.as_bytes())?;

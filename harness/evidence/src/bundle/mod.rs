@@ -102,7 +102,7 @@ pub enum BundleError {
         case: String,
         /// The unreadable observation.
         #[source]
-        source: crate::pvc_table::PvcTableError,
+        source: crate::observation::PvcTableError,
     },
     /// The case was already recorded in this run.
     #[error("case {case:?} was already recorded in this run; case names are unique per run")]

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::kill_matrix::KillMatrix;
 use crate::observation::{Observation, ResticRestore, ResticSnapshot};
-use crate::pvc_table::{self, PvcTable};
+use crate::pvc_table::PvcTable;
 use crate::receipts::{self, FILE_NAME, Receipt, VerifyError, kind};
 use crate::summary::{
     self, BundleSummary, CASES_DIR, CaseSummary, PVC_TABLE_FILE, SUMMARY_FILE, SummaryError,
@@ -347,13 +347,12 @@ fn checked_pvc_table(
     mine: &[(usize, &Receipt)],
 ) -> Result<PvcTable, LoadError> {
     let last_line = case.lines.1;
-    let pvc_table = pvc_table::from_receipts(mine.iter().map(|(_, r)| *r)).map_err(|e| {
-        LoadError::FileMismatch {
+    let pvc_table = crate::observation::pvc_table_from_receipts(mine.iter().map(|(_, r)| *r))
+        .map_err(|e| LoadError::FileMismatch {
             dir: dir.to_path_buf(),
             path: FILE_NAME.into(),
             problem: e.to_string(),
-        }
-    })?;
+        })?;
     let table_rel = format!("{CASES_DIR}/{}/{PVC_TABLE_FILE}", case.name);
     let table_path = dir.join(&table_rel);
     // The table is written just before `case-finished`: a case killed before that has none.
