@@ -503,6 +503,29 @@ esac
     path
 }
 
+/// The recording kubectl in `dir` applied `fixtures/rest-server` and awaited its rollout, and
+/// nothing else, on context `kind-<cluster>` of `kubeconfig`.
+fn assert_rest_server_installed(dir: &Path, kubeconfig: &Path, cluster: &str) {
+    let kubectl_argv = std::fs::read_to_string(dir.join("kubectl-argv.log")).unwrap();
+    let rest = workspace()
+        .join("fixtures/rest-server")
+        .display()
+        .to_string();
+    let pinned = format!(
+        "--kubeconfig {} --context kind-{cluster}",
+        kubeconfig.display()
+    );
+    assert_eq!(
+        kubectl_argv.lines().collect::<Vec<_>>(),
+        [
+            format!("{pinned} apply --server-side -f {rest}"),
+            format!(
+                "{pinned} --namespace rehearsal-repos rollout status deployment/rest-server --timeout 300s"
+            ),
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
     use rehearsal::backend::Backend;
@@ -561,24 +584,7 @@ async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
         )
     );
     // Then the restic REST server the cases' repositories live on, as on the operator's path.
-    let kubectl_argv = std::fs::read_to_string(dir.path().join("kubectl-argv.log")).unwrap();
-    let rest = workspace()
-        .join("fixtures/rest-server")
-        .display()
-        .to_string();
-    assert_eq!(
-        kubectl_argv.lines().collect::<Vec<_>>(),
-        [
-            format!(
-                "--kubeconfig {} --context kind-{cluster} apply --server-side -f {rest}",
-                options.kubeconfig_path().display()
-            ),
-            format!(
-                "--kubeconfig {} --context kind-{cluster} --namespace rehearsal-repos rollout status deployment/rest-server --timeout 300s",
-                options.kubeconfig_path().display()
-            ),
-        ]
-    );
+    assert_rest_server_installed(dir.path(), &options.kubeconfig_path(), &cluster);
     assert_eq!(backend.provenance(), Provenance::Created);
     assert_eq!(backend.kubeconfig().1, format!("kind-{cluster}"));
     let written = std::fs::read_to_string(options.config_path()).unwrap();
