@@ -325,8 +325,7 @@ fn the_workflow_names_operator_profiles_and_installs_gameplane_through_rehearse(
         "ref: ${{ inputs.gameplane-ref }}",
         "--helm-chart \"$GAMEPLANE_SRC/charts/gameplane\"",
         "--gameplane-agent-image \"rehearsal.local/gameplane-test/agent:$GAMEPLANE_TAG\"",
-        "docker push \"127.0.0.1:5001/gameplane-test/$component:$GAMEPLANE_TAG\"",
-        "apply -f fixtures/rest-server/",
+        "scripts/build-gameplane-images.sh --engine docker --src \"$GAMEPLANE_SRC\"",
         "if: github.event_name == 'workflow_dispatch'",
     ] {
         assert!(

@@ -503,6 +503,29 @@ esac
     path
 }
 
+/// The recording kubectl in `dir` applied `fixtures/rest-server` and awaited its rollout, and
+/// nothing else, on context `kind-<cluster>` of `kubeconfig`.
+fn assert_rest_server_installed(dir: &Path, kubeconfig: &Path, cluster: &str) {
+    let kubectl_argv = std::fs::read_to_string(dir.join("kubectl-argv.log")).unwrap();
+    let rest = workspace()
+        .join("fixtures/rest-server")
+        .display()
+        .to_string();
+    let pinned = format!(
+        "--kubeconfig {} --context kind-{cluster}",
+        kubeconfig.display()
+    );
+    assert_eq!(
+        kubectl_argv.lines().collect::<Vec<_>>(),
+        [
+            format!("{pinned} apply --server-side -f {rest}"),
+            format!(
+                "{pinned} --namespace rehearsal-repos rollout status deployment/rest-server --timeout 300s"
+            ),
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
     use rehearsal::backend::Backend;
@@ -545,6 +568,10 @@ async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
         )
         .unwrap(),
         helm_program: helm.display().to_string(),
+        rest_server: rehearsal::deploy::reference_operator::RestServerInstall {
+            kubectl: Some(recorder(dir.path(), "kubectl")),
+            ..rehearsal::deploy::reference_operator::RestServerInstall::for_cases(&workspace())
+        },
     }
     .shared();
     let backend = Kind::up(first).await.expect("kind up");
@@ -556,6 +583,8 @@ async fn kind_backend_flow_with_a_recording_kind_and_a_real_node_container() {
             options.kubeconfig_path().display()
         )
     );
+    // Then the restic REST server the cases' repositories live on, as on the operator's path.
+    assert_rest_server_installed(dir.path(), &options.kubeconfig_path(), &cluster);
     assert_eq!(backend.provenance(), Provenance::Created);
     assert_eq!(backend.kubeconfig().1, format!("kind-{cluster}"));
     let written = std::fs::read_to_string(options.config_path()).unwrap();
@@ -1067,6 +1096,81 @@ async fn kind_pulls_from_a_local_registry_on_its_network_and_pins_the_manifest_d
     Box::new(again).teardown(true).await.unwrap();
     Box::new(backend).teardown(false).await.unwrap();
     reg.stop().await;
+}
+
+/// Defect: on the Gameplane chart path `rehearse cluster up --kind --helm-chart …` installed
+/// the chart only, and the workflow applied the REST server with raw kubectl. Now the command
+/// the workflow runs installs the chart, then the restic REST server (from the checkout in the
+/// working directory) and waits for its rollout, in that order: one recording `helm` and one
+/// recording kubectl write into the same log.
+#[test]
+fn cluster_up_with_the_chart_installs_the_rest_server_after_it() {
+    require_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let kind = fake_kind(dir.path());
+    let log = dir.path().join("deploy-argv.log");
+    let stand_in = |program: &str| {
+        let path = dir.path().join(program);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho \"{program} $*\" >> '{}'\n", log.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    let (helm, kubectl) = (stand_in("helm"), stand_in("kubectl"));
+    let cluster = unique("rh");
+    let state = dir.path().join("state");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["cluster", "up", "--kind", "--name", &cluster, "--state-dir"])
+        .arg(&state)
+        .args(["--helm-chart", "/src/gameplane/charts/gameplane"])
+        .args(["--gameplane-registry", "rehearsal.local/gameplane-test"])
+        .args(["--gameplane-tag", "rehearsal-0123456789ab"])
+        .args([
+            "--gameplane-agent-image",
+            "rehearsal.local/gameplane-test/agent:rehearsal-0123456789ab",
+        ])
+        .current_dir(workspace())
+        .env("REHEARSAL_KIND", &kind)
+        .env("REHEARSAL_HELM", &helm)
+        .env("REHEARSAL_KUBECTL", &kubectl)
+        .env_remove("REHEARSAL_REGISTRY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let ran = std::fs::read_to_string(&log).unwrap();
+    let context = format!("--context kind-{cluster} ");
+    let verbs: Vec<String> = ran
+        .lines()
+        .map(|l| {
+            let program = l.split(' ').next().unwrap();
+            let rest = l
+                .split(&context)
+                .nth(1)
+                .or_else(|| l.split(&format!("--kube-context kind-{cluster} ")).nth(1))
+                .unwrap_or(l);
+            format!("{program}: {rest}")
+        })
+        .collect();
+    assert_eq!(verbs.len(), 3, "{ran}");
+    assert!(
+        verbs[0].starts_with("helm: --namespace gameplane-system --create-namespace --wait")
+            && ran.contains("upgrade --install gameplane /src/gameplane/charts/gameplane ")
+            && verbs[0].contains("--set-string image.tag=rehearsal-0123456789ab"),
+        "{ran}"
+    );
+    assert_eq!(
+        verbs[1..],
+        [
+            "kubectl: apply --server-side -f fixtures/rest-server",
+            "kubectl: --namespace rehearsal-repos rollout status deployment/rest-server --timeout 300s",
+        ],
+        "{ran}"
+    );
 }
 
 /// `rehearse run --cluster kind` with a registry that lacks the cases' images stops before

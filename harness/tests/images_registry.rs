@@ -314,3 +314,114 @@ fn config_of_after_pull(reference: &str) -> serde_json::Value {
     checked("podman", &["pull", "-q", "--tls-verify=false", reference]);
     config_of(reference)
 }
+
+/// Issue 13: the workflow built, tagged and pushed Gameplane's images with inline docker lines.
+/// `scripts/build-gameplane-images.sh` now does it; here it runs with podman against a stand-in
+/// Gameplane checkout (three FROM-scratch Dockerfiles, each copying a file from the checkout's
+/// root, so a wrong build context fails) and a real `docker-registry`, and the registry must
+/// hold each component under the name the chart values give it, with a distinct manifest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gameplane_images_are_built_from_its_checkout_and_pushed_under_the_chart_names() {
+    if !tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("gameplane");
+    let components = ["operator", "agent", "api"];
+    for component in components {
+        std::fs::create_dir_all(src.join(component)).unwrap();
+        std::fs::write(src.join(component).join("marker"), component).unwrap();
+        std::fs::write(
+            src.join(component).join("Dockerfile"),
+            format!(
+                "FROM scratch\nARG VERSION\nLABEL org.opencontainers.image.version=$VERSION\nCOPY {component}/marker /{component}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let reg = registry::LocalRegistry::start(
+        &dir.path().join("registry"),
+        &rehearsal::process::ProcessLog::default(),
+    )
+    .await
+    .expect("docker-registry starts");
+    let addr = reg.addr().to_string();
+    let tag = format!("rehearsal-{}", uuid::Uuid::new_v4().simple());
+    let mut cleanup = Cleanup::default();
+    for component in components {
+        cleanup
+            .images
+            .push(format!("gameplane-test/{component}:{tag}"));
+        cleanup
+            .images
+            .push(format!("{addr}/gameplane-test/{component}:{tag}"));
+    }
+    let script = workspace().join("scripts/build-gameplane-images.sh");
+    let out = run(
+        script.to_str().unwrap(),
+        &[
+            "--engine",
+            "podman",
+            "--src",
+            src.to_str().unwrap(),
+            "--tag",
+            &tag,
+            "--push",
+            &addr,
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let expected: Vec<String> = components
+        .iter()
+        .map(|c| format!("{addr}/gameplane-test/{c}:{tag}"))
+        .collect();
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected, "{stderr}");
+    let mut digests = Vec::new();
+    for component in components {
+        // The name the node pulls: rehearsal.local/gameplane-test/<component>:<tag>.
+        let image = format!(
+            "{}/gameplane-test/{component}:{tag}",
+            registry::MIRRORED_HOST
+        );
+        let digest = registry::image_digest(&addr, &image)
+            .await
+            .expect("the registry answers")
+            .unwrap_or_else(|| panic!("{image} was not pushed to {addr}"));
+        assert!(digest.starts_with("sha256:"), "{digest}");
+        digests.push(digest);
+    }
+    digests.sort();
+    digests.dedup();
+    assert_eq!(digests.len(), 3, "each component is its own image");
+    // The tag is also the VERSION build argument, as Gameplane's e2e passes it.
+    let config = config_of(&format!("gameplane-test/{}:{tag}", components[0]));
+    assert_eq!(
+        config["Labels"]["org.opencontainers.image.version"], tag,
+        "{config}"
+    );
+
+    // A checkout without a component's Dockerfile is refused in one line naming it.
+    std::fs::remove_file(src.join("api").join("Dockerfile")).unwrap();
+    let out = run(
+        script.to_str().unwrap(),
+        &[
+            "--engine",
+            "podman",
+            "--src",
+            src.to_str().unwrap(),
+            "--tag",
+            &tag,
+            "--push",
+            &addr,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("api/Dockerfile not found") && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+    reg.stop().await;
+}

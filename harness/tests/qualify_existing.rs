@@ -360,12 +360,21 @@ fn assert_halted_at_image_gate(out: &Output) {
     );
 }
 
-/// The qualification report the run wrote into its bundle (Markdown, HTML, JSON).
+/// The qualification report the run wrote into its bundle (Markdown, HTML, JSON), with the
+/// contract its gate section links to beside it.
 fn report(bundle: &Path) -> (String, String, serde_json::Value) {
     let read = |f: &str| {
         std::fs::read_to_string(bundle.join(f))
             .unwrap_or_else(|e| panic!("{}: {e}", bundle.join(f).display()))
     };
+    assert_eq!(
+        read("contract.md"),
+        rehearsal::report::qualification::CONTRACT
+    );
+    assert!(read("contract.html").contains(&format!(
+        "id=\"{}\"",
+        rehearsal::report::qualification::CONTRACT_ANCHOR
+    )));
     let json = serde_json::from_str(&read("qualification.json")).unwrap();
     (read("qualification.md"), read("qualification.html"), json)
 }

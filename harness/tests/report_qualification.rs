@@ -478,10 +478,22 @@ fn chromium_renders_the_qualification_report() {
 #[test]
 fn the_help_and_the_report_name_the_contract_the_repository_holds() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let (doc, anchor) = rehearsal::report::qualification::CONTRACT_DOC
-        .split_once('#')
-        .unwrap();
-    let contract = std::fs::read_to_string(root.join(doc)).expect("docs/contract.md");
+    let contract =
+        std::fs::read_to_string(root.join("docs/contract.md")).expect("docs/contract.md");
+    // The report carries the repository's contract, not an older copy.
+    assert_eq!(qualification::CONTRACT, contract);
+    for (link, file) in [
+        (
+            qualification::CONTRACT_DOC,
+            qualification::CONTRACT_MARKDOWN_FILE,
+        ),
+        (
+            qualification::CONTRACT_HTML_LINK,
+            qualification::CONTRACT_HTML_FILE,
+        ),
+    ] {
+        assert_eq!(link, format!("{file}#{}", qualification::CONTRACT_ANCHOR));
+    }
     // GitHub's anchor of each heading: lower case, punctuation dropped, spaces to dashes.
     let anchors: Vec<String> = contract
         .lines()
@@ -494,10 +506,48 @@ fn the_help_and_the_report_name_the_contract_the_repository_holds() {
                 .collect()
         })
         .collect();
-    assert!(
-        anchors.iter().any(|a| a == anchor),
-        "{anchor} not in {anchors:?}"
-    );
+    // The links the written reports hold resolve relative to the report file: the file exists
+    // next to it, in a directory that is not the repository, and holds the anchor.
+    let tmp = tempfile::tempdir().unwrap();
+    qualification::write(&report(&halted()), tmp.path()).unwrap();
+    let link_in = |file: &str, open: &str| -> String {
+        let text = std::fs::read_to_string(tmp.path().join(file)).unwrap();
+        let start = text
+            .find(&format!("{open}contract."))
+            .unwrap_or_else(|| panic!("{file} links no contract:\n{text}"))
+            + open.len();
+        let end = start + text[start..].find([')', '"']).unwrap();
+        text[start..end].to_string()
+    };
+    let md_link = link_in(qualification::MARKDOWN_FILE, "](");
+    let html_link = link_in(qualification::HTML_FILE, "href=\"");
+    for (link, kind) in [(&md_link, "markdown"), (&html_link, "html")] {
+        let (file, anchor) = link.split_once('#').unwrap();
+        assert!(
+            !file.contains('/'),
+            "the {kind} report links {link}, not a file next to it"
+        );
+        let target = tmp.path().join(file);
+        let text = std::fs::read_to_string(&target)
+            .unwrap_or_else(|e| panic!("the {kind} report links {link}: {e}"));
+        assert!(
+            anchors.iter().any(|a| a == anchor),
+            "{anchor} not in {anchors:?}"
+        );
+        if kind == "markdown" {
+            assert_eq!(text, contract);
+        } else {
+            // A browser scrolls to an element with that id; the section's text follows it.
+            let at = text
+                .find(&format!("<h2 id=\"{anchor}\">"))
+                .unwrap_or_else(|| panic!("{} has no id {anchor}", target.display()));
+            assert!(text[at..].contains("<pre>"), "{text}");
+            for heading in contract.lines().filter_map(|l| l.strip_prefix("## ")) {
+                let id = qualification::heading_anchor(heading);
+                assert!(text.contains(&format!("id=\"{id}\"")), "{id} missing");
+            }
+        }
+    }
     for args in [&["--help"][..], &["qualify", "--help"][..]] {
         let out = Command::new(env!("CARGO_BIN_EXE_rehearse"))
             .args(args)

@@ -430,3 +430,64 @@ fn the_rehearse_job_deploys_the_operator_through_rehearse() {
         "the install's kubectl is named for rehearse"
     );
 }
+
+/// Issue 13 ("the workflow stays thin"): the gameplane job builds and pushes Gameplane's images
+/// with `scripts/build-gameplane-images.sh` (images_registry.rs runs it against a stand-in
+/// checkout and a real registry) and installs the chart and the restic REST server with one
+/// `rehearse cluster up --kind --helm-chart` (core_podman.rs runs it with stand-in kind, helm
+/// and kubectl): no raw kubectl, docker build, tag or push lines of its own.
+#[test]
+fn the_gameplane_job_builds_and_deploys_through_scripts_and_rehearse() {
+    let wf = workflow();
+    let job = &wf["jobs"]["gameplane"];
+    let runs = strings_of_runs(job);
+    for run in &runs {
+        for line in run.lines().map(str::trim_start) {
+            for raw in [
+                "kubectl",
+                "docker build",
+                "docker tag",
+                "docker push",
+                "kind load",
+            ] {
+                assert!(
+                    !line.starts_with(raw),
+                    "the gameplane job runs `{raw}` itself:\n{run}"
+                );
+            }
+        }
+    }
+    let step_of = |needle: &str| -> usize {
+        runs.iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("no step of the gameplane job runs {needle}"))
+    };
+    let registry = job["env"]["REHEARSAL_REGISTRY"]
+        .as_str()
+        .expect("REHEARSAL_REGISTRY");
+    let images = step_of(&format!(
+        "scripts/build-gameplane-images.sh --engine docker --src \"$GAMEPLANE_SRC\" --tag \"$tag\" --push {registry}"
+    ));
+    let up = step_of("--helm-chart \"$GAMEPLANE_SRC/charts/gameplane\"");
+    // The registry holds Gameplane's images before the chart's pods pull them.
+    assert!(images < up);
+    let up_run = &runs[up];
+    for flag in [
+        "--gameplane-registry rehearsal.local/gameplane-test",
+        "--gameplane-tag \"$GAMEPLANE_TAG\"",
+        "--gameplane-agent-image \"rehearsal.local/gameplane-test/agent:$GAMEPLANE_TAG\"",
+    ] {
+        assert!(up_run.contains(flag), "{flag} missing:\n{up_run}");
+    }
+    // The REST server's install after the chart runs the runner's kubectl.
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("REHEARSAL_KUBECTL=$(command -v kubectl)")),
+        "the install's kubectl is named for rehearse"
+    );
+    // The script names the images as the chart values compose them.
+    let script =
+        std::fs::read_to_string(workspace().join("scripts/build-gameplane-images.sh")).unwrap();
+    assert!(script.contains("repository=gameplane-test"));
+    assert!(script.contains("components=(operator agent api)"));
+}

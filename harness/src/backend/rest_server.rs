@@ -219,7 +219,7 @@ impl RestServer {
 
 /// The Kind REST server's manifest (`fixtures/rest-server/rest-server.yaml`): Namespace,
 /// Deployment (`rest-server --no-auth`, data in the node's [`super::kind::NODE_BACKUP_REPO`])
-/// and Service. `rehearse` applies it with kubectl beside the operator; so does the workflow.
+/// and Service. `rehearse` applies it with kubectl after either operator's Kind install.
 pub const KIND_MANIFEST: &str = include_str!("../../../fixtures/rest-server/rest-server.yaml");
 
 /// [`KIND_MANIFEST`]'s documents.

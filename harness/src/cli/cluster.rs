@@ -8,7 +8,9 @@
 //! - `rehearse cluster up --kind [--name N] [--state-dir DIR] [--reference-operator DIR
 //!   [--crds DIR] | --helm-chart CHART [--helm-values FILE…]]` creates (or reuses) a Kind
 //!   cluster, deploys the operator under test (for the reference operator: every image the cases
-//!   use, the CRDs, the operator) and returns; `rehearse cluster down --kind [--name N]` deletes it.
+//!   use, the CRDs, the operator; for the chart: `helm upgrade --install`), then the restic REST
+//!   server of `fixtures/rest-server` (relative to the working directory), and returns;
+//!   `rehearse cluster down --kind [--name N]` deletes it.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,7 +73,8 @@ pub struct UpArgs {
     /// Kind: the CRDs installed with --reference-operator.
     #[arg(long, value_name = "DIR", default_value = "fixtures/crds")]
     pub crds: PathBuf,
-    /// Kind: install Gameplane's Helm chart from this path.
+    /// Kind: install Gameplane's Helm chart from this path (then, as with
+    /// --reference-operator, the restic REST server of ./fixtures/rest-server).
     #[arg(long, value_name = "CHART")]
     pub helm_chart: Option<PathBuf>,
     /// Kind: values files for the chart (repeatable; the image values below still win).

@@ -1,11 +1,12 @@
 //! What `rehearse` installs on a Kind cluster once the backend brought it up: the reference
-//! operator (its images, CRDs and manifests) or Gameplane's Helm chart. The `run` layer puts a
+//! operator (its images, CRDs and manifests) or Gameplane's Helm chart, each followed by the
+//! restic REST server the cases' repositories live on. The `run` layer puts a
 //! [`KindDeploy`] into [`KindOptions::deploy`](crate::backend::kind::KindOptions::deploy).
 
 use futures::future::BoxFuture;
 
 use super::helm::{HelmConfig, HelmInstall};
-use super::reference_operator::KindInstall;
+use super::reference_operator::{KindInstall, RestServerInstall};
 use crate::backend::kind::{Kind, KindDeployment};
 use crate::backend::{Backend, BackendError};
 
@@ -16,21 +17,26 @@ pub enum KindDeploy {
     /// and its manifests applied and its rollout awaited ([`KindInstall`]).
     ReferenceOperator(KindInstall),
     /// Gameplane's Helm chart (`helm upgrade --install … --wait`) run with `helm_program`
-    /// (default `helm`, or `REHEARSAL_HELM`).
+    /// (default `helm`, or `REHEARSAL_HELM`), then the restic REST server the cases'
+    /// repositories live on ([`RestServerInstall`]), as on the reference operator's path.
     Helm {
         /// The chart and its values.
         config: HelmConfig,
         /// The `helm` program (name on PATH or a path).
         helm_program: String,
+        /// The REST server installed after the chart.
+        rest_server: RestServerInstall,
     },
 }
 
 impl KindDeploy {
-    /// Gameplane's chart, installed with the default `helm`.
+    /// Gameplane's chart, installed with the default `helm`, and the REST server of the
+    /// checkout in the working directory (`fixtures/rest-server`).
     pub fn helm(config: HelmConfig) -> Self {
         KindDeploy::Helm {
             config,
             helm_program: std::env::var("REHEARSAL_HELM").unwrap_or_else(|_| "helm".into()),
+            rest_server: RestServerInstall::for_cases(std::path::Path::new("")),
         }
     }
 
@@ -60,11 +66,17 @@ impl KindDeployment for KindDeploy {
                 KindDeploy::Helm {
                     config,
                     helm_program,
+                    rest_server,
                 } => {
                     let mut install = HelmInstall::new(config.clone(), kubeconfig, context);
                     install.helm_program = helm_program.clone();
                     install.run(kind.process_log()).await?;
-                    Ok(())
+                    rest_server
+                        .apply(kubeconfig, context, kind.process_log())
+                        .await
+                        .map_err(|e| {
+                            BackendError::Setup(format!("install the restic REST server: {e}"))
+                        })
                 }
             }
         })

@@ -262,17 +262,16 @@ impl KindInstall {
                 "--timeout",
                 &bound,
             ]),
-            apply_argv(kubectl, kubeconfig, context, &self.rest_server),
-            base(&[
-                "--namespace",
-                crate::backend::rest_server::KIND_NAMESPACE,
-                "rollout",
-                "status",
-                &format!("deployment/{}", crate::backend::rest_server::KIND_SERVICE),
-                "--timeout",
-                &bound,
-            ]),
         ]
+        .into_iter()
+        .chain(rest_server_argvs(
+            kubectl,
+            kubeconfig,
+            context,
+            &self.rest_server,
+            self.bound,
+        ))
+        .collect()
     }
 
     /// Applies the CRDs and the operator and waits for its rollout (the images must already be
@@ -288,6 +287,83 @@ impl KindInstall {
             None => kubectl_path()?,
         };
         for argv in self.kubectl_argvs(&kubectl, kubeconfig, context) {
+            Cmd::new(argv[0].clone())
+                .args(argv[1..].iter().cloned())
+                .timeout(self.bound + Duration::from_secs(30))
+                .run_checked(log)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The kubectl argvs that install the restic REST server the cases' repositories live on
+/// (`fixtures/rest-server`) and wait for its rollout, context pinned. Both operators' Kind
+/// installs end with them: the repository spec the cases write is the same for either.
+pub fn rest_server_argvs(
+    kubectl: &Path,
+    kubeconfig: &Path,
+    context: &str,
+    manifests: &Path,
+    bound: Duration,
+) -> Vec<Vec<String>> {
+    let mut rollout = vec![
+        kubectl.display().to_string(),
+        "--kubeconfig".into(),
+        kubeconfig.display().to_string(),
+        "--context".into(),
+        context.into(),
+    ];
+    rollout.extend(
+        [
+            "--namespace",
+            crate::backend::rest_server::KIND_NAMESPACE,
+            "rollout",
+            "status",
+            &format!("deployment/{}", crate::backend::rest_server::KIND_SERVICE),
+            "--timeout",
+            &format!("{}s", bound.as_secs()),
+        ]
+        .map(String::from),
+    );
+    vec![apply_argv(kubectl, kubeconfig, context, manifests), rollout]
+}
+
+/// The restic REST server alone on Kind (`fixtures/rest-server`, then its rollout): what the
+/// Gameplane chart path installs after `helm upgrade --install`, as [`KindInstall`] does after
+/// the reference operator.
+#[derive(Debug, Clone)]
+pub struct RestServerInstall {
+    /// The REST server's manifests (`fixtures/rest-server`).
+    pub manifests: PathBuf,
+    /// How long its rollout may take.
+    pub bound: Duration,
+    /// kubectl 1.37; `None` is [`kubectl_path`].
+    pub kubectl: Option<PathBuf>,
+}
+
+impl RestServerInstall {
+    /// The REST server of the repository checkout at `root`.
+    pub fn for_cases(root: &Path) -> Self {
+        Self {
+            manifests: root.join("fixtures").join("rest-server"),
+            bound: Duration::from_secs(300),
+            kubectl: None,
+        }
+    }
+
+    /// Applies the manifests and waits for the rollout.
+    pub async fn apply(
+        &self,
+        kubeconfig: &Path,
+        context: &str,
+        log: &ProcessLog,
+    ) -> Result<(), DeployError> {
+        let kubectl = match &self.kubectl {
+            Some(k) => k.clone(),
+            None => kubectl_path()?,
+        };
+        for argv in rest_server_argvs(&kubectl, kubeconfig, context, &self.manifests, self.bound) {
             Cmd::new(argv[0].clone())
                 .args(argv[1..].iter().cloned())
                 .timeout(self.bound + Duration::from_secs(30))

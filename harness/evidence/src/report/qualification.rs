@@ -24,9 +24,67 @@ pub const HTML_FILE: &str = "qualification.html";
 /// The JSON report's file name inside the bundle.
 pub const JSON_FILE: &str = "qualification.json";
 
-/// Where the report links for what each gate proves.
+/// The repository's `docs/contract.md` (what each case and gate proves, from what evidence),
+/// embedded at build time: [`write`] puts a copy next to the report, so the report's link
+/// resolves wherever the report is read — a bundle directory, an unpacked artifact — offline.
+pub const CONTRACT: &str = include_str!("../../../../docs/contract.md");
+/// The contract's copy next to the report, as written (Markdown).
+pub const CONTRACT_MARKDOWN_FILE: &str = "contract.md";
+/// The contract's copy next to the report, as a page a browser shows with heading anchors.
+pub const CONTRACT_HTML_FILE: &str = "contract.html";
+/// The section of the contract the report links to (its heading's anchor).
+pub const CONTRACT_ANCHOR: &str = "the-qualification-procedure-rehearsalqualify-rehearse-qualify";
+/// Where the Markdown report links for what each gate proves, relative to the report file.
 pub const CONTRACT_DOC: &str =
-    "docs/contract.md#the-qualification-procedure-rehearsalqualify-rehearse-qualify";
+    "contract.md#the-qualification-procedure-rehearsalqualify-rehearse-qualify";
+/// Where the HTML report links, relative to the report file.
+pub const CONTRACT_HTML_LINK: &str =
+    "contract.html#the-qualification-procedure-rehearsalqualify-rehearse-qualify";
+
+/// A Markdown heading's anchor as GitHub derives it: lower case, punctuation other than `-` and
+/// `_` dropped, spaces turned into dashes.
+pub fn heading_anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// [`CONTRACT`] as a self-contained page: each heading an `<hN id="anchor">` (the anchors
+/// GitHub gives the Markdown), the text between headings verbatim in wrapped `<pre>` blocks.
+pub fn contract_html() -> String {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>What Rehearsal proves, and from what</title>\n<style>body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}pre{white-space:pre-wrap;font-family:inherit}</style>\n</head>\n<body>\n",
+    );
+    let mut block: Vec<&str> = Vec::new();
+    let flush = |block: &mut Vec<&str>, out: &mut String| {
+        let text = block.join("\n");
+        if !text.trim().is_empty() {
+            let _ = writeln!(out, "<pre>{}</pre>", escape(text.trim_matches('\n')));
+        }
+        block.clear();
+    };
+    for line in CONTRACT.lines() {
+        let level = line.chars().take_while(|c| *c == '#').count();
+        match line[level..].strip_prefix(' ') {
+            Some(heading) if (1..=6).contains(&level) => {
+                flush(&mut block, &mut out);
+                let _ = writeln!(
+                    out,
+                    "<h{level} id=\"{}\">{}</h{level}>",
+                    escape(&heading_anchor(heading)),
+                    escape(heading)
+                );
+            }
+            _ => block.push(line),
+        }
+    }
+    flush(&mut block, &mut out);
+    out.push_str("</body>\n</html>\n");
+    out
+}
 
 /// Who and what ran the qualification (the run's identity receipt).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -603,7 +661,7 @@ pub fn html(r: &QualificationReport) -> String {
     let _ = writeln!(
         out,
         "<p>What each gate proves and reads: <a href=\"{}\">the contract</a>.</p>",
-        escape(CONTRACT_DOC)
+        escape(CONTRACT_HTML_LINK)
     );
     out.push_str(&timeline(r));
     out.push_str("<table class=\"gates\">\n<tr><th>#</th><th>Gate</th><th>Member</th><th>Verdict</th><th>Evidence</th><th>Duration</th></tr>\n");
@@ -680,10 +738,14 @@ pub fn json(r: &QualificationReport) -> String {
     s
 }
 
-/// Writes the three files into `dir` (each to a temporary name, then renamed).
+/// Writes the three report files into `dir`, and beside them the contract they link to
+/// ([`CONTRACT_MARKDOWN_FILE`], [`CONTRACT_HTML_FILE`]); each to a temporary name, then renamed.
+/// Returns the report files (the contract copies are not reports).
 pub fn write(r: &QualificationReport, dir: &Path) -> Result<Vec<PathBuf>, super::WriteError> {
     let mut written = Vec::new();
     for (name, text) in [
+        (CONTRACT_MARKDOWN_FILE, CONTRACT.to_string()),
+        (CONTRACT_HTML_FILE, contract_html()),
         (MARKDOWN_FILE, markdown(r)),
         (HTML_FILE, html(r)),
         (JSON_FILE, json(r)),
@@ -700,7 +762,9 @@ pub fn write(r: &QualificationReport, dir: &Path) -> Result<Vec<PathBuf>, super:
             action: "rename into place",
             source,
         })?;
-        written.push(path);
+        if ![CONTRACT_MARKDOWN_FILE, CONTRACT_HTML_FILE].contains(&name) {
+            written.push(path);
+        }
     }
     Ok(written)
 }
