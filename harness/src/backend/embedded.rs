@@ -185,29 +185,38 @@ impl Embedded {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "embedded".into());
         let log = ProcessLog::default();
-        install_crds(&cluster.client(), Duration::from_secs(10)).await?;
-        // Pods share the host's loopback: a REST server on 127.0.0.1 is reachable from every
-        // copy Job, as a Service is on Kind.
+        // The REST server needs nothing from the API server, and the operator's identity
+        // nothing from the CRDs: each pair starts concurrently, the operator after both of its
+        // prerequisites (cluster + operator up is on every embedded case's critical path).
         let rest = RestServer::start(
             &cluster.state_dir().join("restic-repos"),
             &cluster.state_dir().join("rest-server.log"),
             Duration::from_secs(10),
             &log,
-        )
-        .await?;
-        let operator = if options.operator {
+        );
+        let operator = async {
+            if !options.operator {
+                install_crds(&cluster.client(), Duration::from_secs(10)).await?;
+                return Ok(None);
+            }
             // The operator runs as its own ServiceAccount, held to the RBAC of its manifests.
-            let operator_kubeconfig = reference_operator::grant_identity(
-                &cluster.client(),
-                &cluster.api_url(),
-                Some(&cluster.ca_pem()),
-                CONTEXT,
-                &cluster.state_dir().join("reference-operator.kubeconfig"),
-                options.operator_rules.clone(),
-                Duration::from_secs(24 * 3600),
-            )
-            .await
-            .map_err(|e| BackendError::Setup(format!("reference operator identity: {e}")))?;
+            let identity = async {
+                reference_operator::grant_identity(
+                    &cluster.client(),
+                    &cluster.api_url(),
+                    Some(&cluster.ca_pem()),
+                    CONTEXT,
+                    &cluster.state_dir().join("reference-operator.kubeconfig"),
+                    options.operator_rules.clone(),
+                    Duration::from_secs(24 * 3600),
+                )
+                .await
+                .map_err(|e| BackendError::Setup(format!("reference operator identity: {e}")))
+            };
+            let ((), operator_kubeconfig) = tokio::try_join!(
+                install_crds(&cluster.client(), Duration::from_secs(10)),
+                identity
+            )?;
             let child = reference_operator::start_process(
                 &operator_kubeconfig,
                 CONTEXT,
@@ -219,10 +228,9 @@ impl Embedded {
             )
             .await
             .map_err(|e| BackendError::Setup(e.to_string()))?;
-            Some(child)
-        } else {
-            None
+            Ok::<_, BackendError>(Some(child))
         };
+        let (rest, operator) = tokio::try_join!(rest, operator)?;
         Ok(Self {
             cluster,
             operator,

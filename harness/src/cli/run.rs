@@ -402,7 +402,7 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
     }
     // Every (mutant, case) pair is its own run (one embedded cluster, one bundle), so pairs of
     // different mutants share the machine's `--parallel` slots instead of waiting in turn.
-    let pairs: Vec<(String, &'static Case, String)> = list
+    let mut pairs: Vec<(String, &'static Case, String)> = list
         .iter()
         .flat_map(|(m, cases)| {
             cases
@@ -410,6 +410,8 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
                 .map(move |(c, check)| (m.clone(), *c, check.clone()))
         })
         .collect();
+    // Longest cases first, so the last slot to finish is not a long case started last.
+    pairs.sort_by_key(|(_, case, _)| std::cmp::Reverse(run::case_cost(case.name)));
     let slots = args.target.slots();
     let mut target = args.target.clone();
     target.parallel = Some(1);
