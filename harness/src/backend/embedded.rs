@@ -188,21 +188,21 @@ impl Embedded {
         // The REST server needs nothing from the API server, and the operator's identity
         // nothing from the CRDs: each pair starts concurrently, the operator after both of its
         // prerequisites (cluster + operator up is on every embedded case's critical path).
-        let rest = RestServer::start(
-            &cluster.state_dir().join("restic-repos"),
-            &cluster.state_dir().join("rest-server.log"),
-            Duration::from_secs(10),
-            &log,
+        let (repos, rest_log) = (
+            cluster.state_dir().join("restic-repos"),
+            cluster.state_dir().join("rest-server.log"),
         );
+        let rest = RestServer::start(&repos, &rest_log, Duration::from_secs(10), &log);
+        let client = cluster.client();
         let operator = async {
             if !options.operator {
-                install_crds(&cluster.client(), Duration::from_secs(10)).await?;
+                install_crds(&client, Duration::from_secs(10)).await?;
                 return Ok(None);
             }
             // The operator runs as its own ServiceAccount, held to the RBAC of its manifests.
             let identity = async {
                 reference_operator::grant_identity(
-                    &cluster.client(),
+                    &client,
                     &cluster.api_url(),
                     Some(&cluster.ca_pem()),
                     CONTEXT,
@@ -213,10 +213,8 @@ impl Embedded {
                 .await
                 .map_err(|e| BackendError::Setup(format!("reference operator identity: {e}")))
             };
-            let ((), operator_kubeconfig) = tokio::try_join!(
-                install_crds(&cluster.client(), Duration::from_secs(10)),
-                identity
-            )?;
+            let ((), operator_kubeconfig) =
+                tokio::try_join!(install_crds(&client, Duration::from_secs(10)), identity)?;
             let child = reference_operator::start_process(
                 &operator_kubeconfig,
                 CONTEXT,

@@ -636,14 +636,8 @@ mod tests {
                 owner: OwnerReference::default(),
                 default_agent_image: "agent:1",
             });
-            c.statefulset
-                .spec
-                .unwrap()
-                .template
-                .spec
-                .unwrap()
-                .containers[0]
-                .clone()
+            let pod = c.statefulset.spec.template.spec.unwrap();
+            pod.containers[0].clone()
         };
         let default = game(&template);
         let tcp = default.readiness_probe.expect("a default readiness probe");
