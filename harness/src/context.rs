@@ -301,7 +301,15 @@ pub struct Bounds {
     pub pull_failure: Duration,
     /// A single probe (join, HTTP, RCON).
     pub probe: Duration,
+    /// A join that sees no progress in its current stage (nothing but keep-alives) for this
+    /// long has stalled there: the join gate's verdict without waiting out [`Self::probe`].
+    /// `REHEARSAL_JOIN_STALL` (e.g. `3s`, `1500ms`) overrides it.
+    pub join_stall: Duration,
 }
+
+/// Default of [`Bounds::join_stall`]: a server's configuration phase is a burst of packets
+/// answered in milliseconds; seconds of keep-alives only mean it will not finish.
+pub const JOIN_STALL: Duration = Duration::from_secs(3);
 
 impl Default for Bounds {
     fn default() -> Self {
@@ -309,7 +317,26 @@ impl Default for Bounds {
             settle: Duration::from_secs(90),
             pull_failure: Duration::from_secs(60),
             probe: Duration::from_secs(10),
+            join_stall: JOIN_STALL,
         }
+    }
+}
+
+impl Bounds {
+    /// The defaults with `REHEARSAL_JOIN_STALL` applied; a one-line error for a bad value.
+    pub fn from_env() -> Result<Self, String> {
+        let mut bounds = Self::default();
+        if let Ok(value) = std::env::var("REHEARSAL_JOIN_STALL") {
+            let parsed = fixture_game::ready::parse_duration(&value)
+                .ok()
+                .filter(|d| !d.is_zero());
+            bounds.join_stall = parsed.ok_or_else(|| {
+                format!(
+                    "REHEARSAL_JOIN_STALL={value:?} is not a duration: set it like 3s or 1500ms (above zero), or unset it for {JOIN_STALL:?}"
+                )
+            })?;
+        }
+        Ok(bounds)
     }
 }
 
@@ -342,7 +369,8 @@ impl<'a> CaseContext<'a> {
             client: backend.client(),
             namespace,
             recorder,
-            bounds: Bounds::default(),
+            // The CLI checked the environment before any case started (`Bounds::from_env`).
+            bounds: Bounds::from_env().unwrap_or_default(),
             harness_mutant: None,
             operator: crate::deploy::profile::OperatorProfile::Reference,
             started: Instant::now(),

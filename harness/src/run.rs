@@ -28,6 +28,44 @@ pub const CASE_BOUND: Duration = Duration::from_secs(600);
 /// collecting a failed case's artifacts, tearing down and finalizing the bundle.
 pub const CASE_OVERHEAD: Duration = Duration::from_secs(120);
 
+/// Relative cost of each case (its median wall in tenths of a second, measured with
+/// `rehearse bench` on the embedded cluster, release build, 2 cores; see the README's
+/// Benchmarks). A run starts its cases longest first, so with `--parallel N` the longest case
+/// does not start last and stretch the wall beyond it; the self-test orders its (mutant, case)
+/// runs the same way. Only the order depends on it: re-measure when a case changes much. A
+/// case missing here counts as [`DEFAULT_COST`].
+pub const CASE_COSTS: &[(&str, u32)] = &[
+    ("format_change_restore_required_rollback", 86),
+    ("halt_at_later_batch", 82),
+    ("format_change_compatible_rollback", 65),
+    ("candidate_stalls_configuration", 60),
+    ("idle_asleep_stopped_server_backup", 51),
+    ("http_only_candidate", 50),
+    ("stopped_server_backups", 49),
+    ("candidate_refuses_login", 43),
+    ("live_backup_restore_round_trip", 38),
+    ("unpullable_candidate", 35),
+];
+
+/// Cost of a case [`CASE_COSTS`] does not list.
+pub const DEFAULT_COST: u32 = 20;
+
+/// The cost weight of case `name` ([`CASE_COSTS`]).
+pub fn case_cost(name: &str) -> u32 {
+    CASE_COSTS
+        .iter()
+        .find(|(case, _)| *case == name)
+        .map_or(DEFAULT_COST, |(_, cost)| *cost)
+}
+
+/// The indices of `cases` in the order a run starts them: costliest first, ties in the
+/// given order.
+pub fn start_order(cases: &[&Case]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(case_cost(cases[i].name)));
+    order
+}
+
 /// Which cluster a run uses.
 #[derive(Debug, Clone)]
 pub enum Cluster {
@@ -327,59 +365,64 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
         harness_mutant,
         expected_operator: config.operator_profile,
     };
-    let jobs = config.cases.iter().enumerate().map(|(index, case)| {
-        let bundle = bundle.clone();
-        let shared = shared.clone();
-        let options = options.clone();
-        let cluster = config.cluster.clone();
-        let mutant = operator_mutant.clone();
-        let bar = multi.add(ProgressBar::new_spinner());
-        bar.set_style(style.clone());
-        bar.set_prefix(case.name);
-        bar.set_message("waiting");
-        async move {
-            bar.enable_steady_tick(Duration::from_millis(120));
-            bar.set_message("running");
-            let result = match shared {
-                Some(backend) => {
-                    cases::run_case(backend.as_ref().as_ref(), &bundle, case, &options).await
-                }
-                None => match start_backend(&cluster, mutant.as_deref()).await {
-                    Ok(backend) => {
-                        let r = cases::run_case(backend.as_ref(), &bundle, case, &options).await;
-                        let keep = options.keep_on_failure
-                            && matches!(&r, Ok(res) if res.verdict == Verdict::Failed);
-                        let _ = backend.teardown(keep).await;
-                        r
+    // Longest cases first (results go back into the cases' order below).
+    let order = start_order(&config.cases);
+    let jobs = order
+        .into_iter()
+        .map(|index| (index, config.cases[index]))
+        .map(|(index, case)| {
+            let bundle = bundle.clone();
+            let shared = shared.clone();
+            let options = options.clone();
+            let cluster = config.cluster.clone();
+            let mutant = operator_mutant.clone();
+            let bar = multi.add(ProgressBar::new_spinner());
+            bar.set_style(style.clone());
+            bar.set_prefix(case.name);
+            bar.set_message("waiting");
+            async move {
+                bar.enable_steady_tick(Duration::from_millis(120));
+                bar.set_message("running");
+                let result = match shared {
+                    Some(backend) => {
+                        cases::run_case(backend.as_ref().as_ref(), &bundle, case, &options).await
                     }
-                    Err(e) => {
-                        let reason = format!("could not start the embedded cluster: {e}");
-                        match bundle.case(case.name, case.bucket) {
-                            Ok(rec) => {
-                                rec.finish_with_reason(Verdict::Failed, Some(&reason))
+                    None => match start_backend(&cluster, mutant.as_deref()).await {
+                        Ok(backend) => {
+                            let r =
+                                cases::run_case(backend.as_ref(), &bundle, case, &options).await;
+                            let keep = options.keep_on_failure
+                                && matches!(&r, Ok(res) if res.verdict == Verdict::Failed);
+                            let _ = backend.teardown(keep).await;
+                            r
+                        }
+                        Err(e) => {
+                            let reason = format!("could not start the embedded cluster: {e}");
+                            match bundle.case(case.name, case.bucket) {
+                                Ok(rec) => rec
+                                    .finish_with_reason(Verdict::Failed, Some(&reason))
                                     .map(|_| CaseResult {
                                         case: case.name,
                                         verdict: Verdict::Failed,
                                         reason: Some(reason),
                                         failed_checks: Vec::new(),
                                         duration: Duration::ZERO,
-                                    })
+                                    }),
+                                Err(e) => Err(e),
                             }
-                            Err(e) => Err(e),
                         }
-                    }
-                },
-            };
-            match &result {
-                Ok(r) => bar.finish_with_message(match &r.reason {
-                    None => format!("{}", r.verdict),
-                    Some(why) => format!("{}: {why}", r.verdict),
-                }),
-                Err(e) => bar.finish_with_message(format!("evidence error: {e}")),
+                    },
+                };
+                match &result {
+                    Ok(r) => bar.finish_with_message(match &r.reason {
+                        None => format!("{}", r.verdict),
+                        Some(why) => format!("{}: {why}", r.verdict),
+                    }),
+                    Err(e) => bar.finish_with_message(format!("evidence error: {e}")),
+                }
+                result.map(|r| (index, r))
             }
-            result.map(|r| (index, r))
-        }
-    });
+        });
     // Unordered: a slot frees as soon as its case ends (an ordered buffer would hold a slot
     // for every finished case queued behind a slower earlier one). Results are put back in
     // the cases' order below.
@@ -444,5 +487,37 @@ async fn interrupt_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_costed_case_exists_and_runs_start_costliest_first() {
+        for (name, _) in CASE_COSTS {
+            assert!(
+                cases::CASES.iter().any(|c| c.name == *name),
+                "CASE_COSTS names {name}, which is not a case"
+            );
+        }
+        let all: Vec<&Case> = cases::CASES.iter().collect();
+        let order = start_order(&all);
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..all.len()).collect::<Vec<_>>(), "a permutation");
+        let costs: Vec<u32> = order.iter().map(|&i| case_cost(all[i].name)).collect();
+        assert!(
+            costs.windows(2).all(|w| w[0] >= w[1]),
+            "costliest first: {costs:?}"
+        );
+        // Equal costs keep the cases' own order.
+        let cheap: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| case_cost(all[i].name) == DEFAULT_COST)
+            .collect();
+        assert!(cheap.windows(2).all(|w| w[0] < w[1]), "{cheap:?}");
     }
 }

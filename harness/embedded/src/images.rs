@@ -318,6 +318,15 @@ impl ImageCatalogue {
                 continue;
             };
             let entrypoint = vec![path.to_string_lossy().into_owned()];
+            // The built image has its binary on `PATH` (/usr/local/bin), so a probe or exec
+            // can name it bare (`fixture-game ready`); here its directory comes first.
+            let mut env = env;
+            if let Some(dir) = path.parent() {
+                env.push((
+                    "PATH".to_string(),
+                    format!("{}:{WORKSPACE_IMAGE_PATH}", dir.display()),
+                ));
+            }
             catalogue.insert_entry(
                 &reference,
                 Entry::lazy(Image::deferred(path, entrypoint, cmd, env)),
@@ -417,6 +426,10 @@ fn key_repo(key: &str) -> &str {
         }
     }
 }
+
+/// `PATH` of the workspace images after their binary's directory: the container runtimes'
+/// default, which the Dockerfile's images have with `/usr/local/bin/<binary>` on it.
+const WORKSPACE_IMAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Finds a binary built by this workspace: `$REHEARSAL_BIN_DIR`, next to the running
 /// executable, in its parent (test binaries live in `target/debug/deps/`), then `$PATH`.

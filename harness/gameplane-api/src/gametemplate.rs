@@ -1,6 +1,6 @@
 //! `GameTemplate`: a cluster-scoped catalogue entry for one game and its versions (CONTRACT A).
 
-use k8s_openapi::api::core::v1::EnvVar;
+use k8s_openapi::api::core::v1::{EnvVar, Probe};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -61,6 +61,10 @@ pub struct GameTemplateSpec {
     /// The agent sidecar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentSpec>,
+    /// Default readiness, liveness and startup probes of the game container; the operator
+    /// supplies its own defaults for those unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<TemplateProbes>,
 }
 
 /// One selectable version.
@@ -179,6 +183,21 @@ pub struct AgentSpec {
     /// Agent image; the operator's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+}
+
+/// The game container's probes (Kubernetes' own `Probe` type, as in Gameplane's CRD).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateProbes {
+    /// Readiness probe: a Ready game pod accepts connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<Probe>,
+    /// Liveness probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<Probe>,
+    /// Startup probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup: Option<Probe>,
 }
 
 impl GameTemplate {

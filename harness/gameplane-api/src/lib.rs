@@ -34,7 +34,7 @@ pub use gameserver::{
 };
 pub use gametemplate::{
     AgentSpec, GamePort, GameTemplate, GameTemplateSpec, GameVersion, QuiesceCapability, RconSpec,
-    SecretKeyRef, TemplateCapabilities, TemplateStorage,
+    SecretKeyRef, TemplateCapabilities, TemplateProbes, TemplateStorage,
 };
 pub use restore::{BackupRef, Restore, RestorePhase, RestoreSpec, RestoreStatus};
 

@@ -183,20 +183,27 @@ impl Embedded {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "embedded".into());
         let log = ProcessLog::default();
-        install_crds(&cluster.client(), Duration::from_secs(10)).await?;
+        // The REST server needs nothing from the API server: it starts while the CRDs are
+        // installed and the operator deployed (cluster + operator up is on every embedded
+        // case's critical path).
+        let (repos, rest_log) = (
+            cluster.state_dir().join("restic-repos"),
+            cluster.state_dir().join("rest-server.log"),
+        );
         // Pods share the host's loopback: a REST server on 127.0.0.1 is reachable from every
         // copy Job, as a Service is on Kind.
-        let rest = RestServer::start(
-            &cluster.state_dir().join("restic-repos"),
-            &cluster.state_dir().join("rest-server.log"),
-            Duration::from_secs(10),
-            &log,
-        )
-        .await?;
-        let operator = match &options.deploy {
-            Some(deployment) => Some(deployment.deploy(&cluster, &log).await?),
-            None => None,
+        let rest = RestServer::start(&repos, &rest_log, Duration::from_secs(10), &log);
+        let client = cluster.client();
+        let operator = async {
+            install_crds(&client, Duration::from_secs(10)).await?;
+            match &options.deploy {
+                Some(deployment) => {
+                    Ok::<_, BackendError>(Some(deployment.deploy(&cluster, &log).await?))
+                }
+                None => Ok(None),
+            }
         };
+        let (rest, operator) = tokio::try_join!(rest, operator)?;
         Ok(Self {
             cluster,
             operator,

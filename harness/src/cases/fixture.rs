@@ -11,11 +11,13 @@ use gameplane_api::gameserver::{
 };
 use gameplane_api::gametemplate::{
     AgentSpec, GamePort, GameTemplate, GameTemplateSpec, GameVersion, QuiesceCapability, RconSpec,
-    SecretKeyRef, TemplateCapabilities,
+    SecretKeyRef, TemplateCapabilities, TemplateProbes,
 };
 use gameplane_api::names;
 use gameplane_api::restore::{BackupRef, Restore, RestoreSpec};
-use k8s_openapi::api::core::v1::{Container, EnvVar, PersistentVolumeClaim, Pod, PodSpec, Secret};
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, ExecAction, PersistentVolumeClaim, Pod, PodSpec, Probe, Secret,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde::Serialize;
@@ -156,8 +158,40 @@ fn image_for(options: &FixtureOptions, id: &str) -> String {
     }
 }
 
+/// How long the readiness probe waits for the game port ([`readiness_probe`]).
+pub const READY_WITHIN: &str = "900ms";
+
+/// The fixture game's readiness probe, chosen deliberately (Kind runs the same template).
+///
+/// A kubelet probes readiness as soon as the container runs (the embedded node at once; Kind's
+/// kubelet on the first status sync after the start), usually before the game has bound its
+/// port; a `tcpSocket` probe then fails and the pod waits a full period for the next try,
+/// which was one second per game pod start. The exec probe `fixture-game ready` connects to the
+/// game port (`POD_IP`:`FIXTURE_GAME_PORT`, as the game binds them) and retries for at most
+/// [`READY_WITHIN`], so the first probe succeeds as soon as the game listens. Ready means what
+/// it meant: the game accepts connections. `timeoutSeconds` 2 leaves room for the exec's own
+/// start on Kind; `periodSeconds` is Kubernetes' default (10), so a running game costs one exec
+/// every 10 s; `failureThreshold` 3 as by default.
+pub fn readiness_probe() -> Probe {
+    Probe {
+        exec: Some(ExecAction {
+            command: Some(vec![
+                "fixture-game".into(),
+                "ready".into(),
+                "--within".into(),
+                READY_WITHIN.into(),
+            ]),
+        }),
+        period_seconds: Some(10),
+        timeout_seconds: Some(2),
+        failure_threshold: Some(3),
+        ..Default::default()
+    }
+}
+
 /// The GameTemplate a fixture uses: the fixture game's versions, Minecraft's RCON (the Source
-/// protocol), the quiesce commands, and (when [`FixtureOptions::provides_agent`]) the agent.
+/// protocol), the quiesce commands, the readiness probe ([`readiness_probe`]), and (when
+/// [`FixtureOptions::provides_agent`]) the agent.
 pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
     let ids = [
         VERSION_STABLE,
@@ -214,6 +248,11 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
             }),
             agent: options.provides_agent.then(|| AgentSpec {
                 image: Some(agent_image.into()),
+            }),
+            probes: Some(TemplateProbes {
+                readiness: Some(readiness_probe()),
+                liveness: None,
+                startup: None,
             }),
         },
     )

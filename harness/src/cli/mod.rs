@@ -82,6 +82,8 @@ pub enum Command {
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
+    // Case bounds come from the environment: a bad value stops every command up front.
+    crate::context::Bounds::from_env().map_err(CliError::usage)?;
     match cli.command {
         Command::Cluster(c) => cluster::run(c).await,
         Command::Probe(c) => probe::run(c).await,

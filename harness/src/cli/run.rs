@@ -396,7 +396,7 @@ async fn kill_matrix(
 ) -> Result<KillMatrix, CliError> {
     // Every (mutant, case) pair is its own run (one embedded cluster, one bundle), so pairs of
     // different mutants share the machine's `--parallel` slots instead of waiting in turn.
-    let pairs: Vec<(String, &'static Case, String)> = list
+    let mut pairs: Vec<(String, &'static Case, String)> = list
         .iter()
         .flat_map(|(m, cases)| {
             cases
@@ -404,6 +404,8 @@ async fn kill_matrix(
                 .map(move |(c, check)| (m.clone(), *c, check.clone()))
         })
         .collect();
+    // Longest cases first, so the last slot to finish is not a long case started last.
+    pairs.sort_by_key(|(_, case, _)| std::cmp::Reverse(run::case_cost(case.name)));
     let slots = target.slots();
     let mut target = target.clone();
     target.parallel = Some(1);

@@ -72,7 +72,19 @@ impl MinecraftVerdict {
 
 /// Joins `addr` up to `wanted` with the 26.1 protocol, bounded by `timeout`.
 pub async fn probe(addr: SocketAddr, wanted: Depth, timeout: Duration) -> MinecraftVerdict {
-    match fixture_game::client::probe(addr, wanted, PROTOCOL_26_1, timeout).await {
+    probe_bounded(addr, wanted, timeout, timeout).await
+}
+
+/// [`probe`], failing early in a stage that sees no progress for `stall` (nothing but
+/// keep-alives and pings): the same verdict (depth reached, failed stage) as waiting out
+/// `timeout`, sooner.
+pub async fn probe_bounded(
+    addr: SocketAddr,
+    wanted: Depth,
+    timeout: Duration,
+    stall: Duration,
+) -> MinecraftVerdict {
+    match fixture_game::client::probe_bounded(addr, wanted, PROTOCOL_26_1, timeout, stall).await {
         Ok(outcome) => {
             let ok = outcome.depth_reached >= wanted;
             // Short of the asked depth without an error: the server disconnected the client.
@@ -201,6 +213,48 @@ mod tests {
                 && line.contains("error="),
             "{line}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_stall_bound_gives_the_timeouts_verdict_without_waiting_for_it() {
+        let (addr, task) = game(Join::StallConfiguration).await;
+        // The server keeps sending keep-alives (every 100 ms): they are not progress.
+        let stalled = probe_bounded(
+            addr,
+            Depth::Play,
+            Duration::from_secs(600),
+            Duration::from_millis(500),
+        )
+        .await;
+        let timed_out = probe(addr, Depth::Play, Duration::from_secs(1)).await;
+        task.abort();
+        for v in [&stalled, &timed_out] {
+            assert_eq!(
+                (v.ok, v.reached, v.failed_stage.as_deref()),
+                (false, Some(Depth::Login), Some(stage::CONFIGURATION)),
+                "{}",
+                v.line()
+            );
+        }
+        assert!(
+            stalled
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("made no progress in configuration")),
+            "{}",
+            stalled.line()
+        );
+        // A server that progresses is not cut short by the stall bound.
+        let (addr, task) = game(Join::Complete).await;
+        let v = probe_bounded(
+            addr,
+            Depth::Play,
+            Duration::from_secs(600),
+            Duration::from_millis(500),
+        )
+        .await;
+        task.abort();
+        assert!(v.ok, "{}", v.line());
     }
 
     #[tokio::test]

@@ -326,7 +326,7 @@ pub async fn join(
                 ctx.namespace
             ))
         })?;
-    Ok(minecraft::probe(reach.addr, depth, ctx.bounds.probe).await)
+    Ok(minecraft::probe_bounded(reach.addr, depth, ctx.bounds.probe, ctx.bounds.join_stall).await)
 }
 
 /// The depth the join gate asks for: play, unless a harness mutant weakened it.

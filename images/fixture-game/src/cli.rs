@@ -1,4 +1,4 @@
-//! The command line: `serve`, `agent` and `inspect`, and the exit code of each.
+//! The command line: `serve`, `agent`, `inspect` and `ready`, and the exit code of each.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::agent::{self, AgentArgs};
 use crate::inspect;
 use crate::mode::Mode;
+use crate::ready::{self, ReadyArgs};
 use crate::serve::{self, ServeArgs};
 
 /// A small Minecraft 26.1 server with RCON, its Gameplane-compatible agent, and a world
@@ -36,6 +37,9 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Exit 0 once the game port accepts a TCP connection, retrying for at most `--within`
+    /// (the fixture templates' readiness probe); exit 1 otherwise.
+    Ready(ReadyArgs),
 }
 
 /// Parse the command line and run it.
@@ -52,6 +56,13 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => run_serve(*args),
         Command::Agent(args) => run_agent(*args),
         Command::Inspect { paths } => run_inspect(&paths),
+        Command::Ready(args) => match ready::ready(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fixture-game ready: {e}");
+                ExitCode::from(1)
+            }
+        },
     }
 }
 

@@ -19,6 +19,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use azalea_protocol::connect::Connection;
 use azalea_protocol::packets::ClientIntention;
 use azalea_protocol::packets::config::{
@@ -153,6 +155,21 @@ pub enum ProbeError {
         /// The bound that ran out.
         timeout: Duration,
     },
+    /// The server kept the connection open but sent nothing that advances `at.stage` (only
+    /// keep-alives and pings, or nothing) for `idle`: the join has stalled.
+    #[error(
+        "{addr} made no progress in {} for {idle:?}, only keep-alives or silence (deepest stage completed: {})",
+        at.stage,
+        at.reached_name()
+    )]
+    Stalled {
+        /// The game's address.
+        addr: SocketAddr,
+        /// How far the client got.
+        at: Progress,
+        /// How long nothing advanced the stage.
+        idle: Duration,
+    },
     /// The server sent something that is not the Minecraft 26.1 protocol, or closed early.
     #[error("{addr} broke the Minecraft protocol during {}: {detail}", at.stage)]
     Protocol {
@@ -171,6 +188,7 @@ impl ProbeError {
         match self {
             ProbeError::Connect { at, .. }
             | ProbeError::Timeout { at, .. }
+            | ProbeError::Stalled { at, .. }
             | ProbeError::Protocol { at, .. } => at,
         }
     }
@@ -190,6 +208,37 @@ impl ProbeError {
 enum Failure {
     Connect(std::io::Error),
     Protocol(String),
+    Stalled(Duration),
+}
+
+/// When the probe last saw progress, and how long it waits for more ([`probe_bounded`]).
+struct Stall {
+    idle: Duration,
+    since: Instant,
+}
+
+impl Stall {
+    fn new(idle: Duration) -> Self {
+        Self {
+            idle,
+            since: Instant::now(),
+        }
+    }
+
+    /// Something advanced the join: the idle bound starts again.
+    fn progressed(&mut self) {
+        self.since = Instant::now();
+    }
+
+    /// `read`, unless the stage has seen no progress for the idle bound.
+    async fn within<T>(
+        &self,
+        read: impl std::future::Future<Output = Result<T, Failure>>,
+    ) -> Result<T, Failure> {
+        tokio::time::timeout_at(self.since + self.idle, read)
+            .await
+            .unwrap_or(Err(Failure::Stalled(self.idle)))
+    }
 }
 
 const PROBE_NAME: &str = "rehearsal";
@@ -203,15 +252,31 @@ pub async fn probe(
     protocol: i32,
     timeout: Duration,
 ) -> Result<ProbeOutcome, ProbeError> {
+    probe_bounded(addr, depth, protocol, timeout, timeout).await
+}
+
+/// [`probe`], and a stall bound: a join that receives nothing advancing its current stage
+/// (keep-alives and pings do not; every other packet does) for `stall` fails with
+/// [`ProbeError::Stalled`] in that stage, without waiting for the whole `timeout`.
+pub async fn probe_bounded(
+    addr: SocketAddr,
+    depth: Depth,
+    protocol: i32,
+    timeout: Duration,
+    stall: Duration,
+) -> Result<ProbeOutcome, ProbeError> {
     let mut at = Progress {
         stage: stage::STATUS,
         outcome: None,
     };
-    let result = tokio::time::timeout(timeout, run(addr, depth, protocol, &mut at)).await;
+    let mut watch = Stall::new(stall);
+    let result =
+        tokio::time::timeout(timeout, run(addr, depth, protocol, &mut at, &mut watch)).await;
     match result {
         Ok(Ok(outcome)) => Ok(outcome),
         Ok(Err(Failure::Connect(source))) => Err(ProbeError::Connect { addr, at, source }),
         Ok(Err(Failure::Protocol(detail))) => Err(ProbeError::Protocol { addr, at, detail }),
+        Ok(Err(Failure::Stalled(idle))) => Err(ProbeError::Stalled { addr, at, idle }),
         Err(_) => Err(ProbeError::Timeout { addr, at, timeout }),
     }
 }
@@ -263,15 +328,21 @@ fn reach(at: &mut Progress, depth: Depth) {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one join, stage by stage in protocol order, each read under the stall bound"
+)]
 async fn run(
     addr: SocketAddr,
     depth: Depth,
     protocol: i32,
     at: &mut Progress,
+    watch: &mut Stall,
 ) -> Result<ProbeOutcome, Failure> {
     // Status always uses the server's own protocol number: status carries no version check.
     at.stage = stage::STATUS;
-    at.outcome = Some(status(addr).await?);
+    at.outcome = Some(status(addr, watch).await?);
+    watch.progressed();
     if depth == Depth::Query {
         return Ok(at.outcome.clone().expect("status outcome"));
     }
@@ -287,7 +358,11 @@ async fn run(
     .await
     .map_err(io)?;
     loop {
-        match conn.read().await.map_err(proto)? {
+        let packet = watch
+            .within(async { conn.read().await.map_err(proto) })
+            .await?;
+        watch.progressed();
+        match packet {
             ClientboundLoginPacket::LoginCompression(p) => {
                 conn.set_compression_threshold(p.compression_threshold);
             }
@@ -309,9 +384,19 @@ async fn run(
     }
 
     at.stage = stage::CONFIGURATION;
+    watch.progressed();
     let mut conn = conn.config();
     loop {
-        match conn.read().await.map_err(proto)? {
+        let packet = watch
+            .within(async { conn.read().await.map_err(proto) })
+            .await?;
+        if !matches!(
+            packet,
+            ClientboundConfigPacket::KeepAlive(_) | ClientboundConfigPacket::Ping(_)
+        ) {
+            watch.progressed();
+        }
+        match packet {
             ClientboundConfigPacket::FinishConfiguration(_) => {
                 conn.write(ServerboundFinishConfiguration)
                     .await
@@ -338,10 +423,20 @@ async fn run(
     }
 
     at.stage = stage::PLAY;
+    watch.progressed();
     let mut conn = conn.game();
     let mut logged_in = false;
     loop {
-        match conn.read().await.map_err(proto)? {
+        let packet = watch
+            .within(async { conn.read().await.map_err(proto) })
+            .await?;
+        if !matches!(
+            packet,
+            ClientboundGamePacket::KeepAlive(_) | ClientboundGamePacket::Ping(_)
+        ) {
+            watch.progressed();
+        }
+        match packet {
             ClientboundGamePacket::Login(_) => logged_in = true,
             ClientboundGamePacket::KeepAlive(p) if logged_in => {
                 conn.write(ServerboundKeepAlive { id: p.id })
@@ -358,20 +453,25 @@ async fn run(
     }
 }
 
-async fn status(addr: SocketAddr) -> Result<ProbeOutcome, Failure> {
+async fn status(addr: SocketAddr, watch: &Stall) -> Result<ProbeOutcome, Failure> {
     let protocol = azalea_protocol::packets::PROTOCOL_VERSION;
     let mut conn = connect(addr, protocol, ClientIntention::Status)
         .await?
         .status();
     conn.write(ServerboundStatusRequest).await.map_err(io)?;
-    let ClientboundStatusPacket::StatusResponse(response) = conn.read().await.map_err(proto)?
+    let ClientboundStatusPacket::StatusResponse(response) = watch
+        .within(async { conn.read().await.map_err(proto) })
+        .await?
     else {
         return Err(Failure::Protocol("expected a status response".into()));
     };
     conn.write(ServerboundPingRequest { time: 1 })
         .await
         .map_err(io)?;
-    match conn.read().await.map_err(proto)? {
+    match watch
+        .within(async { conn.read().await.map_err(proto) })
+        .await?
+    {
         ClientboundStatusPacket::PongResponse(p) if p.time == 1 => {}
         other => {
             return Err(Failure::Protocol(format!("expected pong 1, got {other:?}")));

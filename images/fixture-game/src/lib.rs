@@ -2,8 +2,8 @@
 //! 775) and Minecraft RCON, keeps worlds that an unquiesced copy can tear, changes its save
 //! format between versions, and ships a Gameplane-compatible agent and a volume inspector.
 //!
-//! The binary `fixture-game` has three subcommands: `serve` ([`serve`]), `agent` ([`agent`])
-//! and `inspect` ([`inspect`]). Other crates use [`client::probe`] (a real Minecraft client),
+//! The binary `fixture-game` has four subcommands: `serve` ([`serve`]), `agent` ([`agent`]),
+//! `inspect` ([`inspect`]) and `ready` ([`ready`], the fixture templates' readiness probe). Other crates use [`client::probe`] (a real Minecraft client),
 //! [`rcon::RconClient`] and the [`inspect`] and [`audit`] types.
 //!
 //! # Modes
@@ -49,6 +49,7 @@ pub mod mode;
 pub mod mods;
 pub mod players;
 pub mod rcon;
+pub mod ready;
 pub mod save;
 pub mod serve;
 pub mod world;

@@ -328,7 +328,11 @@ fn environments(inputs: &Inputs<'_>) -> (Vec<EnvVar>, Vec<EnvVar>) {
     (game_env, agent_env)
 }
 
-/// The game container: its ports, a TCP readiness probe on the first one, and the mounts.
+/// The game container: its ports, its probes and the mounts.
+///
+/// The template's `probes` are used as given; without a readiness probe the operator's default
+/// is a TCP probe on the first declared port every second (Ready means the game accepts
+/// connections, not merely that the process exists: backups and joins act on a Ready pod).
 fn game_container(
     template: &GameTemplate,
     image: String,
@@ -346,21 +350,24 @@ fn game_container(
             ..Default::default()
         })
         .collect();
-    // Ready means the game accepts connections on its first declared port, not merely that
-    // the process exists: backups and joins act on a Ready pod.
-    let readiness_probe = game_ports.first().map(|p| Probe {
-        tcp_socket: Some(TCPSocketAction {
-            port: IntOrString::Int(p.container_port),
+    let probes = template.spec.probes.clone().unwrap_or_default();
+    let readiness_probe = probes.readiness.or_else(|| {
+        game_ports.first().map(|p| Probe {
+            tcp_socket: Some(TCPSocketAction {
+                port: IntOrString::Int(p.container_port),
+                ..Default::default()
+            }),
+            period_seconds: Some(1),
             ..Default::default()
-        }),
-        period_seconds: Some(1),
-        ..Default::default()
+        })
     });
     Container {
         name: containers::GAME.to_string(),
         image: Some(image),
         env: Some(game_env),
         readiness_probe,
+        liveness_probe: probes.liveness,
+        startup_probe: probes.startup,
         ports: (!game_ports.is_empty()).then_some(game_ports),
         volume_mounts: Some(mounts),
         ..Default::default()
@@ -608,6 +615,60 @@ mod tests {
             .map(|m| m.mount_path.as_str())
             .collect();
         assert_eq!(mounts, ["/data", "/worlds/nether", "/mods"]);
+    }
+
+    #[test]
+    fn readiness_is_the_templates_probe_else_tcp_on_the_first_port() {
+        let (server, mut template) = inputs_fixture(false);
+        template.spec.ports = vec![gameplane_api::GamePort {
+            name: "minecraft".into(),
+            container_port: 25565,
+            protocol: None,
+        }];
+        let game = |template: &GameTemplate| {
+            let version = template
+                .select_version(server.spec.version.as_deref())
+                .cloned();
+            let c = build(&Inputs {
+                server: &server,
+                template,
+                version: version.as_ref(),
+                owner: OwnerReference::default(),
+                default_agent_image: "agent:1",
+            });
+            let pod = c.statefulset.spec.template.spec.unwrap();
+            pod.containers[0].clone()
+        };
+        let default = game(&template);
+        let tcp = default.readiness_probe.expect("a default readiness probe");
+        assert_eq!(
+            tcp.tcp_socket.map(|t| t.port),
+            Some(IntOrString::Int(25565))
+        );
+        assert_eq!(tcp.period_seconds, Some(1));
+        assert!(default.liveness_probe.is_none() && default.startup_probe.is_none());
+
+        let exec = Probe {
+            exec: Some(k8s_openapi::api::core::v1::ExecAction {
+                command: Some(vec!["fixture-game".into(), "ready".into()]),
+            }),
+            period_seconds: Some(10),
+            timeout_seconds: Some(2),
+            ..Default::default()
+        };
+        let liveness = Probe {
+            period_seconds: Some(30),
+            ..exec.clone()
+        };
+        template.spec.probes = Some(gameplane_api::TemplateProbes {
+            readiness: Some(exec.clone()),
+            liveness: Some(liveness.clone()),
+            startup: None,
+        });
+        let chosen = game(&template);
+        assert_eq!(chosen.readiness_probe, Some(exec));
+        assert_eq!(chosen.liveness_probe, Some(liveness));
+        assert_eq!(chosen.startup_probe, None);
     }
 
     #[test]

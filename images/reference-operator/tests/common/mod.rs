@@ -212,6 +212,8 @@ pub fn template(name: &str, agent_image: Option<&str>) -> GameTemplate {
             agent: agent_image.map(|image| gameplane_api::AgentSpec {
                 image: Some(image.into()),
             }),
+            // The operator's default readiness probe (TCP on the game port).
+            probes: None,
         },
     )
 }
