@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::pvc_table::PvcObserved;
+use super::qualification::Gate;
 use super::receipts::{Journal, JournalError, Receipt};
 
 /// The receipt format this build writes and reads. Format 1 (no `receipt_format` in
@@ -43,6 +44,8 @@ pub enum Observation {
     Step(Value),
     /// One watch wait inside a step ended: what it waited for, how long, and what ended it.
     Wait(WaitObserved),
+    /// A qualification gate was judged: its verdict and its evidence, typed by gate.
+    Gate(Gate),
     /// The case's PVCs at a phase; feeds the PVC UID table.
     PvcObservation(PvcObserved),
     /// A file stored under the case's `artifacts/`.
@@ -294,6 +297,7 @@ impl Observation {
             Observation::CaseStarted(_) => "case-started",
             Observation::Step(_) => "step",
             Observation::Wait(_) => "wait",
+            Observation::Gate(_) => "gate",
             Observation::PvcObservation(_) => "pvc-observation",
             Observation::Artifact(_) => "artifact",
             Observation::ResticSnapshot(_) => "restic-snapshot",
