@@ -12,7 +12,8 @@ use std::process::{Child, Command, Output, Stdio};
 
 use rehearsal::evidence::pvc_table::PvcObservation;
 use rehearsal::qualify::{
-    Gate, GateEvidence, MemberBaseline, Outcome, Plan, Qualification, Rollback, gates, progress_line,
+    Gate, GateEvidence, MemberBaseline, Outcome, Plan, Qualification, Rollback, gates,
+    progress_line,
 };
 use rehearsal::report::qualification::{self, Meta, QualificationReport};
 use serde_json::{Value, json};

@@ -10,7 +10,8 @@
 //!
 //! `step` receipts carry what the case saw as free-form JSON: the report shows their timing and
 //! never reads fields out of them. Everything a reader *does* read (snapshots, restores,
-//! artifacts, PVC tables, verdicts, and the `wait` receipts `rehearse bench` profiles) has its
+//! artifacts, PVC tables, verdicts, the `wait` receipts `rehearse bench` profiles, and a
+//! qualification's `gate` receipts, their evidence typed by gate) has its
 //! own variant.
 //!
 //! The journal format carries a version ([`RECEIPT_FORMAT`], in the `run-started` receipt), so
@@ -27,8 +28,9 @@ use super::receipts::{Journal, JournalError, Receipt};
 
 /// The receipt format this build writes and reads. Format 1 (no `receipt_format` in
 /// `run-started`) predates typed observations; format 2 wrote `wait` receipts as free-form JSON
-/// (format 3 types them as [`WaitObserved`]).
-pub const RECEIPT_FORMAT: u32 = 3;
+/// (format 3 types them as [`WaitObserved`]); format 3 wrote a qualification's gates as free-form
+/// `step` receipts (format 4 types them as [`Gate`]s, their evidence by gate).
+pub const RECEIPT_FORMAT: u32 = 4;
 
 /// What one receipt observed, by kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -572,3 +572,22 @@ pub struct RollbackEvidence {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readback: Option<Value>,
 }
+
+impl RollbackEvidence {
+    /// The evidence of a `rollback` of a clone whose claims held `snapshot_digests` after the
+    /// seeding restore, before anything else is known.
+    pub fn new(rollback: Rollback, snapshot_digests: BTreeMap<String, ClaimDigest>) -> Self {
+        RollbackEvidence {
+            rollback,
+            snapshot_digests,
+            restored_snapshot: None,
+            digests_after_restore: None,
+            error: None,
+            pod_uid: None,
+            join: None,
+            save: None,
+            digests_after_rollback: None,
+            readback: None,
+        }
+    }
+}

@@ -1506,18 +1506,7 @@ async fn rollback_clone(
     let clone = r.clone;
     let pod_name = names::pod(clone);
     let mut problems: Vec<String> = Vec::new();
-    let mut evidence = RollbackEvidence {
-        rollback: plan.rollback,
-        snapshot_digests: digests_of(r.restored),
-        restored_snapshot: None,
-        digests_after_restore: None,
-        error: None,
-        pod_uid: None,
-        join: None,
-        save: None,
-        digests_after_rollback: None,
-        readback: None,
-    };
+    let mut evidence = RollbackEvidence::new(plan.rollback, digests_of(r.restored));
     unseeded_claims(plan, r, &mut problems);
     match plan.rollback {
         Rollback::Compatible => {
