@@ -655,7 +655,7 @@ async fn procedure(
         )
         .await?;
 
-    // 2. Preflight: a refusal is a failed gate (and a failed step), never an `ok` one.
+    // 2. Preflight: a refusal is a failed gate (a gate receipt that did not pass).
     let timer = Timer::start();
     let pre = preflight(ctx, plan).await?;
     let gate = finish(
@@ -955,7 +955,7 @@ async fn restore_into(
     Ok(id)
 }
 
-/// Writes a gate's receipt (`gate: <name> (<server>)`, `ok` = passed) and, on the
+/// Writes a gate's typed receipt (kind `gate`, step `gate: <name> (<server>)`) and, on the
 /// `rehearse qualify` console, its progress line.
 fn record(ctx: &CaseContext<'_>, gate: &Gate) -> Result<(), CaseError> {
     let step = if gate.server.is_empty() {
