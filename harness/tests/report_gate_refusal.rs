@@ -208,3 +208,39 @@ fn a_gate_refuses_evidence_that_is_not_its_gates() {
         .to_string();
     assert!(e.contains(gates::SAVE), "{e}");
 }
+
+/// The report's evidence line is read from the typed evidence: an image gate that could not
+/// observe shows its error (not an empty `imageID`), a save shows the game's replies.
+#[test]
+fn the_evidence_line_reads_the_typed_evidence() {
+    use rehearsal::evidence::qualification::GateError;
+    use rehearsal::report::qualification::evidence_line;
+    let failed = Gate::new(
+        "survival-canary",
+        GateEvidence::Image(Observed::Error(GateError {
+            error: "status.observedGeneration >= 3 timed out".into(),
+        })),
+        false,
+        Some("status.observedGeneration >= 3 timed out".into()),
+    );
+    assert_eq!(
+        evidence_line(&failed),
+        "status.observedGeneration >= 3 timed out"
+    );
+    assert_eq!(
+        evidence_line(&image_gate()),
+        "imageID sha256:1111 on pod 7d1c0e0a-0000-4000-8000-000000000001"
+    );
+    let save = Gate::new(
+        "survival-canary",
+        GateEvidence::Save(Observed::Read(SaveEvidence {
+            replies: vec!["Saving…\nSaved the game".into()],
+        })),
+        true,
+        None,
+    );
+    assert_eq!(
+        evidence_line(&save),
+        "RCON replied \"Saving… / Saved the game\""
+    );
+}
