@@ -690,15 +690,26 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         assert_eq!(json["gates"][0]["gate"], "preflight", "{json}");
         assert_eq!(json["gates"][0]["verdict"], "failed", "{json}");
         assert!(md.contains(reason), "{md}");
-        // The refusal is a failed step in the journal, never an `ok` one.
-        let journal = std::fs::read_to_string(bundle_of(&stdout).join("receipts.jsonl")).unwrap();
-        let escaped = serde_json::to_string(reason).unwrap();
-        let escaped = escaped.trim_matches('"');
+        // The refusal is a failed gate receipt in the journal, never a passed one.
+        let journal =
+            rehearsal::evidence::receipts::verify(bundle_of(&stdout).join("receipts.jsonl"))
+                .unwrap()
+                .receipts;
+        let refusals: Vec<_> = journal
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                match rehearsal::evidence::observation::Observation::read(i + 1, r).unwrap() {
+                    rehearsal::evidence::observation::Observation::Gate(g) => Some(g),
+                    _ => None,
+                }
+            })
+            .collect();
         assert!(
-            journal
-                .lines()
-                .any(|l| l.contains(escaped) && l.contains("\"ok\":false")),
-            "{journal}"
+            refusals.iter().any(|g| g.name == "preflight"
+                && !g.passed
+                && g.reason.as_deref().is_some_and(|r| r.contains(reason))),
+            "{refusals:?}"
         );
         assert_tidy(&client, &format!("the refused run of {candidate}")).await;
     }

@@ -12,7 +12,8 @@ use std::process::{Child, Command, Output, Stdio};
 
 use rehearsal::evidence::pvc_table::PvcObservation;
 use rehearsal::qualify::{
-    Gate, MemberBaseline, Outcome, Plan, Qualification, Rollback, gates, progress_line,
+    Gate, GateEvidence, MemberBaseline, Outcome, Plan, Qualification, Rollback, gates,
+    progress_line,
 };
 use rehearsal::report::qualification::{self, Meta, QualificationReport};
 use serde_json::{Value, json};
@@ -46,16 +47,15 @@ fn plan(candidate: &str, rollback: Rollback) -> Plan {
     }
 }
 
+/// A gate of `name` whose evidence, written as the gate writes it, is read by the gate's type
+/// (so a fixture missing or misnaming a field fails here, as a receipt would).
 fn gate(name: &str, server: &str, at: u64, ms: u64, reason: Option<&str>, evidence: Value) -> Gate {
-    Gate {
-        name: name.into(),
-        server: server.into(),
-        passed: reason.is_none(),
-        reason: reason.map(Into::into),
-        evidence,
-        started_unix_ms: T0 + at,
-        duration_ms: ms,
-    }
+    let evidence = GateEvidence::parse(name, evidence)
+        .unwrap_or_else(|e| panic!("the {name} fixture's evidence: {e}"));
+    let mut g = Gate::new(server, evidence, reason.is_none(), reason.map(Into::into));
+    g.started_unix_ms = T0 + at;
+    g.duration_ms = ms;
+    g
 }
 
 fn member(server: &str, version: &str, pod: &str, claims: &[(&str, &str)]) -> MemberBaseline {
@@ -101,8 +101,10 @@ fn preflight(at: u64) -> Gate {
         at,
         40,
         None,
-        json!({"image": PINNED, "previous": "1.0",
-               "access": {"rcon_secret": "rcon/password", "game_port": 25565, "rcon_port": 25575}}),
+        json!({"candidate": "2.0-format", "image": PINNED, "previous": "1.0",
+               "fleet_pinned": ["survival", "creative"], "tracking_default": [],
+               "access": {"rcon_secret": "rcon/password", "game_port": 25565, "rcon_port": 25575,
+                          "quiesce": ["save-off", "save-all flush"], "unquiesce": ["save-on"]}}),
     )
 }
 
@@ -113,7 +115,9 @@ fn image(server: &str, at: u64, pod: &str) -> Gate {
         at,
         2300,
         None,
-        json!({"imageID": PINNED, "pinned": PINNED, "pod_uid": pod, "waiting_reason": null}),
+        json!({"imageID": PINNED, "pinned": PINNED, "spec_image": PINNED, "pod_uid": pod,
+               "waiting_reason": null, "gameserver_phase": "Running",
+               "gameserver_ready_reason": "GameReady"}),
     )
 }
 
@@ -124,7 +128,8 @@ fn join(server: &str, at: u64) -> Gate {
         at,
         310,
         None,
-        json!({"verdict": "reached play (status, login, configuration, play)"}),
+        json!({"verdict": "reached play (status, login, configuration, play)",
+               "detail": {"ok": true, "reached": "play"}}),
     )
 }
 
@@ -206,8 +211,8 @@ fn promoted() -> Qualification {
                 1_800,
                 None,
                 json!({"claims": {
-                    "survival-canary-data": {"digest_before": "a10000000000000000", "digest": "c30000000000000000", "files": 4, "files_before": 3, "changed": true, "format": 2, "candidate_marker": true},
-                    "survival-canary-extra-nether": {"digest_before": "b20000000000000000", "digest": "d40000000000000000", "files": 3, "files_before": 3, "changed": true, "format": 2, "candidate_marker": false},
+                    "survival-canary-data": {"digest_before": "a10000000000000000", "digest": "c30000000000000000", "files": 4, "files_before": 3, "changed": true, "kind": "world", "format": 2, "candidate_marker": true},
+                    "survival-canary-extra-nether": {"digest_before": "b20000000000000000", "digest": "d40000000000000000", "files": 3, "files_before": 3, "changed": true, "kind": "world", "format": 2, "candidate_marker": false},
                 }}),
             ),
             gate(
@@ -265,7 +270,8 @@ fn halted() -> Qualification {
                 90,
                 Some(reason),
                 json!({"verdict": reason, "detail": {"ok": false, "reached": null, "failed": "status"},
-                       "http": {"status": 200, "body": "world marker world-seed"}}),
+                       "http": {"url": "http://127.0.0.1:25565/", "status": 200,
+                                "body": "world marker world-seed", "marker": "", "ok": true}}),
             ),
         ],
         clone_pvcs_before: clone_pvcs(),

@@ -10,7 +10,8 @@
 //!
 //! `step` receipts carry what the case saw as free-form JSON: the report shows their timing and
 //! never reads fields out of them. Everything a reader *does* read (snapshots, restores,
-//! artifacts, PVC tables, verdicts, and the `wait` receipts `rehearse bench` profiles) has its
+//! artifacts, PVC tables, verdicts, the `wait` receipts `rehearse bench` profiles, and a
+//! qualification's `gate` receipts, their evidence typed by gate) has its
 //! own variant.
 //!
 //! The journal format carries a version ([`RECEIPT_FORMAT`], in the `run-started` receipt), so
@@ -22,12 +23,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::pvc_table::{self, PvcObserved, PvcTable};
+use super::qualification::Gate;
 use super::receipts::{Journal, JournalError, Receipt, kind};
 
 /// The receipt format this build writes and reads. Format 1 (no `receipt_format` in
 /// `run-started`) predates typed observations; format 2 wrote `wait` receipts as free-form JSON
-/// (format 3 types them as [`WaitObserved`]).
-pub const RECEIPT_FORMAT: u32 = 3;
+/// (format 3 types them as [`WaitObserved`]); format 3 wrote a qualification's gates as free-form
+/// `step` receipts (format 4 types them as [`Gate`]s, their evidence by gate).
+pub const RECEIPT_FORMAT: u32 = 4;
 
 /// What one receipt observed, by kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +46,8 @@ pub enum Observation {
     Step(Value),
     /// One watch wait inside a step ended: what it waited for, how long, and what ended it.
     Wait(WaitObserved),
+    /// A qualification gate was judged: its verdict and its evidence, typed by gate.
+    Gate(Gate),
     /// The case's PVCs at a phase; feeds the PVC UID table.
     PvcObservation(PvcObserved),
     /// A file stored under the case's `artifacts/`.
@@ -294,6 +299,7 @@ impl Observation {
             Observation::CaseStarted(_) => "case-started",
             Observation::Step(_) => "step",
             Observation::Wait(_) => "wait",
+            Observation::Gate(_) => "gate",
             Observation::PvcObservation(_) => "pvc-observation",
             Observation::Artifact(_) => "artifact",
             Observation::ResticSnapshot(_) => "restic-snapshot",

@@ -88,10 +88,12 @@ pub mod gates {
     pub const ROLLBACK: &str = "rollback";
 }
 
-/// One gate's result.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One gate's result. Its evidence is typed by gate ([`GateEvidence`]); deserializing a gate
+/// refuses evidence that is not its gate's (an unknown or missing field is named).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "GateRecord")]
 pub struct Gate {
-    /// One of [`gates`].
+    /// One of [`gates`] (the gate its evidence belongs to).
     pub name: String,
     /// The server it was judged on (the clone or a fleet member).
     pub server: String,
@@ -99,15 +101,63 @@ pub struct Gate {
     pub passed: bool,
     /// One line: what was observed that failed it.
     pub reason: Option<String>,
-    /// What the gate observed (the report shows it beside the verdict); its fields depend on
-    /// the gate.
-    pub evidence: Value,
+    /// What the gate observed (the report shows it beside the verdict).
+    pub evidence: GateEvidence,
     /// When the gate started (Unix milliseconds).
     #[serde(default)]
     pub started_unix_ms: u64,
     /// How long the gate took, in milliseconds.
     #[serde(default)]
     pub duration_ms: u64,
+}
+
+impl Gate {
+    /// The gate its `evidence` belongs to, judged on `server` (a passed gate keeps no reason),
+    /// not yet timed.
+    pub fn new(server: &str, evidence: GateEvidence, passed: bool, reason: Option<String>) -> Self {
+        Gate {
+            name: evidence.gate().into(),
+            server: server.into(),
+            passed,
+            reason: if passed { None } else { reason },
+            evidence,
+            started_unix_ms: 0,
+            duration_ms: 0,
+        }
+    }
+}
+
+/// A [`Gate`] as written, before its evidence is read by its gate's type.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GateRecord {
+    name: String,
+    server: String,
+    passed: bool,
+    reason: Option<String>,
+    evidence: Value,
+    #[serde(default)]
+    started_unix_ms: u64,
+    #[serde(default)]
+    duration_ms: u64,
+}
+
+impl TryFrom<GateRecord> for Gate {
+    type Error = String;
+
+    fn try_from(r: GateRecord) -> Result<Self, String> {
+        let evidence = GateEvidence::parse(&r.name, r.evidence)
+            .map_err(|e| format!("the evidence of gate {:?}: {e}", r.name))?;
+        Ok(Gate {
+            name: r.name,
+            server: r.server,
+            passed: r.passed,
+            reason: r.reason,
+            evidence,
+            started_unix_ms: r.started_unix_ms,
+            duration_ms: r.duration_ms,
+        })
+    }
 }
 
 /// How a qualification ended.
@@ -227,4 +277,317 @@ pub struct MemberBaseline {
 /// The clone of `source` the candidate is rehearsed on.
 pub fn clone_name(source: &str) -> String {
     format!("{source}-canary")
+}
+
+/// What a gate observed, by gate: the one definition the qualification writes (into its gate
+/// receipts and `qualification.json`) and the report reads. Serialized as the gate's own
+/// object (the gate's name, beside it in [`Gate`], says which); read back with
+/// [`GateEvidence::parse`], which refuses an unknown or missing field instead of defaulting it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum GateEvidence {
+    /// [`gates::PREFLIGHT`]: what the plan resolved to; `None` (JSON `null`) when it was
+    /// refused (the gate's reason says why).
+    Preflight(Option<PreflightEvidence>),
+    /// [`gates::IMAGE`].
+    Image(Observed<ImageEvidence>),
+    /// [`gates::JOIN`].
+    Join(JoinEvidence),
+    /// [`gates::SAVE`].
+    Save(Observed<SaveEvidence>),
+    /// [`gates::READ_BACK`].
+    ReadBack(Observed<ReadBackEvidence>),
+    /// [`gates::ROLLBACK`].
+    Rollback(Box<RollbackEvidence>),
+}
+
+impl GateEvidence {
+    /// The name of the gate this evidence belongs to (one of [`gates`]).
+    pub fn gate(&self) -> &'static str {
+        match self {
+            GateEvidence::Preflight(_) => gates::PREFLIGHT,
+            GateEvidence::Image(_) => gates::IMAGE,
+            GateEvidence::Join(_) => gates::JOIN,
+            GateEvidence::Save(_) => gates::SAVE,
+            GateEvidence::ReadBack(_) => gates::READ_BACK,
+            GateEvidence::Rollback(_) => gates::ROLLBACK,
+        }
+    }
+
+    /// The image gate's observation, if this is one and it observed.
+    pub fn image(&self) -> Option<&ImageEvidence> {
+        match self {
+            GateEvidence::Image(o) => o.read(),
+            _ => None,
+        }
+    }
+
+    /// The join gate's evidence, if this is one.
+    pub fn join(&self) -> Option<&JoinEvidence> {
+        match self {
+            GateEvidence::Join(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The read-back gate's observation, if this is one and it observed.
+    pub fn read_back(&self) -> Option<&ReadBackEvidence> {
+        match self {
+            GateEvidence::ReadBack(o) => o.read(),
+            _ => None,
+        }
+    }
+
+    /// Reads the evidence of gate `name` out of `value`: an unknown gate, an unknown field or
+    /// a missing one is refused with serde's message (which names the field).
+    pub fn parse(name: &str, value: Value) -> Result<Self, String> {
+        fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, String> {
+            serde_json::from_value(value).map_err(|e| e.to_string())
+        }
+        Ok(match name {
+            gates::PREFLIGHT => GateEvidence::Preflight(typed(value)?),
+            gates::IMAGE => GateEvidence::Image(typed(value)?),
+            gates::JOIN => GateEvidence::Join(typed(value)?),
+            gates::SAVE => GateEvidence::Save(typed(value)?),
+            gates::READ_BACK => GateEvidence::ReadBack(typed(value)?),
+            gates::ROLLBACK => GateEvidence::Rollback(typed(value)?),
+            other => return Err(format!("unknown gate {other:?}")),
+        })
+    }
+}
+
+/// A gate's observation, or the error that kept it from observing (`{"error": "…"}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Observed<T> {
+    /// What the gate read.
+    Read(T),
+    /// Why it could not read it.
+    Error(GateError),
+}
+
+impl<T> Observed<T> {
+    /// The observation, when the gate made one.
+    pub fn read(&self) -> Option<&T> {
+        match self {
+            Observed::Read(t) => Some(t),
+            Observed::Error(_) => None,
+        }
+    }
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Observed<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(d)?;
+        // An object holding only `error` is the error form; anything else must be the
+        // observation (so its own unknown/missing fields are named, not an untagged miss).
+        let only_error = value
+            .as_object()
+            .is_some_and(|m| m.len() == 1 && m.contains_key("error"));
+        if only_error {
+            serde_json::from_value(value)
+                .map(Observed::Error)
+                .map_err(D::Error::custom)
+        } else {
+            serde_json::from_value(value)
+                .map(Observed::Read)
+                .map_err(D::Error::custom)
+        }
+    }
+}
+
+/// Why a gate could not observe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateError {
+    /// The error, one line.
+    pub error: String,
+}
+
+/// How the gates reach and save the fleet's servers (read from its template and Secret; the
+/// password itself is never recorded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessEvidence {
+    /// The template's game port.
+    pub game_port: u16,
+    /// The template's RCON port.
+    pub rcon_port: u16,
+    /// `<secret>/<key>` the RCON password was read from.
+    pub rcon_secret: String,
+    /// The quiesce console commands.
+    pub quiesce: Vec<String>,
+    /// The unquiesce console commands.
+    pub unquiesce: Vec<String>,
+}
+
+/// The preflight's evidence: what the plan resolved to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreflightEvidence {
+    /// The candidate version id.
+    pub candidate: String,
+    /// Its image, pinned by digest.
+    pub image: String,
+    /// The version the source ran.
+    pub previous: String,
+    /// The fleet, every member pinned to a version.
+    pub fleet_pinned: Vec<String>,
+    /// Members tracking the template's default version (allowed only by a self-test mutant).
+    pub tracking_default: Vec<String>,
+    /// How the gates reach the servers.
+    pub access: AccessEvidence,
+}
+
+/// The image gate's evidence: what the server's pod runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageEvidence {
+    /// The pod's UID, if there was a pod.
+    pub pod_uid: Option<String>,
+    /// The game container's `imageID` (empty when it never ran).
+    #[serde(rename = "imageID")]
+    pub image_id: String,
+    /// The image the candidate is pinned to.
+    pub pinned: String,
+    /// The image the StatefulSet's pod template asks for.
+    pub spec_image: String,
+    /// The game container's waiting reason, if it waits.
+    pub waiting_reason: Option<String>,
+    /// The GameServer's phase.
+    pub gameserver_phase: Option<String>,
+    /// The reason of its Ready condition.
+    pub gameserver_ready_reason: Option<String>,
+}
+
+/// The join gate's evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinEvidence {
+    /// The join verdict, one line.
+    pub verdict: String,
+    /// The join probe's verdict as it serialized it (stages reached, failed stage, …).
+    pub detail: Value,
+    /// What the game port answered over HTTP, when no Minecraft stage answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpAnswer>,
+}
+
+/// What a port answered to an HTTP `GET /`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpAnswer {
+    /// The URL requested, `http://<addr><path>`.
+    pub url: String,
+    /// The HTTP status code of the answer.
+    pub status: u16,
+    /// The body (first 4 KiB, lossily decoded).
+    pub body: String,
+    /// The marker looked for.
+    pub marker: String,
+    /// True when the status is 2xx and the body contains the marker.
+    pub ok: bool,
+}
+
+/// The save gate's evidence: the game's replies to `save-all flush`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SaveEvidence {
+    /// The RCON replies, in order.
+    pub replies: Vec<String>,
+}
+
+/// The read-back gate's evidence: each world claim before the candidate and now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadBackEvidence {
+    /// Claim → what it held.
+    pub claims: BTreeMap<String, ClaimReadBack>,
+}
+
+/// One world claim as the read-back gate saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimReadBack {
+    /// Its content digest before the candidate ran (`None`: not read then).
+    pub digest_before: Option<String>,
+    /// Its file count before.
+    pub files_before: Option<u64>,
+    /// Its content digest now.
+    pub digest: String,
+    /// Its file count now.
+    pub files: u64,
+    /// Whether the digest changed (`None`: nothing to compare with).
+    pub changed: Option<bool>,
+    /// What the read-back tool recognised the data as, as it named it.
+    pub kind: Value,
+    /// The save format, when the tool knows it.
+    pub format: Option<u32>,
+    /// Whether the candidate's marker is in the data.
+    pub candidate_marker: bool,
+}
+
+/// A claim's content digest and file count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimDigest {
+    /// The content digest.
+    pub digest: String,
+    /// The file count.
+    pub files: u64,
+}
+
+/// The rollback gate's evidence. The fields after `snapshot_digests` are there when the
+/// rollback got that far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackEvidence {
+    /// How the clone was rolled back.
+    pub rollback: Rollback,
+    /// What the clone's claims held right after the seeding restore (the snapshot).
+    pub snapshot_digests: BTreeMap<String, ClaimDigest>,
+    /// The snapshot the rollback restored (restore-required rollbacks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_snapshot: Option<String>,
+    /// The claims right after that restore, before the game ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digests_after_restore: Option<BTreeMap<String, ClaimDigest>>,
+    /// Why the previous version did not come back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The previous version's pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
+    /// The join verdict after the rollback, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join: Option<String>,
+    /// The save after the rollback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save: Option<Observed<SaveEvidence>>,
+    /// The claims after the rollback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digests_after_rollback: Option<BTreeMap<String, ClaimDigest>>,
+    /// The whole read-back after the rollback, as the read-back tool reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readback: Option<Value>,
+}
+
+impl RollbackEvidence {
+    /// The evidence of a `rollback` of a clone whose claims held `snapshot_digests` after the
+    /// seeding restore, before anything else is known.
+    pub fn new(rollback: Rollback, snapshot_digests: BTreeMap<String, ClaimDigest>) -> Self {
+        RollbackEvidence {
+            rollback,
+            snapshot_digests,
+            restored_snapshot: None,
+            digests_after_restore: None,
+            error: None,
+            pod_uid: None,
+            join: None,
+            save: None,
+            digests_after_rollback: None,
+            readback: None,
+        }
+    }
 }

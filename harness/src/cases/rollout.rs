@@ -379,7 +379,8 @@ pub async fn unpullable_candidate(ctx: &CaseContext<'_>) -> Result<(), CaseError
     let observed =
         check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::IMAGE).await?;
     let g = failed_gate(&q, gates::IMAGE, &q.clone);
-    let waiting = g.and_then(|g| g.evidence["waiting_reason"].as_str().map(str::to_string));
+    let image = g.and_then(|g| g.evidence.image());
+    let waiting = image.and_then(|e| e.waiting_reason.clone());
     checks.check(
         "pull-failure-observed",
         matches!(
@@ -391,17 +392,17 @@ pub async fn unpullable_candidate(ctx: &CaseContext<'_>) -> Result<(), CaseError
         "ErrImagePull or ImagePullBackOff",
         &waiting,
     );
-    let phase = g.map(|g| {
+    let phase = image.map(|e| {
         (
-            g.evidence["gameserver_phase"].clone(),
-            g.evidence["gameserver_ready_reason"].clone(),
+            e.gameserver_phase.clone(),
+            e.gameserver_ready_reason.clone(),
         )
     });
     checks.check(
         "gameserver-image-pull-failed",
-        phase
-            .as_ref()
-            .is_some_and(|(p, r)| p == &json!("Failed") && r == &json!("ImagePullFailed")),
+        phase.as_ref().is_some_and(|(p, r)| {
+            p.as_deref() == Some("Failed") && r.as_deref() == Some("ImagePullFailed")
+        }),
         &format!("gameserver {}/{}", ctx.namespace, q.clone),
         "status.phase and Ready reason",
         "Failed, ImagePullFailed",
@@ -436,7 +437,9 @@ pub async fn http_only_candidate(ctx: &CaseContext<'_>) -> Result<(), CaseError>
     let observed =
         check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::JOIN).await?;
     let g = failed_gate(&q, gates::JOIN, &q.clone);
-    let reached = g.map(|g| g.evidence["detail"]["reached"].clone());
+    let join = g.and_then(|g| g.evidence.join());
+    // The join probe's own verdict (its type lives with the probe, not in the evidence crate).
+    let reached = join.map(|j| j.detail["reached"].clone());
     checks.check(
         "join-failed-at-status",
         reached.as_ref().is_some_and(Value::is_null),
@@ -447,14 +450,11 @@ pub async fn http_only_candidate(ctx: &CaseContext<'_>) -> Result<(), CaseError>
     );
     // The port serves the world over HTTP: the restored source's world marker.
     let source_marker = fixture::Markers::for_server(&ctx.namespace, SOURCE).primary;
-    let http = g.map(|g| g.evidence["http"].clone());
+    let http = join.and_then(|j| j.http.clone());
     checks.check(
         "http-world-marker",
-        http.as_ref().is_some_and(|h| {
-            h["body"]
-                .as_str()
-                .is_some_and(|b| b.contains(&source_marker))
-        }),
+        http.as_ref()
+            .is_some_and(|h| h.body.contains(&source_marker)),
         &format!("pod {}/{} game port", ctx.namespace, names::pod(&q.clone)),
         "HTTP response",
         format!("a body with the restored world marker {source_marker:?}"),
@@ -558,9 +558,10 @@ pub async fn format_change_restore_required_rollback(
     checks.check(
         "candidate-migrated",
         read.is_some_and(|g| {
-            g.evidence["claims"].as_object().is_some_and(|cs| {
-                cs.values()
-                    .any(|c| c["format"] == json!(2) && c["candidate_marker"] == json!(true))
+            g.evidence.read_back().is_some_and(|e| {
+                e.claims
+                    .values()
+                    .any(|c| c.format == Some(2) && c.candidate_marker)
             })
         }),
         &format!("gameserver {}/{}", ctx.namespace, q.clone),
@@ -685,11 +686,7 @@ pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError>
     let g = failed_gate(&q, gates::IMAGE, OTHER);
     checks.check(
         "failing-member-evidence",
-        g.is_some_and(|g| {
-            g.evidence["imageID"]
-                .as_str()
-                .is_some_and(|id| !id.is_empty())
-        }),
+        g.is_some_and(|g| g.evidence.image().is_some_and(|e| !e.image_id.is_empty())),
         &format!("gameserver {}/{OTHER}", ctx.namespace),
         "the failed gate's evidence",
         "the imageID the member runs",
@@ -750,10 +747,11 @@ async fn join_depth_candidate(
     let observed =
         check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::JOIN).await?;
     let g = failed_gate(&q, gates::JOIN, &q.clone);
-    let detail = g.map(|g| {
+    // The join probe's own verdict (its type lives with the probe, not in the evidence crate).
+    let detail = g.and_then(|g| g.evidence.join()).map(|j| {
         (
-            g.evidence["detail"]["reached"].clone(),
-            g.evidence["detail"]["failed_stage"].clone(),
+            j.detail["reached"].clone(),
+            j.detail["failed_stage"].clone(),
         )
     });
     checks.eq(

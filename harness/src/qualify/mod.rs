@@ -34,7 +34,9 @@ use crate::backend::BackendKind;
 use crate::context::{CaseContext, CaseError, HarnessMutant};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
 pub use crate::evidence::qualification::{
-    Gate, MemberBaseline, Outcome, Plan, Qualification, Rollback, clone_name, gates,
+    AccessEvidence, ClaimDigest, ClaimReadBack, Gate, GateError, GateEvidence, HttpAnswer,
+    ImageEvidence, JoinEvidence, MemberBaseline, Observed, Outcome, Plan, PreflightEvidence,
+    Qualification, ReadBackEvidence, Rollback, RollbackEvidence, SaveEvidence, clone_name, gates,
 };
 use crate::probe::minecraft::{self, Depth};
 use crate::probe::readback::Readback;
@@ -64,6 +66,19 @@ pub struct Access {
     pub quiesce: Vec<String>,
     /// The template's unquiesce commands, sent after the read-back whatever its outcome.
     pub unquiesce: Vec<String>,
+}
+
+impl Access {
+    /// What a gate's evidence records of it (never the password).
+    pub fn evidence(&self) -> AccessEvidence {
+        AccessEvidence {
+            game_port: self.game_port,
+            rcon_port: self.rcon_port,
+            rcon_secret: self.rcon_secret.clone(),
+            quiesce: self.quiesce.clone(),
+            unquiesce: self.unquiesce.clone(),
+        }
+    }
 }
 
 fn unix_ms() -> u64 {
@@ -224,10 +239,16 @@ async fn read_claims(
 }
 
 /// Claim → digest and file count, as the report and the rollback gate compare them.
-fn digests_of(r: &Readback) -> BTreeMap<String, Value> {
+fn digests_of(r: &Readback) -> BTreeMap<String, ClaimDigest> {
     r.claims
         .iter()
-        .map(|(c, i)| (c.clone(), json!({"digest": i.digest, "files": i.files})))
+        .map(|(c, i)| {
+            let digest = ClaimDigest {
+                digest: i.digest.clone(),
+                files: i.files as u64,
+            };
+            (c.clone(), digest)
+        })
         .collect()
 }
 
@@ -393,7 +414,7 @@ struct Refusal(String);
 async fn preflight(
     ctx: &CaseContext<'_>,
     plan: &Plan,
-) -> Result<Result<(Value, Access, String), Refusal>, CaseError> {
+) -> Result<Result<(PreflightEvidence, Access, String), Refusal>, CaseError> {
     let mut missing = Vec::new();
     let mut floating = Vec::new();
     let mut servers = plan.fleet.clone();
@@ -464,14 +485,14 @@ async fn preflight(
         Err(refusal) => return Ok(Err(refusal)),
     };
     Ok(Ok((
-        json!({
-            "candidate": plan.candidate,
-            "image": version.image,
-            "previous": previous,
-            "fleet_pinned": plan.fleet,
-            "tracking_default": floating,
-            "access": access,
-        }),
+        PreflightEvidence {
+            candidate: plan.candidate.clone(),
+            image: version.image.clone(),
+            previous,
+            fleet_pinned: plan.fleet.clone(),
+            tracking_default: floating,
+            access: access.evidence(),
+        },
         access,
         version.image.clone(),
     )))
@@ -634,23 +655,17 @@ async fn procedure(
         )
         .await?;
 
-    // 2. Preflight: a refusal is a failed gate (and a failed step), never an `ok` one.
+    // 2. Preflight: a refusal is a failed gate (a gate receipt that did not pass).
     let timer = Timer::start();
     let pre = preflight(ctx, plan).await?;
     let gate = finish(
         timer,
-        Gate {
-            name: gates::PREFLIGHT.into(),
-            server: String::new(),
-            passed: pre.is_ok(),
-            reason: pre.as_ref().err().map(|r| r.0.clone()),
-            evidence: pre
-                .as_ref()
-                .map(|(e, _, _)| e.clone())
-                .unwrap_or(Value::Null),
-            started_unix_ms: 0,
-            duration_ms: 0,
-        },
+        Gate::new(
+            "",
+            GateEvidence::Preflight(pre.as_ref().ok().map(|(e, _, _)| e.clone())),
+            pre.is_ok(),
+            pre.as_ref().err().map(|r| r.0.clone()),
+        ),
     );
     record(ctx, &gate)?;
     q.gates.push(gate.clone());
@@ -940,7 +955,7 @@ async fn restore_into(
     Ok(id)
 }
 
-/// Writes a gate's receipt (`gate: <name> (<server>)`, `ok` = passed) and, on the
+/// Writes a gate's typed receipt (kind `gate`, step `gate: <name> (<server>)`) and, on the
 /// `rehearse qualify` console, its progress line.
 fn record(ctx: &CaseContext<'_>, gate: &Gate) -> Result<(), CaseError> {
     let step = if gate.server.is_empty() {
@@ -948,12 +963,7 @@ fn record(ctx: &CaseContext<'_>, gate: &Gate) -> Result<(), CaseError> {
     } else {
         format!("gate: {} ({})", gate.name, gate.server)
     };
-    ctx.recorder.step(
-        &step,
-        json!({"ok": gate.passed, "gate": gate.name, "server": gate.server, "passed": gate.passed,
-               "reason": gate.reason, "evidence": gate.evidence,
-               "started_unix_ms": gate.started_unix_ms, "duration_ms": gate.duration_ms}),
-    )?;
+    ctx.recorder.gate(&step, gate)?;
     if PROGRESS.load(Ordering::SeqCst) {
         println!("{}", progress_line(gate));
     }
@@ -980,16 +990,15 @@ pub fn progress_line(gate: &Gate) -> String {
     line
 }
 
-fn gate(server: &str, name: &str, passed: bool, reason: Option<String>, evidence: Value) -> Gate {
-    Gate {
-        name: name.into(),
-        server: server.into(),
-        passed,
-        reason: if passed { None } else { reason },
-        evidence,
-        started_unix_ms: 0,
-        duration_ms: 0,
-    }
+fn gate(server: &str, evidence: GateEvidence, passed: bool, reason: Option<String>) -> Gate {
+    Gate::new(server, evidence, passed, reason)
+}
+
+/// A gate's `{"error": …}` evidence.
+fn gate_error<T>(e: impl ToString) -> Observed<T> {
+    Observed::Error(GateError {
+        error: e.to_string(),
+    })
 }
 
 /// Stamps a gate with when it started and how long it took.
@@ -1057,7 +1066,11 @@ async fn join_gate(
     let depth = join_gate_depth(ctx);
     let verdict = join(ctx, access, server, depth).await?;
     ctx.uses("Minecraft join (depth reached)");
-    let mut evidence = json!({"verdict": verdict.line(), "detail": verdict});
+    let mut evidence = JoinEvidence {
+        verdict: verdict.line(),
+        detail: json!(verdict),
+        http: None,
+    };
     if !verdict.ok && verdict.reached.is_none() {
         // No Minecraft stage answered: say what the port does serve, if anything (the
         // HTTP-only candidate's tell). A port that spoke Minecraft at all is not asked.
@@ -1070,17 +1083,22 @@ async fn join_gate(
                 crate::probe::http_marker::probe(reach.addr, "/", "", ctx.bounds.probe).await
         {
             ctx.uses("HTTP response on the game port");
-            evidence["http"] = json!(http);
+            evidence.http = Some(HttpAnswer {
+                url: http.url,
+                status: http.status,
+                body: http.body,
+                marker: http.marker,
+                ok: http.ok,
+            });
         }
     }
     Ok(finish(
         timer,
         gate(
             server,
-            gates::JOIN,
+            GateEvidence::Join(evidence),
             verdict.ok,
             Some(verdict.line()),
-            evidence,
         ),
     ))
 }
@@ -1129,17 +1147,17 @@ async fn read_back_gate(
                 }
                 rows.insert(
                     claim.clone(),
-                    json!({
-                        "digest_before": was.map(|w| w.digest.clone()),
-                        "files_before": was.map(|w| w.files),
-                        "digest": now.digest,
-                        "files": now.files,
-                        "changed": was.map(|w| w.digest != now.digest),
+                    ClaimReadBack {
+                        digest_before: was.map(|w| w.digest.clone()),
+                        files_before: was.map(|w| w.files as u64),
+                        digest: now.digest.clone(),
+                        files: now.files as u64,
+                        changed: was.map(|w| w.digest != now.digest),
                         // What the read-back tool recognised, when it knows the data's format.
-                        "kind": now.kind,
-                        "format": now.format,
-                        "candidate_marker": now.candidate_marker,
-                    }),
+                        kind: json!(now.kind),
+                        format: now.format,
+                        candidate_marker: now.candidate_marker,
+                    },
                 );
             }
             (
@@ -1148,14 +1166,14 @@ async fn read_back_gate(
                     "world claims did not read back: {}",
                     bad.join("; ")
                 )),
-                json!({"claims": rows}),
+                Observed::Read(ReadBackEvidence { claims: rows }),
             )
         }
-        Err(e) => (false, Some(e.to_string()), json!({"error": e.to_string()})),
+        Err(e) => (false, Some(e.to_string()), gate_error(&e)),
     };
     finish(
         timer,
-        gate(server, gates::READ_BACK, passed, reason, evidence),
+        gate(server, GateEvidence::ReadBack(evidence), passed, reason),
     )
 }
 
@@ -1169,11 +1187,11 @@ async fn save_gate(ctx: &CaseContext<'_>, access: &Access, server: &str) -> Gate
             Some(format!(
                 "the game replied {replies:?}, not \"Saved the game\""
             )),
-            json!({"replies": replies}),
+            Observed::Read(SaveEvidence { replies }),
         ),
-        Err(e) => (false, Some(e.to_string()), json!({"error": e.to_string()})),
+        Err(e) => (false, Some(e.to_string()), gate_error(&e)),
     };
-    gate(server, gates::SAVE, passed, reason, evidence)
+    gate(server, GateEvidence::Save(evidence), passed, reason)
 }
 
 /// The image gate: once the operator has observed the version change (GameServer
@@ -1191,10 +1209,9 @@ async fn image_gate(
     if let Err(e) = observed {
         return Ok(gate(
             server,
-            gates::IMAGE,
+            GateEvidence::Image(gate_error(&e)),
             false,
             Some(e.to_string()),
-            json!({"error": e.to_string()}),
         ));
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
@@ -1254,20 +1271,20 @@ async fn image_gate(
             "the game container runs imageID {image_id:?}, not the pinned digest {digest} (pod spec image {wanted})"
         ),
     };
+    let evidence = ImageEvidence {
+        pod_uid: pod.as_ref().and_then(|p| p.metadata.uid.clone()),
+        image_id,
+        pinned: pinned.to_string(),
+        spec_image: wanted,
+        waiting_reason: waiting,
+        gameserver_phase: gs_phase,
+        gameserver_ready_reason: gs_reason,
+    };
     Ok(gate(
         server,
-        gates::IMAGE,
+        GateEvidence::Image(Observed::Read(evidence)),
         passed,
         Some(reason),
-        json!({
-            "pod_uid": pod.as_ref().and_then(|p| p.metadata.uid.clone()),
-            "imageID": image_id,
-            "pinned": pinned,
-            "spec_image": wanted,
-            "waiting_reason": waiting,
-            "gameserver_phase": gs_phase,
-            "gameserver_ready_reason": gs_reason,
-        }),
     ))
 }
 
@@ -1489,10 +1506,7 @@ async fn rollback_clone(
     let clone = r.clone;
     let pod_name = names::pod(clone);
     let mut problems: Vec<String> = Vec::new();
-    let mut evidence = json!({
-        "rollback": plan.rollback,
-        "snapshot_digests": digests_of(r.restored),
-    });
+    let mut evidence = RollbackEvidence::new(plan.rollback, digests_of(r.restored));
     unseeded_claims(plan, r, &mut problems);
     match plan.rollback {
         Rollback::Compatible => {
@@ -1516,7 +1530,7 @@ async fn rollback_clone(
                 clone,
             )
             .await?;
-            evidence["restored_snapshot"] = json!(id);
+            evidence.restored_snapshot = Some(id);
             // Read while still suspended: nothing but the restore has written the claims.
             let back = read_claims(ctx, plan, "rollback-restored-read", r.claims).await?;
             for claim in r.claims {
@@ -1530,7 +1544,7 @@ async fn rollback_clone(
                     ));
                 }
             }
-            evidence["digests_after_restore"] = json!(digests_of(&back));
+            evidence.digests_after_restore = Some(digests_of(&back));
             patch_server(ctx, clone, json!({"spec": {"suspend": false}})).await?;
         }
     }
@@ -1541,13 +1555,12 @@ async fn rollback_clone(
         Ok(pod) => pod,
         Err(e) => {
             problems.push(format!("the previous version did not come back: {e}"));
-            evidence["error"] = json!(problems.join("; "));
+            evidence.error = Some(problems.join("; "));
             return Ok(gate(
                 clone,
-                gates::ROLLBACK,
+                GateEvidence::Rollback(Box::new(evidence)),
                 false,
                 Some(problems.join("; ")),
-                evidence,
             ));
         }
     };
@@ -1572,18 +1585,20 @@ async fn rollback_clone(
     .await?;
     ctx.uses("world read back after the rollback");
     unsound_after_rollback(r, &readback, &mut problems);
-    evidence["pod_uid"] = json!(pod.metadata.uid);
-    evidence["join"] = json!(verdict.line());
-    evidence["save"] = saved.evidence;
-    evidence["digests_after_rollback"] = json!(digests_of(&readback));
-    evidence["readback"] = json!(readback);
+    evidence.pod_uid = pod.metadata.uid.clone();
+    evidence.join = Some(verdict.line());
+    evidence.save = match saved.evidence {
+        GateEvidence::Save(save) => Some(save),
+        _ => None,
+    };
+    evidence.digests_after_rollback = Some(digests_of(&readback));
+    evidence.readback = Some(json!(readback));
     let passed = problems.is_empty();
     Ok(gate(
         clone,
-        gates::ROLLBACK,
+        GateEvidence::Rollback(Box::new(evidence)),
         passed,
         Some(problems.join("; ")),
-        evidence,
     ))
 }
 

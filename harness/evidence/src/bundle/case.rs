@@ -14,6 +14,7 @@ use crate::observation::{
     ArtifactStored, Observation, ResticRestore, ResticSnapshot, WaitObserved,
 };
 use crate::pvc_table::{PvcObservation, PvcObserved, PvcPhase};
+use crate::qualification::Gate;
 use crate::receipts::{self, Receipt};
 
 /// Writes one case's receipts into the run's journal. Finish it with [`CaseRecorder::finish`];
@@ -74,6 +75,12 @@ impl CaseRecorder {
     pub fn wait(&self, step: &str, observed: WaitObserved) -> Result<Receipt, BundleError> {
         self.inner
             .append(&self.name, step, Observation::Wait(observed))
+    }
+
+    /// Records that a qualification gate was judged (`step` names it), with its typed evidence.
+    pub fn gate(&self, step: &str, gate: &Gate) -> Result<Receipt, BundleError> {
+        self.inner
+            .append(&self.name, step, Observation::Gate(gate.clone()))
     }
 
     /// Records the case's PVCs at `phase`; feeds the PVC UID table.

@@ -54,6 +54,8 @@ pub mod kind {
     pub const WAIT: &str = "wait";
     /// PVCs observed at a phase (`before`/`after`); feeds the PVC UID table.
     pub const PVC_OBSERVATION: &str = "pvc-observation";
+    /// A qualification gate was judged ([`crate::qualification::Gate`]).
+    pub const GATE: &str = "gate";
     /// A file stored under the case's `artifacts/`; `observed` has its path, size and SHA-256.
     pub const ARTIFACT: &str = "artifact";
     /// A restic snapshot was taken; `observed.snapshot_id`.

@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use super::escape::escape;
 use super::model::format_duration;
-use crate::qualification::{Gate, Outcome, Qualification, gates};
+use crate::qualification::{
+    Gate, GateEvidence, Observed, Outcome, Qualification, RollbackEvidence,
+};
 
 /// The Markdown report's file name inside the bundle.
 pub const MARKDOWN_FILE: &str = "qualification.md";
@@ -110,7 +112,7 @@ pub struct Meta {
 /// One row of the gate table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GateRow {
-    /// The gate's name (one of [`gates`]).
+    /// The gate's name (one of [`crate::qualification::gates`]).
     pub gate: String,
     /// The server it was judged on; empty for the preflight.
     pub member: String,
@@ -299,16 +301,12 @@ fn row(g: &Gate, first: u64) -> GateRow {
         reason: g.reason.clone(),
         duration_ms: g.duration_ms,
         offset_ms: g.started_unix_ms.saturating_sub(first),
-        detail: g.evidence.clone(),
+        detail: serde_json::to_value(&g.evidence).unwrap_or(Value::Null),
     }
 }
 
-fn s(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "none".into(),
-        other => other.to_string(),
-    }
+fn none(v: Option<&str>) -> &str {
+    v.unwrap_or("none")
 }
 
 fn abbrev(digest: &str) -> String {
@@ -319,83 +317,89 @@ fn abbrev(digest: &str) -> String {
 }
 
 /// What a gate read, in one line (the full evidence is in the JSON and, for the failing gate,
-/// in its own section).
+/// in its own section), from the gate's typed evidence.
 pub fn evidence_line(g: &Gate) -> String {
-    let e = &g.evidence;
-    match g.name.as_str() {
-        gates::PREFLIGHT if g.passed => format!(
+    match &g.evidence {
+        GateEvidence::Preflight(Some(e)) if g.passed => format!(
             "candidate image {}; previous version {}; RCON password from Secret {}",
-            s(&e["image"]),
-            s(&e["previous"]),
-            s(&e["access"]["rcon_secret"])
+            e.image, e.previous, e.access.rcon_secret
         ),
-        gates::IMAGE => {
-            let id = s(&e["imageID"]);
-            let digest = id.rsplit_once('@').map(|(_, d)| abbrev(d));
-            match (digest, e["waiting_reason"].as_str()) {
+        GateEvidence::Preflight(_) => g.reason.clone().unwrap_or_else(|| "none".into()),
+        GateEvidence::Image(Observed::Read(e)) => {
+            let digest = e.image_id.rsplit_once('@').map(|(_, d)| abbrev(d));
+            match (digest, &e.waiting_reason) {
                 (_, Some(w)) => format!(
                     "game container waiting: {w}; GameServer phase {}",
-                    s(&e["gameserver_phase"])
+                    none(e.gameserver_phase.as_deref())
                 ),
-                (Some(d), None) => format!("imageID {d} on pod {}", s(&e["pod_uid"])),
-                (None, None) => format!("imageID {id:?}"),
+                (Some(d), None) => {
+                    format!("imageID {d} on pod {}", none(e.pod_uid.as_deref()))
+                }
+                (None, None) => format!("imageID {:?}", e.image_id),
             }
         }
-        gates::JOIN => {
-            let mut line = s(&e["verdict"]);
-            if let Some(status) = e["http"]["status"].as_u64() {
-                line.push_str(&format!("; the port answers HTTP {status}"));
+        GateEvidence::Join(e) => {
+            let mut line = e.verdict.clone();
+            if let Some(http) = &e.http {
+                line.push_str(&format!("; the port answers HTTP {}", http.status));
             }
             line
         }
-        gates::SAVE => match e["replies"].as_array() {
-            Some(r) => format!(
-                "RCON replied {}",
-                r.iter()
-                    .map(|x| format!("{:?}", s(x).replace('\n', " / ")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            None => s(&e["error"]),
-        },
-        gates::READ_BACK => match e["claims"].as_object() {
-            Some(claims) => claims
+        GateEvidence::Save(Observed::Read(e)) => format!(
+            "RCON replied {}",
+            e.replies
                 .iter()
-                .map(|(c, v)| {
-                    format!(
-                        "{c}: {} files, {} → {}",
-                        s(&v["files"]),
-                        abbrev(&s(&v["digest_before"])),
-                        abbrev(&s(&v["digest"]))
-                    )
-                })
+                .map(|x| format!("{:?}", x.replace('\n', " / ")))
                 .collect::<Vec<_>>()
-                .join("; "),
-            None => s(&e["error"]),
-        },
-        gates::ROLLBACK => {
-            let mut parts = vec![format!("{} rollback", s(&e["rollback"]))];
-            if let Some(id) = e["restored_snapshot"].as_str() {
-                parts.push(format!("restored snapshot {}", abbrev(id)));
-            }
-            if let Some(after) = e["digests_after_restore"].as_object() {
-                let snapshot = &e["snapshot_digests"];
-                let same = after
-                    .iter()
-                    .filter(|(c, v)| v["digest"] == snapshot[c.as_str()]["digest"])
-                    .count();
-                parts.push(format!(
-                    "{same} of {} claims hold exactly the snapshot",
-                    after.len()
-                ));
-            }
-            if let Some(j) = e["join"].as_str() {
-                parts.push(format!("then {j}"));
-            }
-            parts.join("; ")
-        }
-        _ => g.reason.clone().unwrap_or_else(|| s(e)),
+                .join(", ")
+        ),
+        GateEvidence::ReadBack(Observed::Read(e)) => e
+            .claims
+            .iter()
+            .map(|(c, v)| {
+                format!(
+                    "{c}: {} files, {} → {}",
+                    v.files,
+                    abbrev(none(v.digest_before.as_deref())),
+                    abbrev(&v.digest)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        GateEvidence::Image(Observed::Error(e))
+        | GateEvidence::Save(Observed::Error(e))
+        | GateEvidence::ReadBack(Observed::Error(e)) => e.error.clone(),
+        GateEvidence::Rollback(e) => rollback_line(e),
     }
+}
+
+fn rollback_line(e: &RollbackEvidence) -> String {
+    let rollback = match e.rollback {
+        crate::qualification::Rollback::Compatible => "compatible",
+        crate::qualification::Rollback::RestoreRequired => "restore-required",
+    };
+    let mut parts = vec![format!("{rollback} rollback")];
+    if let Some(id) = &e.restored_snapshot {
+        parts.push(format!("restored snapshot {}", abbrev(id)));
+    }
+    if let Some(after) = &e.digests_after_restore {
+        let same = after
+            .iter()
+            .filter(|(c, v)| {
+                e.snapshot_digests
+                    .get(c.as_str())
+                    .is_some_and(|s| s.digest == v.digest)
+            })
+            .count();
+        parts.push(format!(
+            "{same} of {} claims hold exactly the snapshot",
+            after.len()
+        ));
+    }
+    if let Some(j) = &e.join {
+        parts.push(format!("then {j}"));
+    }
+    parts.join("; ")
 }
 
 /// Markdown table cells: no pipes, no newlines.
