@@ -212,13 +212,15 @@ enum Failure {
 }
 
 /// When the probe last saw progress, and how long it waits for more ([`probe_bounded`]).
+/// `idle: None` (a stall bound no shorter than the whole probe's) never fires: the probe's own
+/// timeout then reports the failure, so the two bounds never race at the same instant.
 struct Stall {
-    idle: Duration,
+    idle: Option<Duration>,
     since: Instant,
 }
 
 impl Stall {
-    fn new(idle: Duration) -> Self {
+    fn new(idle: Option<Duration>) -> Self {
         Self {
             idle,
             since: Instant::now(),
@@ -235,9 +237,12 @@ impl Stall {
         &self,
         read: impl std::future::Future<Output = Result<T, Failure>>,
     ) -> Result<T, Failure> {
-        tokio::time::timeout_at(self.since + self.idle, read)
-            .await
-            .unwrap_or(Err(Failure::Stalled(self.idle)))
+        match self.idle {
+            Some(idle) => tokio::time::timeout_at(self.since + idle, read)
+                .await
+                .unwrap_or(Err(Failure::Stalled(idle))),
+            None => read.await,
+        }
     }
 }
 
@@ -257,7 +262,8 @@ pub async fn probe(
 
 /// [`probe`], and a stall bound: a join that receives nothing advancing its current stage
 /// (keep-alives and pings do not; every other packet does) for `stall` fails with
-/// [`ProbeError::Stalled`] in that stage, without waiting for the whole `timeout`.
+/// [`ProbeError::Stalled`] in that stage, without waiting for the whole `timeout`. A `stall`
+/// no shorter than `timeout` is no separate bound: the probe then fails only by `timeout`.
 pub async fn probe_bounded(
     addr: SocketAddr,
     depth: Depth,
@@ -269,7 +275,7 @@ pub async fn probe_bounded(
         stage: stage::STATUS,
         outcome: None,
     };
-    let mut watch = Stall::new(stall);
+    let mut watch = Stall::new((stall < timeout).then_some(stall));
     let result =
         tokio::time::timeout(timeout, run(addr, depth, protocol, &mut at, &mut watch)).await;
     match result {
