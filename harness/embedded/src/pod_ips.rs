@@ -24,8 +24,9 @@ pub struct PodIps {
     next: Mutex<u32>,
     /// The first address handed out (where allocation starts over past the pod range).
     first: u32,
-    /// The reservation released on drop, when this allocator holds one.
-    block_file: Option<PathBuf>,
+    /// The reservation (lock file and its locked handle), released on drop, when this
+    /// allocator holds one.
+    block_file: Option<(PathBuf, std::fs::File)>,
 }
 
 impl PodIps {
@@ -46,65 +47,39 @@ impl PodIps {
         }
     }
 
-    /// Reserves a free `127.B.0.0/16` block in `registry` (one lock file per block holding the
-    /// owner's PID) and hands out addresses from it.
+    /// Reserves a free `127.B.0.0/16` block in `registry` (one lock file per block, held under
+    /// an exclusive `flock` for the allocator's lifetime) and hands out addresses from it.
+    ///
+    /// The kernel drops the lock when its owner exits, however it exits, so a block whose
+    /// owner died (SIGKILL, a nextest timeout) is free again with no stale-owner guesswork, and
+    /// two starters can never both take it over.
     pub fn reserve(registry: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(registry)?;
         let pid = std::process::id();
-        // Start at a PID-derived block so concurrent starters rarely race for the same file.
+        // Start at a PID-derived block so concurrent starters rarely contend for the same file.
         let span = u32::from(BLOCKS.end() - BLOCKS.start()) + 1;
         let offset = pid % span;
         for i in 0..span {
             let block = BLOCKS.start() + ((offset + i) % span) as u8;
-            let file = registry.join(block.to_string());
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&file)
-            {
-                Ok(mut f) => {
-                    use std::io::Write;
-                    f.write_all(pid.to_string().as_bytes())?;
-                    return Ok(Self::in_block(block, file));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let owner = std::fs::read_to_string(&file)
-                        .ok()
-                        .and_then(|s| s.trim().parse::<i32>().ok());
-                    // A stale reservation: its owner is gone. Remove it and retry this block
-                    // on a later pass (another starter may take it first, which is fine).
-                    if let Some(owner) = owner
-                        && nix::sys::signal::kill(nix::unistd::Pid::from_raw(owner), None).is_err()
-                    {
-                        let _ = std::fs::remove_file(&file);
-                        if let Ok(mut f) = std::fs::OpenOptions::new()
-                            .write(true)
-                            .create_new(true)
-                            .open(&file)
-                        {
-                            use std::io::Write;
-                            f.write_all(pid.to_string().as_bytes())?;
-                            return Ok(Self::in_block(block, file));
-                        }
-                    }
-                }
-                Err(e) => return Err(e),
+            let path = registry.join(block.to_string());
+            if let Some(lock) = try_lock_block(&path)? {
+                return Ok(Self::in_block(block, path, lock));
             }
         }
         Err(std::io::Error::other(format!(
-            "every pod IP block 127.{}-{}.0.0/16 is reserved in {}; remove stale files there",
+            "every pod IP block 127.{}-{}.0.0/16 is held by a running process (lock files in {}); stop some embedded clusters",
             BLOCKS.start(),
             BLOCKS.end(),
             registry.display()
         )))
     }
 
-    fn in_block(block: u8, file: PathBuf) -> Self {
+    fn in_block(block: u8, path: PathBuf, lock: std::fs::File) -> Self {
         let first = u32::from(Ipv4Addr::new(127, block, 0, 1));
         Self {
             next: Mutex::new(first),
             first,
-            block_file: Some(file),
+            block_file: Some((path, lock)),
         }
     }
 
@@ -138,10 +113,40 @@ impl PodIps {
 
 impl Drop for PodIps {
     fn drop(&mut self) {
-        if let Some(file) = &self.block_file {
-            let _ = std::fs::remove_file(file);
+        // Unlinked while still locked: a starter that opened the old file then finds, after
+        // locking it, that the path names another file (or none) and moves on.
+        if let Some((path, lock)) = self.block_file.take() {
+            let _ = std::fs::remove_file(&path);
+            drop(lock);
         }
     }
+}
+
+/// Locks the block file at `path` (created if missing): `Some(handle)` holding the lock when
+/// it is free and still the file the path names, `None` when another allocator holds it.
+fn try_lock_block(path: &Path) -> std::io::Result<Option<std::fs::File>> {
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    // The previous holder may have unlinked the file between our open and our lock.
+    let locked = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(now) if now.ino() == locked.ino() && now.dev() == locked.dev() => {}
+        _ => return Ok(None),
+    }
+    // The holder's PID, for a person looking at the registry.
+    use std::io::Write;
+    file.set_len(0)?;
+    (&file).write_all(std::process::id().to_string().as_bytes())?;
+    Ok(Some(file))
 }
 
 #[cfg(test)]
@@ -169,14 +174,38 @@ mod tests {
     }
 
     #[test]
-    fn a_dead_owners_block_is_taken_over() {
+    fn a_block_left_by_a_dead_owner_is_free_and_a_held_one_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        // PID 0x7fff_fff0 does not exist.
+        // Files of owners that are gone (no lock held on them): every block is free.
         for b in BLOCKS {
             std::fs::write(dir.path().join(b.to_string()), "2147483632").unwrap();
         }
         let ips = PodIps::reserve(dir.path()).unwrap();
-        assert_eq!(ips.allocate().octets()[0], 127);
+        let block = ips.allocate().octets()[1];
+        // A second allocator while the first holds its lock gets another block, and the
+        // holder's PID is in the file.
+        let other = PodIps::reserve(dir.path()).unwrap();
+        assert_ne!(other.allocate().octets()[1], block);
+        let held = std::fs::read_to_string(dir.path().join(block.to_string())).unwrap();
+        assert_eq!(held, std::process::id().to_string());
+    }
+
+    #[test]
+    fn a_lock_on_a_file_unlinked_by_its_previous_holder_is_not_a_reservation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("20");
+        // Opened (not yet locked) by a starter; then the holder releases: unlink, unlock.
+        let stale = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        stale.try_lock().unwrap();
+        // The path now names a fresh file nobody holds: locking it succeeds, and the handle
+        // on the unlinked file never counted.
+        assert!(try_lock_block(&path).unwrap().is_some());
     }
 
     #[test]
