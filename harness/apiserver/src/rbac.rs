@@ -5,6 +5,8 @@
 //! system:discovery, system:basic-user, system:public-info-viewer, admin/edit/view) are
 //! created at start as ordinary objects ([`crate::rbac_defaults`]).
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::meta;
@@ -200,84 +202,100 @@ pub fn rule_allows(rule: &Value, attrs: &Attributes) -> bool {
     }
 }
 
-/// One binding that applies to the user, with the rules of the role it names.
-struct Grant {
-    describe: String,
-    rules: Vec<Value>,
+/// One binding that applies to the user; its description (for the audit reason) is built
+/// only when it decides a request.
+struct Grant<'a> {
+    binding: &'a Value,
+    subject: &'a Value,
+    /// `None` for a ClusterRoleBinding.
+    namespace: Option<&'a str>,
 }
 
-fn role_rules(state: &State, kind: &str, ns: &str, name: &str) -> Vec<Value> {
-    let plural = if kind == "ClusterRole" {
-        "clusterroles"
-    } else {
-        "roles"
-    };
-    let Some(info) = state.registry.get(GROUP, "v1", plural) else {
-        return Vec::new();
-    };
-    let ns = if kind == "ClusterRole" { "" } else { ns };
-    state
-        .get(&info, ns, name)
-        .and_then(|role| role["rules"].as_array().cloned())
-        .unwrap_or_default()
-}
-
-/// The bindings (cluster-wide, then those of `namespace`) that apply to `user`.
-fn grants(state: &State, user: &UserInfo, namespace: &str) -> Vec<Grant> {
-    let mut out = Vec::new();
-    let subject_name = |user: &UserInfo| {
-        if parse_service_account_user(&user.name).is_some() {
-            format!("ServiceAccount \"{}\"", user.name)
+impl Grant<'_> {
+    fn describe(&self, user: &UserInfo) -> String {
+        let binding_ns = meta::meta_str(self.binding, "namespace").unwrap_or("");
+        let role_kind = self.binding["roleRef"]["kind"].as_str().unwrap_or("");
+        let role_name = self.binding["roleRef"]["name"].as_str().unwrap_or("");
+        let who = match self.subject["kind"].as_str() {
+            Some("Group") => format!("Group \"{}\"", self.subject["name"].as_str().unwrap_or("")),
+            _ if parse_service_account_user(&user.name).is_some() => {
+                format!("ServiceAccount \"{}\"", user.name)
+            }
+            _ => format!("User \"{}\"", user.name),
+        };
+        let (binding_kind, binding_name) = match self.namespace {
+            Some(_) => (
+                "RoleBinding",
+                format!("{binding_ns}/{}", meta::name(self.binding)),
+            ),
+            None => ("ClusterRoleBinding", meta::name(self.binding).to_string()),
+        };
+        let role_desc = if role_kind == "Role" {
+            format!("{binding_ns}/{role_name}")
         } else {
-            format!("User \"{}\"", user.name)
-        }
+            role_name.to_string()
+        };
+        format!(
+            "allowed by {binding_kind} \"{binding_name}\" of {role_kind} \"{role_desc}\" to {who}"
+        )
+    }
+}
+
+/// The role a binding names, if it exists.
+fn bound_role(state: &State, binding: &Value) -> Option<Arc<Value>> {
+    let kind = binding["roleRef"]["kind"].as_str().unwrap_or("");
+    let name = binding["roleRef"]["name"].as_str().unwrap_or("");
+    let (plural, ns) = if kind == "ClusterRole" {
+        ("clusterroles", "")
+    } else {
+        ("roles", meta::meta_str(binding, "namespace").unwrap_or(""))
     };
-    let mut visit = |plural: &str, ns: Option<&str>| {
+    let info = state.registry.get(GROUP, "v1", plural)?;
+    state.get(&info, ns, name)
+}
+
+/// Visits the bindings (cluster-wide, then those of `namespace`) that apply to `user`, with the
+/// rules of the role each names, until `visit` returns `Some`. Nothing is copied: this runs on
+/// every request of a user outside `system:masters` (the operator's every call).
+fn find_grant<T>(
+    state: &State,
+    user: &UserInfo,
+    namespace: &str,
+    mut visit: impl FnMut(&Grant<'_>, &[Value]) -> Option<T>,
+) -> Option<T> {
+    let mut scopes = vec![("clusterrolebindings", None)];
+    if !namespace.is_empty() {
+        scopes.push(("rolebindings", Some(namespace)));
+    }
+    for (plural, ns) in scopes {
         let Some(info) = state.registry.get(GROUP, "v1", plural) else {
-            return;
+            continue;
         };
         for binding in state.list(&info, ns) {
             let binding_ns = meta::meta_str(&binding, "namespace").unwrap_or("");
-            let Some(subjects) = binding["subjects"].as_array() else {
+            let Some(subject) = binding["subjects"]
+                .as_array()
+                .and_then(|subjects| subjects.iter().find(|s| appliesto(s, user, binding_ns)))
+            else {
                 continue;
             };
-            let Some(subject) = subjects.iter().find(|s| appliesto(s, user, binding_ns)) else {
-                continue;
+            let role = bound_role(state, &binding);
+            let rules = role
+                .as_ref()
+                .and_then(|r| r["rules"].as_array())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let grant = Grant {
+                binding: &binding,
+                subject,
+                namespace: ns,
             };
-            let role_kind = binding["roleRef"]["kind"].as_str().unwrap_or("");
-            let role_name = binding["roleRef"]["name"].as_str().unwrap_or("");
-            let who = match subject["kind"].as_str() {
-                Some("Group") => format!("Group \"{}\"", subject["name"].as_str().unwrap_or("")),
-                _ => subject_name(user),
-            };
-            let binding_kind = if ns.is_some() {
-                "RoleBinding"
-            } else {
-                "ClusterRoleBinding"
-            };
-            let binding_name = if ns.is_some() {
-                format!("{}/{}", binding_ns, meta::name(&binding))
-            } else {
-                meta::name(&binding).to_string()
-            };
-            let role_desc = if role_kind == "Role" {
-                format!("{binding_ns}/{role_name}")
-            } else {
-                role_name.to_string()
-            };
-            out.push(Grant {
-                describe: format!(
-                    "allowed by {binding_kind} \"{binding_name}\" of {role_kind} \"{role_desc}\" to {who}"
-                ),
-                rules: role_rules(state, role_kind, binding_ns, role_name),
-            });
+            if let Some(found) = visit(&grant, rules) {
+                return Some(found);
+            }
         }
-    };
-    visit("clusterrolebindings", None);
-    if !namespace.is_empty() {
-        visit("rolebindings", Some(namespace));
     }
-    out
+    None
 }
 
 /// RBAC's decision on `attrs` for `user`.
@@ -293,17 +311,21 @@ pub fn authorize(state: &State, user: &UserInfo, attrs: &Attributes) -> Decision
         .as_ref()
         .map(|r| r.namespace.as_str())
         .unwrap_or("");
-    for grant in grants(state, user, ns) {
-        if grant.rules.iter().any(|rule| rule_allows(rule, attrs)) {
-            return Decision {
-                allowed: true,
-                reason: format!("RBAC: {}", grant.describe),
-            };
-        }
-    }
-    Decision {
-        allowed: false,
-        reason: String::new(),
+    let allowed_by = find_grant(state, user, ns, |grant, rules| {
+        rules
+            .iter()
+            .any(|rule| rule_allows(rule, attrs))
+            .then(|| grant.describe(user))
+    });
+    match allowed_by {
+        Some(describe) => Decision {
+            allowed: true,
+            reason: format!("RBAC: {describe}"),
+        },
+        None => Decision {
+            allowed: false,
+            reason: String::new(),
+        },
     }
 }
 
@@ -336,11 +358,10 @@ pub fn rules_for(state: &State, user: &UserInfo, namespace: &str) -> (Vec<Value>
         push(&json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
         push(&json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
     }
-    for grant in grants(state, user, namespace) {
-        for rule in &grant.rules {
-            push(rule);
-        }
-    }
+    find_grant(state, user, namespace, |_, rules| {
+        rules.iter().for_each(&mut push);
+        None::<()>
+    });
     (resource_rules, non_resource_rules)
 }
 
