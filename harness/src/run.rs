@@ -35,16 +35,24 @@ pub const CASE_OVERHEAD: Duration = Duration::from_secs(120);
 /// runs the same way. Only the order depends on it: re-measure when a case changes much. A
 /// case missing here counts as [`DEFAULT_COST`].
 pub const CASE_COSTS: &[(&str, u32)] = &[
-    ("format_change_restore_required_rollback", 86),
-    ("halt_at_later_batch", 82),
-    ("format_change_compatible_rollback", 65),
-    ("candidate_stalls_configuration", 60),
-    ("idle_asleep_stopped_server_backup", 51),
-    ("http_only_candidate", 50),
-    ("stopped_server_backups", 49),
-    ("candidate_refuses_login", 43),
-    ("live_backup_restore_round_trip", 38),
-    ("unpullable_candidate", 35),
+    // Medians of `rehearse bench --runs 3`, release, 2026-12-02.
+    ("candidate_stalls_configuration", 53),
+    ("format_change_restore_required_rollback", 41),
+    ("halt_at_later_batch", 34),
+    ("format_change_compatible_rollback", 31),
+    ("idle_asleep_stopped_server_backup", 30),
+    ("stopped_server_backups", 30),
+    ("live_backup_restore_round_trip", 27),
+    ("candidate_refuses_login", 23),
+    ("unpullable_candidate", 21),
+    ("http_only_candidate", 21),
+    ("live_backup_agent_restart", 11),
+    ("live_backup_game_not_running_yet", 10),
+    ("live_backup_pod_replaced_during_preparation", 8),
+    ("live_backup_same_pod_game_restart", 8),
+    ("live_backup_older_agent_without_identity_route", 6),
+    ("member_tracking_default_version", 6),
+    ("stopped_server_backup_started_mid_copy", 5),
 ];
 
 /// Cost of a case [`CASE_COSTS`] does not list.
@@ -513,11 +521,14 @@ mod tests {
             "costliest first: {costs:?}"
         );
         // Equal costs keep the cases' own order.
-        let cheap: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| case_cost(all[i].name) == DEFAULT_COST)
-            .collect();
-        assert!(cheap.windows(2).all(|w| w[0] < w[1]), "{cheap:?}");
+        assert!(
+            order
+                .windows(2)
+                .filter(|w| case_cost(all[w[0]].name) == case_cost(all[w[1]].name))
+                .all(|w| w[0] < w[1]),
+            "{order:?}"
+        );
+        // A case the table does not list counts as the default.
+        assert_eq!(case_cost("a_case_nobody_measured"), DEFAULT_COST);
     }
 }
