@@ -77,7 +77,7 @@ fn unique(prefix: &str) -> String {
 }
 
 /// A rootfs tar with busybox (+ its shared libraries) and the stand-in scripts.
-async fn rootfs_tar() -> Vec<u8> {
+async fn rootfs_tar(identity: &str) -> Vec<u8> {
     let busybox = Path::new("/usr/bin/busybox");
     let ldd = Cmd::new("ldd")
         .arg(busybox)
@@ -170,6 +170,10 @@ async fn rootfs_tar() -> Vec<u8> {
     file(&mut tar, "usr/local/bin/crictl", CRICTL.as_bytes(), 0o755);
     file(&mut tar, "usr/local/bin/ctr", CTR.as_bytes(), 0o755);
     file(&mut tar, "www/marker", b"world-marker=alpha-7\n", 0o644);
+    // One layer per image: tests run in parallel and each removes its image when it ends; two
+    // imports of the same bytes would share one layer, and podman then fails the import that
+    // is still committing when the other test's cleanup deletes it ("layer not known").
+    file(&mut tar, "etc/rehearsal-image", identity.as_bytes(), 0o644);
     tar.into_inner().unwrap()
 }
 
@@ -184,7 +188,9 @@ async fn import_test_image(engine: &NodeEngine, repo: &str, tag: &str) {
     };
     let mut stream = engine.docker().create_image(
         Some(options),
-        Some(bollard::body_full(Bytes::from(rootfs_tar().await))),
+        Some(bollard::body_full(Bytes::from(
+            rootfs_tar(&format!("{repo}:{tag} pid {}", std::process::id())).await,
+        ))),
         None,
     );
     while let Some(item) = stream.next().await {
