@@ -4,8 +4,12 @@
 //!
 //! Defect (issue 13, item 6): the repository was a hostPath on the node, which Gameplane's
 //! backup Job never mounts. Here a pod with no volumes at all writes a snapshot into the
-//! embedded backend's repository and reads it back, the repository is removed, and the server
-//! ends with the backend.
+//! embedded backend's repository and reads it back, the repository is removed, the cluster's
+//! path on the server goes with the backend, and the server ends with the process' last use.
+//!
+//! Issue 16: one server per process serves every embedded cluster the process starts (rclone's
+//! start-up was the longest leg of an embedded cluster's start); two clusters on it keep
+//! same-named repositories apart.
 
 use std::time::Duration;
 
@@ -69,7 +73,13 @@ async fn a_pod_without_volumes_backs_up_into_the_backends_rest_repository() {
 
     let name = format!("rh-rest-{}", std::process::id());
     let url = backend.repository_url(&name).unwrap();
-    assert_eq!(url, format!("rest:http://{}/{name}", rest.addr()));
+    assert_eq!(url, format!("{}/{name}", rest.base()));
+    assert!(
+        rest.base()
+            .starts_with(&format!("rest:http://{}/", rest.addr())),
+        "{}",
+        rest.base()
+    );
     for bad in ["", "a/b", "..", "Upper"] {
         assert!(backend.repository_url(bad).is_err(), "{bad:?}");
     }
@@ -110,9 +120,84 @@ async fn a_pod_without_volumes_backs_up_into_the_backends_rest_repository() {
     assert!(backend.remove_repository("../x").await.is_err());
     assert!(root.is_dir(), "the root of other repositories stays");
 
+    // A repository the backend still has when it goes is no longer served (its path is
+    // detached from the server) and goes with the cluster's state directory.
+    backend.create_repository("rh-left").await.unwrap();
+    let config = format!("{}/rh-left/config", path_of(&rest.base()));
+    assert_eq!(http_status(rest.addr(), &config), 200, "{config}");
+    let addr = rest.addr();
     Box::new(backend).teardown(false).await.unwrap();
-    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
-    assert!(!alive, "rclone {pid} outlived the backend");
+    assert_eq!(http_status(addr, &config), 404, "{config} after teardown");
+    assert!(!root.exists(), "{} outlived the backend", root.display());
+    assert!(
+        alive(pid),
+        "the shared server serves the process' next cluster"
+    );
+    rehearsal::backend::rest_server::stop_shared().await;
+    assert!(!alive(pid), "rclone {pid} outlived the process' last use");
+}
+
+/// Two clusters of one process share one rclone, each under its own path: a repository of the
+/// same name in each is two repositories.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusters_of_one_process_share_the_server_and_keep_their_repositories_apart() {
+    let (a, b) = tokio::join!(cluster(), cluster());
+    let (ra, rb) = (a.rest_server(), b.rest_server());
+    assert_eq!(ra.pid(), rb.pid(), "one server");
+    assert_eq!(ra.addr(), rb.addr());
+    assert_ne!(ra.base(), rb.base());
+    assert_ne!(ra.root(), rb.root());
+    for backend in [&a, &b] {
+        backend.create_repository("rh-same").await.unwrap();
+    }
+    std::fs::write(ra.root().join("rh-same/locks/a-only"), b"a").unwrap();
+    let lock = |base: &str| format!("{}/rh-same/locks/a-only", path_of(base));
+    assert_eq!(http_status(ra.addr(), &lock(&ra.base())), 200);
+    assert_eq!(http_status(rb.addr(), &lock(&rb.base())), 404);
+
+    let pid = ra.pid().unwrap();
+    Box::new(a).teardown(false).await.unwrap();
+    // The other cluster's repositories are still served.
+    let config = format!("{}/rh-same/config", path_of(&b.rest_server().base()));
+    assert_eq!(http_status(b.rest_server().addr(), &config), 200);
+    // A stop while a cluster still uses the server leaves it running for that cluster.
+    rehearsal::backend::rest_server::stop_shared().await;
+    assert!(alive(pid));
+    assert_eq!(http_status(b.rest_server().addr(), &config), 200);
+    Box::new(b).teardown(false).await.unwrap();
+    assert!(!alive(pid), "rclone {pid} outlived its last cluster");
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie (exited, not yet reaped) counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|s| !s.trim_start().starts_with('Z'))
+    })
+}
+
+/// The HTTP path of a repository base URL (`rest:http://ADDR/<tenant>` → `/<tenant>`).
+fn path_of(base: &str) -> String {
+    let rest = base.trim_start_matches("rest:http://");
+    rest[rest.find('/').expect("a tenant path")..].to_string()
+}
+
+/// The status of `GET path` on the server (plain HTTP/1.0 over loopback).
+fn http_status(addr: std::net::SocketAddr, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("the server listens");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    String::from_utf8_lossy(&response)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {:?}", String::from_utf8_lossy(&response)))
 }
 
 /// Each case's repository starts as the template (`fixtures/restic-repository`): real restic

@@ -1,8 +1,8 @@
 //! The embedded backend: the in-process cluster ([`EmbeddedCluster`]) with the project's CRDs
 //! installed, the operator under test running as a child process (started by the
 //! [`EmbeddedDeployment`] the caller hands over; the backend knows nothing of how it is
-//! deployed), and a restic REST server on the host ([`RestServer`]) holding the cases'
-//! repositories.
+//! deployed), and its place ([`RestTenant`]) on the process' restic REST server, which holds the
+//! cases' repositories.
 //!
 //! Pods get a loopback pod IP (127.x.y.z), so [`Backend::reach`] can connect to it directly;
 //! that shortcut is the default, and [`ReachMode::PortForward`] (or
@@ -21,7 +21,7 @@ use kube::Api;
 use kube::api::PostParams;
 use rehearsal_embedded::{EmbeddedCluster, EmbeddedConfig};
 
-use super::rest_server::RestServer;
+use super::rest_server::RestTenant;
 use super::{Backend, BackendError, BackendKind, BoxFuture, Reach};
 use crate::process::{ChildGuard, ProcessLog, ProcessRecord};
 use crate::wait::{await_condition, conditions};
@@ -105,12 +105,12 @@ pub trait EmbeddedDeployment: std::fmt::Debug + Send + Sync {
     ) -> BoxFuture<'a, Result<ChildGuard, BackendError>>;
 }
 
-/// The embedded cluster with the operator under test (when deployed) and the restic REST
-/// server the cases' repositories live on.
+/// The embedded cluster with the operator under test (when deployed) and its place on the
+/// restic REST server the cases' repositories live on.
 pub struct Embedded {
     cluster: EmbeddedCluster,
     operator: Option<ChildGuard>,
-    rest: RestServer,
+    rest: RestTenant,
     name: String,
     kubeconfig: PathBuf,
     log: ProcessLog,
@@ -195,17 +195,14 @@ impl Embedded {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "embedded".into());
         let log = ProcessLog::default();
-        // The REST server needs nothing from the API server: it starts while the CRDs are
-        // installed and the operator deployed (cluster + operator up is on every embedded
-        // case's critical path).
-        let (repos, rest_log) = (
-            cluster.state_dir().join("restic-repos"),
-            cluster.state_dir().join("rest-server.log"),
-        );
-        // Pods share the host's loopback: a REST server on 127.0.0.1 is reachable from every
-        // copy Job, as a Service is on Kind.
+        // The REST server needs nothing from the API server: the process' shared one is
+        // attached (started, for the process' first cluster) while the CRDs are installed and
+        // the operator deployed (cluster + operator up is on every embedded case's critical
+        // path). Pods share the host's loopback: a REST server on 127.0.0.1 is reachable from
+        // every copy Job, as a Service is on Kind.
+        let repos = cluster.state_dir().join("restic-repos");
         let rest = async {
-            let rest = RestServer::start(&repos, &rest_log, Duration::from_secs(10), &log).await?;
+            let rest = RestTenant::attach(&repos, Duration::from_secs(10), &log).await?;
             Ok::<_, BackendError>((rest, started.elapsed()))
         };
         let client = cluster.client();
@@ -248,8 +245,8 @@ impl Embedded {
         &self.cluster
     }
 
-    /// The restic REST server on the host.
-    pub fn rest_server(&self) -> &RestServer {
+    /// This cluster's place on the restic REST server on the host.
+    pub fn rest_server(&self) -> &RestTenant {
         &self.rest
     }
 
@@ -383,7 +380,7 @@ impl Backend for Embedded {
         Box::pin(async move {
             std::fs::create_dir_all(dir).map_err(|e| BackendError::io("create", dir, e))?;
             let rest_log = dir.join("rest-server.log");
-            let _ = std::fs::copy(self.cluster.state_dir().join("rest-server.log"), &rest_log);
+            let _ = std::fs::copy(self.rest.log_file(), &rest_log);
             if let Some(op) = &self.operator {
                 // Under the name the deployment gave it (`reference-operator.log`).
                 let to = dir.join(op.log_file().file_name().unwrap_or("operator.log".as_ref()));
@@ -414,7 +411,8 @@ impl Backend for Embedded {
             if let Some(op) = operator {
                 op.stop(Duration::from_secs(5)).await;
             }
-            rest.stop().await;
+            // Detaches this cluster's path; the server serves the process' other clusters.
+            rest.release().await;
             cluster.shutdown().await;
             Ok(())
         })

@@ -4,7 +4,12 @@
 //!
 //! - Embedded cluster: [`RestServer`] runs Debian's `rclone serve restic` on the host, bound to
 //!   127.0.0.1 on a free port; embedded pods share the host's loopback, so their restic reaches
-//!   it directly. The backend starts it and ends it (a [`ChildGuard`] kills it on drop).
+//!   it directly. One server per process ([`RestServer::shared`]) serves every embedded cluster
+//!   the process starts, each under its own path ([`RestTenant`]: `rest:http://ADDR/<tenant>`),
+//!   so only the first cluster of a run pays for rclone's start-up. A tenant's repositories stay
+//!   in its cluster's state directory (the server follows the tenant's symlink), are reachable
+//!   only while the tenant is attached, and go with the state directory. The server ends with
+//!   the process ([`stop_shared`], and `PR_SET_PDEATHSIG` when the process dies).
 //! - Kind: [`kind_manifests`], a `restic/rest-server` Deployment and Service in
 //!   [`KIND_NAMESPACE`] (the server Gameplane's own e2e runs), storing into the node directory
 //!   [`crate::backend::kind::NODE_BACKUP_REPO`]; pods reach it through cluster DNS.
@@ -14,12 +19,14 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::BackendError;
-use crate::process::{ChildGuard, Cmd, ProcessLog};
+use crate::process::{ChildGuard, Cmd, ProcessLog, ProcessRecord};
 
 /// The namespace of the Kind REST server.
 pub const KIND_NAMESPACE: &str = "rehearsal-repos";
@@ -102,9 +109,15 @@ pub fn write_template(dir: &Path) -> Result<(), BackendError> {
 /// A restic REST server on this host (`rclone serve restic`).
 #[derive(Debug)]
 pub struct RestServer {
-    child: ChildGuard,
+    child: Mutex<Option<ChildGuard>>,
     addr: SocketAddr,
     root: PathBuf,
+    log_file: PathBuf,
+    /// How it was started, as recorded when it was.
+    record: Option<ProcessRecord>,
+    /// The shared server's own directory (root and log) and its owner record, removed when
+    /// it stops.
+    home: Option<(PathBuf, rehearsal_embedded::owners::OwnerRecord)>,
 }
 
 /// The line rclone prints once it listens: `… Serving restic REST API on http://ADDR/`.
@@ -126,6 +139,8 @@ impl RestServer {
             "/dev/null".into(),
             "--addr".into(),
             "127.0.0.1:0".into(),
+            // A tenant's path is a symlink to its cluster's repository directory.
+            "--copy-links".into(),
             root.display().to_string(),
         ]
     }
@@ -155,9 +170,12 @@ impl RestServer {
             let text = std::fs::read_to_string(log_file).unwrap_or_default();
             if let Some(addr) = served_addr(&text) {
                 return Ok(Self {
-                    child,
+                    child: Mutex::new(Some(child)),
                     addr,
                     root: root.to_path_buf(),
+                    log_file: log_file.to_path_buf(),
+                    record: log.records().last().cloned(),
+                    home: None,
                 });
             }
             if let Some(code) = child.try_exit() {
@@ -195,7 +213,23 @@ impl RestServer {
 
     /// The process, while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.pid()
+        self.guard().as_ref().and_then(ChildGuard::pid)
+    }
+
+    /// Its log (rclone's stdout and stderr).
+    pub fn log_file(&self) -> &Path {
+        &self.log_file
+    }
+
+    /// True while the process has not exited.
+    pub fn running(&self) -> bool {
+        self.guard()
+            .as_mut()
+            .is_some_and(|child| child.try_exit().is_none())
+    }
+
+    fn guard(&self) -> std::sync::MutexGuard<'_, Option<ChildGuard>> {
+        self.child.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Creates repository `name` from the template ([`write_template`]).
@@ -214,9 +248,187 @@ impl RestServer {
         }
     }
 
-    /// Stops the server.
-    pub async fn stop(self) {
-        self.child.stop(Duration::from_secs(5)).await;
+    /// Stops the server (and removes the shared server's directory).
+    pub async fn stop(mut self) {
+        let child = self.guard().take();
+        if let Some(child) = child {
+            child.stop(Duration::from_secs(5)).await;
+        }
+        if let Some((dir, owner)) = self.home.take() {
+            let _ = std::fs::remove_dir_all(&dir);
+            owner.remove();
+        }
+    }
+
+    /// The process' shared server, started on first use (and again if it has died: a server
+    /// started from a runtime's worker thread dies with that thread). Its root is a fresh
+    /// directory under the embedded clusters' directory, registered like a cluster's state
+    /// directory so a start after a crash removes it.
+    pub async fn shared(bound: Duration) -> Result<Arc<Self>, BackendError> {
+        let mut slot = SHARED.lock().await;
+        if let Some(server) = slot.as_ref().filter(|s| s.running()) {
+            return Ok(server.clone());
+        }
+        if let Some(dead) = slot.take() {
+            tracing::warn!(log = %dead.log_file.display(), "the shared REST server had exited; starting another");
+        }
+        let dir = rehearsal_embedded::owners::root_dir().join(format!(
+            "rest-server-{}-{}",
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        ));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| BackendError::io("create the REST server's directory", &dir, e))?;
+        let owner = rehearsal_embedded::owners::OwnerRecord::register(&dir, true)
+            .map_err(|e| BackendError::io("register the REST server's directory", &dir, e))?;
+        let started = Self::start(
+            &dir.join("tenants"),
+            &dir.join("rest-server.log"),
+            bound,
+            &ProcessLog::default(),
+        )
+        .await;
+        let server = match started {
+            // The record stays until the server stops: a crashed process' directory is reaped
+            // by the next embedded cluster's start.
+            Ok(mut server) => {
+                server.home = Some((dir, owner));
+                Arc::new(server)
+            }
+            Err(e) => {
+                owner.remove();
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        *slot = Some(server.clone());
+        Ok(server)
+    }
+}
+
+impl Drop for RestServer {
+    fn drop(&mut self) {
+        // Not stopped: the guard kills the process; its directory goes too.
+        if let Some((dir, owner)) = self.home.take() {
+            let _ = std::fs::remove_dir_all(&dir);
+            owner.remove();
+        }
+    }
+}
+
+/// The process' shared REST server ([`RestServer::shared`]).
+static SHARED: tokio::sync::Mutex<Option<Arc<RestServer>>> = tokio::sync::Mutex::const_new(None);
+
+/// Stops the process' shared REST server, if one runs and no cluster still uses it (a tenant
+/// still attached keeps it; it then ends with the last tenant's drop or with the process).
+pub async fn stop_shared() {
+    let server = SHARED.lock().await.take();
+    if let Some(server) = server.and_then(|s| Arc::try_unwrap(s).ok()) {
+        server.stop().await;
+    }
+}
+
+/// One embedded cluster's place on the shared [`RestServer`]: path `/<tenant>` of the server is
+/// a symlink to the cluster's repository directory, so its repositories are
+/// `rest:http://ADDR/<tenant>/<name>` and live (and are removed) with the cluster's state.
+/// Dropping it detaches the path.
+#[derive(Debug)]
+pub struct RestTenant {
+    server: Arc<RestServer>,
+    tenant: String,
+    repos: PathBuf,
+    link: PathBuf,
+}
+
+impl RestTenant {
+    /// Attaches `repos` (created if missing) to the process' shared server (started if none
+    /// runs, within `bound`), recording the server's process in `log`.
+    pub async fn attach(
+        repos: &Path,
+        bound: Duration,
+        log: &ProcessLog,
+    ) -> Result<Self, BackendError> {
+        static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+        std::fs::create_dir_all(repos)
+            .map_err(|e| BackendError::io("create the repository directory", repos, e))?;
+        let server = RestServer::shared(bound).await?;
+        let tenant = format!("cluster-{}", SEQUENCE.fetch_add(1, Ordering::Relaxed));
+        let link = server.root.join(&tenant);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(repos, &link)
+            .map_err(|e| BackendError::io("attach the repository directory", &link, e))?;
+        if let Some(record) = &server.record {
+            log.push(ProcessRecord {
+                stdout: format!(
+                    "(long-running, shared by this process' embedded clusters; this cluster's repositories are under /{tenant}/; output in {})",
+                    server.log_file.display()
+                ),
+                ..record.clone()
+            });
+        }
+        Ok(Self {
+            server,
+            tenant,
+            repos: repos.to_path_buf(),
+            link,
+        })
+    }
+
+    /// The server's address (127.0.0.1).
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr
+    }
+
+    /// This cluster's repository base URL (`rest:http://127.0.0.1:PORT/<tenant>`).
+    pub fn base(&self) -> String {
+        format!("{}/{}", self.server.base(), self.tenant)
+    }
+
+    /// The directory this cluster's repositories are in.
+    pub fn root(&self) -> &Path {
+        &self.repos
+    }
+
+    /// The server's process, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.server.pid()
+    }
+
+    /// The server's log (shared by every tenant).
+    pub fn log_file(&self) -> &Path {
+        self.server.log_file()
+    }
+
+    /// Creates repository `name` from the template ([`write_template`]).
+    pub fn create_repository(&self, name: &str) -> Result<(), BackendError> {
+        write_template(&self.repos.join(repository_name(name)?))
+    }
+
+    /// Detaches this cluster's path; when nothing else uses the server any more (after
+    /// [`stop_shared`]), stops it too.
+    pub async fn release(self) {
+        let server = self.server.clone();
+        drop(self);
+        if let Ok(server) = Arc::try_unwrap(server) {
+            server.stop().await;
+        }
+    }
+
+    /// Removes repository `name` (its directory); a missing one is fine.
+    pub fn remove_repository(&self, name: &str) -> Result<(), BackendError> {
+        let dir = self.repos.join(repository_name(name)?);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(BackendError::io("remove the repository", &dir, e))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for RestTenant {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.link);
     }
 }
 

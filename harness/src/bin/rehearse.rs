@@ -58,7 +58,14 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if let Err(e) = runtime.block_on(cli::run(cli)) {
+    let outcome = runtime.block_on(async {
+        let outcome = cli::run(cli).await;
+        // The embedded clusters' shared REST server ends with the command (gracefully; the
+        // death signal would end it with the process anyway).
+        rehearsal::backend::rest_server::stop_shared().await;
+        outcome
+    });
+    if let Err(e) = outcome {
         eprintln!("rehearse: {e}");
         std::process::exit(e.code);
     }

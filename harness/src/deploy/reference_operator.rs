@@ -41,6 +41,16 @@ pub enum DeployError {
         /// The last lines of that log.
         tail: String,
     },
+    /// The pipe the operator signals readiness on could not be made.
+    #[error(
+        "cannot make the reference operator's ready pipe {path}: {source}; the cluster's state directory must be writable"
+    )]
+    ReadyPipe {
+        /// The pipe's path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     #[error(
         "reference operator did not write its ready file {ready_file} within {bound:?}; last log lines from {log}:\n{tail}"
     )]
@@ -116,27 +126,60 @@ pub async fn start_process(
     bound: Duration,
     log: &ProcessLog,
 ) -> Result<ChildGuard, DeployError> {
-    let ready_file = state_dir.join("reference-operator.ready");
-    let _ = std::fs::remove_file(&ready_file);
-    let log_file = state_dir.join("reference-operator.log");
     let argv = process_argv(&program(), kubeconfig, context, mutant);
-    let mut cmd = Cmd::new(argv[0].clone())
-        .args(argv[1..].iter().cloned())
-        .env(READY_FILE_ENV, &ready_file);
+    let mut cmd = Cmd::new(argv[0].clone()).args(argv[1..].iter().cloned());
     if let Some(dns) = cluster_dns {
         cmd = cmd.env(CLUSTER_DNS_ENV, dns.to_string());
     }
-    let mut child = cmd
-        .env(
-            "RUST_LOG",
-            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-        )
-        .spawn(&log_file, log)?;
+    let cmd = cmd.env(
+        "RUST_LOG",
+        std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+    );
+    spawn_until_ready(cmd, state_dir, bound, log).await
+}
+
+/// Spawns `cmd` with [`READY_FILE_ENV`] naming `<state_dir>/reference-operator.ready` and its
+/// output in `<state_dir>/reference-operator.log`, and waits up to `bound` for it to write the
+/// ready file.
+async fn spawn_until_ready(
+    cmd: Cmd,
+    state_dir: &Path,
+    bound: Duration,
+    log: &ProcessLog,
+) -> Result<ChildGuard, DeployError> {
+    let ready_file = state_dir.join("reference-operator.ready");
+    let _ = std::fs::remove_file(&ready_file);
+    // The ready file is a FIFO the harness holds open (read and write, so it never reads an
+    // end of file): the operator's write wakes the wait at once, with no polling.
+    let pipe_err = |source| DeployError::ReadyPipe {
+        path: ready_file.clone(),
+        source,
+    };
+    nix::unistd::mkfifo(
+        &ready_file,
+        nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+    )
+    .map_err(|e| pipe_err(e.into()))?;
+    let ready = tokio::net::unix::pipe::OpenOptions::new()
+        .read_write(true)
+        .open_receiver(&ready_file)
+        .map_err(pipe_err)?;
+    let log_file = state_dir.join("reference-operator.log");
+    let mut child = cmd.env(READY_FILE_ENV, &ready_file).spawn(&log_file, log)?;
     let start = Instant::now();
-    // The ready file is written by another process; a short bounded poll observes it.
     loop {
-        if ready_file.exists() {
-            return Ok(child);
+        // Readiness wakes this at once; the operator's exit and the bound are checked every
+        // 10 ms (an exit closes no pipe end the harness could wait on).
+        if let Ok(Ok(())) = tokio::time::timeout(Duration::from_millis(10), ready.readable()).await
+        {
+            let mut buf = [0u8; 16];
+            match ready.try_read(&mut buf) {
+                Ok(n) if n > 0 => return Ok(child),
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                    return Err(pipe_err(e));
+                }
+                _ => {}
+            }
         }
         if let Some(code) = child.try_exit() {
             return Err(DeployError::ExitedEarly {
@@ -147,13 +190,12 @@ pub async fn start_process(
         }
         if start.elapsed() > bound {
             return Err(DeployError::NotReady {
-                ready_file,
+                ready_file: ready_file.clone(),
                 bound,
                 tail: tail(&log_file),
                 log: log_file,
             });
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -517,4 +559,76 @@ pub async fn grant_identity(
         source,
     })?;
     Ok(path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Cmd {
+        Cmd::new("sh").arg("-c").arg(script)
+    }
+
+    /// The operator's write to its ready file (a FIFO the harness reads) ends the wait; the
+    /// process keeps running and is recorded.
+    #[tokio::test]
+    async fn a_write_to_the_ready_file_ends_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ProcessLog::default();
+        let cmd = sh("echo starting; printf 'ready\\n' > \"$REHEARSAL_READY_FILE\"; exec sleep 60");
+        let mut child = spawn_until_ready(cmd, dir.path(), Duration::from_secs(30), &log)
+            .await
+            .expect("ready");
+        assert_eq!(child.try_exit(), None, "still running once ready");
+        assert_eq!(log.records().len(), 1);
+        child.stop(Duration::from_secs(5)).await;
+    }
+
+    /// An operator that exits before it is ready is reported with its exit code and log tail.
+    #[tokio::test]
+    async fn an_exit_before_ready_names_the_code_and_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmd = sh("echo 'cannot reach the API server' >&2; exit 3");
+        let err = spawn_until_ready(
+            cmd,
+            dir.path(),
+            Duration::from_secs(30),
+            &ProcessLog::default(),
+        )
+        .await
+        .expect_err("exited");
+        match err {
+            DeployError::ExitedEarly { code, tail, .. } => {
+                assert_eq!(code, Some(3));
+                assert!(tail.contains("cannot reach the API server"), "{tail}");
+            }
+            other => panic!("{other}"),
+        }
+    }
+
+    /// One that runs but never signals readiness fails at the bound, naming the ready file; a
+    /// stale regular file of an earlier run in its place does not count as ready.
+    #[tokio::test]
+    async fn no_ready_write_within_the_bound_is_not_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("reference-operator.ready"), b"ready\n").unwrap();
+        let cmd = sh("echo waiting; exec sleep 60");
+        let err = spawn_until_ready(
+            cmd,
+            dir.path(),
+            Duration::from_millis(300),
+            &ProcessLog::default(),
+        )
+        .await
+        .expect_err("not ready");
+        match err {
+            DeployError::NotReady {
+                ready_file, tail, ..
+            } => {
+                assert!(ready_file.ends_with("reference-operator.ready"));
+                assert!(tail.contains("waiting"), "{tail}");
+            }
+            other => panic!("{other}"),
+        }
+    }
 }
