@@ -362,9 +362,14 @@ impl EmbeddedCluster {
     fn release(&mut self) {
         self.sandboxes.kill_all();
         if let Some(owner) = self.owner.take() {
-            owner.remove();
-            if self.remove_state {
-                let _ = std::fs::remove_dir_all(&self.state_dir);
+            // A state directory that cannot be removed now (a killed sandbox still writing
+            // into it) keeps its owner record: the next start after this process ends reaps it.
+            let gone = || match std::fs::remove_dir_all(&self.state_dir) {
+                Ok(()) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            };
+            if !self.remove_state || gone() {
+                owner.remove();
             }
         }
     }
