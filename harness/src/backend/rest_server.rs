@@ -232,22 +232,6 @@ impl RestServer {
         self.child.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Creates repository `name` from the template ([`write_template`]).
-    pub fn create_repository(&self, name: &str) -> Result<(), BackendError> {
-        write_template(&self.root.join(repository_name(name)?))
-    }
-
-    /// Removes repository `name` (its directory below the root); a missing one is fine.
-    pub fn remove_repository(&self, name: &str) -> Result<(), BackendError> {
-        let dir = self.root.join(repository_name(name)?);
-        match std::fs::remove_dir_all(&dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(BackendError::io("remove the repository", &dir, e))
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// Stops the server (and removes the shared server's directory).
     pub async fn stop(mut self) {
         let child = self.guard().take();
