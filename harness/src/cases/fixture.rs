@@ -674,13 +674,24 @@ pub async fn volume_script(
         }),
         ..Default::default()
     };
+    run_pod_for_output(ctx, &pods, &pod).await
+}
+
+/// Creates `pod` (restart policy Never) in the case's namespace, waits (within the settle
+/// bound) for it to succeed, returns its output and deletes it, also when it failed.
+pub async fn run_pod_for_output(
+    ctx: &CaseContext<'_>,
+    pods: &Api<Pod>,
+    pod: &Pod,
+) -> Result<String, CaseError> {
+    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     let object = format!("pod {}/{pod_name}", ctx.namespace);
-    pods.create(&PostParams::default(), &pod)
+    pods.create(&PostParams::default(), pod)
         .await
         .map_err(CaseError::kube("create", object.clone()))?;
     let outcome = async {
         await_object(
-            &pods,
+            pods,
             pod_name,
             conditions::pod_succeeded(),
             ctx.bounds.settle,

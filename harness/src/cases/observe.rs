@@ -12,14 +12,13 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, EnvVarSource, Pod, PodSpec, SecretKeySelector,
 };
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::fixture;
 use crate::context::{CaseContext, CaseError, Checks, HarnessMutant};
 use crate::evidence::pvc_table::{self, PvcComparison, PvcObservation};
-use crate::wait::{await_object, conditions};
 
 /// Where the fixture game keeps its RCON audit log, relative to its world claim.
 pub const AUDIT_LOG: &str = "logs/rcon-audit.jsonl";
@@ -201,25 +200,7 @@ pub async fn snapshot_files(
         }),
         ..Default::default()
     };
-    let object = format!("pod {}/{pod_name}", ctx.namespace);
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .map_err(CaseError::kube("create", object.clone()))?;
-    let outcome = async {
-        await_object(
-            &pods,
-            pod_name,
-            conditions::pod_succeeded(),
-            ctx.bounds.settle,
-        )
-        .await?;
-        pods.logs(pod_name, &Default::default())
-            .await
-            .map_err(CaseError::kube("read logs of", object.clone()))
-    }
-    .await;
-    let _ = pods.delete(pod_name, &Default::default()).await;
-    let out = outcome?;
+    let out = fixture::run_pod_for_output(ctx, &pods, &pod).await?;
     if !out.contains("REHEARSAL-LS-DONE") {
         return Err(CaseError::evidence_absent(
             format!("restic snapshot {snapshot}"),
