@@ -201,5 +201,88 @@ pub fn reap_dead_owners() -> Reaped {
         let _ = std::fs::remove_file(entry.path());
     }
     reap_orphans(&dead, &mut reaped);
+    sweep_unowned(&root_dir(), &mut reaped);
     reaped
+}
+
+/// The creating process of a default directory under [`root_dir`] (`cluster-<pid>-<id>` of a
+/// cluster, `rest-server-<pid>-<id>` of a process' shared REST server), from its name.
+fn creator_of(name: &str) -> Option<u32> {
+    let rest = name
+        .strip_prefix("cluster-")
+        .or_else(|| name.strip_prefix("rest-server-"))?;
+    let (pid, id) = rest.split_once('-')?;
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Removes default directories under `root` whose creating process no longer exists and that
+/// no owner record names any more (a process that died before its record was written, or
+/// after it was removed). A directory of a live process, or of a PID now reused, is left.
+fn sweep_unowned(root: &Path, reaped: &mut Reaped) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = creator_of(&name) else {
+            continue;
+        };
+        if kill(Pid::from_raw(pid as i32), None) != Err(nix::errno::Errno::ESRCH) {
+            continue;
+        }
+        let dir = entry.path();
+        if std::fs::remove_dir_all(&dir).is_ok() {
+            tracing::warn!(dir = %dir.display(), "removed the state of a dead process");
+            reaped.removed.push(dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_default_directory_names_name_a_creator() {
+        assert_eq!(creator_of("cluster-4548-a94c04fc"), Some(4548));
+        assert_eq!(creator_of("rest-server-17-0123abcd"), Some(17));
+        for other in [
+            "owners",
+            "images",
+            "ip-blocks",
+            "cluster-x-ab",
+            "cluster-12-",
+            "cluster-12-zz",
+            "mine",
+        ] {
+            assert_eq!(creator_of(other), None, "{other}");
+        }
+    }
+
+    /// A dead process' directory goes; a live one's, and anything not named like a default
+    /// directory, stay.
+    #[test]
+    fn directories_of_dead_processes_are_swept() {
+        let root = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let dead_dir = root.path().join(format!("cluster-{dead}-0123abcd"));
+        let dead_rest = root.path().join(format!("rest-server-{dead}-0123abcd"));
+        let live_dir = root
+            .path()
+            .join(format!("cluster-{}-0123abcd", std::process::id()));
+        let other = root.path().join(format!("kept-{dead}-0123abcd"));
+        for dir in [&dead_dir, &dead_rest, &live_dir, &other] {
+            std::fs::create_dir_all(dir.join("sandboxes")).unwrap();
+        }
+        let mut reaped = Reaped::default();
+        sweep_unowned(root.path(), &mut reaped);
+        assert!(!dead_dir.exists() && !dead_rest.exists());
+        assert!(live_dir.exists() && other.exists());
+        reaped.removed.sort();
+        assert_eq!(reaped.removed, vec![dead_dir, dead_rest]);
+    }
 }
