@@ -58,10 +58,17 @@ pub enum CaseError {
     /// A receipt or artifact could not be written.
     #[error("could not write evidence: {0}")]
     Evidence(Box<BundleError>),
-    /// One or more named checks failed: the verdict's evidence, matched by the self-test
-    /// against the check a mutant targets.
-    #[error("{}", describe_failed(.0))]
-    Checks(Vec<CheckResult>),
+    /// One or more named checks failed, or a wait reached its bound and the case assessed the
+    /// evidence that existed then: the verdict's evidence, matched by the self-test against the
+    /// check a mutant targets (a timeout alone names no check).
+    #[error("{}", describe_verdict(failed, timeouts))]
+    Checks {
+        /// The checks that did not hold.
+        failed: Vec<CheckResult>,
+        /// Waits that reached their bound before the assessment (each with the last observed
+        /// state), in the order they ended.
+        timeouts: Vec<String>,
+    },
     /// The source that would show an absence was not there (a missing or empty log): the case
     /// cannot conclude, so it fails, and never on a check.
     #[error("evidence absent: {what}: {why}")]
@@ -71,6 +78,15 @@ pub enum CaseError {
         /// Why it is absent or cannot speak to the moment in question, and what to do.
         why: String,
     },
+}
+
+fn describe_verdict(failed: &[CheckResult], timeouts: &[String]) -> String {
+    let checks = describe_failed(failed);
+    match (checks.is_empty(), timeouts.is_empty()) {
+        (_, true) => checks,
+        (true, false) => format!("timed out: {}", timeouts.join("; ")),
+        (false, false) => format!("{checks}; timed out: {}", timeouts.join("; ")),
+    }
 }
 
 fn describe_failed(failed: &[CheckResult]) -> String {
@@ -124,7 +140,7 @@ impl CaseError {
     /// that timed out, a setup error, absent evidence).
     pub fn failed_checks(&self) -> Vec<String> {
         match self {
-            Self::Checks(failed) => failed.iter().map(|c| c.check.to_string()).collect(),
+            Self::Checks { failed, .. } => failed.iter().map(|c| c.check.to_string()).collect(),
             _ => Vec::new(),
         }
     }
@@ -281,12 +297,19 @@ impl Checks {
 
     /// Ends the assessment: every result (for the receipt) or the failed ones as the error.
     pub fn finish(self) -> Result<Vec<CheckResult>, CaseError> {
-        if self.all_passed() {
+        self.finish_after(Vec::new())
+    }
+
+    /// Ends the assessment of a case whose waits in `timeouts` reached their bound: it fails
+    /// (a timeout is never a pass), listing the failed checks and the timeouts.
+    pub fn finish_after(self, timeouts: Vec<String>) -> Result<Vec<CheckResult>, CaseError> {
+        if self.all_passed() && timeouts.is_empty() {
             Ok(self.results)
         } else {
-            Err(CaseError::Checks(
-                self.results.into_iter().filter(|c| !c.passed).collect(),
-            ))
+            Err(CaseError::Checks {
+                failed: self.results.into_iter().filter(|c| !c.passed).collect(),
+                timeouts,
+            })
         }
     }
 }
@@ -357,6 +380,8 @@ pub struct CaseContext<'a> {
     /// The operator the cluster runs (read from it before the case starts).
     pub operator: crate::deploy::profile::OperatorProfile,
     started: Instant,
+    /// Waits that reached their bound and were judged rather than ending the case.
+    timeouts: std::sync::Mutex<Vec<String>>,
 }
 
 impl<'a> CaseContext<'a> {
@@ -374,6 +399,7 @@ impl<'a> CaseContext<'a> {
             harness_mutant: None,
             operator: crate::deploy::profile::OperatorProfile::Reference,
             started: Instant::now(),
+            timeouts: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -413,9 +439,20 @@ impl<'a> CaseContext<'a> {
 
     /// Writes the step "assess": every check's result and `observed`; fails with the failed
     /// checks when any did.
+    ///
+    /// Every check must be named by the clause matrix (`docs/contract.toml`) for this case — a
+    /// proof of some clause or one of its preconditions: a check no clause names is a setup
+    /// error, so a new check cannot pass unnoticed without the contract saying what it proves.
     pub fn assess(&self, checks: Checks, observed: Value) -> Result<(), CaseError> {
+        let unnamed = match crate::contract::Contract::builtin() {
+            Ok(contract) => contract
+                .unnamed_checks(self.recorder.name(), checks.results.iter().map(|c| c.check)),
+            Err(e) => vec![format!("(the clause matrix is unreadable: {e})")],
+        };
         let at_ms = self.started.elapsed().as_millis() as u64;
-        let passed = checks.all_passed();
+        let timeouts =
+            std::mem::take(&mut *self.timeouts.lock().unwrap_or_else(|p| p.into_inner()));
+        let passed = checks.all_passed() && timeouts.is_empty();
         let results = checks.results.clone();
         let failed: Vec<&str> = results
             .iter()
@@ -424,9 +461,26 @@ impl<'a> CaseContext<'a> {
             .collect();
         self.recorder.step(
             "assess",
-            json!({"ok": passed, "at_ms": at_ms, "checks": results, "failed_checks": failed, "observed": observed}),
+            json!({"ok": passed, "at_ms": at_ms, "checks": results, "failed_checks": failed, "timeouts": timeouts, "observed": observed}),
         )?;
-        checks.finish().map(|_| ())
+        if !unnamed.is_empty() {
+            return Err(CaseError::Setup(format!(
+                "case {} assessed checks that docs/contract.toml does not name for it: {}; add each to the clause it proves (or to the case's preconditions)",
+                self.recorder.name(),
+                unnamed.join(", ")
+            )));
+        }
+        checks.finish_after(timeouts).map(|_| ())
+    }
+
+    /// Records that a wait reached its bound while the case goes on to judge the evidence that
+    /// exists: the next [`Self::assess`] fails and its verdict names the timeout with the
+    /// checks. `what` is the wait's error (object, condition, bound and last observed state).
+    pub fn timed_out(&self, what: impl Into<String>) {
+        self.timeouts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(what.into());
     }
 
     /// Whether the harness runs with `mutant`'s weakened gate (self-test only).

@@ -19,6 +19,7 @@ pub mod buckets;
 pub mod cases;
 pub mod cli;
 pub mod context;
+pub mod contract;
 pub mod deploy;
 pub use rehearsal_evidence as evidence;
 pub mod faults;

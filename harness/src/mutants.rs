@@ -16,6 +16,8 @@ pub enum HarnessMutant {
     JoinStatusOnly,
     /// The join gate is satisfied once login succeeds (the configuration phase is not awaited).
     JoinLoginOnly,
+    /// The join gate is satisfied when the game port answers at all (an HTTP answer counts).
+    JoinPortOpen,
     /// A failed gate in a promotion batch does not halt the rollout.
     BatchHaltIgnored,
     /// The preflight accepts fleet members that track the template's default version.
@@ -26,17 +28,28 @@ pub enum HarnessMutant {
     /// PVC tables are compared pairwise by position, so a claim present on one side only is
     /// silently dropped (the `zip` defect).
     PvcCompareZip,
+    /// The baseline receipt is never taken: a halt has no record of the fleet as it was.
+    BaselineSkipped,
+    /// A halt on the canary still writes a promotion receipt for the first batch (the decision
+    /// recorded before the canary's gates were judged).
+    CanaryPromotionReceipt,
+    /// The candidate version is applied to the source server instead of its clone.
+    CandidateOnSource,
 }
 
 impl HarnessMutant {
     /// Every harness mutant, in the self-test's order.
-    pub const ALL: [HarnessMutant; 6] = [
+    pub const ALL: [HarnessMutant; 10] = [
         HarnessMutant::JoinStatusOnly,
         HarnessMutant::JoinLoginOnly,
+        HarnessMutant::JoinPortOpen,
         HarnessMutant::BatchHaltIgnored,
         HarnessMutant::DefaultTrackingAllowed,
         HarnessMutant::DigestCheckSkipped,
         HarnessMutant::PvcCompareZip,
+        HarnessMutant::BaselineSkipped,
+        HarnessMutant::CanaryPromotionReceipt,
+        HarnessMutant::CandidateOnSource,
     ];
 
     /// The `--mutant` name (prefixed `harness-` so it never collides with an operator mutant).
@@ -44,10 +57,14 @@ impl HarnessMutant {
         match self {
             HarnessMutant::JoinStatusOnly => "harness-join-status-only",
             HarnessMutant::JoinLoginOnly => "harness-join-login-only",
+            HarnessMutant::JoinPortOpen => "harness-join-port-open",
             HarnessMutant::BatchHaltIgnored => "harness-batch-halt-ignored",
             HarnessMutant::DefaultTrackingAllowed => "harness-default-tracking-allowed",
             HarnessMutant::DigestCheckSkipped => "harness-digest-check-skipped",
             HarnessMutant::PvcCompareZip => "harness-pvc-compare-zip",
+            HarnessMutant::BaselineSkipped => "harness-baseline-skipped",
+            HarnessMutant::CanaryPromotionReceipt => "harness-canary-promotion-receipt",
+            HarnessMutant::CandidateOnSource => "harness-candidate-on-source",
         }
     }
 

@@ -31,6 +31,7 @@ fn fixture(name: &str) -> NextestList {
 const BACKUP: &[&str] = &[
     "live_backup_same_pod_game_restart",
     "live_backup_agent_restart",
+    "live_backup_agent_down",
     "live_backup_pod_replaced_during_preparation",
     "live_backup_game_not_running_yet",
     "live_backup_older_agent_without_identity_route",
@@ -38,6 +39,7 @@ const BACKUP: &[&str] = &[
     "idle_asleep_stopped_server_backup",
     "stopped_server_backup_started_mid_copy",
     "live_backup_restore_round_trip",
+    "restore_fails_on_broken_repository",
 ];
 const ROLLOUT: &[&str] = &[
     "unpullable_candidate",
@@ -158,14 +160,14 @@ fn cases_table_agrees_with_the_manifest() {
 #[test]
 fn valid_list_verifies() {
     let summary = verify(&real_manifest(), &fixture("list_valid.json")).expect("verifies");
-    assert_eq!(summary.cases, 17);
+    assert_eq!(summary.cases, 19);
     assert_eq!(
         summary.buckets,
-        vec![("backup".to_owned(), 9), ("rollout".to_owned(), 8)]
+        vec![("backup".to_owned(), 11), ("rollout".to_owned(), 8)]
     );
     let line = summary.to_string();
     assert!(!line.contains('\n'));
-    assert!(line.contains("17 cases"), "{line}");
+    assert!(line.contains("19 cases"), "{line}");
 }
 
 #[test]

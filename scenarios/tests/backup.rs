@@ -13,6 +13,11 @@ fn live_backup_agent_restart() {
 }
 
 #[test]
+fn live_backup_agent_down() {
+    rehearse("live_backup_agent_down");
+}
+
+#[test]
 fn live_backup_pod_replaced_during_preparation() {
     rehearse("live_backup_pod_replaced_during_preparation");
 }
@@ -45,4 +50,9 @@ fn stopped_server_backup_started_mid_copy() {
 #[test]
 fn live_backup_restore_round_trip() {
     rehearse("live_backup_restore_round_trip");
+}
+
+#[test]
+fn restore_fails_on_broken_repository() {
+    rehearse("restore_fails_on_broken_repository");
 }

@@ -376,6 +376,13 @@ impl Backend for Embedded {
         Box::pin(async move { self.rest.remove_repository(name) })
     }
 
+    fn snapshot_write_times<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<super::SnapshotTimes>, BackendError>> {
+        Box::pin(async move { self.rest.snapshot_write_times(name).map(Some) })
+    }
+
     fn export_logs<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             std::fs::create_dir_all(dir).map_err(|e| BackendError::io("create", dir, e))?;

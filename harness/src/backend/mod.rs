@@ -259,7 +259,22 @@ pub trait Backend: Send + Sync {
     }
     /// Removes repository `name` from the backend's REST server storage (a missing one is fine).
     fn remove_repository<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// When restic wrote each snapshot of repository `name`: the modification time of each
+    /// file under its `snapshots/` (named by the snapshot's full id) in the REST server's
+    /// storage — the end of the copy, recorded by the file system, not by the operator.
+    /// `None` where the backend cannot read that storage (the default).
+    fn snapshot_write_times<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<SnapshotTimes>, BackendError>> {
+        let _ = name;
+        Box::pin(async { Ok(None) })
+    }
 }
+
+/// Each snapshot file of a repository (its name, the snapshot's full id) with the time it was
+/// written ([`Backend::snapshot_write_times`]).
+pub type SnapshotTimes = Vec<(String, std::time::SystemTime)>;
 
 /// The architecture of the cluster's first node (`status.nodeInfo.architecture`); the host's
 /// when the cluster reports no node.

@@ -398,6 +398,31 @@ impl RestTenant {
         }
     }
 
+    /// Each snapshot file of repository `name` with its modification time (when restic wrote
+    /// it); empty when the repository has no snapshot yet.
+    pub fn snapshot_write_times(
+        &self,
+        name: &str,
+    ) -> Result<Vec<(String, std::time::SystemTime)>, BackendError> {
+        let dir = self.repos.join(repository_name(name)?).join("snapshots");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(BackendError::io("list the snapshots of", &dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| BackendError::io("list the snapshots of", &dir, e))?;
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .map_err(|e| BackendError::io("read the time of", &entry.path(), e))?;
+            out.push((entry.file_name().to_string_lossy().into_owned(), modified));
+        }
+        out.sort();
+        Ok(out)
+    }
+
     /// Removes repository `name` (its directory); a missing one is fine.
     pub fn remove_repository(&self, name: &str) -> Result<(), BackendError> {
         let dir = self.repos.join(repository_name(name)?);

@@ -21,7 +21,7 @@ use super::observe::{self, AuditLog, backup_condition, backup_field, backup_phas
 use crate::context::{CaseContext, CaseError, Checks};
 use crate::evidence::pvc_table::PvcPhase;
 use crate::faults;
-use crate::wait::{Condition, Progress, await_object, conditions};
+use crate::wait::{Condition, Progress, WaitError, await_object, conditions};
 
 /// The server every backup case runs.
 const SERVER: &str = "mc";
@@ -123,7 +123,19 @@ async fn await_backup(
     name: &str,
 ) -> Result<(Backup, observe::JobState), CaseError> {
     let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let b = await_object(&api, name, terminal_phase(), ctx.bounds.settle).await?;
+    let b = match await_object(&api, name, terminal_phase(), ctx.bounds.settle).await {
+        Ok(b) => b,
+        // A Backup that never ends is judged on the evidence that exists at the bound (its
+        // last state, the copy Job, the audit log): the verdict names the timeout *and* every
+        // check that state fails, e.g. a `save-off` an older agent should never have received.
+        Err(e @ WaitError::TimedOut { .. }) => {
+            ctx.timed_out(e.to_string());
+            api.get(name)
+                .await
+                .map_err(CaseError::kube("get Backup", object(ctx, "backup", name)))?
+        }
+        Err(e) => return Err(e.into()),
+    };
     let job = observe::job_state(ctx, &names::backup_job(name)).await?;
     Ok((b, job))
 }
@@ -450,10 +462,12 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
         "save-off, then save-on after it (and no other incarnation)",
         (&audit.starts(), &cmds),
     );
+    let copy_end =
+        check_save_on_after_copy_end(ctx, &mut checks, &audit, &original, &backup, 0).await?;
     ctx.assess(
         checks,
         json!({"restart": restart, "ordering": ordering, "game": after, "backup": backup_observation(&backup),
-               "copy_job": job, "original_commands": cmds}),
+               "copy_job": job, "original_commands": cmds, "copy_end": copy_end}),
     )
 }
 
@@ -1316,6 +1330,9 @@ pub async fn live_backup_restore_round_trip(ctx: &CaseContext<'_>) -> Result<(),
     check_snapshot(ctx, &mut checks, &snapshot, &files, &sentinels);
     check_unusable_repo(ctx, &mut checks, &bad);
     let cmds = check_save_on_reached(ctx, &mut checks, &audit)?;
+    let game = audit.nth_newest(0, "the game that was backed up")?;
+    let copy_end =
+        check_save_on_after_copy_end(ctx, &mut checks, &audit, &game, &backup, 0).await?;
     checks.check(
         "failed-copy-drained",
         bad_job.drained(),
@@ -1344,6 +1361,411 @@ pub async fn live_backup_restore_round_trip(ctx: &CaseContext<'_>) -> Result<(),
         checks,
         json!({"backup": backup_observation(&backup), "snapshot_files": files,
                "unusable_repo": backup_observation(&bad), "readback": readback,
-               "commands": cmds, "pvcs": comparison}),
+               "commands": cmds, "pvcs": comparison, "copy_end": copy_end}),
+    )
+}
+
+/// When restic wrote Backup `b`'s snapshot, as the REST server's storage recorded it (the end of
+/// the copy); `None` where the backend cannot read that storage.
+async fn copy_end(
+    ctx: &CaseContext<'_>,
+    b: &Backup,
+) -> Result<Option<(String, Option<jiff::Timestamp>)>, CaseError> {
+    let snapshot = backup_field(b, "/status/snapshotID").unwrap_or_default();
+    let times = ctx
+        .backend
+        .snapshot_write_times(fixture::repository_name(&ctx.namespace))
+        .await
+        .map_err(|e| CaseError::Setup(format!("read the repository's snapshot files: {e}")))?;
+    let Some(times) = times else {
+        return Ok(None);
+    };
+    let written = times
+        .iter()
+        .find(|(id, _)| !snapshot.is_empty() && id.starts_with(&snapshot))
+        .and_then(|(_, t)| jiff::Timestamp::try_from(*t).ok());
+    Ok(Some((snapshot, written)))
+}
+
+/// Checks `save-on-after-copy-end`: the first `save-on` incarnation `game` received after its
+/// `nth` `save-off` came after restic wrote the Backup's snapshot (the game was not saving
+/// while restic read its claims). The moment comes from the REST server's storage; a backend
+/// that cannot read it leaves the check out and says so in the returned observation.
+async fn check_save_on_after_copy_end(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    audit: &AuditLog,
+    game: &str,
+    b: &Backup,
+    nth: usize,
+) -> Result<Value, CaseError> {
+    let Some((snapshot, written)) = copy_end(ctx, b).await? else {
+        return Ok(json!({"assessed": false,
+            "why": "this backend cannot read the REST server's storage, so the copy's end is not observable"}));
+    };
+    ctx.uses("snapshot write time (REST server storage)");
+    let save_on = audit.save_on_after(game, nth);
+    let passed = matches!((written, save_on), (Some(w), Some(on)) if on > w);
+    checks.check(
+        "save-on-after-copy-end",
+        passed,
+        &object(ctx, "pod", &names::pod(SERVER)),
+        &format!("time of the first save-on to {game} after save-off #{} vs when snapshot {snapshot} was written", nth + 1),
+        "save-on after the snapshot was written",
+        (
+            save_on.map(|t| t.to_string()),
+            written.map(|t| t.to_string()),
+        ),
+    );
+    Ok(json!({"assessed": true, "snapshot": snapshot,
+              "snapshot_written": written.map(|t| t.to_string()),
+              "save_on": save_on.map(|t| t.to_string())}))
+}
+
+/// Step "stop agent twice": restarts the agent in place, then stops it again at once, so the
+/// kubelet holds it in `CrashLoopBackOff`; returns the pod as observed in back-off.
+async fn agent_down(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
+    let first =
+        faults::restart_agent_container(ctx.backend, &ctx.namespace, SERVER, ctx.bounds.settle)
+            .await?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    // Watched while the second stop runs: a backend's restart may only return once the
+    // container runs again, after the back-off this waits to see.
+    let pod = names::pod(SERVER);
+    let (down, stopped) = tokio::join!(
+        await_object(&pods, &pod, agent_in_back_off(), ctx.bounds.settle),
+        ctx.backend
+            .restart_container(&ctx.namespace, &pod, names::containers::AGENT)
+    );
+    stopped.map_err(|e| CaseError::Setup(format!("stop the agent a second time: {e}")))?;
+    let down = down?;
+    let agent = down
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == names::containers::AGENT))
+        .cloned();
+    Ok(json!({"first_restart": first, "agent_in_back_off": agent}))
+}
+
+/// The pod's agent container waits in `CrashLoopBackOff` (it is down, not restarting).
+fn agent_in_back_off() -> Condition<Pod> {
+    Condition::new(
+        "agent container waiting in CrashLoopBackOff",
+        |p: Option<&Pod>| {
+            let waiting = p
+                .and_then(|p| p.status.as_ref()?.container_statuses.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.name == names::containers::AGENT))
+                .and_then(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone());
+            match waiting.as_deref() {
+                Some("CrashLoopBackOff") => Progress::Met,
+                _ => Progress::Pending,
+            }
+        },
+    )
+}
+
+/// Live backup, agent down: right after quiesce the agent is stopped twice, so it sits in
+/// `CrashLoopBackOff` while the copy runs; the game never changes. The Backup still Succeeds
+/// with consistency Quiesced, and save-on reaches the original game once the agent is back,
+/// after the copy ended.
+pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
+    ctx.step("create backup and await quiesce", async {
+        fixture::create_backup(ctx, "live", SERVER, true).await?;
+        let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+        let b = await_object(&api, "live", quiesced(), ctx.bounds.settle).await?;
+        Ok(backup_observation(&b))
+    })
+    .await?;
+    let down = ctx.step("stop agent twice", agent_down(ctx)).await?;
+    let ordering = ctx
+        .step(
+            "fault landed before the backup ended",
+            fault_landed_before_completion(ctx, "live", names::containers::AGENT),
+        )
+        .await?;
+    let (backup, job) = backup_finished(ctx, "live").await?;
+    let after = ctx
+        .step(
+            "observe game incarnation",
+            fixture::game_incarnation(ctx, SERVER),
+        )
+        .await?;
+    let audit = read_audit(ctx, "audit-read").await?;
+    let original = audit.nth_newest(0, "the game that was backed up")?;
+    ctx.uses("agent container state (CrashLoopBackOff)");
+    ctx.uses("game containerID and restartCount");
+    ctx.uses("Backup status (phase, consistency, Completed)");
+    ctx.uses("RCON audit log");
+    let mut checks = Checks::new();
+    let o = object(ctx, "pod", &names::pod(SERVER));
+    checks.check(
+        "agent-was-down",
+        down["agent_in_back_off"]["state"]["waiting"]["reason"] == "CrashLoopBackOff",
+        &o,
+        "agent container state after the second stop",
+        "waiting CrashLoopBackOff",
+        &down["agent_in_back_off"]["state"],
+    );
+    checks.eq(
+        "game-incarnation-unchanged",
+        &o,
+        "game incarnation",
+        &before,
+        &after,
+    );
+    checks.eq(
+        "backup-succeeded",
+        &object(ctx, "backup", "live"),
+        "status.phase",
+        "Succeeded".to_string(),
+        backup_phase(&backup),
+    );
+    checks.eq(
+        "consistency",
+        &object(ctx, "backup", "live"),
+        "status.consistency",
+        Some("Quiesced".to_string()),
+        backup_field(&backup, "/status/consistency"),
+    );
+    let cmds = audit.commands_of(&original);
+    checks.check(
+        "save-on-reached-original",
+        audit.starts().len() == 1 && observe::save_on_after_each_save_off(&cmds),
+        &o,
+        &format!("RCON commands received by the original game incarnation {original}"),
+        "save-off, then save-on after it (and no other incarnation)",
+        (&audit.starts(), &cmds),
+    );
+    let copy_end =
+        check_save_on_after_copy_end(ctx, &mut checks, &audit, &original, &backup, 0).await?;
+    ctx.assess(
+        checks,
+        json!({"agent": down, "ordering": ordering, "game": after, "backup": backup_observation(&backup),
+               "copy_job": job, "original_commands": cmds, "copy_end": copy_end}),
+    )
+}
+
+/// A Restore reaching a terminal phase (either one).
+fn restore_terminal() -> Condition<gameplane_api::restore::Restore> {
+    Condition::new(
+        "phase Succeeded or Failed",
+        |r: Option<&gameplane_api::restore::Restore>| {
+            let phase = r
+                .and_then(|r| serde_json::to_value(r).ok())
+                .and_then(|v| v.pointer("/status/phase")?.as_str().map(str::to_string));
+            match phase.as_deref() {
+                Some("Succeeded" | "Failed") => Progress::Met,
+                _ => Progress::Pending,
+            }
+        },
+    )
+}
+
+/// Points the repository Secret of the case at a repository that does not exist (same REST
+/// server, a path nothing was ever written to): every restic call through it fails.
+async fn break_repository(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
+    let missing = format!("{}-missing", fixture::repository_url(ctx)?);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let patch = json!({"data": {"repo": k8s_openapi::ByteString(missing.clone().into_bytes())}});
+    secrets
+        .patch(
+            fixture::REPO_SECRET,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .map_err(CaseError::kube(
+            "patch Secret",
+            object(ctx, "secret", fixture::REPO_SECRET),
+        ))?;
+    Ok(json!({"secret": fixture::REPO_SECRET, "repo": missing}))
+}
+
+/// Creates Restore `name` of Backup `backup` and waits for either end; at the bound, the
+/// Restore as it is then (the timeout goes into the verdict).
+async fn restore_to_end(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    backup: &str,
+) -> Result<Value, CaseError> {
+    fixture::create_restore(ctx, name, backup, SERVER).await?;
+    let api: Api<gameplane_api::restore::Restore> =
+        Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let r = match await_object(&api, name, restore_terminal(), ctx.bounds.settle).await {
+        Ok(r) => r,
+        Err(e @ WaitError::TimedOut { .. }) => {
+            ctx.timed_out(e.to_string());
+            api.get(name)
+                .await
+                .map_err(CaseError::kube("get Restore", object(ctx, "restore", name)))?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(serde_json::to_value(&r).unwrap_or(Value::Null))
+}
+
+/// The failed restore's checks: the post-backup state was planted (`planted`, read before the
+/// restore), the Restore failed with CopyFailed, and the claims still hold it (`readback`).
+fn check_failed_restore(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    sentinels: &Sentinels,
+    after: &str,
+    (planted, readback): (&str, &str),
+    restore: &Value,
+) {
+    let world = [sentinels.primary.clone(), sentinels.extra.clone()];
+    let rows = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                world
+                    .iter()
+                    .any(|c| l.split_whitespace().next() == Some(c.as_str()))
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    let expected: Vec<String> = world
+        .iter()
+        .map(|c| format!("{c} {after} present"))
+        .collect();
+    checks.eq(
+        "post-backup-value-planted",
+        &object(ctx, "pvc", &sentinels.primary),
+        "world and extra claims before the restore (sentinel value, post-backup file)",
+        expected.clone(),
+        rows(planted),
+    );
+    let completed = restore["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == types::COMPLETED))
+        .map(|c| {
+            format!(
+                "{}/{}",
+                c["status"].as_str().unwrap_or(""),
+                c["reason"].as_str().unwrap_or("")
+            )
+        });
+    checks.eq(
+        "restore-failed",
+        &object(ctx, "restore", "back"),
+        "status.phase and condition Completed (status/reason)",
+        (
+            Some("Failed".to_string()),
+            Some(format!("False/{}", reasons::COPY_FAILED)),
+        ),
+        (
+            restore["status"]["phase"].as_str().map(str::to_string),
+            completed,
+        ),
+    );
+    checks.eq(
+        "claims-untouched",
+        &object(ctx, "pvc", &sentinels.primary),
+        "world and extra claims after the failed restore (sentinel value, post-backup file)",
+        expected,
+        rows(readback),
+    );
+}
+
+/// Restore fails on a broken repository: a running server is backed up, its world and extra
+/// claims are written after the backup, and the repository is then made unreachable (its
+/// Secret names a repository that does not exist). The Restore ends Failed (CopyFailed), the
+/// claims keep what they held (the post-backup values and files), every PVC keeps its UID,
+/// and the server gets back the run state it had (`spec.suspend` unset again, its pod runs).
+pub async fn restore_fails_on_broken_repository(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    running_server(ctx, FixtureOptions::default()).await?;
+    let sentinels = Sentinels::new(ctx);
+    let pvcs_before = fixture::server_pvcs(ctx, SERVER).await?;
+    ctx.observe_pvcs(PvcPhase::Before, &pvcs_before)?;
+    let suspend_before = gameserver(ctx).await?.spec.suspend;
+    let (backup, _) = backup_to_end(ctx, "live backup", "live").await?;
+    if backup_phase(&backup) != "Succeeded" {
+        return Err(CaseError::Setup(format!(
+            "the backup to restore from ended {} ({}): nothing to restore, so the failed restore cannot be judged",
+            backup_phase(&backup),
+            backup_field(&backup, "/status/message").unwrap_or_default()
+        )));
+    }
+    let after = "rehearsal-after-backup";
+    let planted = ctx
+        .step("write the claims after the backup", async {
+            fixture::volume_script(
+                ctx,
+                "plant-after",
+                &sentinels.claims(),
+                &sentinels.script(after, Some("after-backup.txt")),
+            )
+            .await?;
+            fixture::volume_script(
+                ctx,
+                "look-before",
+                &sentinels.claims(),
+                &sentinels.read_script(),
+            )
+            .await
+        })
+        .await?;
+    let broken = ctx
+        .step("break the repository", break_repository(ctx))
+        .await?;
+    let restore = ctx
+        .step(
+            "restore from the broken repository",
+            restore_to_end(ctx, "back", "live"),
+        )
+        .await?;
+    let server = gameserver(ctx).await?;
+    let resumed = server.spec.suspend == suspend_before;
+    if resumed {
+        // It was running: once the run state is back, its pod runs again.
+        ctx.step("server running again", async {
+            fixture::await_server_phase(ctx, SERVER, "Running").await?;
+            Ok(json!({"server": SERVER, "phase": "Running"}))
+        })
+        .await?;
+    }
+    let readback = ctx
+        .step("read the claims after the failed restore", async {
+            fixture::volume_script(ctx, "look", &sentinels.claims(), &sentinels.read_script()).await
+        })
+        .await?;
+    let pvcs_after = fixture::server_pvcs(ctx, SERVER).await?;
+    ctx.observe_pvcs(PvcPhase::After, &pvcs_after)?;
+    ctx.uses("Restore status (phase, Completed reason)");
+    ctx.uses("values read back from the volumes");
+    ctx.uses("GameServer spec.suspend");
+    ctx.uses("PVC UIDs");
+    let mut checks = Checks::new();
+    check_failed_restore(
+        ctx,
+        &mut checks,
+        &sentinels,
+        after,
+        (&planted, &readback),
+        &restore,
+    );
+    let comparison = observe::check_pvcs(
+        ctx,
+        &mut checks,
+        "pvc-uids-kept",
+        &pvcs_before,
+        &pvcs_after,
+        &[],
+    );
+    checks.eq(
+        "server-state-returned",
+        &object(ctx, "gameserver", SERVER),
+        "spec.suspend after the failed restore",
+        suspend_before,
+        server.spec.suspend,
+    );
+    ctx.assess(
+        checks,
+        json!({"backup": backup_observation(&backup), "broken": broken, "restore": restore["status"],
+               "planted": planted, "readback": readback, "pvcs": comparison}),
     )
 }

@@ -43,6 +43,11 @@ pub const CASES: &[Case] = &[
         proves: "live backup, agent restart: game incarnation unchanged; Backup Succeeded, consistency Quiesced",
     },
     Case {
+        name: "live_backup_agent_down",
+        bucket: "backup",
+        proves: "live backup, agent down during the copy: the agent crash-loops while the copy runs, the game is unchanged; Backup Succeeded, consistency Quiesced; save-on reaches the original once the agent is back",
+    },
+    Case {
         name: "live_backup_pod_replaced_during_preparation",
         bucket: "backup",
         proves: "live backup, pod replaced during preparation: Backup fails; cleanup never reaches the successor pod",
@@ -76,6 +81,11 @@ pub const CASES: &[Case] = &[
         name: "live_backup_restore_round_trip",
         bucket: "backup",
         proves: "a plain live backup and restore round trip: Succeeded with a snapshot; a copy into an unusable repository fails; files newer than the backup do not survive; markers and PVC UIDs kept",
+    },
+    Case {
+        name: "restore_fails_on_broken_repository",
+        bucket: "backup",
+        proves: "restore fails on a broken repository: the Restore ends Failed (CopyFailed), the claims are untouched, PVC UIDs kept, the server returns to its prior run state",
     },
     Case {
         name: "unpullable_candidate",
@@ -129,6 +139,10 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     match case.name {
         "live_backup_same_pod_game_restart" => backup::live_backup_same_pod_game_restart(ctx).await,
         "live_backup_agent_restart" => backup::live_backup_agent_restart(ctx).await,
+        "live_backup_agent_down" => backup::live_backup_agent_down(ctx).await,
+        "restore_fails_on_broken_repository" => {
+            backup::restore_fails_on_broken_repository(ctx).await
+        }
         "live_backup_pod_replaced_during_preparation" => {
             backup::live_backup_pod_replaced_during_preparation(ctx).await
         }

@@ -51,6 +51,28 @@ impl AuditLog {
             .collect()
     }
 
+    /// When incarnation `incarnation` received its first `save-on` after its `nth` (0-based)
+    /// `save-off`; `None` when it never did (or a time does not parse).
+    pub fn save_on_after(&self, incarnation: &str, nth: usize) -> Option<jiff::Timestamp> {
+        let mut offs = 0;
+        let mut armed = false;
+        for l in self
+            .lines
+            .iter()
+            .filter(|l| l.event == "command" && l.incarnation == incarnation)
+        {
+            match l.command.as_deref() {
+                Some("save-off") => {
+                    armed = offs == nth;
+                    offs += 1;
+                }
+                Some("save-on") if armed => return l.time.parse().ok(),
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// Every RCON command any incarnation received.
     pub fn all_commands(&self) -> Vec<String> {
         self.lines

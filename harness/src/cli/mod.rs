@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 pub mod buckets;
 pub mod cluster;
+pub mod contract;
 pub mod probe;
 pub mod profile;
 pub mod qualify;
@@ -69,6 +70,9 @@ pub enum Command {
     /// Check the bucket manifest against `cargo nextest list`.
     #[command(subcommand)]
     Buckets(buckets::BucketsCommand),
+    /// Check the clause matrix (docs/contract.toml) and render docs/contract.md from it.
+    #[command(subcommand)]
+    Contract(contract::ContractCommand),
     /// Run a local rehearsal (all cases on the embedded cluster by default).
     Run(run::RunArgs),
     /// Prove each case catches the reference-operator mutant it exists to catch.
@@ -90,6 +94,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Receipts(c) => receipts::run(c).await,
         Command::Report(a) => report::run(a).await,
         Command::Buckets(c) => buckets::run(c).await,
+        Command::Contract(c) => contract::run(c).await,
         Command::Run(a) => run::run(a).await,
         Command::Selftest(a) => run::selftest(a).await,
         Command::Qualify(a) => qualify::run(a).await,

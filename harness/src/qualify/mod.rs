@@ -648,12 +648,7 @@ async fn procedure(
     let clone = q.clone.clone();
     ctx.uses("fleet pod UIDs");
     ctx.uses("PVC UIDs");
-    q.baseline = ctx
-        .step(
-            "baseline receipt",
-            members(ctx, plan, &plan.observed(), true),
-        )
-        .await?;
+    q.baseline = baseline(ctx, plan).await?;
 
     // 2. Preflight: a refusal is a failed gate (a gate receipt that did not pass).
     let timer = Timer::start();
@@ -687,9 +682,11 @@ async fn procedure(
     // 4. The candidate on the clone only, behind gates.
     let generation = ctx
         .step("apply the candidate to the clone", async {
+            // `harness-candidate-on-source` defect: the patch names the source, not its clone.
+            let on_source = ctx.harness_mutant(HarnessMutant::CandidateOnSource);
             let generation = patch_server(
                 ctx,
-                &clone,
+                if on_source { &plan.source } else { &clone },
                 json!({"spec": {"version": plan.candidate, "suspend": false}}),
             )
             .await?;
@@ -714,6 +711,7 @@ async fn procedure(
     let failed = gates.iter().find(|g| !g.passed).cloned();
     q.gates.extend(gates);
     if let Some(gate) = failed {
+        premature_promotion_receipt(ctx, plan, q)?;
         halt(q, &gate, 0);
         return Ok(());
     }
@@ -897,6 +895,37 @@ async fn promote(
         }
     }
     q.outcome = Outcome::Promoted { batches: promoted };
+    Ok(())
+}
+
+/// Step 1: the baseline receipt, the fleet as it was (pod UIDs, versions, claims' digests).
+/// The `harness-baseline-skipped` defect never records it.
+async fn baseline(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Vec<MemberBaseline>, CaseError> {
+    if ctx.harness_mutant(HarnessMutant::BaselineSkipped) {
+        return Ok(vec![]);
+    }
+    ctx.step(
+        "baseline receipt",
+        members(ctx, plan, &plan.observed(), true),
+    )
+    .await
+}
+
+/// The `harness-canary-promotion-receipt` defect: the first batch's promotion decision is
+/// recorded before the canary's gates were judged (nothing without the mutant).
+fn premature_promotion_receipt(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut Qualification,
+) -> Result<(), CaseError> {
+    if ctx.harness_mutant(HarnessMutant::CanaryPromotionReceipt) {
+        let batch = plan.batches().into_iter().next().unwrap_or_default();
+        ctx.recorder.step(
+            "promotion batch 1",
+            json!({"kind": "promotion", "batch": 1, "members": batch, "passed": true}),
+        )?;
+        q.promotion_receipts += 1;
+    }
     Ok(())
 }
 
@@ -1092,12 +1121,15 @@ async fn join_gate(
             });
         }
     }
+    // `harness-join-port-open`: any answer on the port passes the gate.
+    let passed =
+        verdict.ok || (ctx.harness_mutant(HarnessMutant::JoinPortOpen) && evidence.http.is_some());
     Ok(finish(
         timer,
         gate(
             server,
             GateEvidence::Join(evidence),
-            verdict.ok,
+            passed,
             Some(verdict.line()),
         ),
     ))

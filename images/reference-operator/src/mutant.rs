@@ -54,11 +54,39 @@ pub enum Mutant {
     RestoreSkipsExtras,
     /// Binds the capture to every container of the pod: an agent restart invalidates it.
     AgentRestartInvalidates,
+    /// Records the source's pod UID but not the game container's ID.
+    SourceContainerUnrecorded,
+    /// Does not compare the pod UID after quiesce: a replaced pod goes unnoticed.
+    ReplacedPodIgnored,
+    /// Skips the identity preflight, quiesces through the unbound route and then leaves the Backup Pending.
+    PreflightSkippedPending,
+    /// Treats an agent that is not running (crash-looping) as a changed source.
+    AgentDownInvalidates,
+    /// Sends save-on as soon as the copy's pod runs, while restic still reads the claims.
+    EarlySaveOn,
+    /// Reports a Restore Succeeded although its restic Job failed.
+    RestoreFailureReportedSucceeded,
+    /// Clears the claims before restic has read the snapshot, so a failed restore leaves them empty.
+    RestoreFailureWipesClaims,
+    /// Leaves the server suspended when its Restore fails.
+    RestoreFailureKeepsSuspended,
+    /// Never reports an image pull failure on the GameServer (phase stays Starting).
+    PullFailureUnreported,
+    /// Fails a Backup whose copy Job failed with reason `QuiesceFailed` instead of `CopyFailed`.
+    CopyFailureMisreported,
+    /// Leaves the Job of a failed copy in place when the Backup ends Failed.
+    FailedCopyLeftRunning,
+    /// Ends a Backup Succeeded without setting its Completed condition.
+    SuccessWithoutCompleted,
+    /// Fails a refused identity preflight with reason `QuiesceFailed` instead of `IdentityPreflightFailed`.
+    PreflightFailureMisreported,
+    /// Fails a stopped server's copy that it started during with reason `SourceChanged` instead of `SourceStarted`.
+    MidCopyStartMisreported,
 }
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 22] = [
+    pub const ALL: [Mutant; 36] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
@@ -81,142 +109,267 @@ impl Mutant {
         Mutant::NoPreparationWait,
         Mutant::RestoreSkipsExtras,
         Mutant::AgentRestartInvalidates,
+        Mutant::SourceContainerUnrecorded,
+        Mutant::ReplacedPodIgnored,
+        Mutant::PreflightSkippedPending,
+        Mutant::AgentDownInvalidates,
+        Mutant::EarlySaveOn,
+        Mutant::RestoreFailureReportedSucceeded,
+        Mutant::RestoreFailureWipesClaims,
+        Mutant::RestoreFailureKeepsSuspended,
+        Mutant::PullFailureUnreported,
+        Mutant::CopyFailureMisreported,
+        Mutant::FailedCopyLeftRunning,
+        Mutant::SuccessWithoutCompleted,
+        Mutant::PreflightFailureMisreported,
+        Mutant::MidCopyStartMisreported,
     ];
+
+    fn entry(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
+        CATALOGUE
+            .iter()
+            .find(|e| e.0 == self)
+            .expect("every mutant is in the catalogue")
+    }
 
     /// The `--mutant` name.
     pub fn name(self) -> &'static str {
-        match self {
-            Mutant::IgnoreIncarnation => "ignore-incarnation",
-            Mutant::StoppedSourceNeedsAgent => "stopped-source-needs-agent",
-            Mutant::UnquiesceAnyPod => "unquiesce-any-pod",
-            Mutant::RestoreOverlays => "restore-overlays",
-            Mutant::RestoreRecreatesPvc => "restore-recreates-pvc",
-            Mutant::BackupSkipsExtras => "backup-skips-extras",
-            Mutant::SucceedOnFailedCopy => "succeed-on-failed-copy",
-            Mutant::NoIdentityPreflight => "no-identity-preflight",
-            Mutant::WrongFailureReason => "wrong-failure-reason",
-            Mutant::InvalidatedWithoutDraining => "invalidated-without-draining",
-            Mutant::NoUnquiesceAfterSuccess => "no-unquiesce-after-success",
-            Mutant::NoUnquiesceAfterFailure => "no-unquiesce-after-failure",
-            Mutant::ExitReportedAsUnquiesced => "exit-reported-as-unquiesced",
-            Mutant::StoppedLabelledQuiesced => "stopped-labelled-quiesced",
-            Mutant::IdleAsleepTreatedLive => "idle-asleep-treated-live",
-            Mutant::BackupWakesIdleServer => "backup-wakes-idle-server",
-            Mutant::MidCopyStartIgnored => "mid-copy-start-ignored",
-            Mutant::RestoreLatestSnapshot => "restore-latest-snapshot",
-            Mutant::BackupIncludesMods => "backup-includes-mods",
-            Mutant::NoPreparationWait => "no-preparation-wait",
-            Mutant::RestoreSkipsExtras => "restore-skips-extras",
-            Mutant::AgentRestartInvalidates => "agent-restart-invalidates",
-        }
+        self.entry().1
     }
 
     /// The rehearsal case (CONTRACT.md C table) that must catch this mutant.
     pub fn case(self) -> &'static str {
-        match self {
-            Mutant::IgnoreIncarnation => "live backup, same-pod game restart",
-            Mutant::StoppedSourceNeedsAgent => "stopped-server backups",
-            Mutant::UnquiesceAnyPod => "live backup, pod replaced during preparation",
-            Mutant::RestoreOverlays => "format-changing update, restore-required rollback",
-            Mutant::RestoreRecreatesPvc => "format-changing update, restore-required rollback",
-            Mutant::BackupSkipsExtras => "format-changing update, restore-required rollback",
-            // No case in the table has a failing copy of its own: the harness's self-test
-            // makes the repository unusable in this case and expects Failed.
-            Mutant::SucceedOnFailedCopy => "stopped-server backups (repository made unusable)",
-            Mutant::NoIdentityPreflight => "live backup, older agent without identity route",
-            Mutant::WrongFailureReason => "live backup, same-pod game restart",
-            Mutant::InvalidatedWithoutDraining => "live backup, same-pod game restart",
-            Mutant::NoUnquiesceAfterSuccess => "live backup, agent restart",
-            // The round trip's copy into an unusable repository is a failed quiesced Backup.
-            Mutant::NoUnquiesceAfterFailure => {
-                "live backup, restore round trip (repository made unusable)"
-            }
-            Mutant::ExitReportedAsUnquiesced => "live backup, pod replaced during preparation",
-            Mutant::StoppedLabelledQuiesced => "stopped-server backups",
-            Mutant::IdleAsleepTreatedLive => "idle-asleep stopped-server backup",
-            Mutant::BackupWakesIdleServer => "idle-asleep stopped-server backup",
-            Mutant::MidCopyStartIgnored => "stopped-server backup, server started mid-copy",
-            Mutant::RestoreLatestSnapshot => "stopped-server backups",
-            Mutant::BackupIncludesMods => "format-changing update, restore-required rollback",
-            Mutant::NoPreparationWait => "live backup, game not running yet",
-            Mutant::RestoreSkipsExtras => "format-changing update, restore-required rollback",
-            Mutant::AgentRestartInvalidates => "live backup, agent restart",
-        }
+        self.entry().2
     }
 
     /// What the case observes against this mutant that it never observes against the correct
     /// operator.
     pub fn difference(self) -> &'static str {
-        match self {
-            Mutant::IgnoreIncarnation => {
-                "a same-pod game restart during the copy still ends Succeeded with consistency Quiesced (correct: Failed, reason SourceChanged)"
-            }
-            Mutant::StoppedSourceNeedsAgent => {
-                "a quiesce backup of a suspended server without a pod ends Failed, reason QuiesceFailed (correct: Succeeded, consistency Stopped)"
-            }
-            Mutant::UnquiesceAnyPod => {
-                "save-on reaches the replacement pod (its RCON audit log shows save-on; correct: no call, Unquiesced reason OriginalProcessExited)"
-            }
-            Mutant::RestoreOverlays => {
-                "a file created after the backup survives the restore (correct: the claims hold exactly the snapshot)"
-            }
-            Mutant::RestoreRecreatesPvc => {
-                "world and extra PVC UIDs change across the restore (correct: same UIDs)"
-            }
-            Mutant::BackupSkipsExtras => {
-                "the snapshot lacks the extra world, so after a restore the extra claim keeps its newer value (correct: the extra value returns)"
-            }
-            Mutant::SucceedOnFailedCopy => {
-                "a Backup whose restic Job failed (unusable repository) ends Succeeded without a snapshot id (correct: Failed, reason CopyFailed)"
-            }
-            Mutant::NoIdentityPreflight => {
-                "an older agent without the identity route is quiesced: the game's RCON audit log shows save-off (correct: Failed, reason IdentityPreflightFailed, no save-off)"
-            }
-            Mutant::WrongFailureReason => {
-                "a same-pod game restart or a replaced pod fails the Backup with Completed reason CopyFailed, consistency Invalidated (correct: reason SourceChanged)"
-            }
-            Mutant::InvalidatedWithoutDraining => {
-                "after an invalidation (SourceChanged or SourceStarted) the Backup ends Failed but its copy Job still exists (correct: the Job is deleted before the Backup ends)"
-            }
-            Mutant::NoUnquiesceAfterSuccess => {
-                "after a successful quiesced copy the original incarnation's RCON audit log has save-off but no save-on, while Unquiesced says True, UnquiesceSucceeded (correct: save-on reaches it)"
-            }
-            Mutant::NoUnquiesceAfterFailure => {
-                "a quiesced Backup that fails while the game still runs (e.g. the copy Job failed) leaves the game without save-on; Unquiesced says True, NotQuiesced (correct: save-on reaches it, UnquiesceSucceeded)"
-            }
-            Mutant::ExitReportedAsUnquiesced => {
-                "when the original process exited, Unquiesced says True, UnquiesceSucceeded though nothing was sent (correct: reason OriginalProcessExited)"
-            }
-            Mutant::StoppedLabelledQuiesced => {
-                "a backup of a stopped server ends Succeeded with status.consistency Quiesced, source.state Stopped (correct: consistency Stopped)"
-            }
-            Mutant::IdleAsleepTreatedLive => {
-                "a quiesce backup of an idle-asleep server (no pod) ends Failed, reason QuiesceFailed, without waiting (correct: Succeeded, consistency Stopped)"
-            }
-            Mutant::BackupWakesIdleServer => {
-                "a backup of an idle-asleep server sets the GameServer's status.idle.asleep false (reason \"woken for backup\") and a pod starts (correct: idle intent unchanged, no pod)"
-            }
-            Mutant::MidCopyStartIgnored => {
-                "a stopped server that starts while its copy runs still ends Succeeded with consistency Stopped (correct: Failed, reason SourceStarted, consistency Invalidated)"
-            }
-            Mutant::RestoreLatestSnapshot => {
-                "restoring an older Backup brings back the newest snapshot's contents (the restore Job script selects `latest --tag server=<gs>`; correct: the Backup's own status.snapshotID)"
-            }
-            Mutant::BackupIncludesMods => {
-                "the snapshot contains the mods claim under /mods (correct: only /data and /extra/<name>)"
-            }
-            Mutant::NoPreparationWait => {
-                "a live Backup created before the game container runs fails at once, reason PreparationTimeout (correct: waits, then Succeeded, consistency Quiesced)"
-            }
-            Mutant::RestoreSkipsExtras => {
-                "after a restore the extra claims keep their newer contents while the world claim is restored (correct: both hold the snapshot)"
-            }
-            Mutant::AgentRestartInvalidates => {
-                "an agent container restart during the copy fails the Backup, reason SourceChanged, consistency Invalidated (correct: Succeeded, consistency Quiesced)"
-            }
-        }
+        self.entry().3
     }
 }
+
+/// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
+/// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
+/// never observes against the correct operator.
+const CATALOGUE: [(Mutant, &str, &str, &str); 36] = [
+    (
+        Mutant::IgnoreIncarnation,
+        "ignore-incarnation",
+        "live backup, same-pod game restart",
+        "a same-pod game restart during the copy still ends Succeeded with consistency Quiesced (correct: Failed, reason SourceChanged)",
+    ),
+    (
+        Mutant::StoppedSourceNeedsAgent,
+        "stopped-source-needs-agent",
+        "stopped-server backups",
+        "a quiesce backup of a suspended server without a pod ends Failed, reason QuiesceFailed (correct: Succeeded, consistency Stopped)",
+    ),
+    (
+        Mutant::UnquiesceAnyPod,
+        "unquiesce-any-pod",
+        "live backup, pod replaced during preparation",
+        "save-on reaches the replacement pod (its RCON audit log shows save-on; correct: no call, Unquiesced reason OriginalProcessExited)",
+    ),
+    (
+        Mutant::RestoreOverlays,
+        "restore-overlays",
+        "format-changing update, restore-required rollback",
+        "a file created after the backup survives the restore (correct: the claims hold exactly the snapshot)",
+    ),
+    (
+        Mutant::RestoreRecreatesPvc,
+        "restore-recreates-pvc",
+        "format-changing update, restore-required rollback",
+        "world and extra PVC UIDs change across the restore (correct: same UIDs)",
+    ),
+    (
+        Mutant::BackupSkipsExtras,
+        "backup-skips-extras",
+        "format-changing update, restore-required rollback",
+        "the snapshot lacks the extra world, so after a restore the extra claim keeps its newer value (correct: the extra value returns)",
+    ),
+    (
+        Mutant::SucceedOnFailedCopy,
+        "succeed-on-failed-copy",
+        "stopped-server backups (repository made unusable)",
+        "a Backup whose restic Job failed (unusable repository) ends Succeeded without a snapshot id (correct: Failed, reason CopyFailed)",
+    ),
+    (
+        Mutant::NoIdentityPreflight,
+        "no-identity-preflight",
+        "live backup, older agent without identity route",
+        "an older agent without the identity route is quiesced: the game's RCON audit log shows save-off (correct: Failed, reason IdentityPreflightFailed, no save-off)",
+    ),
+    (
+        Mutant::WrongFailureReason,
+        "wrong-failure-reason",
+        "live backup, same-pod game restart",
+        "a same-pod game restart or a replaced pod fails the Backup with Completed reason CopyFailed, consistency Invalidated (correct: reason SourceChanged)",
+    ),
+    (
+        Mutant::InvalidatedWithoutDraining,
+        "invalidated-without-draining",
+        "live backup, same-pod game restart",
+        "after an invalidation (SourceChanged or SourceStarted) the Backup ends Failed but its copy Job still exists (correct: the Job is deleted before the Backup ends)",
+    ),
+    (
+        Mutant::NoUnquiesceAfterSuccess,
+        "no-unquiesce-after-success",
+        "live backup, agent restart",
+        "after a successful quiesced copy the original incarnation's RCON audit log has save-off but no save-on, while Unquiesced says True, UnquiesceSucceeded (correct: save-on reaches it)",
+    ),
+    (
+        Mutant::NoUnquiesceAfterFailure,
+        "no-unquiesce-after-failure",
+        "live backup, restore round trip (repository made unusable)",
+        "a quiesced Backup that fails while the game still runs (e.g. the copy Job failed) leaves the game without save-on; Unquiesced says True, NotQuiesced (correct: save-on reaches it, UnquiesceSucceeded)",
+    ),
+    (
+        Mutant::ExitReportedAsUnquiesced,
+        "exit-reported-as-unquiesced",
+        "live backup, pod replaced during preparation",
+        "when the original process exited, Unquiesced says True, UnquiesceSucceeded though nothing was sent (correct: reason OriginalProcessExited)",
+    ),
+    (
+        Mutant::StoppedLabelledQuiesced,
+        "stopped-labelled-quiesced",
+        "stopped-server backups",
+        "a backup of a stopped server ends Succeeded with status.consistency Quiesced, source.state Stopped (correct: consistency Stopped)",
+    ),
+    (
+        Mutant::IdleAsleepTreatedLive,
+        "idle-asleep-treated-live",
+        "idle-asleep stopped-server backup",
+        "a quiesce backup of an idle-asleep server (no pod) ends Failed, reason QuiesceFailed, without waiting (correct: Succeeded, consistency Stopped)",
+    ),
+    (
+        Mutant::BackupWakesIdleServer,
+        "backup-wakes-idle-server",
+        "idle-asleep stopped-server backup",
+        "a backup of an idle-asleep server sets the GameServer's status.idle.asleep false (reason \"woken for backup\") and a pod starts (correct: idle intent unchanged, no pod)",
+    ),
+    (
+        Mutant::MidCopyStartIgnored,
+        "mid-copy-start-ignored",
+        "stopped-server backup, server started mid-copy",
+        "a stopped server that starts while its copy runs still ends Succeeded with consistency Stopped (correct: Failed, reason SourceStarted, consistency Invalidated)",
+    ),
+    (
+        Mutant::RestoreLatestSnapshot,
+        "restore-latest-snapshot",
+        "stopped-server backups",
+        "restoring an older Backup brings back the newest snapshot's contents (the restore Job script selects `latest --tag server=<gs>`; correct: the Backup's own status.snapshotID)",
+    ),
+    (
+        Mutant::BackupIncludesMods,
+        "backup-includes-mods",
+        "format-changing update, restore-required rollback",
+        "the snapshot contains the mods claim under /mods (correct: only /data and /extra/<name>)",
+    ),
+    (
+        Mutant::NoPreparationWait,
+        "no-preparation-wait",
+        "live backup, game not running yet",
+        "a live Backup created before the game container runs fails at once, reason PreparationTimeout (correct: waits, then Succeeded, consistency Quiesced)",
+    ),
+    (
+        Mutant::RestoreSkipsExtras,
+        "restore-skips-extras",
+        "format-changing update, restore-required rollback",
+        "after a restore the extra claims keep their newer contents while the world claim is restored (correct: both hold the snapshot)",
+    ),
+    (
+        Mutant::AgentRestartInvalidates,
+        "agent-restart-invalidates",
+        "live backup, agent restart",
+        "an agent container restart during the copy fails the Backup, reason SourceChanged, consistency Invalidated (correct: Succeeded, consistency Quiesced)",
+    ),
+    (
+        Mutant::SourceContainerUnrecorded,
+        "source-container-unrecorded",
+        "live backup, game not running yet",
+        "a live Backup's status.source has the pod UID but no gameContainerID (correct: both, so the capture is bound to the incarnation)",
+    ),
+    (
+        Mutant::ReplacedPodIgnored,
+        "replaced-pod-ignored",
+        "live backup, pod replaced during preparation",
+        "a pod replaced after quiesce still ends Succeeded with consistency Quiesced (correct: Failed, reason SourceChanged)",
+    ),
+    (
+        Mutant::PreflightSkippedPending,
+        "preflight-skipped-pending",
+        "live backup, older agent without identity route",
+        "an older agent receives save-off and the Backup never ends (correct: Failed, IdentityPreflightFailed, no save-off)",
+    ),
+    (
+        Mutant::AgentDownInvalidates,
+        "agent-down-invalidates",
+        "live backup, agent down during the copy",
+        "an agent in CrashLoopBackOff during the copy fails the Backup, reason SourceChanged (correct: Succeeded, consistency Quiesced; save-on once the agent is back)",
+    ),
+    (
+        Mutant::EarlySaveOn,
+        "early-save-on",
+        "live backup, agent restart",
+        "save-on reaches the game before restic wrote the snapshot (correct: only after the copy Job completed)",
+    ),
+    (
+        Mutant::RestoreFailureReportedSucceeded,
+        "restore-failure-reported-succeeded",
+        "restore fails on a broken repository",
+        "a Restore whose Job failed (no such repository) ends Succeeded (correct: Failed, reason CopyFailed)",
+    ),
+    (
+        Mutant::RestoreFailureWipesClaims,
+        "restore-failure-wipes-claims",
+        "restore fails on a broken repository",
+        "after a failed Restore the world claim is empty (correct: untouched, the restore clears a claim only once the snapshot was read)",
+    ),
+    (
+        Mutant::RestoreFailureKeepsSuspended,
+        "restore-failure-keeps-suspended",
+        "restore fails on a broken repository",
+        "after a failed Restore of a running server, spec.suspend stays true and no pod runs (correct: the prior run state returns)",
+    ),
+    (
+        Mutant::PullFailureUnreported,
+        "pull-failure-unreported",
+        "unpullable candidate",
+        "a GameServer whose pod cannot pull its image never becomes Failed, reason ImagePullFailed (correct: it does)",
+    ),
+    (
+        Mutant::CopyFailureMisreported,
+        "copy-failure-misreported",
+        "live backup, restore round trip (repository made unusable)",
+        "a Backup whose copy Job failed (unusable repository) ends Failed with Completed reason QuiesceFailed (correct: CopyFailed)",
+    ),
+    (
+        Mutant::FailedCopyLeftRunning,
+        "failed-copy-left-running",
+        "live backup, restore round trip (repository made unusable)",
+        "a Backup whose copy failed ends Failed while its copy Job still exists (correct: the Job is deleted)",
+    ),
+    (
+        Mutant::SuccessWithoutCompleted,
+        "success-without-completed",
+        "stopped-server backups",
+        "a Backup reports phase Succeeded but has no Completed condition (correct: Completed True, reason Succeeded)",
+    ),
+    (
+        Mutant::PreflightFailureMisreported,
+        "preflight-failure-misreported",
+        "live backup, older agent without identity route",
+        "an older agent without the identity route fails the Backup with reason QuiesceFailed (correct: IdentityPreflightFailed; nothing was quiesced)",
+    ),
+    (
+        Mutant::MidCopyStartMisreported,
+        "mid-copy-start-misreported",
+        "stopped-server backup, server started mid-copy",
+        "a stopped server that starts while its copy runs fails the Backup with reason SourceChanged (correct: SourceStarted)",
+    ),
+];
 
 impl fmt::Display for Mutant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -128,11 +128,27 @@ impl Selection<'_> {
 /// The restore script: restore the selected snapshot into scratch, then make every path hold
 /// exactly the snapshot's contents (`exact: false` only copies over: the `restore-overlays`
 /// defect).
-pub fn restore_script(snapshot: Selection<'_>, paths: &[String], exact: bool) -> String {
-    let mut script = format!(
-        "{PREAMBLE}rm -rf /scratch/restore\nmkdir -p /scratch/restore\nrestic restore {} --target /scratch/restore\n",
+pub fn restore_script(
+    snapshot: Selection<'_>,
+    paths: &[String],
+    exact: bool,
+    clear_first: bool,
+) -> String {
+    let mut script = PREAMBLE.to_string();
+    if clear_first {
+        // The `restore-failure-wipes-claims` defect: the claims are cleared before restic has
+        // read anything, so a restore that fails leaves them empty.
+        for path in paths {
+            let p = sh_quote(path);
+            script.push_str(&format!(
+                "find {p} -mindepth 1 -maxdepth 1 -exec rm -rf {{}} +\n"
+            ));
+        }
+    }
+    script.push_str(&format!(
+        "rm -rf /scratch/restore\nmkdir -p /scratch/restore\nrestic restore {} --target /scratch/restore\n",
         snapshot.args()
-    );
+    ));
     for path in paths {
         let p = sh_quote(path);
         let staged = sh_quote(&format!("/scratch/restore{path}"));
@@ -364,10 +380,10 @@ mod tests {
 
     #[test]
     fn restore_script_clears_only_when_exact() {
-        let exact = restore_script(Selection::Id("abcd"), &["/data".into()], true);
+        let exact = restore_script(Selection::Id("abcd"), &["/data".into()], true, false);
         assert!(exact.contains("find '/data' -mindepth 1"), "{exact}");
         assert!(exact.contains("restic restore 'abcd' --target"), "{exact}");
-        let overlay = restore_script(Selection::Id("abcd"), &["/data".into()], false);
+        let overlay = restore_script(Selection::Id("abcd"), &["/data".into()], false, false);
         assert!(!overlay.contains("find "), "{overlay}");
         assert!(
             overlay.contains("cp -a '/scratch/restore/data'/. '/data'/"),
@@ -377,7 +393,12 @@ mod tests {
 
     #[test]
     fn restore_script_selects_the_latest_snapshot_only_on_request() {
-        let latest = restore_script(Selection::LatestOfServer("gs"), &["/data".into()], true);
+        let latest = restore_script(
+            Selection::LatestOfServer("gs"),
+            &["/data".into()],
+            true,
+            false,
+        );
         assert!(
             latest.contains("restic restore latest --tag 'server=gs' --target"),
             "{latest}"

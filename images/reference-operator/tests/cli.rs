@@ -40,6 +40,20 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "no-preparation-wait",
             "restore-skips-extras",
             "agent-restart-invalidates",
+            "source-container-unrecorded",
+            "replaced-pod-ignored",
+            "preflight-skipped-pending",
+            "agent-down-invalidates",
+            "early-save-on",
+            "restore-failure-reported-succeeded",
+            "restore-failure-wipes-claims",
+            "restore-failure-keeps-suspended",
+            "pull-failure-unreported",
+            "copy-failure-misreported",
+            "failed-copy-left-running",
+            "success-without-completed",
+            "preflight-failure-misreported",
+            "mid-copy-start-misreported",
         ]
     );
 }

@@ -151,6 +151,18 @@ impl<'a> Run<'a> {
             // The defect: the same pod is taken for the same game process.
             return None;
         }
+        if self.ctx.mutant(Mutant::ReplacedPodIgnored)
+            && self.annotation(ann::QUIESCED_AT).is_some()
+        {
+            // The defect: once quiesced, the pod is no longer compared with the source.
+            return None;
+        }
+        if self.ctx.mutant(Mutant::AgentDownInvalidates)
+            && let Some(why) = agent_not_running(pod)
+        {
+            // The defect: an agent that is down is taken for a changed source.
+            return Some(why);
+        }
         match incarnation::compare(source, &incarnation::observe(pod), false) {
             Continuity::Same(_) if self.ctx.mutant(Mutant::AgentRestartInvalidates) => {
                 // The defect: every container of the pod is taken for the game process.
@@ -268,7 +280,12 @@ impl<'a> Run<'a> {
                     self.annotate(BTreeMap::from([(POD_CONTAINERS, containers)]))
                         .await?;
                 }
-                live.to_source()
+                let mut source = live.to_source();
+                if self.ctx.mutant(Mutant::SourceContainerUnrecorded) {
+                    // The defect: the source is bound to the pod only.
+                    source.game_container_id = None;
+                }
+                source
             }
             (waiting, _) => {
                 // `no-preparation-wait` defect: missing evidence fails at once.
@@ -301,6 +318,20 @@ impl<'a> Run<'a> {
     /// Identity preflight and quiesce of the recorded pod. `Some(action)` ends the pass.
     async fn quiesce(&self, live: &incarnation::Incarnation) -> Result<Option<Action>> {
         let agent = &self.ctx.agent;
+        if self.ctx.mutant(Mutant::PreflightSkippedPending) {
+            // The defect: no preflight; the unbound route quiesces, and the Backup never moves on.
+            if self.annotation(ann::QUIESCE_ATTEMPTED).is_none() {
+                self.annotate(BTreeMap::from([(
+                    ann::QUIESCE_ATTEMPTED,
+                    Some(now_rfc3339()),
+                )]))
+                .await?;
+                if let Err(e) = agent.quiesce_unbound(&live.agent_host).await {
+                    tracing::debug!(backup = %self.name, error = %e, "unbound quiesce failed");
+                }
+            }
+            return Ok(Some(self.recheck()));
+        }
         let mut incarnation = None;
         if !self.ctx.mutant(Mutant::NoIdentityPreflight) {
             match agent.identity(&live.agent_host, &live.pod_uid).await {
@@ -432,9 +463,13 @@ impl<'a> Run<'a> {
                 // `mid-copy-start-ignored` defect: a start during the copy goes unnoticed.
                 if started && !self.ctx.mutant(Mutant::MidCopyStartIgnored) {
                     let msg = format!("GameServer {} started while its copy ran", self.server);
-                    return self
-                        .fail(reasons::SOURCE_STARTED, msg, Some(Consistency::Invalidated))
-                        .await;
+                    // `mid-copy-start-misreported` defect: a start reported as a changed source.
+                    let reason = if self.ctx.mutant(Mutant::MidCopyStartMisreported) {
+                        reasons::SOURCE_CHANGED
+                    } else {
+                        reasons::SOURCE_STARTED
+                    };
+                    return self.fail(reason, msg, Some(Consistency::Invalidated)).await;
                 }
             }
             SourceState::Live => {
@@ -451,11 +486,27 @@ impl<'a> Run<'a> {
             return self.fail(reasons::COPY_FAILED, msg, None).await;
         };
         match restic::outcome(&job) {
+            JobOutcome::Running
+                if self.ctx.mutant(Mutant::EarlySaveOn)
+                    && source.state == SourceState::Live
+                    && self.annotation(ann::UNQUIESCED_AT).is_none()
+                    && self.copy_pod_running().await? =>
+            {
+                // The defect: save-on as soon as the copy's pod runs, while restic still reads.
+                self.unquiesce(Ending::Succeeded).await?;
+                Ok(self.recheck())
+            }
             JobOutcome::Running => Ok(self.recheck()),
             JobOutcome::Failed if !self.ctx.mutant(Mutant::SucceedOnFailedCopy) => {
                 let tail = self.job_log_tail().await;
                 let msg = format!("copy Job {job_name} failed: {tail}");
-                self.fail(reasons::COPY_FAILED, msg, None).await
+                // `copy-failure-misreported` defect: a failed copy named a quiesce failure.
+                let reason = if self.ctx.mutant(Mutant::CopyFailureMisreported) {
+                    reasons::QUIESCE_FAILED
+                } else {
+                    reasons::COPY_FAILED
+                };
+                self.fail(reason, msg, None).await
             }
             outcome => {
                 let summary = if outcome == JobOutcome::Succeeded {
@@ -507,15 +558,18 @@ impl<'a> Run<'a> {
             Some(s) => format!("snapshot {} of {}", s.snapshot_id, self.server),
             None => "copy finished".into(),
         });
-        conditions::set(
-            &mut status.conditions,
-            types::COMPLETED,
-            true,
-            reasons::SUCCEEDED,
-            "",
-            generation,
-            t.clone(),
-        );
+        // `success-without-completed` defect: the phase says Succeeded, no condition does.
+        if !self.ctx.mutant(Mutant::SuccessWithoutCompleted) {
+            conditions::set(
+                &mut status.conditions,
+                types::COMPLETED,
+                true,
+                reasons::SUCCEEDED,
+                "",
+                generation,
+                t.clone(),
+            );
+        }
         conditions::set(
             &mut status.conditions,
             types::UNQUIESCED,
@@ -551,10 +605,21 @@ impl<'a> Run<'a> {
             } else {
                 reason
             };
+        let reason = if self.ctx.mutant(Mutant::PreflightFailureMisreported)
+            && reason == reasons::IDENTITY_PREFLIGHT_FAILED
+        {
+            // The defect: a refused preflight is reported as a failed quiesce.
+            reasons::QUIESCE_FAILED
+        } else {
+            reason
+        };
         tracing::info!(backup = %self.name, namespace = %self.ns, reason, %message, "backup failed");
         let job_name = names::backup_job(&self.name);
         let invalidated = consistency == Some(Consistency::Invalidated);
-        if !invalidated {
+        if !invalidated && self.ctx.mutant(Mutant::FailedCopyLeftRunning) {
+            // The defect: a failed (not invalidated) copy's Job is left behind.
+            tracing::debug!(backup = %self.name, job = %job_name, "leaving the failed copy Job");
+        } else if !invalidated {
             kubeutil::delete_background(&self.jobs, &self.ns, &job_name).await?;
         } else if self.ctx.mutant(Mutant::InvalidatedWithoutDraining) {
             // The defect: the copy of an invalidated capture is left to run.
@@ -696,6 +761,15 @@ impl<'a> Run<'a> {
             )),
             Err(e) => (false, reasons::UNQUIESCE_FAILED, e.to_string()),
         }))
+    }
+
+    /// Whether a pod of the copy Job runs (the `early-save-on` defect's moment).
+    async fn copy_pod_running(&self) -> Result<bool> {
+        Ok(self
+            .job_pods()
+            .await?
+            .iter()
+            .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")))
     }
 
     /// The `Unquiesced` condition when the quiesced process is gone: nothing to send.
@@ -861,6 +935,26 @@ pub async fn repo_from_secret(
 
 /// Every container of `pod` that has an ID, as `name=containerID#restartCount` (sorted by
 /// name, comma-separated): what the `agent-restart-invalidates` mutant binds a capture to.
+/// Why the pod's agent container does not run, if it does not (`agent-down-invalidates`).
+fn agent_not_running(pod: Option<&Pod>) -> Option<String> {
+    let status = pod?
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == names::containers::AGENT)?;
+    let running = status.state.as_ref().is_some_and(|s| s.running.is_some());
+    (!running).then(|| {
+        format!(
+            "the agent container of pod {} is not running: {:?}",
+            pod.and_then(|p| p.metadata.uid.as_deref())
+                .unwrap_or_default(),
+            status.state
+        )
+    })
+}
+
 fn pod_containers(pod: &Pod) -> String {
     let mut items: Vec<String> = pod
         .status

@@ -101,7 +101,18 @@ pub async fn reconcile(server: Arc<GameServer>, ctx: Arc<Ctx>) -> Result<Action>
     } else {
         Intent::Run
     };
-    let derived = phase::derive(intent, pod.as_ref());
+    let mut derived = phase::derive(intent, pod.as_ref());
+    if ctx.mutant(crate::mutant::Mutant::PullFailureUnreported)
+        && derived.ready.1 == reasons::IMAGE_PULL_FAILED
+    {
+        // The defect: a pull failure is shown as a server still starting.
+        derived = phase::Derived {
+            phase: GameServerPhase::Starting,
+            ready: (false, reasons::STARTING, "no ready replica yet".into()),
+            healthy: (true, reasons::RUNNING, String::new()),
+            started_at: None,
+        };
+    }
     let mut status = server.status.clone().unwrap_or_default();
     let generation = server.metadata.generation;
     let t = now();

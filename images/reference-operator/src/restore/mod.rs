@@ -251,6 +251,7 @@ impl<'a> Run<'a> {
                 },
                 &paths,
                 !self.ctx.mutant(Mutant::RestoreOverlays),
+                self.ctx.mutant(Mutant::RestoreFailureWipesClaims),
             ),
         });
         let jobs: Api<Job> = Api::namespaced(self.ctx.client.clone(), &self.ns);
@@ -299,6 +300,10 @@ impl<'a> Run<'a> {
             Some(job) => match restic::outcome(&job) {
                 JobOutcome::Running => return Ok(self.recheck()),
                 JobOutcome::Succeeded => None,
+                // `restore-failure-reported-succeeded` defect: a failed Job counts as done.
+                JobOutcome::Failed if self.ctx.mutant(Mutant::RestoreFailureReportedSucceeded) => {
+                    None
+                }
                 JobOutcome::Failed => Some(format!("restore Job {job_name} failed")),
             },
         };
@@ -341,7 +346,10 @@ impl<'a> Run<'a> {
 
     /// Returns the server to its prior run state (if it was touched) and ends the Restore.
     async fn finish(&self, ok: bool, reason: &str, message: String) -> Result<Action> {
+        // `restore-failure-keeps-suspended` defect: a failed restore leaves the server stopped.
+        let keep_stopped = !ok && self.ctx.mutant(Mutant::RestoreFailureKeepsSuspended);
         if let Some(prior) = self.restore.annotations().get(ann::RESTORE_PRIOR_SUSPEND)
+            && !keep_stopped
             && get_opt(&self.servers, &self.ns, &self.server)
                 .await?
                 .is_some()

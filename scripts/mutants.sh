@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Mutation testing with cargo-mutants over the code whose mistakes change a verdict, judged by
+# the tests that are meant to catch them. Writes each set's outcome files to mutants/<set>/
+# (committed: caught.txt, missed.txt, timeout.txt, unviable.txt, outcomes.json and run.txt
+# with the run time), so a maintainer sees what changed between runs with `git diff mutants/`.
+#
+#   scripts/mutants.sh evidence    receipts verify, summary, kill-matrix judge, JUnit — judged by
+#                                  the rehearsal-evidence tests (about 100 mutants)
+#   scripts/mutants.sh harness     qualify gates and cases/observe — judged by the rehearsal
+#                                  crate's tests and the rollout scenario cases (about 300)
+#   scripts/mutants.sh operator    the reference operator's backup, restore, restic and
+#                                  incarnation code — judged by its own tests and the backup
+#                                  scenario cases (about 270; hours on 2 cores)
+#   scripts/mutants.sh SET -- ARGS extra cargo-mutants arguments, e.g. `-- --file
+#                                  images/reference-operator/src/incarnation.rs` to run a part
+#
+# Survivors are triaged in mutants/survivors.md: each one is killed by a new or sharper check,
+# or recorded there as equivalent with a one-line reason. Needs cargo-mutants
+# (`cargo install --locked cargo-mutants`), cargo-nextest, and what the tests need
+# (`scripts/setup.sh --tests`). Configuration: .cargo/mutants.toml, nextest profile `mutants`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+set_name="${1:-}"
+shift || true
+[ "${1:-}" = "--" ] && shift
+extra=("$@")
+
+case "$set_name" in
+evidence)
+  files=(harness/evidence/src/receipts/verify.rs harness/evidence/src/summary.rs
+    harness/evidence/src/kill_matrix.rs harness/evidence/src/report/junit.rs)
+  tests=(--test-package rehearsal-evidence)
+  ;;
+harness)
+  files=('harness/src/qualify/*.rs' harness/src/cases/observe.rs)
+  tests=(--test-package rehearsal --test-package rehearsal-scenarios)
+  ;;
+operator)
+  files=('images/reference-operator/src/backup/*.rs' 'images/reference-operator/src/restore/*.rs'
+    images/reference-operator/src/restic.rs images/reference-operator/src/incarnation.rs)
+  tests=(--test-package reference-operator --test-package rehearsal-scenarios)
+  ;;
+*)
+  echo "usage: scripts/mutants.sh evidence|harness|operator [-- CARGO-MUTANTS-ARGS]" >&2
+  exit 2
+  ;;
+esac
+
+if ! cargo mutants --version >/dev/null 2>&1; then
+  echo "cargo-mutants is not installed: run \`cargo install --locked cargo-mutants\`" >&2
+  exit 2
+fi
+
+args=()
+for f in "${files[@]}"; do args+=(--file "$f"); done
+out="target/mutants/$set_name"
+mkdir -p "$out"
+start=$(date +%s)
+status=0
+DOCKER_HOST="${DOCKER_HOST:-unix:///run/podman/podman.sock}" \
+  cargo mutants --no-shuffle "${args[@]}" "${tests[@]}" --output "$out" "${extra[@]}" || status=$?
+end=$(date +%s)
+# cargo-mutants exits 2 when mutants were missed and 3 on timeouts: outcomes, not errors.
+case "$status" in 0 | 2 | 3) ;; *)
+  echo "cargo-mutants failed (exit $status); its log: $out/mutants.out/debug.log" >&2
+  exit "$status"
+  ;;
+esac
+
+dest="mutants/$set_name"
+mkdir -p "$dest"
+for f in caught.txt missed.txt timeout.txt unviable.txt outcomes.json; do
+  cp "$out/mutants.out/$f" "$dest/$f"
+done
+count() { grep -c . "$dest/$1" || true; }
+{
+  echo "set: $set_name"
+  echo "commit: $(git rev-parse --short HEAD)"
+  echo "cargo-mutants: $(cargo mutants --version)"
+  echo "arguments: ${args[*]} ${tests[*]} ${extra[*]}"
+  echo "run time: $((end - start)) s on $(nproc) cores"
+  echo "caught: $(count caught.txt)  missed: $(count missed.txt)  timeout: $(count timeout.txt)  unviable: $(count unviable.txt)"
+} >"$dest/run.txt"
+cat "$dest/run.txt"
+if [ -s "$dest/missed.txt" ]; then
+  echo "missed mutants (triage each in mutants/survivors.md):"
+  cat "$dest/missed.txt"
+fi
