@@ -26,20 +26,31 @@ shift || true
 [ "${1:-}" = "--" ] && shift
 extra=("$@")
 
+# Each set runs in two passes over the same output directory: every mutant against the fast
+# tests first, then (`--iterate`) the survivors against the slower tests that also judge the code
+# (the bundle, report and self-test tests of the rehearsal crate; the scenario cases).
 case "$set_name" in
 evidence)
   files=(harness/evidence/src/receipts/verify.rs harness/evidence/src/summary.rs
     harness/evidence/src/kill_matrix.rs harness/evidence/src/report/junit.rs)
-  tests=(--test-package rehearsal-evidence)
+  fast=(--test-package rehearsal-evidence)
+  # cargo-mutants runs the named test targets per package: pass 2 names the rehearsal crate's.
+  slow=(--test-package rehearsal)
+  for t in evidence_bundle evidence_kill evidence_receipts report_ci_bundles report_fixture \
+    selftest_judge; do
+    slow+=("--cargo-test-arg=--test=$t")
+  done
   ;;
 harness)
   files=('harness/src/qualify/*.rs' harness/src/cases/observe.rs)
-  tests=(--test-package rehearsal --test-package rehearsal-scenarios)
+  fast=(--test-package rehearsal --cargo-test-arg=--lib)
+  slow=(--test-package rehearsal --test-package rehearsal-scenarios)
   ;;
 operator)
   files=('images/reference-operator/src/backup/*.rs' 'images/reference-operator/src/restore/*.rs'
     images/reference-operator/src/restic.rs images/reference-operator/src/incarnation.rs)
-  tests=(--test-package reference-operator --test-package rehearsal-scenarios)
+  fast=(--test-package reference-operator)
+  slow=(--test-package reference-operator --test-package rehearsal-scenarios)
   ;;
 *)
   echo "usage: scripts/mutants.sh evidence|harness|operator [-- CARGO-MUTANTS-ARGS]" >&2
@@ -57,30 +68,40 @@ for f in "${files[@]}"; do args+=(--file "$f"); done
 out="target/mutants/$set_name"
 mkdir -p "$out"
 start=$(date +%s)
-status=0
-DOCKER_HOST="${DOCKER_HOST:-unix:///run/podman/podman.sock}" \
-  cargo mutants --no-shuffle "${args[@]}" "${tests[@]}" --output "$out" "${extra[@]}" || status=$?
-end=$(date +%s)
+export DOCKER_HOST="${DOCKER_HOST:-unix:///run/podman/podman.sock}"
 # cargo-mutants exits 2 when mutants were missed and 3 on timeouts: outcomes, not errors.
-case "$status" in 0 | 2 | 3) ;; *)
-  echo "cargo-mutants failed (exit $status); its log: $out/mutants.out/debug.log" >&2
-  exit "$status"
-  ;;
-esac
-
+mutants() {
+  local status=0
+  cargo mutants --no-shuffle "${args[@]}" --output "$out" "$@" "${extra[@]}" || status=$?
+  case "$status" in 0 | 2 | 3) ;; *)
+    echo "cargo-mutants failed (exit $status); its log: $out/mutants.out/debug.log" >&2
+    exit "$status"
+    ;;
+  esac
+}
+rm -rf "$out/mutants.out" "$out/mutants.out.old"
+echo "== pass 1: every mutant against ${fast[*]}"
+mutants "${fast[@]}"
+if [ -s "$out/mutants.out/missed.txt" ] || [ -s "$out/mutants.out/timeout.txt" ]; then
+  echo "== pass 2: the survivors against ${slow[*]}"
+  mutants --iterate "${slow[@]}"
+fi
+end=$(date +%s)
 dest="mutants/$set_name"
 mkdir -p "$dest"
-for f in caught.txt missed.txt timeout.txt unviable.txt outcomes.json; do
-  cp "$out/mutants.out/$f" "$dest/$f"
+for f in caught.txt previously_caught.txt missed.txt timeout.txt unviable.txt outcomes.json; do
+  if [ -f "$out/mutants.out/$f" ]; then cp "$out/mutants.out/$f" "$dest/$f"; else : >"$dest/$f"; fi
 done
 count() { grep -c . "$dest/$1" || true; }
 {
   echo "set: $set_name"
   echo "commit: $(git rev-parse --short HEAD)"
   echo "cargo-mutants: $(cargo mutants --version)"
-  echo "arguments: ${args[*]} ${tests[*]} ${extra[*]}"
+  echo "files: ${files[*]}"
+  echo "pass 1 tests: ${fast[*]}"
+  echo "pass 2 tests (survivors of pass 1): ${slow[*]}"
   echo "run time: $((end - start)) s on $(nproc) cores"
-  echo "caught: $(count caught.txt)  missed: $(count missed.txt)  timeout: $(count timeout.txt)  unviable: $(count unviable.txt)"
+  echo "caught: $(($(count caught.txt) + $(count previously_caught.txt)))  missed: $(count missed.txt)  timeout: $(count timeout.txt)  unviable: $(count unviable.txt)"
 } >"$dest/run.txt"
 cat "$dest/run.txt"
 if [ -s "$dest/missed.txt" ]; then

@@ -16,6 +16,51 @@ use crate::evidence::bundle::{BundleError, CaseRecorder, Verdict};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
 pub use crate::mutants::HarnessMutant;
 
+/// Whether every step prints a progress line on stdout as it ends (the `rehearse qualify`
+/// console; cases run quietly).
+static STEP_PROGRESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The signal that asked this process to stop, once one did: every later step returns
+/// [`CaseError::Interrupted`] instead of starting.
+static INTERRUPT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Turns the per-step progress line on or off for this process.
+pub fn set_step_progress(on: bool) {
+    STEP_PROGRESS.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Asks every procedure of this process to stop at its next step boundary (`signal` names
+/// why, e.g. `SIGINT`).
+pub fn request_interrupt(signal: &str) {
+    let mut held = INTERRUPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    held.get_or_insert_with(|| signal.to_string());
+}
+
+/// A step boundary: refuses to start `name` once an interrupt was requested, and prints its
+/// start line on the `rehearse qualify` console.
+pub fn boundary(name: &str) -> Result<(), CaseError> {
+    if let Some(signal) = interrupt_requested() {
+        return Err(CaseError::Interrupted {
+            signal,
+            step: name.to_string(),
+        });
+    }
+    if STEP_PROGRESS.load(std::sync::atomic::Ordering::SeqCst) {
+        println!("  start   {name}");
+    }
+    Ok(())
+}
+
+/// The signal that asked this process to stop, if one did.
+pub fn interrupt_requested() -> Option<String> {
+    INTERRUPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
 /// Why a case failed. Every variant names the object, what was expected and what was observed.
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
@@ -58,6 +103,15 @@ pub enum CaseError {
     /// A receipt or artifact could not be written.
     #[error("could not write evidence: {0}")]
     Evidence(Box<BundleError>),
+    /// The command was interrupted (SIGINT or SIGTERM): the procedure stopped at a step
+    /// boundary, before the step named here.
+    #[error("interrupted by {signal} before step {step:?}")]
+    Interrupted {
+        /// `SIGINT` or `SIGTERM`.
+        signal: String,
+        /// The step that was not started.
+        step: String,
+    },
     /// One or more named checks failed, or a wait reached its bound and the case assessed the
     /// evidence that existed then: the verdict's evidence, matched by the self-test against the
     /// check a mutant targets (a timeout alone names no check).
@@ -410,6 +464,7 @@ impl<'a> CaseContext<'a> {
         T: Serialize,
         F: Future<Output = Result<T, CaseError>>,
     {
+        boundary(name)?;
         let started = Instant::now();
         let (outcome, waits) = crate::wait::logged(unit).await;
         let elapsed_ms = started.elapsed().as_millis() as u64;
@@ -418,6 +473,13 @@ impl<'a> CaseContext<'a> {
         // attributes the step's time to.
         for w in waits {
             self.recorder.wait(name, w)?;
+        }
+        if STEP_PROGRESS.load(std::sync::atomic::Ordering::SeqCst) {
+            let state = if outcome.is_ok() { "ok" } else { "error" };
+            println!(
+                "  step    {name} · {:.1} s ({state})",
+                elapsed_ms as f64 / 1000.0
+            );
         }
         match &outcome {
             Ok(observed) => {

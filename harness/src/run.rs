@@ -216,18 +216,11 @@ pub fn new_run_id() -> String {
     format!("{now}-{suffix}")
 }
 
-/// The commit being qualified: `$GITHUB_SHA`, else `git rev-parse HEAD`, else "unknown".
+/// The commit being qualified: the harness's own, recorded when it was built (`GITHUB_SHA` in
+/// CI, else the repository's HEAD; see build.rs), so a bundle names the same commit wherever the
+/// command runs — and `rehearse qualify` records the same one.
 pub fn current_commit() -> String {
-    if let Ok(sha) = std::env::var("GITHUB_SHA") {
-        return sha;
-    }
-    std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
+    crate::qualify::identity::HARNESS_COMMIT.to_string()
 }
 
 /// Starts the backend for `cluster` (with the reference operator deployed where the harness
@@ -480,6 +473,33 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
         results,
         interrupted,
     })
+}
+
+/// SIGINT and SIGTERM handlers, installed when created: from then on neither signal ends the
+/// process (also when it started with them ignored, as a job started from a script does —
+/// installing a handler replaces the inherited disposition); [`Interrupts::recv`] reports them.
+pub struct Interrupts {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    /// Installs both handlers (needs a Tokio runtime).
+    pub fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The next signal received: `"SIGINT"` or `"SIGTERM"`.
+    pub async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "SIGINT",
+            _ = self.term.recv() => "SIGTERM",
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -295,3 +295,18 @@ fn qualify_needs_an_existing_fleet() {
 fn invalid_flag_value() {
     assert_one_line_error(&run(&["run", "--parallel", "many"]), &["many"]);
 }
+
+#[test]
+fn missing_required_arguments_are_named() {
+    assert_one_line_error(
+        &run(&["qualify", "--candidate", "2.0"]),
+        &["required", "--template", "--source"],
+    );
+    assert_one_line_error(&run(&["receipts", "verify"]), &["required", "<BUNDLE>"]);
+    let out = run(&["qualify"]);
+    assert_one_line_error(&out, &["required", "--candidate"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("provided:;"),
+        "an empty list of missing arguments"
+    );
+}

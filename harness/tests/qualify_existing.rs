@@ -810,3 +810,128 @@ async fn a_fault_the_cluster_cannot_inject_is_not_applicable() {
         .unwrap();
     assert!(verify.status.success(), "{:?}", text(&verify));
 }
+
+/// `rehearse qualify` interrupted at every step and gate boundary before promotion (SIGINT and
+/// SIGTERM in turn, and once with SIGINT inherited as ignored): each run exits 130, its bundle
+/// verifies and its report renders with the interrupt recorded, nothing it created is left and
+/// the fleet keeps its version.
+#[tokio::test(flavor = "multi_thread")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one sweep: a reference run names the points, then one interrupted run per point"
+)]
+async fn an_interrupted_qualification_leaves_a_verifiable_bundle_and_a_tidy_fleet() {
+    use nix::sys::signal::{Signal, kill};
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let reports = dir.path().join("reports");
+    let cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    let repo = format!("{}/qualify-fleet", cluster.repo_base);
+    let client = rehearsal::backend::pinned_client(&kubeconfig, CONTEXT)
+        .await
+        .unwrap();
+    set_up_fleet(&client, &repo).await;
+
+    // One uninterrupted run names the progress lines (steps and gates) before promotion.
+    let full = qualify(
+        &kubeconfig,
+        &reports,
+        "1.1-compat",
+        &["--fleet", "survival"],
+    );
+    let (stdout, _) = text(&full);
+    assert!(full.status.success(), "{stdout}");
+    let before_promotion = stdout
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .take_while(|l| !l.contains("promotion batch"))
+        .count();
+    assert!(
+        before_promotion >= 20,
+        "{before_promotion} points: {stdout}"
+    );
+    // The fleet back on its version for the interrupted runs.
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    servers
+        .patch(
+            "survival",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"version": "1.0"}})),
+        )
+        .await
+        .unwrap();
+
+    for point in 1..=before_promotion {
+        let (signal, ignored) = match point % 3 {
+            0 => (Signal::SIGTERM, false),
+            1 => (Signal::SIGINT, point == 1),
+            _ => (Signal::SIGINT, false),
+        };
+        let mut cmd = if ignored {
+            // A job started from a script: SIGINT inherited as ignored.
+            let mut c = Command::new("sh");
+            c.args(["-c", "trap '' INT; exec \"$@\"", "sh", REHEARSE]);
+            c
+        } else {
+            Command::new(REHEARSE)
+        };
+        let mut child = cmd
+            .args(["qualify", "--cluster", "existing", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args([
+                "--context",
+                CONTEXT,
+                "--namespace",
+                NS,
+                "--template",
+                TEMPLATE,
+            ])
+            .args(["--source", "survival", "--fleet", "survival"])
+            .args(["--candidate", "1.1-compat", "--reports"])
+            .arg(&reports)
+            .args(["--operator", "reference-operator@embedded-test"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut seen = Vec::new();
+        let mut progress = 0;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if line.starts_with("  ") {
+                progress += 1;
+            }
+            seen.push(line);
+            if progress == point {
+                kill(pid, signal).unwrap();
+                break;
+            }
+        }
+        seen.extend(lines.map_while(Result::ok));
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        let stdout = seen.join("\n");
+        let what = format!("point {point} ({signal:?}, inherited ignored: {ignored})");
+        assert_eq!(status.code(), Some(130), "{what}: {stdout}\n{stderr}");
+        let bundle = bundle_of(&stdout);
+        rehearsal::evidence::receipts::verify(bundle.join("receipts.jsonl"))
+            .unwrap_or_else(|e| panic!("{what}: the bundle does not verify: {e}"));
+        let journal = std::fs::read_to_string(bundle.join("receipts.jsonl")).unwrap();
+        assert!(
+            journal.contains("\"interrupted\""),
+            "{what}: no interrupt receipt"
+        );
+        let (md, _, _) = report(&bundle);
+        assert!(md.to_lowercase().contains("interrupted"), "{what}: {md}");
+        assert_tidy(&client, &what).await;
+        let survival = servers.get("survival").await.unwrap();
+        assert_eq!(
+            survival.spec.version.as_deref(),
+            Some("1.0"),
+            "{what}: the fleet was promoted"
+        );
+    }
+}

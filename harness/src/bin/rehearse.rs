@@ -19,21 +19,7 @@ fn main() {
             ) {
                 e.exit();
             }
-            // One line, like every other error: clap's first line names the cause.
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid command line")
-                .trim_start_matches("error: ");
-            // A value outside a fixed set also names the set (clap prints it on a later line).
-            let valid = match e.get(clap::error::ContextKind::ValidValue) {
-                Some(clap::error::ContextValue::Strings(values)) if !values.is_empty() => {
-                    format!("; use one of {}", values.join(", "))
-                }
-                _ => String::new(),
-            };
-            eprintln!("rehearse: {first}{valid}; run `rehearse --help` for usage");
+            eprintln!("rehearse: {}", cli::usage_error_line(&e));
             std::process::exit(2);
         }
     };

@@ -38,6 +38,13 @@ impl CliError {
             code: 1,
         }
     }
+    /// SIGINT or SIGTERM stopped the command (exit 130, as a shell reports an interrupt).
+    pub fn interrupted(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 130,
+        }
+    }
 }
 
 #[derive(Debug, Parser)]
@@ -100,4 +107,34 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Qualify(a) => qualify::run(a).await,
         Command::Bench(a) => run::bench(a).await,
     }
+}
+
+/// A command line clap rejected, as the one line `rehearse` prints (without the `rehearse: `
+/// prefix): clap's first line names the cause; the arguments it lists on later lines (the
+/// missing required ones, the valid values of a fixed set) are folded into the same line.
+pub fn usage_error_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let strings = |kind| match e.get(kind) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => Some(values.join(", ")),
+        Some(ContextValue::String(value)) => Some(value.clone()),
+        _ => None,
+    };
+    let rendered = e.render().to_string();
+    let first = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid command line")
+        .trim_start_matches("error: ")
+        .trim_end_matches(':')
+        .to_string();
+    let mut line = first;
+    if e.kind() == ErrorKind::MissingRequiredArgument
+        && let Some(missing) = strings(ContextKind::InvalidArg)
+    {
+        line = format!("{line}: {missing}");
+    }
+    if let Some(valid) = strings(ContextKind::ValidValue) {
+        line = format!("{line}; use one of {valid}");
+    }
+    format!("{line}; run `rehearse --help` for usage")
 }

@@ -78,6 +78,10 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
             "rehearse qualify acts on a fleet that already exists: use --cluster existing --kubeconfig P --context C (or --cluster kind)",
         ));
     }
+    // Before anything is created: an interrupt from here on stops the procedure at a step
+    // boundary, tidies and writes the bundle instead of killing the process.
+    let mut interrupts = run::Interrupts::install()
+        .map_err(|e| CliError::usage(format!("cannot install the SIGINT/SIGTERM handlers: {e}")))?;
     check_reports_dir(&args.target.reports)?;
     let run_id = args.run_id.clone().unwrap_or_else(run::new_run_id);
     tidy::check_run_id(&run_id).map_err(CliError::usage)?;
@@ -118,15 +122,7 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         .case(&case, "qualify")
         .map_err(|e| CliError::usage(e.to_string()))?;
     let ctx = CaseContext::new(backend.as_ref(), namespace.clone(), recorder);
-    record_identity(&ctx, &operator, backend.as_ref(), &namespace)?;
-    if !leftovers.is_empty() {
-        ctx.recorder
-            .step(
-                "remove what earlier runs left",
-                serde_json::json!({"removed": leftovers}),
-            )
-            .map_err(|e| CliError::usage(e.to_string()))?;
-    }
+    record_identity(&ctx, &operator, backend.as_ref(), &namespace, &leftovers)?;
     println!(
         "qualifying {} of template {} on a clone of {} in {namespace} (fleet {}, {} batch(es)); bundle {}",
         plan.candidate,
@@ -137,8 +133,10 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         dir.display()
     );
     qualify::set_progress(true);
-    let (q, error) = qualify::qualify_recorded(&ctx, &plan).await;
+    let mut q = qualify::start(&plan);
+    let (error, signal) = qualify_interruptible(&ctx, &plan, &mut q, &mut interrupts, bound).await;
     qualify::set_progress(false);
+    record_interrupt(&ctx, signal, error.as_ref())?;
     let result = match error {
         None => Ok(q.clone()),
         Some(e) => Err(e),
@@ -147,8 +145,8 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     let tidied = tidy_up(&client, &namespace, &run_id, bound, args.keep).await;
     record_tidy(&ctx, args.keep, &tidied)?;
     let CaseContext { recorder, .. } = ctx;
-    let (verdict, message) = verdict_of(&args.candidate, &result);
-    close_bundle(recorder, bundle, verdict, &message)?;
+    let (verdict, message) = verdict_of(&args.candidate, &result, signal);
+    close_bundle(recorder, bundle, verdict, &message, signal.is_some())?;
     let meta = report_meta(
         &run_id,
         &operator.name,
@@ -164,9 +162,58 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     for path in &written {
         println!("report: {}", path.display());
     }
-    conclude(
+    let concluded = conclude(
         &tidied, args.keep, &inspect, &run_id, &namespace, verdict, message,
-    )
+    );
+    match (signal, concluded) {
+        (Some(_), Err(e)) => Err(CliError::interrupted(e.message)),
+        (_, concluded) => concluded,
+    }
+}
+
+/// Runs the procedure until it ends or a signal stops it. On SIGINT or SIGTERM every later step
+/// is refused ([`crate::context::request_interrupt`]), so the procedure unwinds at its next step
+/// boundary (a read-back still returns the game to saving); it is dropped where it is after
+/// `grace`, or at once on a second signal. Returns the procedure's error and the signal, if any.
+async fn qualify_interruptible(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut qualify::Qualification,
+    interrupts: &mut run::Interrupts,
+    grace: std::time::Duration,
+) -> (Option<crate::context::CaseError>, Option<&'static str>) {
+    let procedure = qualify::qualify_into(ctx, plan, q);
+    tokio::pin!(procedure);
+    let signal = tokio::select! {
+        error = &mut procedure => return (error, None),
+        signal = interrupts.recv() => signal,
+    };
+    crate::context::request_interrupt(signal);
+    println!("{signal}: stopping at the next step boundary, then removing what the run created");
+    tokio::select! {
+        error = &mut procedure => (error, Some(signal)),
+        () = tokio::time::sleep(grace) => (None, Some(signal)),
+        _ = interrupts.recv() => (None, Some(signal)),
+    }
+}
+
+/// The `interrupted` receipt, when a signal stopped the procedure: which signal, and the step
+/// it stopped before.
+fn record_interrupt(
+    ctx: &CaseContext<'_>,
+    signal: Option<&str>,
+    error: Option<&crate::context::CaseError>,
+) -> Result<(), CliError> {
+    let Some(signal) = signal else {
+        return Ok(());
+    };
+    ctx.recorder
+        .step(
+            "interrupted",
+            serde_json::json!({"signal": signal, "error": error.map(ToString::to_string)}),
+        )
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(())
 }
 
 /// Records the verdict (with its message unless it passed) and finalizes the bundle.
@@ -175,12 +222,13 @@ fn close_bundle(
     bundle: Bundle,
     verdict: Verdict,
     message: &str,
+    interrupted: bool,
 ) -> Result<(), CliError> {
     recorder
         .finish_with_reason(verdict, (verdict != Verdict::Passed).then_some(message))
         .map_err(|e| CliError::usage(e.to_string()))?;
     bundle
-        .finalize(false)
+        .finalize(interrupted)
         .map_err(|e| CliError::usage(e.to_string()))?;
     Ok(())
 }
@@ -205,6 +253,7 @@ fn record_identity(
     operator: &OperatorIdentity,
     backend: &dyn crate::backend::Backend,
     namespace: &str,
+    leftovers: &[tidy::Created],
 ) -> Result<(), CliError> {
     ctx.recorder
         .step(
@@ -217,6 +266,14 @@ fn record_identity(
             }),
         )
         .map_err(|e| CliError::usage(e.to_string()))?;
+    if !leftovers.is_empty() {
+        ctx.recorder
+            .step(
+                "remove what earlier runs left",
+                serde_json::json!({"removed": leftovers}),
+            )
+            .map_err(|e| CliError::usage(e.to_string()))?;
+    }
     Ok(())
 }
 
@@ -372,7 +429,14 @@ async fn clear_namespace(
 fn verdict_of(
     candidate: &str,
     result: &Result<qualify::Qualification, crate::context::CaseError>,
+    signal: Option<&str>,
 ) -> (Verdict, String) {
+    if let Some(signal) = signal {
+        return (
+            Verdict::Interrupted,
+            format!("interrupted by {signal}; nothing further was promoted"),
+        );
+    }
     match result {
         Ok(q) => match &q.outcome {
             Outcome::Promoted { batches } => (

@@ -49,6 +49,7 @@ static PROGRESS: AtomicBool = AtomicBool::new(false);
 /// Turns the per-gate progress line on or off for this process.
 pub fn set_progress(on: bool) {
     PROGRESS.store(on, Ordering::SeqCst);
+    crate::context::set_step_progress(on);
 }
 
 /// How to reach and save the fleet's servers, read from its own GameTemplate and Secret.
@@ -615,7 +616,14 @@ pub async fn qualify_recorded(
     ctx: &CaseContext<'_>,
     plan: &Plan,
 ) -> (Qualification, Option<CaseError>) {
-    let mut q = Qualification {
+    let mut q = start(plan);
+    let error = qualify_into(ctx, plan, &mut q).await;
+    (q, error)
+}
+
+/// A qualification of `plan` that has recorded nothing yet.
+pub fn start(plan: &Plan) -> Qualification {
+    Qualification {
         plan: plan.clone(),
         clone: clone_name(&plan.source),
         candidate_image: None,
@@ -628,16 +636,29 @@ pub async fn qualify_recorded(
         clone_pvcs_after: vec![],
         promotion_receipts: 0,
         outcome: Outcome::Promoted { batches: 0 },
-    };
-    let error = procedure(ctx, plan, &mut q).await.err();
+    }
+}
+
+/// Runs the qualification, recording into `q` as it goes (so a caller that stops it early —
+/// an interrupt — still holds what was recorded), and returns the error that ended it early.
+pub async fn qualify_into(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut Qualification,
+) -> Option<CaseError> {
+    let error = procedure(ctx, plan, q).await.err();
+    if matches!(error, Some(CaseError::Interrupted { .. })) {
+        // Reading the members again would only add steps an interrupt refuses.
+        return error;
+    }
     let mut servers = plan.observed();
     servers.push(q.clone.clone());
     match members(ctx, plan, &servers, false).await {
         Ok(after) => q.after = after,
-        Err(e) if error.is_none() => return (q, Some(e)),
+        Err(e) if error.is_none() => return Some(e),
         Err(_) => {}
     }
-    (q, error)
+    error
 }
 
 async fn procedure(
@@ -717,6 +738,7 @@ async fn procedure(
     }
 
     // 5. Rollback evidence on the clone: a gate computed from what was read back.
+    crate::context::boundary(&format!("gate: rollback ({clone})"))?;
     let timer = Timer::start();
     let rollback = rollback_clone(
         ctx,
@@ -1051,6 +1073,8 @@ async fn server_gates(
     before: Option<(&Readback, &[String])>,
 ) -> Result<Vec<Gate>, CaseError> {
     let mut out = Vec::new();
+    let at = |gate: &str| crate::context::boundary(&format!("gate: {gate} ({server})"));
+    at("image")?;
     let timer = Timer::start();
     let g = finish(timer, image_gate(ctx, server, image, generation).await?);
     record(ctx, &g)?;
@@ -1060,6 +1084,7 @@ async fn server_gates(
         return Ok(out);
     }
 
+    at("join")?;
     let g = join_gate(ctx, access, server).await?;
     record(ctx, &g)?;
     let passed = g.passed;
@@ -1068,6 +1093,7 @@ async fn server_gates(
         return Ok(out);
     }
 
+    at("save")?;
     let timer = Timer::start();
     let g = finish(timer, save_gate(ctx, access, server).await);
     record(ctx, &g)?;
@@ -1077,6 +1103,7 @@ async fn server_gates(
         return Ok(out);
     };
 
+    at("read-back")?;
     let g = read_back_gate(ctx, plan, access, server, restored, claims).await;
     record(ctx, &g)?;
     out.push(g);
