@@ -549,18 +549,28 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
             assert_tidy(&client, &format!("round {round}: the halted run")).await;
         }
 
-        // A compatible candidate is promoted; in round 1 it first removes what was kept.
+        // A compatible candidate is promoted; in round 1 it first removes what was kept. In
+        // round 2 the fleet already runs it: "nothing to promote", refused at the preflight.
         let promoted = qualify(&kubeconfig, &reports, "1.1-compat", &[]);
-        assert_promoted(&promoted, "1.1-compat", &["survival", "creative"]);
-        let (stdout, _) = text(&promoted);
-        if round == 1 {
+        if round == 2 {
+            let (stdout, stderr) = text(&promoted);
+            assert_eq!(promoted.status.code(), Some(1), "{stdout}\n{stderr}");
+            assert!(
+                stderr.contains("halted at gate \"preflight\"")
+                    && stderr.contains("nothing to promote: every fleet member (survival, creative) already runs version 1.1-compat"),
+                "{stderr}"
+            );
+            assert_tidy(&client, "round 2: the candidate the fleet already runs").await;
+        } else {
+            assert_promoted(&promoted, "1.1-compat", &["survival", "creative"]);
+            let (stdout, _) = text(&promoted);
             assert!(
                 stdout.contains("removing what earlier qualification runs left")
                     && stdout.contains("GameServer survival-canary"),
                 "{stdout}"
             );
+            assert_tidy(&client, &format!("round {round}: the promoted run")).await;
         }
-        assert_tidy(&client, &format!("round {round}: the promoted run")).await;
 
         // An HTTP-only candidate halts at the join gate, saying no Minecraft stage answered.
         let http = qualify(&kubeconfig, &reports, "http-only", &[]);
@@ -659,7 +669,58 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
 
     // What the fleet cannot offer is a failed preflight gate whose reason names it, on the
     // console and in the bundle's report; nothing is created.
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    let version_of = async |name: &str| servers.get(name).await.unwrap().spec.version.unwrap();
+    let (survival, creative) = (version_of("survival").await, version_of("creative").await);
+    let on_current = if survival == creative {
+        format!(
+            "nothing to promote: every fleet member (survival, creative) already runs version {survival}"
+        )
+    } else {
+        format!("fleet member(s) survival already run version {survival} (the candidate)")
+    };
+    let other = if survival == "http-only" {
+        "1.1-compat"
+    } else {
+        "http-only"
+    };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    for (name, data) in [
+        (
+            "local-path-repo",
+            json!({"repo": "/var/lib/restic", "password": "pw"}),
+        ),
+        (
+            "no-password-repo",
+            json!({"repo": "rest:http://127.0.0.1:1/x"}),
+        ),
+    ] {
+        let secret: Secret = from_json(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": NS}, "stringData": data,
+        }));
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
     for (candidate, extra, reason) in [
+        (survival.as_str(), &[][..], on_current.as_str()),
+        (
+            other,
+            &["--repo-secret", "no-such-repo"][..],
+            "repository Secret games/no-such-repo does not exist",
+        ),
+        (
+            other,
+            &["--repo-secret", "local-path-repo"][..],
+            "has repo \"/var/lib/restic\", not a restic REST URL",
+        ),
+        (
+            other,
+            &["--repo-secret", "no-password-repo"][..],
+            "repository Secret games/no-password-repo lacks key(s) password",
+        ),
         (
             "1.1-compat",
             &["--fleet", "ghost"][..],

@@ -418,6 +418,7 @@ async fn preflight(
 ) -> Result<Result<(PreflightEvidence, Access, String), Refusal>, CaseError> {
     let mut missing = Vec::new();
     let mut floating = Vec::new();
+    let mut on_candidate = Vec::new();
     let mut servers = plan.fleet.clone();
     if !servers.contains(&plan.source) {
         servers.push(plan.source.clone());
@@ -427,6 +428,9 @@ async fn preflight(
             None => missing.push(member.clone()),
             Some(gs) if gs.spec.version.as_deref().unwrap_or("").is_empty() => {
                 floating.push(member.clone())
+            }
+            Some(gs) if gs.spec.version.as_deref() == Some(plan.candidate.as_str()) => {
+                on_candidate.push(member.clone())
             }
             Some(_) => {}
         }
@@ -443,6 +447,16 @@ async fn preflight(
             "fleet member(s) {} track the template's default version and would adopt the candidate automatically; pin spec.version on each",
             floating.join(", ")
         ))));
+    }
+    if !on_candidate.is_empty() {
+        return Ok(Err(on_candidate_refusal(
+            plan,
+            &on_candidate,
+            servers.len(),
+        )));
+    }
+    if let Err(refusal) = check_repository(ctx, plan).await? {
+        return Ok(Err(refusal));
     }
     let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
     let Some(t) = templates
@@ -497,6 +511,73 @@ async fn preflight(
         access,
         version.image.clone(),
     )))
+}
+
+/// The refusal of members that already run the candidate: "nothing to promote" when that is
+/// the whole fleet, else the members to leave out.
+fn on_candidate_refusal(plan: &Plan, on_candidate: &[String], members: usize) -> Refusal {
+    Refusal(if on_candidate.len() == members {
+        format!(
+            "nothing to promote: every fleet member ({}) already runs version {}; a candidate must differ from the version the fleet runs",
+            on_candidate.join(", "),
+            plan.candidate
+        )
+    } else {
+        format!(
+            "fleet member(s) {} already run version {} (the candidate): a rollback to it or a promotion to it proves nothing; leave them out of --fleet and pick a --source on the version the fleet runs",
+            on_candidate.join(", "),
+            plan.candidate
+        )
+    })
+}
+
+/// The repository Secret the source's backup needs (`--repo-secret`): present in the fleet's
+/// namespace with the keys `repo` and `password`, and `repo` a restic REST URL (the copy Jobs
+/// reach the repository over the network; a local path only works where pods share the host).
+async fn check_repository(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+) -> Result<Result<(), Refusal>, CaseError> {
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let name = &plan.repo_secret;
+    let Some(secret) = secrets.get_opt(name).await.map_err(CaseError::kube(
+        "get Secret",
+        format!("{}/{name}", ctx.namespace),
+    ))?
+    else {
+        return Ok(Err(Refusal(format!(
+            "repository Secret {}/{name} does not exist: create it with keys repo (rest:http://HOST:PORT/PATH) and password, or name it with --repo-secret",
+            ctx.namespace
+        ))));
+    };
+    let value = |k: &str| {
+        secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(k))
+            .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
+            .or_else(|| secret.string_data.as_ref().and_then(|d| d.get(k)).cloned())
+            .filter(|v| !v.is_empty())
+    };
+    let missing: Vec<&str> = ["repo", "password"]
+        .into_iter()
+        .filter(|k| value(k).is_none())
+        .collect();
+    if !missing.is_empty() {
+        return Ok(Err(Refusal(format!(
+            "repository Secret {}/{name} lacks key(s) {}: it needs repo (rest:http://HOST:PORT/PATH) and password",
+            ctx.namespace,
+            missing.join(", ")
+        ))));
+    }
+    let repo = value("repo").unwrap_or_default();
+    if !(repo.starts_with("rest:http://") || repo.starts_with("rest:https://")) {
+        return Ok(Err(Refusal(format!(
+            "repository Secret {}/{name} has repo {repo:?}, not a restic REST URL: the copy Jobs reach the repository over the network; use rest:http://HOST:PORT/PATH",
+            ctx.namespace
+        ))));
+    }
+    Ok(Ok(()))
 }
 
 /// What the gates need from the fleet's template, or why it lacks it: the game port (the port
