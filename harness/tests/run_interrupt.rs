@@ -150,3 +150,106 @@ fn scopeguard(pid: u32) -> impl Drop {
     }
     Kill(pid)
 }
+
+/// `rehearse run` interrupted at 20 points across a case (after the k-th receipt of its
+/// journal, SIGINT and SIGTERM in turn): every run exits 130, leaves no process behind, and
+/// its bundle verifies and renders (`rehearse report`), the case recorded as interrupted.
+#[test]
+fn interrupted_at_any_point_the_bundle_verifies_and_renders() {
+    let case = "live_backup_restore_round_trip";
+    // One uninterrupted run counts the receipts the case writes.
+    let reports = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(["run", "--case", case, "--reports"])
+        .arg(reports.path())
+        .output()
+        .expect("run rehearse");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let total = std::fs::read_to_string(bundle_dir(reports.path()).unwrap().join("receipts.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(total >= 27, "the case writes {total} receipts");
+    // 20 distinct points, from the first receipt to a few before the verdict (a signal that
+    // lands once the last case has ended interrupts nothing: the run is complete).
+    let points: Vec<usize> = (0..20).map(|i| 1 + i * (total - 8) / 19).collect();
+    for (i, point) in points.into_iter().enumerate() {
+        let signal = if i % 2 == 0 {
+            nix::sys::signal::Signal::SIGINT
+        } else {
+            nix::sys::signal::Signal::SIGTERM
+        };
+        let what = format!("{signal:?} after receipt {point} of {total}");
+        let reports = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rehearse"))
+            .args(["run", "--case", case, "--reports"])
+            .arg(reports.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start rehearse");
+        let pid = child.id();
+        let guard = scopeguard(pid);
+        let dir = wait_for(Duration::from_secs(120), &what, || {
+            let dir = bundle_dir(reports.path());
+            let lines = dir
+                .as_ref()
+                .and_then(|d| std::fs::read_to_string(d.join("receipts.jsonl")).ok())
+                .map_or(0, |j| j.lines().count());
+            (
+                (lines >= point).then(|| dir.clone().unwrap()),
+                format!("{lines} receipts"),
+            )
+        });
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+        let status = wait_for(Duration::from_secs(60), "rehearse exiting", || {
+            (child.try_wait().unwrap(), "still running".into())
+        });
+        std::mem::forget(guard);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert_eq!(status.code(), Some(130), "{what}: {stderr}");
+        let marker = format!("cluster-{pid}-");
+        wait_for(
+            Duration::from_secs(10),
+            "every sandbox of the run ending",
+            || {
+                let left = processes_mentioning(&marker);
+                (
+                    left.is_empty().then_some(()),
+                    format!("{what}: still running: {left:?}"),
+                )
+            },
+        );
+        rehearsal::evidence::receipts::verify(dir.join("receipts.jsonl"))
+            .unwrap_or_else(|e| panic!("{what}: the journal does not verify: {e}"));
+        let report = Command::new(env!("CARGO_BIN_EXE_rehearse"))
+            .arg("report")
+            .arg(&dir)
+            .args(["--out"])
+            .arg(reports.path().join("report"))
+            .output()
+            .unwrap();
+        assert!(
+            report.status.success(),
+            "{what}: rehearse report refuses the bundle: {}",
+            String::from_utf8_lossy(&report.stderr)
+        );
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).unwrap()).unwrap();
+        assert_eq!(
+            summary["interrupted"],
+            serde_json::json!(true),
+            "{what}: {summary}"
+        );
+    }
+}

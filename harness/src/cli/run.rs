@@ -308,7 +308,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
     println!("bundle: {}", outcome.bundle_dir.display());
     if outcome.interrupted {
-        return Err(CliError::failed(format!(
+        return Err(CliError::interrupted(format!(
             "interrupted; the bundle at {} records what ran and says it was interrupted",
             outcome.bundle_dir.display()
         )));

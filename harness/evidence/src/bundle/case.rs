@@ -197,18 +197,7 @@ impl CaseRecorder {
         failed_checks: &[String],
     ) -> Result<Receipt, BundleError> {
         self.finished = true;
-        let pvcs = lock(&self.pvc_receipts).clone();
-        if !pvcs.is_empty() {
-            let table = crate::observation::pvc_table_from_receipts(&pvcs).map_err(|source| {
-                BundleError::PvcTable {
-                    case: self.name.clone(),
-                    source,
-                }
-            })?;
-            let mut text = serde_json::to_string_pretty(&table).expect("table serializes");
-            text.push('\n');
-            write_new(&self.dir().join(PVC_TABLE_FILE), text.as_bytes())?;
-        }
+        self.write_pvc_table()?;
         let evidence = lock(&self.evidence).clone();
         finish_case(
             &self.inner,
@@ -218,6 +207,26 @@ impl CaseRecorder {
             reason,
             failed_checks,
         )
+    }
+}
+
+impl CaseRecorder {
+    /// Writes `pvc-table.json` from the PVC observations recorded so far (nothing when there
+    /// were none): what `case-finished` is checked against, also for a case that was cut short.
+    fn write_pvc_table(&self) -> Result<(), BundleError> {
+        let pvcs = lock(&self.pvc_receipts).clone();
+        if pvcs.is_empty() {
+            return Ok(());
+        }
+        let table = crate::observation::pvc_table_from_receipts(&pvcs).map_err(|source| {
+            BundleError::PvcTable {
+                case: self.name.clone(),
+                source,
+            }
+        })?;
+        let mut text = serde_json::to_string_pretty(&table).expect("table serializes");
+        text.push('\n');
+        write_new(&self.dir().join(PVC_TABLE_FILE), text.as_bytes())
     }
 }
 
@@ -237,6 +246,11 @@ impl Drop for CaseRecorder {
                 "the case ended without recording a verdict",
             )
         };
+        // The partial table first, as `finish` does: a bundle whose receipts record PVC
+        // observations and a case-finished receipt must hold the table they prove.
+        if let Err(e) = self.write_pvc_table() {
+            tracing::error!(case = %self.name, error = %e, "could not write the case's PVC table");
+        }
         let evidence = lock(&self.evidence).clone();
         // Drop cannot return the error; a failed write leaves the case open, which the report
         // refuses as "no case-finished receipt" rather than trusting it.
