@@ -548,6 +548,17 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         } else {
             assert_tidy(&client, &format!("round {round}: the halted run")).await;
         }
+        // The halt keeps its diagnostics, collected before the clone was removed.
+        let artifacts = bundle_of(&stdout).join("cases/qualify-unpullable/artifacts");
+        assert!(
+            stdout.contains(&format!("diagnostics: {}", artifacts.display())),
+            "{stdout}"
+        );
+        let events = std::fs::read_to_string(artifacts.join("events.json")).unwrap();
+        assert!(events.contains("survival-canary"), "{events}");
+        let pods = std::fs::read_to_string(artifacts.join("objects/pods.json")).unwrap();
+        assert!(pods.contains("survival-canary-0"), "{pods}");
+        assert!(artifacts.join("objects/gameservers.json").is_file());
 
         // A compatible candidate is promoted; in round 1 it first removes what was kept. In
         // round 2 the fleet already runs it: "nothing to promote", refused at the preflight.

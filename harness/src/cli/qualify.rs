@@ -141,6 +141,7 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         None => Ok(q.clone()),
         Some(e) => Err(e),
     };
+    keep_diagnostics(&ctx, backend.as_ref(), &dir, &case, &result, signal).await;
     // Tidy up whatever the outcome: the run's own objects, found by its label.
     let tidied = tidy_up(&client, &namespace, &run_id, bound, args.keep).await;
     record_tidy(&ctx, args.keep, &tidied)?;
@@ -195,6 +196,28 @@ async fn qualify_interruptible(
         () = tokio::time::sleep(grace) => (None, Some(signal)),
         _ = interrupts.recv() => (None, Some(signal)),
     }
+}
+
+/// A halted, incomplete or interrupted qualification keeps its diagnostics, collected before
+/// the tidy-up removes the clone: the namespace's events, every pod's logs (previous containers
+/// too), the objects involved and the operator's log — the cases' collector.
+async fn keep_diagnostics(
+    ctx: &CaseContext<'_>,
+    backend: &dyn crate::backend::Backend,
+    dir: &std::path::Path,
+    case: &str,
+    result: &Result<qualify::Qualification, crate::context::CaseError>,
+    signal: Option<&str>,
+) {
+    let promoted = matches!(result, Ok(q) if matches!(q.outcome, Outcome::Promoted { .. }));
+    if signal.is_none() && promoted {
+        return;
+    }
+    crate::cases::artifacts::collect(ctx, backend).await;
+    println!(
+        "diagnostics: {}",
+        dir.join("cases").join(case).join("artifacts").display()
+    );
 }
 
 /// The `interrupted` receipt, when a signal stopped the procedure: which signal, and the step
