@@ -299,6 +299,11 @@ async fn ensure_reachable(
     reason = "one run in order (shared cluster, operator read, case slots under the interrupt, finalize); the per-case job closes over the bundle, progress bar and cluster it shares with them"
 )]
 pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
+    // First: from here on SIGINT and SIGTERM are recorded, never the process's end (a signal
+    // that arrives while the cluster starts stops the run at its first chance).
+    let mut interrupts = Interrupts::install().map_err(|e| {
+        BackendError::Setup(format!("cannot install the SIGINT/SIGTERM handlers: {e}"))
+    })?;
     let dir = Bundle::dir_for(&config.reports, &config.run_id);
     // A `harness-…` mutant weakens the harness's own gates; any other name is deployed with
     // the reference operator.
@@ -430,16 +435,28 @@ pub async fn run(config: RunConfig) -> Result<RunOutcome, RunError> {
     let mut stream = futures::stream::iter(jobs).buffer_unordered(config.parallel.max(1));
     let mut results = Vec::new();
     let mut first_error = None;
-    let stop = interrupt_signal();
-    tokio::pin!(stop);
     loop {
         tokio::select! {
             next = stream.next() => match next {
-                Some(Ok(r)) => results.push(r),
+                Some(Ok(r)) => {
+                    // Without progress bars (stderr not a terminal: piped, CI) a line per case
+                    // as it ends, so a piped run shows progress before the summary.
+                    if !config.progress {
+                        println!(
+                            "[{}/{}] {:<12} {} {:.1}s",
+                            results.len() + 1,
+                            config.cases.len(),
+                            r.1.verdict.as_str(),
+                            r.1.case,
+                            r.1.duration.as_secs_f64()
+                        );
+                    }
+                    results.push(r);
+                }
                 Some(Err(e)) => { first_error.get_or_insert(e); }
                 None => break,
             },
-            _ = &mut stop => {
+            _ = interrupts.recv() => {
                 interrupted.store(true, Ordering::SeqCst);
                 break;
             }
@@ -499,22 +516,6 @@ impl Interrupts {
             _ = self.int.recv() => "SIGINT",
             _ = self.term.recv() => "SIGTERM",
         }
-    }
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn interrupt_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
     }
 }
 

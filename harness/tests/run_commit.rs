@@ -1,5 +1,6 @@
 //! `rehearse run` records the harness's own commit, fixed when it was built, wherever it is
 //! started: a run from outside the repository names the same commit as `rehearse qualify`.
+//! Piped, it prints a `[n/N]` line as each case ends and a closing `N passed, N failed` line.
 
 use std::process::Command;
 
@@ -25,6 +26,11 @@ fn a_run_outside_the_repository_records_the_build_commit() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(
+        stdout.contains("[1/1] passed       member_tracking_default_version"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n1 passed, 0 failed\n"), "{stdout}");
     let bundle = stdout
         .lines()
         .find_map(|l| l.strip_prefix("bundle: "))

@@ -269,6 +269,7 @@ fn render_report(dir: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 fn print_outcome(outcome: &RunOutcome) {
+    let count = |v: Verdict| outcome.results.iter().filter(|r| r.verdict == v).count();
     for r in &outcome.results {
         let why = r
             .reason
@@ -282,6 +283,23 @@ fn print_outcome(outcome: &RunOutcome) {
             r.duration.as_secs_f64()
         );
     }
+    let mut closing = format!(
+        "{} passed, {} failed",
+        count(Verdict::Passed),
+        count(Verdict::Failed)
+    );
+    for (v, word) in [
+        (Verdict::NotApplicable, "not applicable"),
+        (Verdict::Skipped, "skipped"),
+    ] {
+        if count(v) > 0 {
+            closing.push_str(&format!(", {} {word}", count(v)));
+        }
+    }
+    if outcome.interrupted {
+        closing.push_str(", interrupted before every case ended");
+    }
+    println!("{closing}");
 }
 
 /// Runs the selected cases (or lists them) and prints one line per case; a failed case exits 1.
