@@ -602,6 +602,25 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         assert_tidy(&client, &format!("round {round}: the HTTP-only run")).await;
     }
 
+    // A format-changing candidate rolled back as if it were compatible: the previous version
+    // cannot read the migrated world and crash-loops on the clone. The rollback gate fails on
+    // the crash loop (the rule of every gate that waits on a pod), not at the end of its bound.
+    let wrong = qualify(
+        &kubeconfig,
+        &reports,
+        "2.0-format",
+        &["--rollback", "compatible", "--fleet", "creative"],
+    );
+    let (stdout, stderr) = text(&wrong);
+    assert_eq!(wrong.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("halted at gate \"rollback\" on survival-canary")
+            && stderr.contains("CrashLoopBackOff")
+            && !stderr.contains("did not happen"),
+        "{stderr}"
+    );
+    assert_tidy(&client, "the compatible rollback of a format change").await;
+
     // A format-changing candidate rolled back through a restore, twice in a row with the same
     // source (so the same clone, Backup and Restore names): promoted, with the rollback
     // evidence that every world claim held exactly the snapshot again. The first run promotes

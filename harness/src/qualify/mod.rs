@@ -1583,6 +1583,10 @@ async fn await_pod_running_image(
             if image.as_deref() != Some(wanted.as_str()) {
                 return Progress::Pending;
             }
+            // The rule of every gate that waits on a pod: a crash loop is terminal at once.
+            if let Some(reason) = pod.and_then(crash_loop) {
+                return Progress::Terminal(reason);
+            }
             ready.check(pod)
         },
     );
