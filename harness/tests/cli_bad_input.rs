@@ -294,6 +294,10 @@ fn qualify_needs_an_existing_fleet() {
 #[test]
 fn invalid_flag_value() {
     assert_one_line_error(&run(&["run", "--parallel", "many"]), &["many"]);
+    assert_one_line_error(
+        &run(&["run", "--parallel", "0"]),
+        &["0 cases at a time", "1 or more"],
+    );
 }
 
 #[test]

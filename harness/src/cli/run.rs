@@ -59,7 +59,7 @@ pub struct Target {
     /// Cases run at once (default: 4 on the embedded cluster — each case has its own cluster
     /// and spends its time waiting, measured fastest on 2 cores with no failed case; 2 on Kind
     /// and existing clusters, where every case shares one node).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_parallel)]
     pub parallel: Option<usize>,
     /// The operator the cluster is expected to run: `reference` or `gameplane`. The profile
     /// and version are read from the cluster; a different operator there is an error. An
@@ -300,6 +300,15 @@ fn print_outcome(outcome: &RunOutcome) {
         closing.push_str(", interrupted before every case ended");
     }
     println!("{closing}");
+}
+
+/// `--parallel N`: at least one case at a time (0 would run nothing and wait forever).
+fn parse_parallel(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(0) => Err("0 cases at a time would run nothing: use 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Runs the selected cases (or lists them) and prints one line per case; a failed case exits 1.
