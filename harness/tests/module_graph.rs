@@ -154,6 +154,113 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     modules
 }
 
+/// The directory modules whose own submodules are layered, each with its layers from the
+/// bottom: (crate source root, module path below it, layers). A submodule may name only
+/// submodules of a lower layer; `mod.rs` (declarations and re-exports) is not a node.
+const LAYERED: &[(&str, &str, &[&[&str]])] = &[(
+    "harness/src",
+    "qualify",
+    &[
+        &["identity", "tidy"],
+        &["access"],
+        &["preflight", "gates"],
+        &["seed"],
+        &["rollback", "promotion"],
+        &["procedure"],
+    ],
+)];
+
+/// Submodule → the other submodules of `module` (a directory module under `src`) it names,
+/// through `crate::<module>::…` or `super::…` paths.
+fn submodule_graph(src: &Path, module: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let dir = src.join(module);
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut refs = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&dir).unwrap();
+        if rel == Path::new("mod.rs") {
+            continue;
+        }
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let top = top.trim_end_matches(".rs").to_string();
+        g.entry(top.clone()).or_default();
+        // The module path of this file, from `module` down: `gates/image.rs` → [gates, image].
+        let mut path: Vec<String> = rel
+            .iter()
+            .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
+            .collect();
+        if path.last().is_some_and(|l| l == "mod") {
+            path.pop();
+        }
+        let mut code = code_of(&std::fs::read_to_string(&file).unwrap());
+        // `super::` k times names the ancestor k levels up (the longest chain first).
+        for k in (1..=path.len()).rev() {
+            let ancestor: Vec<&str> = path[..path.len() - k].iter().map(String::as_str).collect();
+            let mut abs = format!(" crate::{module}::");
+            for a in ancestor {
+                abs.push_str(a);
+                abs.push_str("::");
+            }
+            code = code.replace(&"super::".repeat(k), &abs);
+        }
+        // Only paths into `module` count: `crate::<module>::x` becomes `crate::x`.
+        let code = code
+            .replace("crate::", "elsewhere::")
+            .replace(&format!("elsewhere::{module}::"), "crate::");
+        refs.push((top, crate_refs(&code)));
+    }
+    for (top, names) in refs {
+        for name in names {
+            if name != top && g.contains_key(&name) {
+                g.get_mut(&top).unwrap().insert(name);
+            }
+        }
+    }
+    g
+}
+
+/// Edges of `g` that do not go to a strictly lower layer, and submodules no layer names.
+fn layer_problems(
+    module: &str,
+    g: &BTreeMap<String, BTreeSet<String>>,
+    layers: &[&[&str]],
+) -> Vec<String> {
+    let layer_of = |m: &str| layers.iter().position(|l| l.contains(&m));
+    let mut out = Vec::new();
+    for (from, tos) in g {
+        let Some(lf) = layer_of(from) else {
+            out.push(format!(
+                "{module}::{from} is in no layer of LAYERED; add it where it belongs"
+            ));
+            continue;
+        };
+        for to in tos {
+            if layer_of(to).is_some_and(|lt| lt >= lf) {
+                out.push(format!(
+                    "{module}: {from}→{to} does not go to a lower layer"
+                ));
+            }
+        }
+    }
+    for layer in layers {
+        for m in *layer {
+            if !g.contains_key(*m) {
+                out.push(format!(
+                    "{module}::{m} is in LAYERED but not in the source; remove it"
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Strongly connected components with more than one module (Tarjan).
 fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
     struct State<'a> {
@@ -343,5 +450,64 @@ fn the_reader_sees_groups_paths_and_skips_comments() {
             .into_iter()
             .map(String::from)
             .collect::<BTreeSet<_>>()
+    );
+}
+
+#[test]
+fn layered_modules_depend_only_downwards() {
+    let mut all = Vec::new();
+    for (src, module, layers) in LAYERED {
+        let g = submodule_graph(&root().join(src), module);
+        assert!(
+            g.len() > 1,
+            "{module}: no submodules found under {src}/{module}"
+        );
+        all.extend(
+            cycles(&g)
+                .into_iter()
+                .map(|c| format!("{module}: import cycle {c:?}")),
+        );
+        all.extend(layer_problems(module, &g, layers));
+    }
+    assert!(all.is_empty(), "{}", all.join("\n"));
+}
+
+/// A directory module written to disk: `super::` chains and `crate::<module>::` groups are
+/// read as edges between its submodules, an upward edge and an unlisted submodule are reported.
+#[test]
+fn an_upward_edge_between_submodules_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    let write = |path: &str, text: &str| {
+        let path = src.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("q/mod.rs", "pub mod low;\npub mod high;\npub mod gates;\n");
+    write("q/low.rs", "use super::high::H;\n");
+    write(
+        "q/high.rs",
+        "use crate::q::{low::L, gates};\nuse crate::other::X;\n",
+    );
+    write("q/gates/mod.rs", "pub mod inner;\n");
+    write(
+        "q/gates/inner.rs",
+        "fn f() { super::super::low::g(); super::sibling(); }\n",
+    );
+    write("q/stray.rs", "");
+    let g = submodule_graph(src, "q");
+    assert_eq!(g["gates"], BTreeSet::from(["low".to_string()]));
+    assert_eq!(
+        g["high"],
+        BTreeSet::from(["gates".to_string(), "low".to_string()])
+    );
+    let layers: &[&[&str]] = &[&["low"], &["gates"], &["high"], &["gone"]];
+    assert_eq!(
+        layer_problems("q", &g, layers),
+        [
+            "q: low→high does not go to a lower layer",
+            "q::stray is in no layer of LAYERED; add it where it belongs",
+            "q::gone is in LAYERED but not in the source; remove it",
+        ]
     );
 }

@@ -1,0 +1,375 @@
+//! Cluster reads and the ways into a server, shared by every stage: the fleet's GameServers,
+//! their pods and owned claims, the world claims' read-backs, RCON and a real Minecraft join
+//! (reached through the backend, port-forward checked first), and the [`Access`] the gates use,
+//! read from the fleet's own template and Secret.
+
+use std::collections::BTreeMap;
+
+use gameplane_api::gameserver::GameServer;
+use gameplane_api::gametemplate::GameTemplate;
+use gameplane_api::names;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::{Api, Patch, PatchParams};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::tidy;
+use crate::backend::BackendKind;
+use crate::context::{CaseContext, CaseError};
+use crate::evidence::pvc_table::PvcObservation;
+use crate::evidence::qualification::{AccessEvidence, ClaimDigest, MemberBaseline, Plan};
+use crate::probe::minecraft::{self, Depth};
+use crate::probe::readback::Readback;
+use crate::wait::{await_object, conditions};
+
+/// How to reach and save the fleet's servers, read from its own GameTemplate and Secret.
+#[derive(Debug, Clone, Serialize)]
+pub struct Access {
+    /// The template's Minecraft port (the port named `minecraft`, else the first TCP port).
+    pub game_port: u16,
+    /// The template's RCON port (`spec.rcon.port`), where the quiesce commands are sent.
+    pub rcon_port: u16,
+    /// `<secret>/<key>` the password was read from.
+    pub rcon_secret: String,
+    #[serde(skip)]
+    pub(super) rcon_password: String,
+    /// The template's quiesce console commands, sent before a read-back so it sees a whole save.
+    pub quiesce: Vec<String>,
+    /// The template's unquiesce commands, sent after the read-back whatever its outcome.
+    pub unquiesce: Vec<String>,
+}
+
+impl Access {
+    /// What a gate's evidence records of it (never the password).
+    pub fn evidence(&self) -> AccessEvidence {
+        AccessEvidence {
+            game_port: self.game_port,
+            rcon_port: self.rcon_port,
+            rcon_secret: self.rcon_secret.clone(),
+            quiesce: self.quiesce.clone(),
+            unquiesce: self.unquiesce.clone(),
+        }
+    }
+}
+
+pub(super) fn gs_api(ctx: &CaseContext<'_>) -> Api<GameServer> {
+    Api::namespaced(ctx.client.clone(), &ctx.namespace)
+}
+
+pub(super) async fn get_server(ctx: &CaseContext<'_>, name: &str) -> Result<GameServer, CaseError> {
+    gs_api(ctx).get(name).await.map_err(CaseError::kube(
+        "get GameServer",
+        format!("{}/{name}", ctx.namespace),
+    ))
+}
+
+pub(super) async fn get_server_opt(
+    ctx: &CaseContext<'_>,
+    name: &str,
+) -> Result<Option<GameServer>, CaseError> {
+    gs_api(ctx).get_opt(name).await.map_err(CaseError::kube(
+        "get GameServer",
+        format!("{}/{name}", ctx.namespace),
+    ))
+}
+
+pub(super) async fn await_server_phase(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    phase: &str,
+) -> Result<GameServer, CaseError> {
+    Ok(await_object(
+        &gs_api(ctx),
+        name,
+        conditions::gameserver_phase(phase),
+        ctx.bounds.settle,
+    )
+    .await?)
+}
+
+/// Patches GameServer `name`; returns its generation after the patch.
+pub(super) async fn patch_server(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    patch: Value,
+) -> Result<Option<i64>, CaseError> {
+    let gs = gs_api(ctx)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(CaseError::kube(
+            "patch GameServer",
+            format!("{}/{name}", ctx.namespace),
+        ))?;
+    Ok(gs.metadata.generation)
+}
+
+pub(super) async fn pod_uid(
+    ctx: &CaseContext<'_>,
+    server: &str,
+) -> Result<Option<String>, CaseError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let name = names::pod(server);
+    Ok(pods
+        .get_opt(&name)
+        .await
+        .map_err(CaseError::kube(
+            "get Pod",
+            format!("{}/{name}", ctx.namespace),
+        ))?
+        .and_then(|p| p.metadata.uid))
+}
+
+/// The PVCs GameServer `server` owns (by owner reference), sorted by claim.
+pub async fn server_pvcs(
+    ctx: &CaseContext<'_>,
+    server: &str,
+) -> Result<Vec<PvcObservation>, CaseError> {
+    let Some(gs) = get_server_opt(ctx, server).await? else {
+        return Ok(vec![]);
+    };
+    let owner_uid = gs.metadata.uid.clone().unwrap_or_default();
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut rows: Vec<PvcObservation> = pvcs
+        .list(&Default::default())
+        .await
+        .map_err(CaseError::kube("list PVCs", ctx.namespace.clone()))?
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == owner_uid)
+        })
+        .map(|p| {
+            PvcObservation::classify(
+                server,
+                p.metadata.name.as_deref().unwrap_or_default(),
+                p.metadata.uid.as_deref().unwrap_or_default(),
+                p.spec.as_ref().and_then(|s| s.volume_name.as_deref()),
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| a.claim.cmp(&b.claim));
+    Ok(rows)
+}
+
+/// The world claims of a server as its spec declares them: the primary world claim and one
+/// per `storage.extra` entry (the claims a backup covers; rebuildable mods are not).
+pub(super) fn world_claims(gs: &GameServer) -> Vec<String> {
+    let name = gs.metadata.name.clone().unwrap_or_default();
+    let mut claims = vec![names::data_pvc(&name)];
+    if let Some(storage) = &gs.spec.storage {
+        claims.extend(
+            storage
+                .extra
+                .iter()
+                .map(|e| names::extra_pvc(&name, &e.name)),
+        );
+    }
+    claims
+}
+
+/// Reads the content digest of each of `claims` through a short-lived read-back pod labelled
+/// with the run id.
+pub(super) async fn read_claims(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    pod: &str,
+    claims: &[String],
+) -> Result<Readback, CaseError> {
+    Ok(crate::probe::readback::read_back_labelled(
+        &ctx.client,
+        &ctx.namespace,
+        pod,
+        claims,
+        ctx.bounds.settle,
+        &tidy::labels(&plan.run_id),
+    )
+    .await?)
+}
+
+/// Claim → digest and file count, as the report and the rollback gate compare them.
+pub(super) fn digests_of(r: &Readback) -> BTreeMap<String, ClaimDigest> {
+    r.claims
+        .iter()
+        .map(|(c, i)| {
+            let digest = ClaimDigest {
+                digest: i.digest.clone(),
+                files: i.files as u64,
+            };
+            (c.clone(), digest)
+        })
+        .collect()
+}
+
+/// Quiesces the game over RCON with the template's commands, runs `unit`, and unquiesces
+/// whatever happened, so a read-back sees a whole save rather than one torn by autosave.
+pub(super) async fn with_saves_off<T>(
+    ctx: &CaseContext<'_>,
+    access: &Access,
+    server: &str,
+    unit: impl std::future::Future<Output = Result<T, CaseError>>,
+) -> Result<T, CaseError> {
+    let quiesce: Vec<&str> = access.quiesce.iter().map(String::as_str).collect();
+    let unquiesce: Vec<&str> = access.unquiesce.iter().map(String::as_str).collect();
+    rcon(ctx, access, server, &quiesce).await?;
+    let out = unit.await;
+    let _ = rcon(ctx, access, server, &unquiesce).await;
+    out
+}
+
+/// On a backend that reaches pods through `pods/portforward`, checks that the API server
+/// serves it for `pod`, so a cluster that cannot port-forward says so in one line instead of
+/// every probe seeing a reset connection.
+pub(super) async fn check_port_forward(
+    ctx: &CaseContext<'_>,
+    pod: &str,
+    port: u16,
+) -> Result<(), CaseError> {
+    if ctx.backend.kind() == BackendKind::Embedded {
+        return Ok(());
+    }
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    match pods.portforward(pod, &[port]).await {
+        Ok(mut f) => {
+            drop(f.take_stream(port));
+            f.abort();
+            Ok(())
+        }
+        Err(e) => Err(CaseError::Setup(format!(
+            "this cluster cannot port-forward to pod {}/{pod} port {port} ({}); rehearse qualify reaches the game and RCON ports through pods/portforward: allow it for your user, or use a cluster that serves it",
+            ctx.namespace,
+            crate::kube_error::line(&e)
+        ))),
+    }
+}
+
+/// Sends RCON `commands` to a server's game, returning the replies.
+pub async fn rcon(
+    ctx: &CaseContext<'_>,
+    access: &Access,
+    server: &str,
+    commands: &[&str],
+) -> Result<Vec<String>, CaseError> {
+    let pod = names::pod(server);
+    check_port_forward(ctx, &pod, access.rcon_port).await?;
+    let reach = ctx
+        .backend
+        .reach(&ctx.namespace, &pod, access.rcon_port)
+        .await
+        .map_err(|e| {
+            CaseError::Setup(format!(
+                "cannot reach RCON of pod {}/{pod}: {e}",
+                ctx.namespace
+            ))
+        })?;
+    let object = format!("RCON of pod {}/{pod} at {}", ctx.namespace, reach.addr);
+    let mut client = fixture_game::rcon::RconClient::connect_with_timeout(
+        reach.addr,
+        &access.rcon_password,
+        ctx.bounds.probe,
+    )
+    .await
+    .map_err(|e| CaseError::assertion(&object, "login", "accepted", e))?;
+    let mut replies = Vec::new();
+    for c in commands {
+        let reply = client
+            .command(c)
+            .await
+            .map_err(|e| CaseError::assertion(&object, format!("reply to {c}"), "a reply", e))?;
+        replies.push(reply);
+    }
+    Ok(replies)
+}
+
+/// Joins the server's game with the real Minecraft protocol up to `depth`.
+pub async fn join(
+    ctx: &CaseContext<'_>,
+    access: &Access,
+    server: &str,
+    depth: Depth,
+) -> Result<minecraft::MinecraftVerdict, CaseError> {
+    let pod = names::pod(server);
+    check_port_forward(ctx, &pod, access.game_port).await?;
+    let reach = ctx
+        .backend
+        .reach(&ctx.namespace, &pod, access.game_port)
+        .await
+        .map_err(|e| {
+            CaseError::Setup(format!(
+                "cannot reach the game port of pod {}/{pod}: {e}",
+                ctx.namespace
+            ))
+        })?;
+    Ok(minecraft::probe_bounded(reach.addr, depth, ctx.bounds.probe, ctx.bounds.join_stall).await)
+}
+
+/// Each member's version, pod UID, PVC UIDs and (with `read`) world-claim digests. A member
+/// that does not exist is recorded without any (the preflight refuses it).
+pub(super) async fn members(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    servers: &[String],
+    read: bool,
+) -> Result<Vec<MemberBaseline>, CaseError> {
+    let mut out = Vec::new();
+    for (i, member) in servers.iter().enumerate() {
+        let Some(gs) = get_server_opt(ctx, member).await? else {
+            out.push(MemberBaseline {
+                server: member.clone(),
+                version: None,
+                pod_uid: None,
+                pvcs: BTreeMap::new(),
+                digests: BTreeMap::new(),
+            });
+            continue;
+        };
+        let pvcs = server_pvcs(ctx, member).await?;
+        let digests = if read {
+            read_claims(ctx, plan, &format!("baseline-{i}"), &world_claims(&gs))
+                .await?
+                .claims
+                .into_iter()
+                .map(|(c, i)| (c, i.digest))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        out.push(MemberBaseline {
+            server: member.clone(),
+            version: gs.spec.version.clone(),
+            pod_uid: pod_uid(ctx, member).await?,
+            pvcs: pvcs.into_iter().map(|p| (p.claim, p.uid)).collect(),
+            digests,
+        });
+    }
+    Ok(out)
+}
+
+/// The image a template version runs.
+pub(super) async fn version_image(
+    ctx: &CaseContext<'_>,
+    template: &str,
+    version: &str,
+) -> Result<String, CaseError> {
+    let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
+    let t = templates
+        .get(template)
+        .await
+        .map_err(CaseError::kube("get GameTemplate", template.to_string()))?;
+    t.spec
+        .versions
+        .iter()
+        .find(|v| v.id == version)
+        .map(|v| v.image.clone())
+        .ok_or_else(|| {
+            CaseError::assertion(
+                format!("gametemplate {template}"),
+                "versions[].id",
+                version,
+                "absent",
+            )
+        })
+}

@@ -1,0 +1,269 @@
+//! The preflight (step 2): what the procedure refuses to start with, before anything is
+//! changed, each refusal one line that names the fix: a missing member, a member tracking the
+//! template's default or already on the candidate, a repository Secret that is missing or not a
+//! REST URL, a missing template or version, a candidate not pinned by digest, a source that
+//! overrides its image, and a template without what the gates need.
+
+use gameplane_api::gametemplate::GameTemplate;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+
+use crate::context::{CaseContext, CaseError, HarnessMutant};
+use crate::evidence::qualification::{Plan, PreflightEvidence};
+use crate::qualify::access::{Access, get_server, get_server_opt};
+
+/// Why the preflight refuses, as one line.
+#[derive(Debug, Clone)]
+pub(super) struct Refusal(pub(super) String);
+
+/// Refuses what the procedure cannot work with, naming it: a fleet member or the source that
+/// does not exist, members that track the template default (they would adopt automatically), a
+/// missing template or candidate version, a candidate whose image is not pinned by digest, and
+/// a template without what the gates need (a Minecraft port, RCON with a password Secret).
+pub(super) async fn preflight(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+) -> Result<Result<(PreflightEvidence, Access, String), Refusal>, CaseError> {
+    let mut missing = Vec::new();
+    let mut floating = Vec::new();
+    let mut on_candidate = Vec::new();
+    let mut servers = plan.fleet.clone();
+    if !servers.contains(&plan.source) {
+        servers.push(plan.source.clone());
+    }
+    for member in &servers {
+        match get_server_opt(ctx, member).await? {
+            None => missing.push(member.clone()),
+            Some(gs) if gs.spec.version.as_deref().unwrap_or("").is_empty() => {
+                floating.push(member.clone())
+            }
+            Some(gs) if gs.spec.version.as_deref() == Some(plan.candidate.as_str()) => {
+                on_candidate.push(member.clone())
+            }
+            Some(_) => {}
+        }
+    }
+    if !missing.is_empty() {
+        return Ok(Err(Refusal(format!(
+            "GameServer(s) {} do not exist in namespace {}; name the fleet's members with --fleet and --source",
+            missing.join(", "),
+            ctx.namespace
+        ))));
+    }
+    if !floating.is_empty() && !ctx.harness_mutant(HarnessMutant::DefaultTrackingAllowed) {
+        return Ok(Err(Refusal(format!(
+            "fleet member(s) {} track the template's default version and would adopt the candidate automatically; pin spec.version on each",
+            floating.join(", ")
+        ))));
+    }
+    if !on_candidate.is_empty() {
+        return Ok(Err(on_candidate_refusal(
+            plan,
+            &on_candidate,
+            servers.len(),
+        )));
+    }
+    if let Err(refusal) = check_repository(ctx, plan).await? {
+        return Ok(Err(refusal));
+    }
+    let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
+    let Some(t) = templates
+        .get_opt(&plan.template)
+        .await
+        .map_err(CaseError::kube("get GameTemplate", plan.template.clone()))?
+    else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} does not exist; name the template that holds the candidate",
+            plan.template
+        ))));
+    };
+    let Some(version) = t.spec.versions.iter().find(|v| v.id == plan.candidate) else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} has no version {:?}; add it to spec.versions",
+            plan.template, plan.candidate
+        ))));
+    };
+    if !version.image.contains("@sha256:") {
+        return Ok(Err(Refusal(format!(
+            "candidate {} image {} is not pinned by digest; reference it as repo@sha256:…",
+            plan.candidate, version.image
+        ))));
+    }
+    let source = get_server(ctx, &plan.source).await?;
+    if source.spec.template_ref.name != plan.template {
+        return Ok(Err(Refusal(format!(
+            "source {} runs template {}, not {}; qualify the template the fleet runs",
+            plan.source, source.spec.template_ref.name, plan.template
+        ))));
+    }
+    if let Some(image) = source.spec.image.as_deref().filter(|i| !i.is_empty()) {
+        return Ok(Err(Refusal(format!(
+            "source {} overrides its image (spec.image {image}), so its clone would never run the candidate's image; pick a source without an override or remove it",
+            plan.source
+        ))));
+    }
+    let previous = source.spec.version.clone().unwrap_or_default();
+    let access = match read_access(ctx, plan, &t).await? {
+        Ok(access) => access,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    Ok(Ok((
+        PreflightEvidence {
+            candidate: plan.candidate.clone(),
+            image: version.image.clone(),
+            previous,
+            fleet_pinned: plan.fleet.clone(),
+            tracking_default: floating,
+            access: access.evidence(),
+        },
+        access,
+        version.image.clone(),
+    )))
+}
+
+/// The refusal of members that already run the candidate: "nothing to promote" when that is
+/// the whole fleet, else the members to leave out.
+pub(super) fn on_candidate_refusal(
+    plan: &Plan,
+    on_candidate: &[String],
+    members: usize,
+) -> Refusal {
+    Refusal(if on_candidate.len() == members {
+        format!(
+            "nothing to promote: every fleet member ({}) already runs version {}; a candidate must differ from the version the fleet runs",
+            on_candidate.join(", "),
+            plan.candidate
+        )
+    } else {
+        format!(
+            "fleet member(s) {} already run version {} (the candidate): a rollback to it or a promotion to it proves nothing; leave them out of --fleet and pick a --source on the version the fleet runs",
+            on_candidate.join(", "),
+            plan.candidate
+        )
+    })
+}
+
+/// The repository Secret the source's backup needs (`--repo-secret`): present in the fleet's
+/// namespace with the keys `repo` and `password`, and `repo` a restic REST URL (the copy Jobs
+/// reach the repository over the network; a local path only works where pods share the host).
+pub(super) async fn check_repository(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+) -> Result<Result<(), Refusal>, CaseError> {
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let name = &plan.repo_secret;
+    let Some(secret) = secrets.get_opt(name).await.map_err(CaseError::kube(
+        "get Secret",
+        format!("{}/{name}", ctx.namespace),
+    ))?
+    else {
+        return Ok(Err(Refusal(format!(
+            "repository Secret {}/{name} does not exist: create it with keys repo (rest:http://HOST:PORT/PATH) and password, or name it with --repo-secret",
+            ctx.namespace
+        ))));
+    };
+    let value = |k: &str| {
+        secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(k))
+            .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
+            .or_else(|| secret.string_data.as_ref().and_then(|d| d.get(k)).cloned())
+            .filter(|v| !v.is_empty())
+    };
+    let missing: Vec<&str> = ["repo", "password"]
+        .into_iter()
+        .filter(|k| value(k).is_none())
+        .collect();
+    if !missing.is_empty() {
+        return Ok(Err(Refusal(format!(
+            "repository Secret {}/{name} lacks key(s) {}: it needs repo (rest:http://HOST:PORT/PATH) and password",
+            ctx.namespace,
+            missing.join(", ")
+        ))));
+    }
+    let repo = value("repo").unwrap_or_default();
+    if !(repo.starts_with("rest:http://") || repo.starts_with("rest:https://")) {
+        return Ok(Err(Refusal(format!(
+            "repository Secret {}/{name} has repo {repo:?}, not a restic REST URL: the copy Jobs reach the repository over the network; use rest:http://HOST:PORT/PATH",
+            ctx.namespace
+        ))));
+    }
+    Ok(Ok(()))
+}
+
+/// What the gates need from the fleet's template, or why it lacks it: the game port (the port
+/// named `minecraft`, else the first TCP port), the RCON port and the password from its Secret,
+/// and the quiesce commands.
+pub(super) async fn read_access(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    t: &GameTemplate,
+) -> Result<Result<Access, Refusal>, CaseError> {
+    let game_port = t
+        .spec
+        .ports
+        .iter()
+        .find(|p| p.name == "minecraft")
+        .or_else(|| {
+            t.spec
+                .ports
+                .iter()
+                .find(|p| p.protocol.as_deref().unwrap_or("TCP") == "TCP")
+        })
+        .and_then(|p| u16::try_from(p.container_port).ok());
+    let Some(game_port) = game_port else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} declares no TCP game port (spec.ports); the join gate joins the game on it",
+            plan.template
+        ))));
+    };
+    let rcon = t.spec.rcon.clone().unwrap_or_default();
+    let (Some(port), Some(secret_ref)) = (
+        rcon.port.and_then(|p| u16::try_from(p).ok()),
+        rcon.password_secret_ref.clone(),
+    ) else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} declares no RCON port and password Secret (spec.rcon.port, spec.rcon.passwordSecretRef); the save gate and read-backs save the world over RCON",
+            plan.template
+        ))));
+    };
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let secret = secrets
+        .get_opt(&secret_ref.name)
+        .await
+        .map_err(CaseError::kube(
+            "get Secret",
+            format!("{}/{}", ctx.namespace, secret_ref.name),
+        ))?;
+    let password = secret
+        .as_ref()
+        .and_then(|s| s.data.as_ref()?.get(&secret_ref.key))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .or_else(|| {
+            secret
+                .as_ref()
+                .and_then(|s| s.string_data.as_ref()?.get(&secret_ref.key).cloned())
+        });
+    let Some(password) = password else {
+        return Ok(Err(Refusal(format!(
+            "the RCON password Secret {}/{} has no key {:?} (GameTemplate {} spec.rcon.passwordSecretRef); create it where the fleet runs",
+            ctx.namespace, secret_ref.name, secret_ref.key, plan.template
+        ))));
+    };
+    let quiesce = t.spec.capabilities.as_ref().and_then(|c| c.quiesce.clone());
+    let Some(quiesce) = quiesce.filter(|q| !q.quiesce.is_empty()) else {
+        return Ok(Err(Refusal(format!(
+            "GameTemplate {} declares no quiesce commands (spec.capabilities.quiesce); backups and read-backs need a whole save",
+            plan.template
+        ))));
+    };
+    Ok(Ok(Access {
+        game_port,
+        rcon_port: port,
+        rcon_secret: format!("{}/{}", secret_ref.name, secret_ref.key),
+        rcon_password: password,
+        quiesce: quiesce.quiesce,
+        unquiesce: quiesce.unquiesce,
+    }))
+}
