@@ -316,6 +316,105 @@ fn halted_report_snapshots() {
     insta::assert_snapshot!("halted_html", qualification::html(&r));
 }
 
+/// An unpullable candidate's image-gate reason as the gate writes it: the waiting reason, the
+/// GameServer's phase and the whole wait report (condition, bound, every state seen) — about
+/// 700 characters.
+fn long_pull_reason() -> String {
+    let seen: Vec<String> = (1..=12)
+        .map(|i| format!("{i}: pod survival-canary-0 Pending, container game waiting ErrImagePull (rpc error: pull access denied for rehearsal.local/fixture-game)"))
+        .collect();
+    format!(
+        "the game container did not run: waiting reason ImagePullBackOff; GameServer phase Failed (ImagePullFailed); pod games/survival-canary-0: expected pod of revision 5d8f and Ready within 10s, timed out; last observed states: {}",
+        seen.join(", ")
+    )
+}
+
+#[test]
+fn a_long_halt_reason_is_short_in_the_verdict_lines_and_whole_once_in_the_report() {
+    let reason = long_pull_reason();
+    assert!(reason.len() > 600, "{}", reason.len());
+    let mut q = halted();
+    q.gates.truncate(1);
+    q.gates.push(gate(
+        gates::IMAGE,
+        "survival-canary",
+        6_000,
+        10_000,
+        Some(&reason),
+        json!({"imageID": "", "pinned": PINNED, "spec_image": PINNED, "pod_uid": "pod-k-1",
+               "waiting_reason": "ImagePullBackOff", "gameserver_phase": "Failed",
+               "gameserver_ready_reason": "ImagePullFailed"}),
+    ));
+    q.outcome = Outcome::Halted {
+        gate: gates::IMAGE.into(),
+        server: Some("survival-canary".into()),
+        reason: reason.clone(),
+        batches_promoted: 0,
+    };
+    // The verdict lines: the first clause, marked as cut.
+    let short = "the game container did not run: waiting reason ImagePullBackOff …";
+    assert_eq!(
+        q.outcome.line(),
+        format!(
+            "halted at gate \"pod runs the pinned image\" on survival-canary after 0 promoted batch(es): {short}"
+        )
+    );
+    assert_eq!(
+        progress_line(&q.gates[1]),
+        format!("  FAILED  pod runs the pinned image · survival-canary · 10.0 s: {short}")
+    );
+    let r = report(&q);
+    assert_eq!(
+        r.decision,
+        format!("halted at pod runs the pinned image on survival-canary: {short}")
+    );
+    // The report: the full reason once (the failing gate's section), short everywhere else.
+    let md = qualification::markdown(&r);
+    assert_eq!(md.matches(reason.as_str()).count(), 1, "{md}");
+    assert!(
+        md.contains(&format!("**Decision: {}**", r.decision)),
+        "{md}"
+    );
+    let section = md.split("## Failing gate").nth(1).unwrap_or_default();
+    assert!(section.contains(reason.as_str()), "{md}");
+    let html = qualification::html(&r);
+    // (The reason holds nothing HTML escapes.)
+    assert_eq!(html.matches(reason.as_str()).count(), 1, "{html}");
+    for line in md.lines().filter(|l| !l.contains(reason.as_str())) {
+        assert!(
+            line.chars().count() < 400,
+            "a line of {} chars: {line}",
+            line.chars().count()
+        );
+    }
+}
+
+#[test]
+fn short_reasons_keep_short_text_whole_and_cut_long_text_at_a_word() {
+    use rehearsal::evidence::qualification::{SHORT_REASON_CHARS, short_reason};
+    let whole = "fleet member(s) a track the template's default version and would adopt the candidate automatically; pin spec.version on each";
+    assert_eq!(short_reason(whole), whole, "a short reason keeps its fix");
+    // No `; ` early enough: cut at a word within the limit.
+    let words = "word ".repeat(100);
+    let cut = short_reason(&words);
+    assert!(cut.ends_with("word …"), "{cut}");
+    assert!(
+        cut.chars().count() <= SHORT_REASON_CHARS + 2,
+        "{}",
+        cut.chars().count()
+    );
+    // A first clause too short to say anything (under 40 characters) is not taken alone.
+    let tiny = format!("x; {}", "y ".repeat(200));
+    assert!(
+        short_reason(&tiny).starts_with("x; y y"),
+        "{}",
+        short_reason(&tiny)
+    );
+    // Multi-byte text is cut on a character boundary.
+    let wide = "é".repeat(500);
+    assert_eq!(short_reason(&wide).chars().count(), SHORT_REASON_CHARS + 2);
+}
+
 #[test]
 fn a_procedure_error_is_not_a_decision_to_promote() {
     let mut q = halted();

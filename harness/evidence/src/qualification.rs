@@ -183,7 +183,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// `promoted in N batch(es)` or `halted at gate "<gate>" on <server> …: <reason>`.
+    /// `promoted in N batch(es)` or `halted at gate "<gate>" on <server> …: <reason>`, the
+    /// reason made short ([`short_reason`]).
     pub fn line(&self) -> String {
         match self {
             Outcome::Promoted { batches } => format!("promoted in {batches} batch(es)"),
@@ -193,17 +194,18 @@ impl Outcome {
                 reason,
                 batches_promoted,
             } => format!(
-                "halted at gate {gate:?}{} after {batches_promoted} promoted batch(es): {reason}",
+                "halted at gate {gate:?}{} after {batches_promoted} promoted batch(es): {}",
                 server
                     .as_ref()
                     .map(|s| format!(" on {s}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                short_reason(reason)
             ),
         }
     }
 
     /// The decision an approver reads: `promote N batches` or `halted at <gate> on <member>:
-    /// <reason>`.
+    /// <reason>`, the reason made short ([`short_reason`]).
     pub fn decision(&self) -> String {
         match self {
             Outcome::Promoted { batches } => format!(
@@ -216,14 +218,40 @@ impl Outcome {
                 reason,
                 ..
             } => format!(
-                "halted at {gate}{}: {reason}",
+                "halted at {gate}{}: {}",
                 server
                     .as_ref()
                     .map(|s| format!(" on {s}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                short_reason(reason)
             ),
         }
     }
+}
+
+/// The longest reason a verdict line carries whole.
+pub const SHORT_REASON_CHARS: usize = 240;
+
+/// A gate's reason as a verdict line carries it: whole when it is short; else its first clause
+/// (up to the first `; `, when that keeps at least 40 characters), or its first
+/// [`SHORT_REASON_CHARS`] cut at a word, with ` …` — the full reason is in the report once, in
+/// the failing gate's section.
+pub fn short_reason(reason: &str) -> String {
+    let reason = reason.trim();
+    if reason.chars().count() <= SHORT_REASON_CHARS {
+        return reason.to_string();
+    }
+    if let Some((first, _)) = reason.split_once("; ")
+        && (40..=SHORT_REASON_CHARS).contains(&first.chars().count())
+    {
+        return format!("{first} …");
+    }
+    let cut: String = reason.chars().take(SHORT_REASON_CHARS).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i >= 40 => &cut[..i],
+        _ => cut.as_str(),
+    };
+    format!("{} …", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
 /// The whole record of a qualification.

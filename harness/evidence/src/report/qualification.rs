@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::escape::escape;
 use super::model::format_duration;
 use crate::qualification::{
-    Gate, GateEvidence, Observed, Outcome, Qualification, RollbackEvidence,
+    Gate, GateEvidence, Observed, Outcome, Qualification, RollbackEvidence, short_reason,
 };
 
 /// The Markdown report's file name inside the bundle.
@@ -305,6 +305,20 @@ fn row(g: &Gate, first: u64) -> GateRow {
     }
 }
 
+/// A failed gate's table cell: its reason made short, and what it read when that says more
+/// than the reason (`None` for a gate that passed). The full reason is written once, in the
+/// failing gate's section.
+fn failed_cell(g: &GateRow) -> Option<(String, Option<String>)> {
+    if g.verdict != "failed" {
+        return None;
+    }
+    let reason = g.reason.as_deref().unwrap_or("the gate failed");
+    if g.evidence.starts_with(reason) || reason.starts_with(g.evidence.as_str()) {
+        return Some((short_reason(&g.evidence), None));
+    }
+    Some((short_reason(reason), Some(short_reason(&g.evidence))))
+}
+
 fn none(v: Option<&str>) -> &str {
     v.unwrap_or("none")
 }
@@ -477,11 +491,10 @@ pub fn markdown(r: &QualificationReport) -> String {
     out.push_str("| # | Gate | Member | Verdict | Evidence | Duration |\n");
     out.push_str("|---|---|---|---|---|---|\n");
     for (i, g) in r.gates.iter().enumerate() {
-        let evidence = match (&g.reason, g.verdict.as_str()) {
-            (Some(reason), "failed") if !g.evidence.starts_with(reason.as_str()) => {
-                format!("{reason} ({})", g.evidence)
-            }
-            _ => g.evidence.clone(),
+        let evidence = match failed_cell(g) {
+            Some((reason, Some(read))) => format!("{reason} ({read})"),
+            Some((reason, None)) => reason,
+            None => g.evidence.clone(),
         };
         let _ = writeln!(
             out,
@@ -670,14 +683,12 @@ pub fn html(r: &QualificationReport) -> String {
     out.push_str(&timeline(r));
     out.push_str("<table class=\"gates\">\n<tr><th>#</th><th>Gate</th><th>Member</th><th>Verdict</th><th>Evidence</th><th>Duration</th></tr>\n");
     for (i, g) in r.gates.iter().enumerate() {
-        let evidence = match (&g.reason, g.verdict.as_str()) {
-            (Some(reason), "failed") if !g.evidence.starts_with(reason.as_str()) => format!(
-                "<strong>{}</strong><br>{}",
-                escape(reason),
-                escape(&g.evidence)
-            ),
-            (Some(_), "failed") => format!("<strong>{}</strong>", escape(&g.evidence)),
-            _ => escape(&g.evidence),
+        let evidence = match failed_cell(g) {
+            Some((reason, Some(read))) => {
+                format!("<strong>{}</strong><br>{}", escape(&reason), escape(&read))
+            }
+            Some((reason, None)) => format!("<strong>{}</strong>", escape(&reason)),
+            None => escape(&g.evidence),
         };
         let _ = writeln!(
             out,

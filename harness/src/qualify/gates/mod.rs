@@ -20,7 +20,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::qualification::{
-    Gate, GateError, GateEvidence, Observed, Outcome, Plan, Qualification,
+    Gate, GateError, GateEvidence, Observed, Outcome, Plan, Qualification, short_reason,
 };
 use crate::probe::readback::Readback;
 use crate::qualify::access::Access;
@@ -89,7 +89,8 @@ pub(super) fn record(ctx: &CaseContext<'_>, gate: &Gate) -> Result<(), CaseError
     Ok(())
 }
 
-/// `  passed  <gate> · <server> · 1.2 s` or `  FAILED  <gate> · <server> · 1.2 s: <reason>`.
+/// `  passed  <gate> · <server> · 1.2 s` or `  FAILED  <gate> · <server> · 1.2 s: <reason>`, the
+/// reason made short (the report has it whole).
 pub fn progress_line(gate: &Gate) -> String {
     let mut line = format!(
         "  {}  {}",
@@ -104,7 +105,7 @@ pub fn progress_line(gate: &Gate) -> String {
         crate::report::model::format_duration(gate.duration_ms)
     ));
     if let Some(reason) = gate.reason.as_ref().filter(|_| !gate.passed) {
-        line.push_str(&format!(": {reason}"));
+        line.push_str(&format!(": {}", short_reason(reason)));
     }
     line
 }
