@@ -300,6 +300,33 @@ fn invalid_flag_value() {
     );
 }
 
+/// `--parallel` is an option of the commands that run cases; `qualify` runs one procedure, so
+/// it has none (it used to accept and ignore it).
+#[test]
+fn parallel_is_only_where_cases_run() {
+    let qualify = [
+        "qualify",
+        "--candidate",
+        "2.0",
+        "--template",
+        "t",
+        "--source",
+        "s",
+        "--parallel",
+        "2",
+    ];
+    assert_one_line_error(&run(&qualify), &["--parallel"]);
+    for command in ["run", "selftest", "bench"] {
+        let out = run(&[command, "--help"]);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("--parallel"),
+            "`rehearse {command}` takes --parallel"
+        );
+    }
+    let out = run(&["qualify", "--help"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("--parallel"));
+}
+
 #[test]
 fn missing_required_arguments_are_named() {
     assert_one_line_error(

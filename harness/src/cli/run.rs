@@ -16,10 +16,21 @@ pub const EMBEDDED_PARALLEL: usize = 4;
 /// Cases at once on a shared (Kind or existing) cluster unless `--parallel` says otherwise.
 pub const SHARED_PARALLEL: usize = 2;
 
-impl Target {
-    /// Cases run at once: `--parallel`, else the cluster's default.
-    pub fn slots(&self) -> usize {
-        let default = match self.cluster {
+/// How many cases run at once: an option of the commands that run cases (`run`, `selftest`,
+/// `bench`), not of `qualify`, which runs one procedure.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct Parallel {
+    /// Cases run at once (default: 4 on the embedded cluster — each case has its own cluster
+    /// and spends its time waiting, measured fastest on 2 cores with no failed case; 2 on Kind
+    /// and existing clusters, where every case shares one node).
+    #[arg(long, value_parser = parse_parallel)]
+    pub parallel: Option<usize>,
+}
+
+impl Parallel {
+    /// Cases run at once on `target`: `--parallel`, else the cluster's default.
+    pub fn slots(&self, target: &Target) -> usize {
+        let default = match target.cluster {
             ClusterArg::Embedded => EMBEDDED_PARALLEL,
             ClusterArg::Kind | ClusterArg::Existing => SHARED_PARALLEL,
         };
@@ -38,7 +49,7 @@ pub enum ClusterArg {
     Existing,
 }
 
-/// Where and how to run (shared by run, selftest and bench).
+/// Where to run and where bundles go (shared by run, selftest, bench and qualify).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Target {
     /// Which cluster to rehearse on.
@@ -56,11 +67,6 @@ pub struct Target {
     /// Where bundles are written (a bundle per run: <reports>/<run-id>/).
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
-    /// Cases run at once (default: 4 on the embedded cluster — each case has its own cluster
-    /// and spends its time waiting, measured fastest on 2 cores with no failed case; 2 on Kind
-    /// and existing clusters, where every case shares one node).
-    #[arg(long, value_parser = parse_parallel)]
-    pub parallel: Option<usize>,
     /// The operator the cluster is expected to run: `reference` or `gameplane`. The profile
     /// and version are read from the cluster; a different operator there is an error. An
     /// operator that runs outside the cluster (no Deployment to read) is taken as named here.
@@ -74,6 +80,9 @@ pub struct RunArgs {
     /// The cluster and where the bundle goes.
     #[command(flatten)]
     pub target: Target,
+    /// How many cases at once.
+    #[command(flatten)]
+    pub parallel: Parallel,
     /// Run only these buckets (repeatable): backup, rollout.
     #[arg(long = "bucket")]
     pub buckets: Vec<String>,
@@ -94,6 +103,9 @@ pub struct SelftestArgs {
     /// The cluster and where the bundles go.
     #[command(flatten)]
     pub target: Target,
+    /// How many cases at once.
+    #[command(flatten)]
+    pub parallel: Parallel,
     /// Check only these mutants (repeatable); default: every mutant a case targets.
     #[arg(long = "mutant")]
     pub mutants: Vec<String>,
@@ -105,6 +117,9 @@ pub struct BenchArgs {
     /// The cluster and where the bundles go.
     #[command(flatten)]
     pub target: Target,
+    /// How many cases at once.
+    #[command(flatten)]
+    pub parallel: Parallel,
     /// Consecutive full rehearsals to run (the flake check wants 20).
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
@@ -232,6 +247,7 @@ pub fn check_reports_dir(reports: &Path) -> Result<(), CliError> {
 
 fn config(
     target: &Target,
+    slots: usize,
     cases: Vec<&'static Case>,
     keep: bool,
     mutant: Option<String>,
@@ -244,7 +260,7 @@ fn config(
         reports: target.reports.clone(),
         run_id,
         keep_on_failure: keep,
-        parallel: target.slots(),
+        parallel: slots,
         mutant,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         case_bound: run::CASE_BOUND,
@@ -320,7 +336,15 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let cases = select(&args.buckets, &args.cases)?;
-    let cfg = config(&args.target, cases, args.keep, None, run::new_run_id())?;
+    let slots = args.parallel.slots(&args.target);
+    let cfg = config(
+        &args.target,
+        slots,
+        cases,
+        args.keep,
+        None,
+        run::new_run_id(),
+    )?;
     let outcome = run::run(cfg).await.map_err(run_error)?;
     print_outcome(&outcome);
     match render_report(&outcome.bundle_dir) {
@@ -418,6 +442,7 @@ fn selected_mutants(mutants: &[String]) -> Result<KillList, CliError> {
 /// caught it on its targeted check.
 async fn kill_matrix(
     target: &Target,
+    slots: usize,
     run_id: &str,
     list: &KillList,
 ) -> Result<KillMatrix, CliError> {
@@ -433,12 +458,10 @@ async fn kill_matrix(
         .collect();
     // Longest cases first, so the last slot to finish is not a long case started last.
     pairs.sort_by_key(|(_, case, _)| std::cmp::Reverse(run::case_cost(case.name)));
-    let slots = target.slots();
-    let mut target = target.clone();
-    target.parallel = Some(1);
     let runs = pairs.iter().map(|(mutant, case, check)| {
         let config = config(
-            &target,
+            target,
+            1,
             vec![*case],
             false,
             Some(mutant.clone()),
@@ -493,8 +516,10 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
         }
     }
     let run_id = run::new_run_id();
+    let slots = args.parallel.slots(&args.target);
     let baseline = run::run(config(
         &args.target,
+        slots,
         needed.clone(),
         false,
         None,
@@ -509,7 +534,7 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
             baseline.bundle_dir.display()
         )));
     }
-    let matrix = kill_matrix(&args.target, &run_id, &list).await?;
+    let matrix = kill_matrix(&args.target, slots, &run_id, &list).await?;
     let survivors = matrix.survivors();
     if let Err(e) = crate::evidence::bundle::Bundle::add_kill_matrix(&baseline.bundle_dir, &matrix)
     {
@@ -565,6 +590,7 @@ pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
         let t = Instant::now();
         let outcome = run::run(config(
             &args.target,
+            args.parallel.slots(&args.target),
             CASES.iter().collect(),
             false,
             None,
@@ -608,7 +634,7 @@ pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
     println!(
         "full rehearsal wall time over {} run(s) at --parallel {}: median {:.1} s, max {:.1} s",
         walls.len(),
-        args.target.slots(),
+        args.parallel.slots(&args.target),
         walls[walls.len() / 2].as_secs_f64(),
         walls[walls.len() - 1].as_secs_f64()
     );
