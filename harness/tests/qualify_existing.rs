@@ -323,6 +323,68 @@ async fn labelled(client: &kube::Client) -> Vec<String> {
     out
 }
 
+/// The tags of each snapshot in `repo` (all of them, or only those carrying every tag of
+/// `filter`), read with the host's restic from the cluster's REST server.
+fn snapshot_tags(repo: &str, filter: Option<&str>) -> Vec<Vec<String>> {
+    let mut cmd = Command::new("restic");
+    cmd.args(["--no-cache", "-r", repo, "snapshots", "--json"])
+        .env("RESTIC_PASSWORD", credential("restic-password"));
+    if let Some(f) = filter {
+        cmd.args(["--tag", f]);
+    }
+    let out = cmd.output().expect("run restic");
+    assert!(
+        out.status.success(),
+        "restic snapshots: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    list.iter()
+        .map(|s| {
+            s["tags"]
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The snapshots qualifications took that are still in `repo`.
+fn qualification_snapshots(repo: &str) -> Vec<Vec<String>> {
+    snapshot_tags(repo, Some("rehearsal,qualify"))
+}
+
+/// The fleet's own backup of `server`, taken before any qualification: no tidy-up may forget it.
+async fn fleet_backup(client: &kube::Client, server: &str) {
+    let backups: Api<gameplane_api::backup::Backup> = Api::namespaced(client.clone(), NS);
+    let name = format!("{server}-own");
+    let b = from_json(json!({
+        "apiVersion": "gameplane.local/v1alpha1", "kind": "Backup",
+        "metadata": {"name": name},
+        "spec": {"serverRef": {"name": server}, "repoRef": {"name": "restic-repo", "key": "repo"},
+                 "quiesce": true, "tags": ["fleet-own"]},
+    }));
+    backups.create(&PostParams::default(), &b).await.unwrap();
+    tokio::time::timeout(
+        BOUND,
+        await_condition(
+            backups,
+            &name,
+            |b: Option<&gameplane_api::backup::Backup>| {
+                b.and_then(gameplane_api::backup::Backup::phase)
+                    == Some(gameplane_api::backup::BackupPhase::Succeeded)
+            },
+        ),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("Backup {NS}/{name} Succeeded within {BOUND:?}"))
+    .unwrap();
+}
+
 async fn assert_tidy(client: &kube::Client, after: &str) {
     assert_eq!(
         labelled(client).await,
@@ -527,6 +589,7 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         .await
         .unwrap();
     set_up_fleet(&client, &repo).await;
+    fleet_backup(&client, "survival").await;
 
     for round in 1..=2 {
         // An unpullable candidate halts on the clone; round 1 keeps what it made.
@@ -545,8 +608,25 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
                     .contains(&"GameServer survival-canary".to_string()),
                 "--keep keeps the clone"
             );
+            // ... and the snapshot its backup of the source took, saying so.
+            let run = bundle_of(&stdout);
+            let run = run.file_name().unwrap().to_string_lossy();
+            assert!(
+                stdout.contains("and 1 restic snapshot(s) of run"),
+                "{stdout}"
+            );
+            let kept = qualification_snapshots(&repo);
+            assert!(
+                kept.len() == 1 && kept[0].contains(&format!("rehearsal-run={run}")),
+                "--keep keeps the run's snapshot, tagged with its run id: {kept:?}"
+            );
         } else {
             assert_tidy(&client, &format!("round {round}: the halted run")).await;
+            assert!(
+                stdout.contains("and forgot 1 restic snapshot(s) it took"),
+                "{stdout}"
+            );
+            assert_eq!(qualification_snapshots(&repo), Vec::<Vec<String>>::new());
         }
         // The halt keeps its diagnostics, collected before the clone was removed.
         let artifacts = bundle_of(&stdout).join("cases/qualify-unpullable/artifacts");
@@ -580,6 +660,13 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
                     && stdout.contains("GameServer survival-canary"),
                 "{stdout}"
             );
+            // The kept run's snapshot is forgotten with its objects, and this run's own.
+            assert!(
+                stdout.contains("forgot 1 restic snapshot(s) those runs took")
+                    && stdout.contains("and forgot 1 restic snapshot(s) it took"),
+                "{stdout}"
+            );
+            assert_eq!(qualification_snapshots(&repo), Vec::<Vec<String>>::new());
             assert_tidy(&client, &format!("round {round}: the promoted run")).await;
         }
 
@@ -696,6 +783,13 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         );
     }
     assert_tidy(&client, "the downgrade run").await;
+    // Every qualification forgot what it took; the fleet's own backup is still there.
+    assert_eq!(qualification_snapshots(&repo), Vec::<Vec<String>>::new());
+    let all = snapshot_tags(&repo, None);
+    assert!(
+        all.iter().any(|t| t.contains(&"fleet-own".to_string())),
+        "the fleet's own snapshot is kept: {all:?}"
+    );
 
     // What the fleet cannot offer is a failed preflight gate whose reason names it, on the
     // console and in the bundle's report; nothing is created.

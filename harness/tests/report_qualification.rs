@@ -320,11 +320,11 @@ fn halted_report_snapshots() {
 /// GameServer's phase and the whole wait report (condition, bound, every state seen) — about
 /// 700 characters.
 fn long_pull_reason() -> String {
-    let seen: Vec<String> = (1..=12)
-        .map(|i| format!("{i}: pod survival-canary-0 Pending, container game waiting ErrImagePull (rpc error: pull access denied for rehearsal.local/fixture-game)"))
+    let seen: Vec<String> = (1..=8)
+        .map(|i| format!("{i}: pod survival-canary-0 Pending, container game waiting ErrImagePull (pull access denied for {PINNED})"))
         .collect();
     format!(
-        "the game container did not run: waiting reason ImagePullBackOff; GameServer phase Failed (ImagePullFailed); pod games/survival-canary-0: expected pod of revision 5d8f and Ready within 10s, timed out; last observed states: {}",
+        "the game container did not run: waiting reason ImagePullBackOff; GameServer phase Failed (ImagePullFailed); pod games/survival-canary-0: expected pod of revision 5d8f and Ready within 10s, but it did not happen; last observed: {}",
         seen.join(", ")
     )
 }
@@ -351,8 +351,8 @@ fn a_long_halt_reason_is_short_in_the_verdict_lines_and_whole_once_in_the_report
         reason: reason.clone(),
         batches_promoted: 0,
     };
-    // The verdict lines: the first clause, marked as cut.
-    let short = "the game container did not run: waiting reason ImagePullBackOff …";
+    // The verdict lines: without the wait's list of every state seen, marked as cut.
+    let short = "the game container did not run: waiting reason ImagePullBackOff; GameServer phase Failed (ImagePullFailed); pod games/survival-canary-0: expected pod of revision 5d8f and Ready within 10s, but it did not happen …";
     assert_eq!(
         q.outcome.line(),
         format!(
@@ -409,6 +409,16 @@ fn short_reasons_keep_short_text_whole_and_cut_long_text_at_a_word() {
         short_reason(&tiny).starts_with("x; y y"),
         "{}",
         short_reason(&tiny)
+    );
+    // A first clause that fits is taken when the rest is long; digests are cut to 12 digits.
+    let digest = format!("sha256:{}", "ab12".repeat(16));
+    let clauses = format!(
+        "the previous version did not come back: pod of image repo@{digest} is CrashLoopBackOff; {}",
+        "then more ".repeat(30)
+    );
+    assert_eq!(
+        short_reason(&clauses),
+        "the previous version did not come back: pod of image repo@sha256:ab12ab12ab12… is CrashLoopBackOff …"
     );
     // Multi-byte text is cut on a character boundary.
     let wide = "é".repeat(500);

@@ -232,26 +232,56 @@ impl Outcome {
 /// The longest reason a verdict line carries whole.
 pub const SHORT_REASON_CHARS: usize = 240;
 
-/// A gate's reason as a verdict line carries it: whole when it is short; else its first clause
-/// (up to the first `; `, when that keeps at least 40 characters), or its first
-/// [`SHORT_REASON_CHARS`] cut at a word, with ` …` — the full reason is in the report once, in
-/// the failing gate's section.
+/// A gate's reason as a verdict line carries it: whole when it is short. Else, with the wait's
+/// `; last observed: …` tail dropped and every SHA-256 digest cut to 12 hex digits: that, when
+/// it fits in [`SHORT_REASON_CHARS`]; else its first clause (up to the first `; `, when that
+/// fits and keeps at least 40 characters); else its first [`SHORT_REASON_CHARS`] cut at a
+/// word. A cut reason ends with ` …`: the full reason is in the report once, in the failing
+/// gate's section.
 pub fn short_reason(reason: &str) -> String {
     let reason = reason.trim();
     if reason.chars().count() <= SHORT_REASON_CHARS {
         return reason.to_string();
     }
-    if let Some((first, _)) = reason.split_once("; ")
+    let mut r = match reason.find("; last observed: ") {
+        Some(i) => reason[..i].to_string(),
+        None => reason.to_string(),
+    };
+    r = abbreviate_digests(&r);
+    if r.chars().count() <= SHORT_REASON_CHARS {
+        return format!("{r} …");
+    }
+    if let Some((first, _)) = r.split_once("; ")
         && (40..=SHORT_REASON_CHARS).contains(&first.chars().count())
     {
         return format!("{first} …");
     }
-    let cut: String = reason.chars().take(SHORT_REASON_CHARS).collect();
+    let cut: String = r.chars().take(SHORT_REASON_CHARS).collect();
     let cut = match cut.rfind(' ') {
         Some(i) if i >= 40 => &cut[..i],
         _ => cut.as_str(),
     };
     format!("{} …", cut.trim_end_matches([',', ';', ':', ' ']))
+}
+
+/// `sha256:` followed by more than 12 hex digits, cut to 12 and `…`.
+fn abbreviate_digests(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("sha256:") {
+        let (head, tail) = rest.split_at(i + "sha256:".len());
+        out.push_str(head);
+        let hex = tail.chars().take_while(char::is_ascii_hexdigit).count();
+        if hex > 12 {
+            out.push_str(&tail[..12]);
+            out.push('…');
+        } else {
+            out.push_str(&tail[..hex]);
+        }
+        rest = &tail[hex..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The whole record of a qualification.

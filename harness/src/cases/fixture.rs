@@ -45,7 +45,7 @@ pub use crate::deploy::images::{
 pub const UNPULLABLE_IMAGE: &str = "rehearsal.local/fixture-game@sha256:0000000000000000000000000000000000000000000000000000000000000bad";
 /// restic (with `sh`) for the harness's own snapshot reads: the image the operator's copy Jobs
 /// use, so the same repository format is read.
-pub const RESTIC_IMAGE: &str = "restic/restic:0.14.0";
+pub const RESTIC_IMAGE: &str = crate::probe::restic::IMAGE;
 /// Busybox for the harness's own volume probes.
 pub const BUSYBOX_IMAGE: &str = "busybox:1.36";
 

@@ -9,16 +9,15 @@ use std::collections::BTreeMap;
 
 use gameplane_api::backup::Backup;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, Pod, PodSpec, SecretKeySelector,
-};
-use kube::api::{Api, ObjectMeta};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::fixture;
 use crate::context::{CaseContext, CaseError, Checks, HarnessMutant};
 use crate::evidence::pvc_table::{self, PvcComparison, PvcObservation};
+use crate::probe::restic;
 
 /// Where the fixture game keeps its RCON audit log, relative to its world claim.
 pub const AUDIT_LOG: &str = "logs/rcon-audit.jsonl";
@@ -178,50 +177,19 @@ pub async fn snapshot_files(
 ) -> Result<Vec<String>, CaseError> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     // The repository Secret the Backups name: the same REST URL and password they use.
-    let secret_env = |name: &str, key: &str| EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: fixture::REPO_SECRET.into(),
-                key: key.into(),
-                optional: None,
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let pod = Pod {
-        metadata: ObjectMeta {
-            name: Some(pod_name.into()),
-            labels: Some(BTreeMap::from([(
-                "rehearsal.local/role".to_string(),
-                "snapshot-probe".to_string(),
-            )])),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            restart_policy: Some("Never".into()),
-            containers: vec![Container {
-                name: "restic".into(),
-                image: Some(fixture::RESTIC_IMAGE.into()),
-                command: Some(vec![
-                    "/bin/sh".into(),
-                    "-c".into(),
-                    format!(
-                        "restic --no-cache ls {} && echo REHEARSAL-LS-DONE",
-                        sh_quote(snapshot)
-                    ),
-                ]),
-                env: Some(vec![
-                    secret_env("RESTIC_REPOSITORY", "repo"),
-                    secret_env("RESTIC_PASSWORD", "password"),
-                ]),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    let mut pod = restic::pod(
+        pod_name,
+        fixture::REPO_SECRET,
+        &format!(
+            "restic --no-cache ls {} && echo REHEARSAL-LS-DONE",
+            restic::sh_quote(snapshot)
+        ),
+        &BTreeMap::new(),
+    );
+    pod.metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert("rehearsal.local/role".into(), "snapshot-probe".into());
     let out = fixture::run_pod_for_output(ctx, &pods, &pod).await?;
     if !out.contains("REHEARSAL-LS-DONE") {
         return Err(CaseError::evidence_absent(
@@ -234,11 +202,6 @@ pub async fn snapshot_files(
         .filter(|l| l.starts_with('/'))
         .map(str::to_string)
         .collect())
-}
-
-/// Quotes `s` for a POSIX shell.
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The copy Job of a Backup as seen when its Backup ended.

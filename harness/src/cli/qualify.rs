@@ -57,8 +57,9 @@ pub struct QualifyArgs {
     /// The Secret (key `repo`) naming the restic repository the source's backup goes to.
     #[arg(long, default_value = "restic-repo")]
     pub repo_secret: String,
-    /// Keep what the run created (clone, Backup, Restores) and print the kubectl commands to
-    /// inspect it; by default it is removed at the end.
+    /// Keep what the run created (clone, Backup, Restores, and the restic snapshot its backup
+    /// took) and print the kubectl commands to inspect it; by default the objects are removed
+    /// and the snapshot forgotten at the end.
     #[arg(long)]
     pub keep: bool,
     /// The operator under test as NAME@VERSION (default: read from --operator-deployment).
@@ -276,7 +277,7 @@ fn record_identity(
     operator: &OperatorIdentity,
     backend: &dyn crate::backend::Backend,
     namespace: &str,
-    leftovers: &[tidy::Created],
+    leftovers: &Leftovers,
 ) -> Result<(), CliError> {
     ctx.recorder
         .step(
@@ -289,11 +290,11 @@ fn record_identity(
             }),
         )
         .map_err(|e| CliError::usage(e.to_string()))?;
-    if !leftovers.is_empty() {
+    if !leftovers.objects.is_empty() {
         ctx.recorder
             .step(
                 "remove what earlier runs left",
-                serde_json::json!({"removed": leftovers}),
+                serde_json::json!({"removed": leftovers.objects, "snapshots": leftovers.snapshots}),
             )
             .map_err(|e| CliError::usage(e.to_string()))?;
     }
@@ -305,7 +306,7 @@ fn record_identity(
 fn record_tidy(
     ctx: &CaseContext<'_>,
     keep: bool,
-    tidied: &Result<Vec<tidy::Created>, tidy::TidyError>,
+    tidied: &Result<Tidied, tidy::TidyError>,
 ) -> Result<(), CliError> {
     ctx.recorder
         .step(
@@ -315,9 +316,9 @@ fn record_tidy(
                 "remove what the run created"
             },
             match tidied {
-                Ok(created) => {
-                    serde_json::json!({"ok": true, "objects": created, "kept": keep})
-                }
+                Ok(t) => serde_json::json!({
+                    "ok": true, "objects": t.objects, "snapshots": t.snapshots, "kept": keep
+                }),
                 Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
             },
         )
@@ -348,7 +349,7 @@ fn report_meta(
 /// Prints what became of the run's objects (kept, with the commands to inspect them, or
 /// removed) and the verdict; a failed tidy-up or a verdict other than promoted exits 1.
 fn conclude(
-    tidied: &Result<Vec<tidy::Created>, tidy::TidyError>,
+    tidied: &Result<Tidied, tidy::TidyError>,
     keep: bool,
     inspect: &[String],
     run_id: &str,
@@ -357,18 +358,20 @@ fn conclude(
     message: String,
 ) -> Result<(), CliError> {
     match tidied {
-        Ok(created) if keep => {
+        Ok(t) if keep => {
             println!(
-                "kept {} object(s) of run {run_id} in namespace {namespace}; inspect them with:",
-                created.len()
+                "kept {} object(s) and {} restic snapshot(s) of run {run_id} in namespace {namespace} (the next qualification here removes them); inspect them with:",
+                t.objects.len(),
+                t.snapshots.ids.len()
             );
             for line in inspect {
                 println!("  {line}");
             }
         }
-        Ok(created) => println!(
-            "removed {} object(s) run {run_id} created in namespace {namespace}",
-            created.len()
+        Ok(t) => println!(
+            "removed {} object(s) run {run_id} created in namespace {namespace} and forgot {} restic snapshot(s) it took (tag rehearsal-run={run_id})",
+            t.objects.len(),
+            t.snapshots.ids.len()
         ),
         Err(e) => {
             let verdict_line = if verdict == Verdict::Passed {
@@ -418,10 +421,11 @@ async fn clear_namespace(
     namespace: &str,
     plan: &Plan,
     bound: std::time::Duration,
-) -> Result<Vec<tidy::Created>, CliError> {
+) -> Result<Leftovers, CliError> {
     let leftovers = tidy::find(client, namespace, None)
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
+    let mut snapshots = tidy::Snapshots::default();
     if !leftovers.is_empty() {
         println!(
             "removing what earlier qualification runs left in namespace {namespace}: {}",
@@ -431,6 +435,15 @@ async fn clear_namespace(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        snapshots = tidy::snapshots(client, namespace, &leftovers, &plan.run_id, true, bound)
+            .await
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        if !snapshots.ids.is_empty() {
+            println!(
+                "forgot {} restic snapshot(s) those runs took",
+                snapshots.ids.len()
+            );
+        }
         tidy::remove(client, namespace, &leftovers, bound)
             .await
             .map_err(|e| CliError::usage(e.to_string()))?;
@@ -445,7 +458,10 @@ async fn clear_namespace(
     )
     .await
     .map_err(|e| CliError::usage(e.to_string()))?;
-    Ok(leftovers)
+    Ok(Leftovers {
+        objects: leftovers,
+        snapshots,
+    })
 }
 
 /// The run's verdict and its one-line message: promoted, halted at a gate, or not completed.
@@ -489,19 +505,35 @@ fn operator_version(operator: &OperatorIdentity) -> String {
     }
 }
 
-/// Removes (or, with `keep`, only lists) the objects run `run_id` created; returns them.
+/// What a run created and the restic snapshots it took, removed and forgotten, or kept.
+#[derive(Debug)]
+struct Tidied {
+    objects: Vec<tidy::Created>,
+    snapshots: tidy::Snapshots,
+}
+
+/// What earlier runs left in the namespace, removed (objects) and forgotten (snapshots) first.
+#[derive(Debug, Default)]
+struct Leftovers {
+    objects: Vec<tidy::Created>,
+    snapshots: tidy::Snapshots,
+}
+
+/// Forgets the restic snapshots run `run_id` took and removes the objects it created (with
+/// `keep`, only lists both); returns them.
 async fn tidy_up(
     client: &kube::Client,
     namespace: &str,
     run_id: &str,
     bound: std::time::Duration,
     keep: bool,
-) -> Result<Vec<tidy::Created>, tidy::TidyError> {
-    let created = tidy::find(client, namespace, Some(run_id)).await?;
+) -> Result<Tidied, tidy::TidyError> {
+    let objects = tidy::find(client, namespace, Some(run_id)).await?;
+    let snapshots = tidy::snapshots(client, namespace, &objects, run_id, !keep, bound).await?;
     if !keep {
-        tidy::remove(client, namespace, &created, bound).await?;
+        tidy::remove(client, namespace, &objects, bound).await?;
     }
-    Ok(created)
+    Ok(Tidied { objects, snapshots })
 }
 
 /// The operator under test read from its Deployment `NAMESPACE/NAME`; without one, the run

@@ -73,7 +73,7 @@ pub(super) async fn seed_clone(
                     }),
                     strategy: None,
                     quiesce: Some(true),
-                    tags: vec!["rehearsal".into(), "qualify".into()],
+                    tags: tidy::snapshot_tags(&plan.run_id),
                 },
             );
             backup.metadata.labels = Some(tidy::labels(&plan.run_id));

@@ -113,6 +113,25 @@ pub enum TidyError {
         #[source]
         source: Box<WaitError>,
     },
+    /// The restic snapshots of a run could not be listed or forgotten.
+    #[error(
+        "cannot {verb} the restic snapshots of run(s) {runs} in the repository of Secret {namespace}/{secret}: {reason}; forget them by hand with `restic forget --tag {tags} --keep-tag {keep_none}` against that repository",
+        keep_none = crate::probe::restic::KEEP_NONE_TAG
+    )]
+    Snapshots {
+        /// `list` or `forget`.
+        verb: &'static str,
+        /// The runs, comma-separated.
+        runs: String,
+        /// The qualification namespace.
+        namespace: String,
+        /// The repository Secret the runs' Backups named.
+        secret: String,
+        /// The tag filter of the first run (`rehearsal,qualify,rehearsal-run=<id>`).
+        tags: String,
+        /// What went wrong.
+        reason: String,
+    },
     #[error(
         "{kind} {namespace}/{name} exists but was not made by rehearse qualify (it has no {RUN_LABEL} label), and the run needs that name; rename or remove it, then rerun"
     )]
@@ -274,6 +293,94 @@ pub async fn remove(
         }
     }
     Ok(())
+}
+
+/// The restic tags every snapshot run `run_id` takes carries: its source Backup's tags.
+pub fn snapshot_tags(run_id: &str) -> Vec<String> {
+    vec![
+        "rehearsal".into(),
+        "qualify".into(),
+        format!("rehearsal-run={run_id}"),
+    ]
+}
+
+/// What became of the restic snapshots the runs of some Backups took.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Snapshots {
+    /// The runs whose Backups were looked at.
+    pub runs: Vec<String>,
+    /// The snapshots (restic's ids) found: forgotten, or only listed when kept.
+    pub ids: Vec<String>,
+    /// Whether they were forgotten (`restic forget`) or kept.
+    pub forgotten: bool,
+}
+
+/// Forgets (or, with `forget` false, only lists) the restic snapshots that the runs of the
+/// Backups among `objects` took, found by [`snapshot_tags`] in the repository each Backup
+/// named, with restic in a pod labelled with run `by` (deleted when it ends). Nothing else in
+/// the repository is touched, and no pod runs when `objects` holds no Backup.
+pub async fn snapshots(
+    client: &kube::Client,
+    namespace: &str,
+    objects: &[Created],
+    by: &str,
+    forget: bool,
+    bound: Duration,
+) -> Result<Snapshots, TidyError> {
+    use crate::probe::restic;
+    let api = Api::<Backup>::namespaced(client.clone(), namespace);
+    // Repository Secret → the runs whose Backups named it.
+    let mut by_secret: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for object in objects.iter().filter(|o| o.kind == "Backup") {
+        let backup = api
+            .get_opt(&object.name)
+            .await
+            .map_err(|e| TidyError::List {
+                kind: "Backup",
+                namespace: namespace.to_string(),
+                source: Box::new(e),
+            })?;
+        let Some(secret) = backup.and_then(|b| b.spec.repo_ref).map(|r| r.name) else {
+            continue;
+        };
+        let runs = by_secret.entry(secret).or_default();
+        if !runs.contains(&object.run) {
+            runs.push(object.run.clone());
+        }
+    }
+    let mut out = Snapshots {
+        forgotten: forget,
+        ..Default::default()
+    };
+    for (i, (secret, runs)) in by_secret.iter().enumerate() {
+        let groups: Vec<Vec<String>> = runs.iter().map(|r| snapshot_tags(r)).collect();
+        let verb = if forget { "forget" } else { "list" };
+        let failed = |reason: String| TidyError::Snapshots {
+            verb,
+            runs: runs.join(", "),
+            namespace: namespace.to_string(),
+            secret: secret.clone(),
+            tags: groups[0].join(","),
+            reason,
+        };
+        let pod = restic::pod(
+            // A pod name is lowercase with `-` (a run id may hold capitals, `_` and `.`).
+            &format!(
+                "rehearsal-snapshots-{i}-{}",
+                by.to_lowercase().replace(['_', '.'], "-")
+            ),
+            secret,
+            &restic::snapshots_script(&groups, forget),
+            &labels(by),
+        );
+        let output = restic::run(client, namespace, &pod, bound)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        out.ids
+            .extend(restic::parse_snapshots(&output, forget).map_err(failed)?);
+        out.runs.extend(runs.iter().cloned());
+    }
+    Ok(out)
 }
 
 async fn remove_server(
