@@ -8,6 +8,11 @@ fn unpullable_candidate() {
 }
 
 #[test]
+fn restore_after_halted_canary() {
+    rehearse("restore_after_halted_canary");
+}
+
+#[test]
 fn http_only_candidate() {
     rehearse("http_only_candidate");
 }

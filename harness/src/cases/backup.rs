@@ -1548,7 +1548,7 @@ pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseErr
 }
 
 /// A Restore reaching a terminal phase (either one).
-fn restore_terminal() -> Condition<gameplane_api::restore::Restore> {
+pub(super) fn restore_terminal() -> Condition<gameplane_api::restore::Restore> {
     Condition::new(
         "phase Succeeded or Failed",
         |r: Option<&gameplane_api::restore::Restore>| {
@@ -1584,14 +1584,15 @@ async fn break_repository(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
     Ok(json!({"secret": fixture::REPO_SECRET, "repo": missing}))
 }
 
-/// Creates Restore `name` of Backup `backup` and waits for either end; at the bound, the
-/// Restore as it is then (the timeout goes into the verdict).
-async fn restore_to_end(
+/// Creates Restore `name` of Backup `backup` into `server` and waits for either end; at the
+/// bound, the Restore as it is then (the timeout goes into the verdict).
+pub(super) async fn restore_to_end(
     ctx: &CaseContext<'_>,
     name: &str,
     backup: &str,
+    server: &str,
 ) -> Result<Value, CaseError> {
-    fixture::create_restore(ctx, name, backup, SERVER).await?;
+    fixture::create_restore(ctx, name, backup, server).await?;
     let api: Api<gameplane_api::restore::Restore> =
         Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let r = match await_object(&api, name, restore_terminal(), ctx.bounds.settle).await {
@@ -1715,7 +1716,7 @@ pub async fn restore_fails_on_broken_repository(ctx: &CaseContext<'_>) -> Result
     let restore = ctx
         .step(
             "restore from the broken repository",
-            restore_to_end(ctx, "back", "live"),
+            restore_to_end(ctx, "back", "live", SERVER),
         )
         .await?;
     let server = gameserver(ctx).await?;

@@ -93,6 +93,11 @@ pub const CASES: &[Case] = &[
         proves: "unpullable candidate: clone fails ImagePull within a bounded time; batch halts; fleet pod UIDs unchanged",
     },
     Case {
+        name: "restore_after_halted_canary",
+        bucket: "rollout",
+        proves: "restore after a halted canary: a halted qualification, then a Restore of the source: Succeeded, data back, the journal still holds the halt",
+    },
+    Case {
         name: "http_only_candidate",
         bucket: "rollout",
         proves: "HTTP-only candidate: serves the world marker over HTTP but fails the real Minecraft handshake; journal keeps only the baseline receipt; promotion blocked",
@@ -158,6 +163,7 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         "live_backup_restore_round_trip" => backup::live_backup_restore_round_trip(ctx).await,
         "unpullable_candidate" => rollout::unpullable_candidate(ctx).await,
         "http_only_candidate" => rollout::http_only_candidate(ctx).await,
+        "restore_after_halted_canary" => rollout::restore_after_halted_canary(ctx).await,
         "format_change_compatible_rollback" => {
             rollout::format_change_compatible_rollback(ctx).await
         }

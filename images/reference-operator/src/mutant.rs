@@ -82,11 +82,14 @@ pub enum Mutant {
     PreflightFailureMisreported,
     /// Fails a stopped server's copy that it started during with reason `SourceChanged` instead of `SourceStarted`.
     MidCopyStartMisreported,
+    /// Keeps fleet progress as a lock on the template's servers: a Restore waits while another
+    /// server of its template is Failed on a version of its own (a halted canary), for ever.
+    CanaryBlocksRestore,
 }
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 36] = [
+    pub const ALL: [Mutant; 37] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
@@ -123,6 +126,7 @@ impl Mutant {
         Mutant::SuccessWithoutCompleted,
         Mutant::PreflightFailureMisreported,
         Mutant::MidCopyStartMisreported,
+        Mutant::CanaryBlocksRestore,
     ];
 
     fn entry(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
@@ -152,7 +156,7 @@ impl Mutant {
 /// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
 /// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
 /// never observes against the correct operator.
-const CATALOGUE: [(Mutant, &str, &str, &str); 36] = [
+const CATALOGUE: [(Mutant, &str, &str, &str); 37] = [
     (
         Mutant::IgnoreIncarnation,
         "ignore-incarnation",
@@ -368,6 +372,12 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 36] = [
         "mid-copy-start-misreported",
         "stopped-server backup, server started mid-copy",
         "a stopped server that starts while its copy runs fails the Backup with reason SourceChanged (correct: SourceStarted)",
+    ),
+    (
+        Mutant::CanaryBlocksRestore,
+        "canary-blocks-restore",
+        "restore after a halted canary",
+        "after a qualification halted with its canary Failed on the candidate, a Restore of the source stays Pending waiting for the rollout (correct: it runs to Succeeded; fleet progress is no lock on any server)",
     ),
 ];
 

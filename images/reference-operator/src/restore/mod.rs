@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::backup::repo_from_secret;
 use crate::context::Ctx;
-use crate::error::{Error, Result};
+use crate::error::{Error, KubeContext, Result};
 use crate::gameserver::children::extra_names;
 use crate::kubeutil::{self, get_opt, now};
 use crate::mutant::Mutant;
@@ -131,6 +131,20 @@ impl<'a> Run<'a> {
                     );
                     return self.finish(false, reasons::INVALID_REFERENCE, msg).await;
                 };
+                if self.ctx.mutant(Mutant::CanaryBlocksRestore)
+                    && let Some(holder) = self.rollout_lock_holder(&server).await?
+                {
+                    // The defect: a halted rollout's canary holds the template's lock for ever.
+                    let mut status = self.status.clone();
+                    status.message = Some(format!(
+                        "waiting for the rollout of template {} to finish (GameServer {holder})",
+                        server.spec.template_ref.name
+                    ));
+                    if status != self.status {
+                        self.patch_status(&status).await?;
+                    }
+                    return Ok(self.recheck());
+                }
                 if !self
                     .restore
                     .annotations()
@@ -163,6 +177,30 @@ impl<'a> Run<'a> {
             }
             _ => Ok(self.recheck()),
         }
+    }
+
+    /// The `canary-blocks-restore` defect's lock: another server of `target`'s template that is
+    /// Failed on a version other than `target`'s (what a halted canary looks like).
+    async fn rollout_lock_holder(&self, target: &GameServer) -> Result<Option<String>> {
+        let servers =
+            self.servers
+                .list(&Default::default())
+                .await
+                .ctx("list", "GameServer", &self.ns, "")?;
+        Ok(servers
+            .items
+            .into_iter()
+            .find(|s| {
+                s.metadata.name != target.metadata.name
+                    && s.spec.template_ref.name == target.spec.template_ref.name
+                    && s.spec.version != target.spec.version
+                    && s.status
+                        .as_ref()
+                        .and_then(|st| st.phase)
+                        .map(|p| p.as_str())
+                        == Some("Failed")
+            })
+            .and_then(|s| s.metadata.name))
     }
 
     /// Suspending: stop the target and wait until its pod is gone, then start the Job.
