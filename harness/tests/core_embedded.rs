@@ -383,10 +383,7 @@ async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
     let backend = Embedded::up(options).await.unwrap_or_else(|e| {
         panic!("{e} (build the operator with `cargo build -p reference-operator`)")
     });
-    let operator_pid = backend
-        .operator()
-        .and_then(|o| o.pid())
-        .expect("operator runs");
+    let operator_pid = backend.operator_pid().expect("operator runs");
     let started = backend.process_records();
     let argv = &started
         .iter()
