@@ -92,11 +92,97 @@ fn backup_commands(commands: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Raw copy: `spec.quiesce: false` on a live server. The Backup Succeeds with a consistency
-/// that is never `Quiesced`; the agent logs no call and the game's audit log no command from
+/// The server of the raw case's second half, whose template runs no agent.
+const AGENTLESS: &str = "mc-noagent";
+
+/// The second half of the raw case: a server whose template disables the agent is backed up
+/// with `spec.quiesce` left true. Checks as the first half (the same ids): Succeeded, never
+/// `Quiesced`, no agent to call (the pod has no agent container), no RCON command from the
+/// backup in that game's audit log.
+async fn agentless_raw_copy(
+    ctx: &CaseContext<'_>,
+    fx: &fixture::Fixture,
+    checks: &mut Checks,
+) -> Result<Value, CaseError> {
+    let containers = ctx
+        .step("create server whose agent is disabled", async {
+            let template = fixture::install_agentless_template(ctx).await?;
+            let fx = fixture::Fixture {
+                template,
+                ..fx.clone()
+            };
+            fixture::create_server(ctx, &fx, AGENTLESS, fixture::VERSION_STABLE, false).await?;
+            fixture::await_server_phase(ctx, AGENTLESS, "Running").await?;
+            let pod = fixture::await_server_pod_ready(ctx, AGENTLESS).await?;
+            let names: Vec<String> = pod
+                .spec
+                .map(|s| s.containers.into_iter().map(|c| c.name).collect())
+                .unwrap_or_default();
+            Ok(names)
+        })
+        .await?;
+    let (backup, _) = ctx
+        .step("create backup of it (spec.quiesce true)", async {
+            fixture::create_backup(ctx, "raw-noagent", AGENTLESS, true).await?;
+            let (b, job) = super::backup::await_backup(ctx, "raw-noagent").await?;
+            Ok((backup_observation(&b), b, job))
+        })
+        .await
+        .map(|(_, b, job)| (b, job))?;
+    let audit = ctx
+        .step(
+            "read RCON audit log of the agentless server",
+            observe::audit_log(ctx, AGENTLESS, "audit-read-noagent"),
+        )
+        .await?;
+    let game = audit.nth_newest(0, "the agentless game that was copied")?;
+    let b = object(ctx, "backup", "raw-noagent");
+    let o = object(ctx, "pod", &names::pod(AGENTLESS));
+    checks.eq(
+        "backup-succeeded",
+        &b,
+        "status.phase",
+        "Succeeded".to_string(),
+        backup_phase(&backup),
+    );
+    let consistency = backup_field(&backup, "/status/consistency");
+    checks.check(
+        "consistency-not-quiesced",
+        consistency.as_deref().is_some_and(|c| c != "Quiesced"),
+        &b,
+        "status.consistency",
+        "reported, and not Quiesced (the agent is disabled)",
+        &consistency,
+    );
+    checks.check(
+        "no-agent-call",
+        !containers.iter().any(|c| c == names::containers::AGENT),
+        &o,
+        "containers of the pod",
+        "no agent container (nothing to call)",
+        &containers,
+    );
+    let cmds = backup_commands(&audit.commands_of(&game));
+    checks.check(
+        "no-rcon-from-backup",
+        audit.starts().len() == 1 && cmds.is_empty(),
+        &o,
+        &format!("save-off / save-all / save-on received by the game incarnation {game}"),
+        "none (and no other incarnation)",
+        (&audit.starts(), &cmds),
+    );
+    Ok(
+        json!({"backup": backup_observation(&backup), "containers": containers,
+              "backup_commands": cmds}),
+    )
+}
+
+/// Raw copy: `spec.quiesce: false` on a live server, then a server whose agent is disabled.
+/// Each Backup Succeeds with a consistency that is never `Quiesced`; no agent is called (the
+/// agent logs no call; the agentless pod has none) and the game's audit log has no command from
 /// the backup.
 pub async fn raw_copy_without_quiesce(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
+    let (fx, before) = running_server(ctx, FixtureOptions::default()).await?;
     let (backup, job) = ctx
         .step("create raw backup (spec.quiesce false)", async {
             fixture::create_backup(ctx, "raw", SERVER, false).await?;
@@ -175,10 +261,11 @@ pub async fn raw_copy_without_quiesce(ctx: &CaseContext<'_>) -> Result<(), CaseE
         "none (and no other incarnation)",
         (&audit.starts(), &cmds),
     );
+    let agentless = agentless_raw_copy(ctx, &fx, &mut checks).await?;
     ctx.assess(
         checks,
         json!({"backup": backup_observation(&backup), "copy_job": job, "agent_calls": calls,
-               "backup_commands": cmds}),
+               "backup_commands": cmds, "agent_disabled": agentless}),
     )
 }
 
@@ -287,21 +374,48 @@ pub async fn preparation_deadline_expires(ctx: &CaseContext<'_>) -> Result<(), C
     ctx.uses("game container status");
     ctx.uses("agent container log");
     judge_deadline(
-        ctx, &backup, &job, persisted, killed_at, &restart, game, &calls,
+        ctx,
+        DeadlineEvidence {
+            backup,
+            job,
+            persisted,
+            killed_at,
+            restart,
+            game,
+            calls,
+        },
     )
 }
 
-#[allow(clippy::too_many_arguments)]
-fn judge_deadline(
-    ctx: &CaseContext<'_>,
-    backup: &Backup,
-    job: &observe::JobState,
+/// What the deadline case read, for its assessment.
+struct DeadlineEvidence {
+    /// The Backup when it ended.
+    backup: Backup,
+    /// Its copy Job then.
+    job: observe::JobState,
+    /// The `preparation-deadline` annotation before the restart.
     persisted: Option<String>,
+    /// When the old operator was killed.
     killed_at: jiff::Timestamp,
-    restart: &Value,
+    /// What the restart step observed.
+    restart: Value,
+    /// The game container's status at the end.
     game: Option<k8s_openapi::api::core::v1::ContainerStatus>,
-    calls: &[Value],
-) -> Result<(), CaseError> {
+    /// The calls the agent logged.
+    calls: Vec<Value>,
+}
+
+fn judge_deadline(ctx: &CaseContext<'_>, evidence: DeadlineEvidence) -> Result<(), CaseError> {
+    let DeadlineEvidence {
+        backup,
+        job,
+        persisted,
+        killed_at,
+        restart,
+        game,
+        calls,
+    } = evidence;
+    let (backup, job, restart, calls) = (&backup, &job, &restart, &calls);
     let mut checks = Checks::new();
     let b = object(ctx, "backup", "early");
     let deadline = persisted

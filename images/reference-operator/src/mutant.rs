@@ -390,7 +390,7 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 41] = [
         Mutant::RawCopyLabelledQuiesced,
         "raw-copy-labelled-quiesced",
         "raw copy",
-        "a Backup with spec.quiesce false, copied without any agent call or RCON command, ends Succeeded with status.consistency Quiesced (correct: Unquiesced)",
+        "a raw copy (spec.quiesce false, or a server whose agent is disabled), made without any agent call or RCON command, ends Succeeded with status.consistency Quiesced (correct: Unquiesced)",
     ),
     (
         Mutant::DeadlineInMemory,

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use gameplane_api::conditions::reasons;
 use gameplane_api::names::{self, annotations as ann, finalizers};
-use gameplane_api::{BackupPhase, Consistency};
+use gameplane_api::{BackupPhase, Consistency, GameServer, GameTemplate};
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
 use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::{Ending, Run};
@@ -77,6 +77,21 @@ impl Run<'_> {
                 }
             })
             .collect()
+    }
+
+    /// Whether a live source is quiesced: `spec.quiesce` asks for it and the server's template
+    /// runs an agent (a disabled agent makes every backup of it a raw copy, CONTRACT B5). A
+    /// server that is gone is judged by `spec.quiesce` alone.
+    pub(super) async fn quiesces(&self, server: Option<&GameServer>) -> Result<bool> {
+        if !self.backup.wants_quiesce() {
+            return Ok(false);
+        }
+        let Some(server) = server else {
+            return Ok(true);
+        };
+        let templates: Api<GameTemplate> = Api::all(self.ctx.client.clone());
+        let template = kubeutil::get_opt(&templates, "", &server.spec.template_ref.name).await?;
+        Ok(!template.is_some_and(|t| t.agent_disabled()))
     }
 
     /// How long preparation may wait: the Backup's `preparation-timeout-seconds`, else the

@@ -245,7 +245,9 @@ impl<'a> Run<'a> {
                         .fail(reasons::SOURCE_CHANGED, why, Some(Consistency::Invalidated))
                         .await;
                 }
-                if self.backup.wants_quiesce() && self.annotation(ann::QUIESCED_AT).is_none() {
+                if self.quiesces(Some(&server)).await?
+                    && self.annotation(ann::QUIESCED_AT).is_none()
+                {
                     let Observation::Running(live) = incarnation::observe(pod.as_ref()) else {
                         return Ok(self.recheck());
                     };
@@ -559,6 +561,7 @@ impl<'a> Run<'a> {
         let Some((u_ok, u_reason, u_msg)) = self.unquiesce(Ending::Succeeded).await? else {
             return Ok(self.recheck());
         };
+        let quiesced = self.quiesces(server).await?;
         let mut status = self.status.clone();
         let t = now();
         let generation = self.backup.metadata.generation;
@@ -570,7 +573,7 @@ impl<'a> Run<'a> {
                 Consistency::Quiesced
             }
             SourceState::Stopped => Consistency::Stopped,
-            SourceState::Live if self.backup.wants_quiesce() => Consistency::Quiesced,
+            SourceState::Live if quiesced => Consistency::Quiesced,
             // The defect: a raw copy is labelled quiesced.
             SourceState::Live if self.ctx.mutant(Mutant::RawCopyLabelledQuiesced) => {
                 Consistency::Quiesced

@@ -210,6 +210,7 @@ pub fn template(name: &str, agent_image: Option<&str>) -> GameTemplate {
                 }),
             }),
             agent: agent_image.map(|image| gameplane_api::AgentSpec {
+                disabled: None,
                 image: Some(image.into()),
             }),
             // The operator's default readiness probe (TCP on the game port).
