@@ -169,11 +169,16 @@ impl Run<'_> {
             .any(|f| f == finalizers::BACKUP_CLEANUP)
     }
 
-    async fn set_finalizers(&self, list: Vec<String>) -> Result<()> {
-        // The resourceVersion makes the write conditional: a list changed meanwhile is retried.
+    /// Writes the finalizer list, on condition that the object is still at `resource_version`
+    /// (a list changed meanwhile is retried).
+    async fn set_finalizers(
+        &self,
+        list: Vec<String>,
+        resource_version: Option<String>,
+    ) -> Result<()> {
         let patch = json!({ "metadata": {
             "finalizers": list,
-            "resourceVersion": self.backup.metadata.resource_version,
+            "resourceVersion": resource_version,
         }});
         kubeutil::merge_patch(&self.backups, &self.ns, &self.name, patch).await
     }
@@ -185,7 +190,8 @@ impl Run<'_> {
         }
         let mut list = self.backup.finalizers().to_vec();
         list.push(finalizers::BACKUP_CLEANUP.to_string());
-        self.set_finalizers(list).await
+        self.set_finalizers(list, self.backup.metadata.resource_version.clone())
+            .await
     }
 
     /// A deleted Backup: pays what it owes (drain the copy, then save-on to the original or
@@ -207,14 +213,18 @@ impl Run<'_> {
                 "deleted Backup: copy drained, cleanup paid");
         }
         // `finalizer-removed-before-cleanup` defect: the branch above is skipped.
-        let rest = self
-            .backup
+        // Cleanup wrote to the object (annotations, the Job's deletion): read it again.
+        let Some(now) = kubeutil::get_opt(&self.backups, &self.ns, &self.name).await? else {
+            return Ok(Action::await_change());
+        };
+        let rest = now
             .finalizers()
             .iter()
             .filter(|f| *f != finalizers::BACKUP_CLEANUP)
             .cloned()
             .collect();
-        self.set_finalizers(rest).await?;
+        self.set_finalizers(rest, now.metadata.resource_version.clone())
+            .await?;
         Ok(Action::await_change())
     }
 
