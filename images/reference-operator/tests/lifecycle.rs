@@ -5,12 +5,10 @@ mod common;
 use common::*;
 use gameplane_api::conditions::types;
 use gameplane_api::names::{annotations as ann, finalizers};
-use gameplane_api::{
-    Backup, BackupPhase, BackupSpec, Consistency, GameServer, GameTemplate, RepoRef, ServerRef,
-};
+use gameplane_api::{Backup, BackupPhase, Consistency, GameTemplate};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 
 /// B4: a Backup deleted while its quiesced copy runs keeps its finalizer until the copy is
 /// drained and save-on reached the game; then it goes, and no copy Job is left.
@@ -62,43 +60,8 @@ async fn a_backup_deleted_mid_copy_goes_only_after_its_cleanup() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_preparation_deadline_is_persisted_and_survives_a_restart() {
     let mut rig = Rig::start(None).await;
-    // Created suspended (no pod), then started with a game image no catalogue holds: the game
-    // container never runs.
-    rig.create_server("alpha", "mc", true).await;
-    let patch = serde_json::json!({"spec": {
-        "image": "rehearsal.local/fixture-game@sha256:0bad",
-        "suspend": false,
-    }});
-    rig.api::<GameServer>()
-        .patch("alpha", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("start GameServer with an unpullable image");
-    let mut b = Backup::new(
-        "b1",
-        BackupSpec {
-            server_ref: ServerRef {
-                name: "alpha".into(),
-            },
-            repo_ref: Some(RepoRef {
-                name: REPO_SECRET.into(),
-                key: "repo".into(),
-            }),
-            strategy: None,
-            quiesce: Some(true),
-            tags: vec![],
-        },
-    );
-    b.metadata.annotations = Some(
-        [(
-            ann::PREPARATION_TIMEOUT_SECONDS.to_string(),
-            "3".to_string(),
-        )]
-        .into(),
-    );
-    rig.api::<Backup>()
-        .create(&PostParams::default(), &b)
-        .await
-        .expect("create Backup");
+    start_unpullable_server(&rig, "alpha").await;
+    create_deadline_backup(&rig, "b1", "alpha", 3).await;
     let accepted = wait_for(
         &rig.api::<Backup>(),
         "b1",
@@ -141,24 +104,7 @@ async fn a_legacy_preparation_fails_and_pays_its_cleanup() {
     rig.await_running_pod("alpha").await;
     let data = rig.data_dir("alpha").await;
     rig.operator.take().expect("operator").kill().await;
-    let at = k8s_openapi::jiff::Timestamp::now().to_string();
-    let mut b = rig.create_backup("legacy", "alpha").await;
-    b.metadata.annotations = Some(
-        [
-            (ann::QUIESCE_ATTEMPTED.to_string(), at.clone()),
-            (ann::QUIESCED_AT.to_string(), at.clone()),
-        ]
-        .into(),
-    );
-    let patch = serde_json::json!({"metadata": {"annotations": b.metadata.annotations}});
-    let api = rig.api::<Backup>();
-    api.patch("legacy", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("annotate");
-    let status = serde_json::json!({"status": {"phase": "Pending", "startTime": at}});
-    api.patch_status("legacy", &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .expect("write legacy status");
+    write_legacy_backup(&rig, "legacy", "alpha").await;
     rig.operator = Some(Operator::start(&rig.cluster, None));
     let done = rig.await_backup_done("legacy").await;
     let s = done.status.clone().unwrap();
