@@ -453,6 +453,13 @@ impl ChildGuard {
         }
     }
 
+    /// Kills it at once (SIGKILL, as a crash or an OOM kill would) and reaps it.
+    pub async fn kill(mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
     /// Stops it gracefully: SIGTERM, up to `grace` to exit, then SIGKILL. Returns its exit code.
     pub async fn stop(mut self, grace: Duration) -> Option<i32> {
         let mut child = self.child.take()?;

@@ -54,6 +54,13 @@ pub const CASE_COSTS: &[(&str, u32)] = &[
     ("live_backup_older_agent_without_identity_route", 6),
     ("member_tracking_default_version", 6),
     ("stopped_server_backup_started_mid_copy", 5),
+    // Estimated from debug runs (2026-12-03), not yet bench-measured: the deadline case waits
+    // out its 4 s preparation deadline; the others are one server and one backup.
+    ("preparation_deadline_expires", 45),
+    ("raw_copy_without_quiesce", 15),
+    ("live_backup_deleted_mid_copy", 9),
+    ("live_backup_operator_restart", 9),
+    ("legacy_preparation_fails_conservatively", 6),
 ];
 
 /// Cost of a case [`CASE_COSTS`] does not list.

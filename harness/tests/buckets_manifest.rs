@@ -40,6 +40,11 @@ const BACKUP: &[&str] = &[
     "stopped_server_backup_started_mid_copy",
     "live_backup_restore_round_trip",
     "restore_fails_on_broken_repository",
+    "live_backup_operator_restart",
+    "live_backup_deleted_mid_copy",
+    "raw_copy_without_quiesce",
+    "preparation_deadline_expires",
+    "legacy_preparation_fails_conservatively",
 ];
 const ROLLOUT: &[&str] = &[
     "unpullable_candidate",
@@ -160,14 +165,14 @@ fn cases_table_agrees_with_the_manifest() {
 #[test]
 fn valid_list_verifies() {
     let summary = verify(&real_manifest(), &fixture("list_valid.json")).expect("verifies");
-    assert_eq!(summary.cases, 19);
+    assert_eq!(summary.cases, 24);
     assert_eq!(
         summary.buckets,
-        vec![("backup".to_owned(), 11), ("rollout".to_owned(), 8)]
+        vec![("backup".to_owned(), 16), ("rollout".to_owned(), 8)]
     );
     let line = summary.to_string();
     assert!(!line.contains('\n'));
-    assert!(line.contains("19 cases"), "{line}");
+    assert!(line.contains("24 cases"), "{line}");
 }
 
 #[test]

@@ -383,10 +383,7 @@ async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
     let backend = Embedded::up(options).await.unwrap_or_else(|e| {
         panic!("{e} (build the operator with `cargo build -p reference-operator`)")
     });
-    let operator_pid = backend
-        .operator()
-        .and_then(|o| o.pid())
-        .expect("operator runs");
+    let operator_pid = backend.operator_pid().expect("operator runs");
     let started = backend.process_records();
     let argv = &started
         .iter()
@@ -409,4 +406,39 @@ async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
     Box::new(backend).teardown(false).await.unwrap();
     // Stopped and reaped: no such process any more (a zombie would still have /proc/PID).
     assert!(!std::path::Path::new(&format!("/proc/{operator_pid}")).exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_is_killed_restarted_stopped_and_started_through_the_backend() {
+    let options = EmbeddedOptions {
+        cluster: EmbeddedConfig {
+            shutdown_grace: Duration::from_secs(2),
+            ..EmbeddedConfig::default()
+        },
+        deploy: EmbeddedDeploy::reference_operator(None).shared(),
+        ..Default::default()
+    };
+    let backend = Embedded::up(options).await.unwrap_or_else(|e| {
+        panic!("{e} (build the operator with `cargo build -p reference-operator`)")
+    });
+    let first = backend.operator_pid().expect("operator runs");
+    let restart = backend.restart_operator().await.unwrap();
+    let second = backend.operator_pid().expect("a new operator runs");
+    assert_ne!(first, second, "{restart}");
+    assert_eq!(restart["killed_pid"], json!(first), "{restart}");
+    assert_eq!(restart["started_pid"], json!(second), "{restart}");
+    // Killed and reaped: no such process any more (a zombie would still have /proc/PID).
+    assert!(!std::path::Path::new(&format!("/proc/{first}")).exists());
+
+    backend.stop_operator().await.unwrap();
+    assert_eq!(backend.operator_pid(), None);
+    let err = backend.stop_operator().await.unwrap_err().to_string();
+    assert!(err.contains("stopped already"), "{err}");
+    backend.start_operator().await.unwrap();
+    let third = backend.operator_pid().expect("the operator runs again");
+    let err = backend.start_operator().await.unwrap_err().to_string();
+    assert!(err.contains("already runs"), "{err}");
+
+    Box::new(backend).teardown(false).await.unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{third}")).exists());
 }

@@ -1,4 +1,4 @@
-//! The backup bucket (CONTRACT B1–B3). Each test is one case of `rehearsal::cases`.
+//! The backup bucket (CONTRACT B1–B6). Each test is one case of `rehearsal::cases`.
 
 use rehearsal_scenarios::rehearse;
 
@@ -55,4 +55,29 @@ fn live_backup_restore_round_trip() {
 #[test]
 fn restore_fails_on_broken_repository() {
     rehearse("restore_fails_on_broken_repository");
+}
+
+#[test]
+fn live_backup_operator_restart() {
+    rehearse("live_backup_operator_restart");
+}
+
+#[test]
+fn live_backup_deleted_mid_copy() {
+    rehearse("live_backup_deleted_mid_copy");
+}
+
+#[test]
+fn raw_copy_without_quiesce() {
+    rehearse("raw_copy_without_quiesce");
+}
+
+#[test]
+fn preparation_deadline_expires() {
+    rehearse("preparation_deadline_expires");
+}
+
+#[test]
+fn legacy_preparation_fails_conservatively() {
+    rehearse("legacy_preparation_fails_conservatively");
 }

@@ -45,6 +45,9 @@ pub mod reasons {
     pub const QUIESCE_FAILED: &str = "QuiesceFailed";
     /// The game did not reach a running incarnation within the preparation deadline.
     pub const PREPARATION_TIMEOUT: &str = "PreparationTimeout";
+    /// An older operator left the Backup mid-preparation without the incarnation fields: the
+    /// capture cannot be proven bound to one game process.
+    pub const LEGACY_PREPARATION: &str = "LegacyPreparation";
     /// The restic copy Job failed.
     pub const COPY_FAILED: &str = "CopyFailed";
     /// A stopped source started while its copy ran.

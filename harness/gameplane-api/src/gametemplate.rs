@@ -183,6 +183,10 @@ pub struct AgentSpec {
     /// Agent image; the operator's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// Run no agent sidecar (CONTRACT B5): the game cannot be quiesced, so its backups are raw
+    /// copies whatever `spec.quiesce` asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
 }
 
 /// The game container's probes (Kubernetes' own `Probe` type, as in Gameplane's CRD).
@@ -201,6 +205,15 @@ pub struct TemplateProbes {
 }
 
 impl GameTemplate {
+    /// Whether the template runs no agent sidecar (`spec.agent.disabled`).
+    pub fn agent_disabled(&self) -> bool {
+        self.spec
+            .agent
+            .as_ref()
+            .and_then(|a| a.disabled)
+            .unwrap_or(false)
+    }
+
     /// The version a server runs: `requested` by id, else the `default: true` entry, else the
     /// first entry; `None` when `requested` names no entry (or there are no entries).
     pub fn select_version(&self, requested: Option<&str>) -> Option<&GameVersion> {

@@ -103,4 +103,18 @@ pub mod annotations {
     /// On a Restore: the target's `spec.suspend` before the restore stopped it (`true`, `false`
     /// or `absent`), written before the target is touched so the end state survives a restart.
     pub const RESTORE_PRIOR_SUSPEND: &str = "restore.gameplane.local/prior-suspend";
+    /// When the preparation of a live Backup gives up waiting for a running game incarnation
+    /// (RFC 3339 time), written once when the Backup is accepted: a restarted operator keeps it.
+    pub const PREPARATION_DEADLINE: &str = "backup.gameplane.local/preparation-deadline";
+    /// Asked by whoever creates the Backup: the preparation deadline in whole seconds after its
+    /// start (the operator's default when absent or unparsable).
+    pub const PREPARATION_TIMEOUT_SECONDS: &str =
+        "backup.gameplane.local/preparation-timeout-seconds";
+}
+
+/// Finalizers the operator sets.
+pub mod finalizers {
+    /// On a Backup: the cleanup it may owe (drain the copy, save-on to the original game) is
+    /// paid before the object goes; the operator removes it after cleanup.
+    pub const BACKUP_CLEANUP: &str = "backup.gameplane.local/cleanup";
 }

@@ -160,7 +160,11 @@ fn schema_of(crd: &Value) -> BTreeMap<String, String> {
 }
 
 /// Fields this project adds on purpose (CONTRACT B), or that only exist in it.
-const ADDITIONS: &[&str] = &[".status.source", ".status.consistency"];
+const ADDITIONS: &[&str] = &[
+    ".status.source",
+    ".status.consistency",
+    ".spec.agent.disabled",
+];
 
 /// Subtrees typed with a Kubernetes core type (`Probe`): k8s-openapi's schema is of a newer
 /// Kubernetes than Gameplane's CRDs were generated against, so it may have fields theirs has

@@ -109,7 +109,10 @@ pub trait EmbeddedDeployment: std::fmt::Debug + Send + Sync {
 /// restic REST server the cases' repositories live on.
 pub struct Embedded {
     cluster: EmbeddedCluster,
-    operator: Option<ChildGuard>,
+    /// The operator's process; `None` while [`Backend::stop_operator`] has it stopped.
+    operator: std::sync::Mutex<Option<ChildGuard>>,
+    /// What started it, to start it again after a stop.
+    deploy: Option<Arc<dyn EmbeddedDeployment>>,
     rest: RestTenant,
     name: String,
     kubeconfig: PathBuf,
@@ -122,7 +125,7 @@ impl std::fmt::Debug for Embedded {
         f.debug_struct("Embedded")
             .field("name", &self.name)
             .field("kubeconfig", &self.kubeconfig)
-            .field("operator", &self.operator.as_ref().and_then(|o| o.pid()))
+            .field("operator", &self.operator_pid())
             .field("rest_server", &self.rest.addr())
             .field("reach", &self.reach)
             .finish()
@@ -226,7 +229,8 @@ impl Embedded {
         );
         Ok(Self {
             cluster,
-            operator,
+            operator: std::sync::Mutex::new(operator),
+            deploy: options.deploy.clone(),
             rest,
             name,
             kubeconfig,
@@ -250,9 +254,45 @@ impl Embedded {
         &self.rest
     }
 
-    /// The operator's process, when deployed.
-    pub fn operator(&self) -> Option<&ChildGuard> {
-        self.operator.as_ref()
+    /// The operator's process id, while it runs.
+    pub fn operator_pid(&self) -> Option<u32> {
+        self.operator_guard().as_ref().and_then(ChildGuard::pid)
+    }
+
+    fn operator_guard(&self) -> std::sync::MutexGuard<'_, Option<ChildGuard>> {
+        self.operator.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Kills the operator's process (SIGKILL, no grace); returns its pid.
+    async fn kill_operator(&self) -> Result<Option<u32>, BackendError> {
+        let guard = self.operator_guard().take();
+        let Some(guard) = guard else {
+            return Err(BackendError::Setup(
+                "the embedded cluster runs no operator process to stop (none was deployed, or it is stopped already)".into(),
+            ));
+        };
+        let pid = guard.pid();
+        guard.kill().await;
+        Ok(pid)
+    }
+
+    /// Starts the operator's process again with the deployment that started it first.
+    async fn respawn_operator(&self) -> Result<Option<u32>, BackendError> {
+        let Some(deploy) = &self.deploy else {
+            return Err(BackendError::Setup(
+                "the embedded cluster was started without an operator deployment; nothing to start"
+                    .into(),
+            ));
+        };
+        if self.operator_guard().is_some() {
+            return Err(BackendError::Setup(
+                "the embedded operator already runs; stop it first".into(),
+            ));
+        }
+        let guard = deploy.deploy(&self.cluster, &self.log).await?;
+        let pid = guard.pid();
+        *self.operator_guard() = Some(guard);
+        Ok(pid)
     }
 }
 
@@ -344,6 +384,28 @@ impl Backend for Embedded {
         })
     }
 
+    fn stop_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
+        Box::pin(async move {
+            let pid = self.kill_operator().await?;
+            Ok(serde_json::json!({"killed_pid": pid, "signal": "SIGKILL"}))
+        })
+    }
+
+    fn start_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
+        Box::pin(async move {
+            let pid = self.respawn_operator().await?;
+            Ok(serde_json::json!({"started_pid": pid}))
+        })
+    }
+
+    fn restart_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
+        Box::pin(async move {
+            let old = self.kill_operator().await?;
+            let new = self.respawn_operator().await?;
+            Ok(serde_json::json!({"killed_pid": old, "signal": "SIGKILL", "started_pid": new}))
+        })
+    }
+
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             // The embedded node runs local executables: an image is "loaded" when the catalogue
@@ -388,11 +450,15 @@ impl Backend for Embedded {
             std::fs::create_dir_all(dir).map_err(|e| BackendError::io("create", dir, e))?;
             let rest_log = dir.join("rest-server.log");
             let _ = std::fs::copy(self.rest.log_file(), &rest_log);
-            if let Some(op) = &self.operator {
+            let log_file = self
+                .operator_guard()
+                .as_ref()
+                .map(|op| op.log_file().to_path_buf());
+            if let Some(log_file) = log_file {
                 // Under the name the deployment gave it (`reference-operator.log`).
-                let to = dir.join(op.log_file().file_name().unwrap_or("operator.log".as_ref()));
-                std::fs::copy(op.log_file(), &to)
-                    .map_err(|e| BackendError::io("copy the operator log", op.log_file(), e))?;
+                let to = dir.join(log_file.file_name().unwrap_or("operator.log".as_ref()));
+                std::fs::copy(&log_file, &to)
+                    .map_err(|e| BackendError::io("copy the operator log", &log_file, e))?;
             }
             let processes = serde_json::to_vec_pretty(&self.log.records())
                 .map_err(|e| BackendError::Setup(e.to_string()))?;
@@ -415,6 +481,7 @@ impl Backend for Embedded {
                 rest,
                 ..
             } = *self;
+            let operator = operator.into_inner().unwrap_or_else(|e| e.into_inner());
             if let Some(op) = operator {
                 op.stop(Duration::from_secs(5)).await;
             }

@@ -28,6 +28,7 @@ pub mod host_service;
 pub mod kind;
 pub mod kubeconfig;
 pub mod node_engine;
+pub mod operator_pod;
 pub mod port_forward;
 pub mod rest_server;
 
@@ -236,6 +237,23 @@ pub trait Backend: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<String>, BackendError>> {
         let _ = reference;
         Box::pin(async { Ok(None) })
+    }
+    /// Kills the operator under test without grace, as a crash would, and returns once it no
+    /// longer runs: the embedded cluster kills its process; Kind and existing clusters scale
+    /// its Deployment to zero and delete its pods with no grace period.
+    fn stop_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
+        Box::pin(operator_pod::stop(self.client()))
+    }
+    /// Starts the operator stopped by [`Backend::stop_operator`] again and returns once it is
+    /// ready (the embedded cluster's ready file, the Deployment available).
+    fn start_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
+        Box::pin(operator_pod::start(self.client()))
+    }
+    /// Restarts the operator under test: the embedded cluster kills its process and starts a
+    /// new one; Kind and existing clusters delete its pod and the Deployment brings a new one.
+    /// Returns what was observed (old and new process or pod) once the new one is ready.
+    fn restart_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
+        Box::pin(operator_pod::restart(self.client()))
     }
     /// Makes locally built images available to the cluster's nodes.
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>>;

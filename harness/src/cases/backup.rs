@@ -24,10 +24,10 @@ use crate::faults;
 use crate::wait::{Condition, Progress, WaitError, await_object, conditions};
 
 /// The server every backup case runs.
-const SERVER: &str = "mc";
+pub(super) const SERVER: &str = "mc";
 
 /// A Backup reaching a terminal phase (either one): the verdict is the case's to judge.
-fn terminal_phase() -> Condition<Backup> {
+pub(super) fn terminal_phase() -> Condition<Backup> {
     Condition::new("phase Succeeded or Failed", |b: Option<&Backup>| {
         match b.and_then(|b| b.status.as_ref()).and_then(|s| s.phase) {
             Some(p) if p.is_terminal() => Progress::Met,
@@ -61,7 +61,7 @@ fn quiesced() -> Condition<Backup> {
 }
 
 /// Backup summary written into receipts.
-fn backup_observation(b: &Backup) -> Value {
+pub(super) fn backup_observation(b: &Backup) -> Value {
     json!({
         "name": b.metadata.name,
         "phase": backup_field(b, "/status/phase"),
@@ -85,7 +85,7 @@ async fn backup_to_end(
 }
 
 /// The step "await backup finished": waits for Backup `name` to end either way.
-async fn backup_finished(
+pub(super) async fn backup_finished(
     ctx: &CaseContext<'_>,
     name: &str,
 ) -> Result<(Backup, observe::JobState), CaseError> {
@@ -118,7 +118,7 @@ async fn backup_step(
     Ok((b, job))
 }
 
-async fn await_backup(
+pub(super) async fn await_backup(
     ctx: &CaseContext<'_>,
     name: &str,
 ) -> Result<(Backup, observe::JobState), CaseError> {
@@ -142,7 +142,7 @@ async fn await_backup(
 
 /// Steps "create backup" (quiesced) and "await copy started": returns once the copy Job of
 /// Backup `name` exists, the moment the cases inject their faults.
-async fn copy_under_way(ctx: &CaseContext<'_>, name: &str) -> Result<(), CaseError> {
+pub(super) async fn copy_under_way(ctx: &CaseContext<'_>, name: &str) -> Result<(), CaseError> {
     ctx.step(
         "create backup",
         fixture::create_backup(ctx, name, SERVER, true),
@@ -216,7 +216,7 @@ async fn fault_landed_before_completion(
 }
 
 /// Sets up the fixture and one running server; returns its first observed incarnation.
-async fn running_server(
+pub(super) async fn running_server(
     ctx: &CaseContext<'_>,
     options: FixtureOptions,
 ) -> Result<(fixture::Fixture, GameIncarnation), CaseError> {
@@ -239,7 +239,10 @@ async fn running_server(
     Ok((fx, inc))
 }
 
-async fn read_audit(ctx: &CaseContext<'_>, pod_name: &str) -> Result<AuditLog, CaseError> {
+pub(super) async fn read_audit(
+    ctx: &CaseContext<'_>,
+    pod_name: &str,
+) -> Result<AuditLog, CaseError> {
     ctx.step(
         "read RCON audit log",
         observe::audit_log(ctx, SERVER, pod_name),
@@ -247,12 +250,17 @@ async fn read_audit(ctx: &CaseContext<'_>, pod_name: &str) -> Result<AuditLog, C
     .await
 }
 
-fn object(ctx: &CaseContext<'_>, kind: &str, name: &str) -> String {
+pub(super) fn object(ctx: &CaseContext<'_>, kind: &str, name: &str) -> String {
     format!("{kind} {}/{name}", ctx.namespace)
 }
 
 /// Checks `backup-failed` (phase Failed) and `completed-reason` (Completed False/`reason`).
-fn check_failed_for(ctx: &CaseContext<'_>, checks: &mut Checks, b: &Backup, reason: &str) {
+pub(super) fn check_failed_for(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    b: &Backup,
+    reason: &str,
+) {
     let o = object(
         ctx,
         "backup",
@@ -275,7 +283,7 @@ fn check_failed_for(ctx: &CaseContext<'_>, checks: &mut Checks, b: &Backup, reas
 }
 
 /// Checks `copy-job-drained`: the copy Job of an invalidated or failed capture is gone.
-fn check_drained(ctx: &CaseContext<'_>, checks: &mut Checks, job: &observe::JobState) {
+pub(super) fn check_drained(ctx: &CaseContext<'_>, checks: &mut Checks, job: &observe::JobState) {
     checks.check(
         "copy-job-drained",
         job.drained(),
@@ -288,7 +296,12 @@ fn check_drained(ctx: &CaseContext<'_>, checks: &mut Checks, job: &observe::JobS
 
 /// Checks `backup-succeeded` (phase) and `consistency` (status.consistency = `consistency`)
 /// and that the Completed condition agrees.
-fn check_succeeded(ctx: &CaseContext<'_>, checks: &mut Checks, b: &Backup, consistency: &str) {
+pub(super) fn check_succeeded(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    b: &Backup,
+    consistency: &str,
+) {
     let o = object(
         ctx,
         "backup",
@@ -1391,7 +1404,7 @@ async fn copy_end(
 /// `nth` `save-off` came after restic wrote the Backup's snapshot (the game was not saving
 /// while restic read its claims). The moment comes from the REST server's storage; a backend
 /// that cannot read it leaves the check out and says so in the returned observation.
-async fn check_save_on_after_copy_end(
+pub(super) async fn check_save_on_after_copy_end(
     ctx: &CaseContext<'_>,
     checks: &mut Checks,
     audit: &AuditLog,

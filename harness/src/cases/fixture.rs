@@ -69,6 +69,8 @@ pub enum AgentKind {
     Current,
     /// An older agent without it.
     Legacy,
+    /// No agent at all (`spec.agent.disabled`): the server's backups are raw copies.
+    Disabled,
 }
 
 /// What a case asks of its fixture.
@@ -203,7 +205,7 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
         VERSION_STALL_CONFIG,
     ];
     let agent_image = match options.agent {
-        AgentKind::Current => AGENT_IMAGE,
+        AgentKind::Current | AgentKind::Disabled => AGENT_IMAGE,
         AgentKind::Legacy => LEGACY_AGENT_IMAGE,
     };
     GameTemplate::new(
@@ -246,9 +248,16 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
                     failure_pattern: None,
                 }),
             }),
-            agent: options.provides_agent.then(|| AgentSpec {
-                image: Some(agent_image.into()),
-            }),
+            agent: match options.agent {
+                AgentKind::Disabled => Some(AgentSpec {
+                    image: None,
+                    disabled: Some(true),
+                }),
+                _ => options.provides_agent.then(|| AgentSpec {
+                    image: Some(agent_image.into()),
+                    disabled: None,
+                }),
+            },
             probes: Some(TemplateProbes {
                 readiness: Some(readiness_probe()),
                 liveness: None,
@@ -706,12 +715,39 @@ pub async fn run_pod_for_output(
     outcome
 }
 
-/// Removes the case's cluster-scoped objects (its GameTemplate, named after the namespace).
+/// The name of the case's second GameTemplate, the one without an agent ([`AgentKind::Disabled`]).
+pub fn agentless_template_name(namespace: &str) -> String {
+    format!("{namespace}-noagent")
+}
+
+/// Installs the case's second GameTemplate: the fixture's, with its agent disabled.
+pub async fn install_agentless_template(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
+    let name = agentless_template_name(&ctx.namespace);
+    let options = FixtureOptions {
+        agent: AgentKind::Disabled,
+        ..FixtureOptions::default()
+    };
+    let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
+    templates
+        .create(&PostParams::default(), &template(&name, &options))
+        .await
+        .map_err(CaseError::kube("create GameTemplate", name.clone()))?;
+    Ok(name)
+}
+
+/// Removes the case's cluster-scoped objects (its GameTemplates, named after the namespace).
 pub async fn cleanup_cluster_scoped(
     client: &kube::Client,
     namespace: &str,
 ) -> Result<(), kube::Error> {
     let templates: Api<GameTemplate> = Api::all(client.clone());
+    let agentless = agentless_template_name(namespace);
+    // Most cases have no agentless template: its absence is not an error.
+    match templates.delete(&agentless, &Default::default()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => return Err(e),
+    }
     templates
         .delete(namespace, &Default::default())
         .await

@@ -8,6 +8,7 @@
 pub mod artifacts;
 pub mod backup;
 pub mod fixture;
+pub mod obligation;
 pub mod observe;
 pub mod rollout;
 
@@ -88,6 +89,31 @@ pub const CASES: &[Case] = &[
         proves: "restore fails on a broken repository: the Restore ends Failed (CopyFailed), the claims are untouched, PVC UIDs kept, the server returns to its prior run state",
     },
     Case {
+        name: "live_backup_operator_restart",
+        bucket: "backup",
+        proves: "live backup, operator restart mid-copy: the operator is killed after quiesce during the copy and restarted: the Backup ends (Succeeded/Quiesced or Failed with a reason), the copy is drained, save-on reaches the original exactly once",
+    },
+    Case {
+        name: "live_backup_deleted_mid_copy",
+        bucket: "backup",
+        proves: "live backup deleted mid-copy: the Backup object goes only after the copy is drained and save-on reached the original; nothing left behind",
+    },
+    Case {
+        name: "raw_copy_without_quiesce",
+        bucket: "backup",
+        proves: "raw copy: quiesce false: Succeeded, consistency not Quiesced, no agent call, no RCON command from the backup",
+    },
+    Case {
+        name: "preparation_deadline_expires",
+        bucket: "backup",
+        proves: "preparation deadline: the game never runs: Failed at the deadline with its reason, no save-off, the deadline kept across an operator restart",
+    },
+    Case {
+        name: "legacy_preparation_fails_conservatively",
+        bucket: "backup",
+        proves: "legacy preparation: a Backup in the older status shape, then the new operator: Failed, never consistent, cleanup paid",
+    },
+    Case {
         name: "unpullable_candidate",
         bucket: "rollout",
         proves: "unpullable candidate: clone fails ImagePull within a bounded time; batch halts; fleet pod UIDs unchanged",
@@ -161,6 +187,13 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
             backup::stopped_server_backup_started_mid_copy(ctx).await
         }
         "live_backup_restore_round_trip" => backup::live_backup_restore_round_trip(ctx).await,
+        "live_backup_operator_restart" => obligation::live_backup_operator_restart(ctx).await,
+        "live_backup_deleted_mid_copy" => obligation::live_backup_deleted_mid_copy(ctx).await,
+        "raw_copy_without_quiesce" => obligation::raw_copy_without_quiesce(ctx).await,
+        "preparation_deadline_expires" => obligation::preparation_deadline_expires(ctx).await,
+        "legacy_preparation_fails_conservatively" => {
+            obligation::legacy_preparation_fails_conservatively(ctx).await
+        }
         "unpullable_candidate" => rollout::unpullable_candidate(ctx).await,
         "http_only_candidate" => rollout::http_only_candidate(ctx).await,
         "restore_after_halted_canary" => rollout::restore_after_halted_canary(ctx).await,

@@ -134,6 +134,9 @@ pub async fn run(args: AgentArgs) -> Result<(), AgentError> {
             .route("/pods/{uid}/quiesce", post(bound_quiesce))
             .route("/pods/{uid}/unquiesce", post(bound_unquiesce));
     }
+    // Every call but the health probe is logged, so a case can tell from the agent's own log
+    // whether anything called it (e.g. that a raw copy made no agent call).
+    let app = app.layer(axum::middleware::from_fn(log_call));
     let addr = SocketAddr::new(args.listen, args.port);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -152,6 +155,21 @@ pub async fn run(args: AgentArgs) -> Result<(), AgentError> {
     axum::serve(listener, app.with_state(agent))
         .await
         .map_err(AgentError::Serve)
+}
+
+/// Logs one line per call (`{"event":"call","method":…,"path":…}`) except `GET /healthz`.
+async fn log_call(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if request.uri().path() != "/healthz" {
+        println!(
+            "{}",
+            json!({
+                "event": "call",
+                "method": request.method().as_str(),
+                "path": request.uri().path(),
+            })
+        );
+    }
+    next.run(request).await
 }
 
 /// A failed RCON step, answered with 502.

@@ -82,6 +82,18 @@ pub enum Mutant {
     PreflightFailureMisreported,
     /// Fails a stopped server's copy that it started during with reason `SourceChanged` instead of `SourceStarted`.
     MidCopyStartMisreported,
+    /// Labels a raw copy (`spec.quiesce: false`) `consistency: Quiesced`.
+    RawCopyLabelledQuiesced,
+    /// Keeps the preparation deadline in memory only: a restarted operator starts it anew.
+    DeadlineInMemory,
+    /// Keeps the cleanup obligation (what was quiesced, whether save-on was sent) in memory
+    /// only: a restarted operator forgets it owes save-on.
+    CleanupLostOnRestart,
+    /// Removes the Backup's cleanup finalizer as soon as it is deleted, before any cleanup.
+    FinalizerRemovedBeforeCleanup,
+    /// Takes a legacy mid-preparation record (no incarnation fields) for a live-bound one:
+    /// binds it to whatever runs now and finishes it as a consistent success.
+    LegacyTreatedLiveBound,
     /// Keeps fleet progress as a lock on the template's servers: a Restore waits while another
     /// server of its template is Failed on a version of its own (a halted canary), for ever.
     CanaryBlocksRestore,
@@ -89,7 +101,7 @@ pub enum Mutant {
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 37] = [
+    pub const ALL: [Mutant; 42] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
@@ -126,6 +138,11 @@ impl Mutant {
         Mutant::SuccessWithoutCompleted,
         Mutant::PreflightFailureMisreported,
         Mutant::MidCopyStartMisreported,
+        Mutant::RawCopyLabelledQuiesced,
+        Mutant::DeadlineInMemory,
+        Mutant::CleanupLostOnRestart,
+        Mutant::FinalizerRemovedBeforeCleanup,
+        Mutant::LegacyTreatedLiveBound,
         Mutant::CanaryBlocksRestore,
     ];
 
@@ -156,7 +173,7 @@ impl Mutant {
 /// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
 /// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
 /// never observes against the correct operator.
-const CATALOGUE: [(Mutant, &str, &str, &str); 37] = [
+const CATALOGUE: [(Mutant, &str, &str, &str); 42] = [
     (
         Mutant::IgnoreIncarnation,
         "ignore-incarnation",
@@ -372,6 +389,36 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 37] = [
         "mid-copy-start-misreported",
         "stopped-server backup, server started mid-copy",
         "a stopped server that starts while its copy runs fails the Backup with reason SourceChanged (correct: SourceStarted)",
+    ),
+    (
+        Mutant::RawCopyLabelledQuiesced,
+        "raw-copy-labelled-quiesced",
+        "raw copy",
+        "a raw copy (spec.quiesce false, or a server whose agent is disabled), made without any agent call or RCON command, ends Succeeded with status.consistency Quiesced (correct: Unquiesced)",
+    ),
+    (
+        Mutant::DeadlineInMemory,
+        "deadline-in-memory",
+        "preparation deadline",
+        "an operator restarted while a Backup waits for a game that never runs starts the deadline anew: the persisted preparation-deadline moves and the Backup fails later than it said (correct: the deadline written at the start holds)",
+    ),
+    (
+        Mutant::CleanupLostOnRestart,
+        "cleanup-lost-on-restart",
+        "live backup, operator restart mid-copy",
+        "an operator restarted while a quiesced copy runs forgets the quiesce: the Backup ends without save-on reaching the original game, Unquiesced NotQuiesced (correct: save-on exactly once after the copy)",
+    ),
+    (
+        Mutant::FinalizerRemovedBeforeCleanup,
+        "finalizer-removed-before-cleanup",
+        "live backup deleted mid-copy",
+        "a Backup deleted while its quiesced copy runs goes at once: the game is left with saving off, no save-on reaches it (correct: the object goes only after the copy is drained and save-on reached the original)",
+    ),
+    (
+        Mutant::LegacyTreatedLiveBound,
+        "legacy-treated-live-bound",
+        "legacy preparation",
+        "a Backup an older operator left mid-preparation without incarnation fields is bound to whatever game runs now and ends Succeeded, consistency Quiesced (correct: Failed, reason LegacyPreparation, save-on paid)",
     ),
     (
         Mutant::CanaryBlocksRestore,

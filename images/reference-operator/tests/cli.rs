@@ -54,6 +54,11 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "success-without-completed",
             "preflight-failure-misreported",
             "mid-copy-start-misreported",
+            "raw-copy-labelled-quiesced",
+            "deadline-in-memory",
+            "cleanup-lost-on-restart",
+            "finalizer-removed-before-cleanup",
+            "legacy-treated-live-bound",
         ]
     );
 }

@@ -1,6 +1,6 @@
 //! Each mutant shows the observable difference its rehearsal case asserts (see
 //! `reference-operator --list-mutants`); the correct operator's side of each difference is
-//! asserted in `live_backup`, `stopped_backup` and `restore`.
+//! asserted in `live_backup`, `stopped_backup`, `restore` and `lifecycle`.
 
 mod common;
 
@@ -542,4 +542,141 @@ async fn agent_restart_invalidates_fails_a_consistent_copy() {
     assert_eq!(status.phase, Some(BackupPhase::Failed), "{}", dump(&b));
     assert_eq!(status.consistency, Some(Consistency::Invalidated));
     assert_eq!(backup_condition(&b, types::COMPLETED).1, "SourceChanged");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_copy_labelled_quiesced_reports_a_raw_copy_as_quiesced() {
+    let rig = Rig::start(Some("raw-copy-labelled-quiesced")).await;
+    rig.create_server("alpha", "mc", false).await;
+    rig.await_running_pod("alpha").await;
+    let b = gameplane_api::Backup::new(
+        "raw",
+        gameplane_api::BackupSpec {
+            server_ref: gameplane_api::ServerRef {
+                name: "alpha".into(),
+            },
+            repo_ref: Some(gameplane_api::RepoRef {
+                name: REPO_SECRET.into(),
+                key: "repo".into(),
+            }),
+            strategy: None,
+            quiesce: Some(false),
+            tags: vec![],
+        },
+    );
+    rig.api::<gameplane_api::Backup>()
+        .create(&Default::default(), &b)
+        .await
+        .expect("create raw Backup");
+    let done = rig.await_backup_done("raw").await;
+    let status = done.status.clone().unwrap();
+    assert_eq!(
+        status.phase,
+        Some(BackupPhase::Succeeded),
+        "{}",
+        dump(&done)
+    );
+    assert_eq!(status.consistency, Some(Consistency::Quiesced));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleanup_lost_on_restart_forgets_the_save_on_it_owes() {
+    let mut rig = Rig::start(Some("cleanup-lost-on-restart")).await;
+    rig.create_server("alpha", "mc", false).await;
+    rig.await_running_pod("alpha").await;
+    let data = rig.data_dir("alpha").await;
+    let gate = RepoGate::close(&rig.repo);
+    rig.create_backup("b1", "alpha").await;
+    rig.await_backup_running("b1").await;
+    rig.operator.take().expect("operator").kill().await;
+    rig.operator = Some(Operator::start(
+        &rig.cluster,
+        Some("cleanup-lost-on-restart"),
+    ));
+    gate.open();
+    let done = rig.await_backup_done("b1").await;
+    assert_eq!(
+        backup_condition(&done, types::UNQUIESCED),
+        ("True".into(), "NotQuiesced".into()),
+        "{}",
+        dump(&done)
+    );
+    let log = audit(&data);
+    let game = incarnations(&log).pop().unwrap();
+    let cmds = commands_of(&log, &game);
+    assert!(cmds.contains(&"save-off".to_string()), "{cmds:?}");
+    assert!(!cmds.contains(&"save-on".to_string()), "{cmds:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalizer_removed_before_cleanup_leaves_the_game_saving_off() {
+    let rig = Rig::start(Some("finalizer-removed-before-cleanup")).await;
+    rig.create_server("alpha", "mc", false).await;
+    rig.await_running_pod("alpha").await;
+    let data = rig.data_dir("alpha").await;
+    let gate = RepoGate::close(&rig.repo);
+    rig.create_backup("b1", "alpha").await;
+    rig.await_backup_running("b1").await;
+    rig.api::<gameplane_api::Backup>()
+        .delete("b1", &Default::default())
+        .await
+        .expect("delete Backup");
+    rig.await_gone::<gameplane_api::Backup>("b1").await;
+    drop(gate);
+    let log = audit(&data);
+    let game = incarnations(&log).pop().unwrap();
+    let cmds = commands_of(&log, &game);
+    assert!(cmds.contains(&"save-off".to_string()), "{cmds:?}");
+    assert!(!cmds.contains(&"save-on".to_string()), "{cmds:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadline_in_memory_moves_the_deadline_on_restart() {
+    use gameplane_api::names::annotations::PREPARATION_DEADLINE;
+    let mut rig = Rig::start(Some("deadline-in-memory")).await;
+    start_unpullable_server(&rig, "alpha").await;
+    create_deadline_backup(&rig, "b1", "alpha", 3).await;
+    let api = rig.api::<gameplane_api::Backup>();
+    let first = wait_for(
+        &api,
+        "b1",
+        "a preparation deadline",
+        |b: Option<&gameplane_api::Backup>| {
+            b.is_some_and(|b| b.annotations().contains_key(PREPARATION_DEADLINE))
+        },
+    )
+    .await
+    .annotations()[PREPARATION_DEADLINE]
+        .clone();
+    rig.operator.take().expect("operator").kill().await;
+    rig.operator = Some(Operator::start(&rig.cluster, Some("deadline-in-memory")));
+    let done = rig.await_backup_done("b1").await;
+    assert_ne!(
+        done.annotations().get(PREPARATION_DEADLINE),
+        Some(&first),
+        "{}",
+        dump(&done)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_treated_live_bound_finishes_a_legacy_record_as_a_consistent_success() {
+    let mut rig = Rig::start(Some("legacy-treated-live-bound")).await;
+    rig.create_server("alpha", "mc", false).await;
+    rig.await_running_pod("alpha").await;
+    rig.operator.take().expect("operator").kill().await;
+    write_legacy_backup(&rig, "legacy", "alpha").await;
+    rig.operator = Some(Operator::start(
+        &rig.cluster,
+        Some("legacy-treated-live-bound"),
+    ));
+    let done = rig.await_backup_done("legacy").await;
+    let status = done.status.clone().unwrap();
+    assert_eq!(
+        status.phase,
+        Some(BackupPhase::Succeeded),
+        "{}",
+        dump(&done)
+    );
+    assert_eq!(status.consistency, Some(Consistency::Quiesced));
 }

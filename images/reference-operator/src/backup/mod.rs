@@ -32,6 +32,8 @@ use crate::kubeutil::{self, get_opt, now, now_rfc3339};
 use crate::mutant::Mutant;
 use crate::restic::{self, JobOutcome, Repo, Summary};
 
+mod lifecycle;
+
 /// Written by the `agent-restart-invalidates` mutant: every container of the source pod as
 /// `name=containerID#restartCount`, comma-separated.
 const POD_CONTAINERS: &str = "backup.gameplane.local/pod-containers";
@@ -51,9 +53,24 @@ pub async fn reconcile(cached: Arc<Backup>, ctx: Arc<Ctx>) -> Result<Action> {
         return Ok(Action::await_change());
     };
     let run = Run::new(&backup, &ctx)?;
+    if backup.metadata.deletion_timestamp.is_some() {
+        return run.finalize().await;
+    }
+    if !backup.phase().is_some_and(BackupPhase::is_terminal) {
+        // Before anything can be owed: the object then outlives its cleanup (CONTRACT B4).
+        run.ensure_finalizer().await?;
+    }
+    if matches!(
+        backup.phase(),
+        Some(BackupPhase::Pending | BackupPhase::Running)
+    ) && run.is_legacy_preparation()
+    {
+        return run.fail_legacy().await;
+    }
     match backup.phase() {
         Some(phase) if phase.is_terminal() => Ok(Action::await_change()),
         None => {
+            run.persist_deadline().await?;
             let status = BackupStatus {
                 phase: Some(BackupPhase::Pending),
                 start_time: Some(now()),
@@ -105,6 +122,10 @@ impl<'a> Run<'a> {
 
     /// An annotation, including those written earlier in this pass.
     fn annotation(&self, key: &str) -> Option<String> {
+        if self.in_memory(key) {
+            // `cleanup-lost-on-restart` defect: the obligation is this process's memory.
+            return self.remembered(key);
+        }
         let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
         match written.get(key) {
             Some(value) => value.clone(),
@@ -117,6 +138,10 @@ impl<'a> Run<'a> {
     }
 
     async fn annotate(&self, values: BTreeMap<&str, Option<String>>) -> Result<()> {
+        let values = self.remember(values);
+        if values.is_empty() {
+            return Ok(());
+        }
         kubeutil::annotate(&self.backups, &self.ns, &self.name, values.clone()).await?;
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
         for (k, v) in values {
@@ -220,7 +245,9 @@ impl<'a> Run<'a> {
                         .fail(reasons::SOURCE_CHANGED, why, Some(Consistency::Invalidated))
                         .await;
                 }
-                if self.backup.wants_quiesce() && self.annotation(ann::QUIESCED_AT).is_none() {
+                if self.quiesces(Some(&server)).await?
+                    && self.annotation(ann::QUIESCED_AT).is_none()
+                {
                     let Observation::Running(live) = incarnation::observe(pod.as_ref()) else {
                         return Ok(self.recheck());
                     };
@@ -289,12 +316,11 @@ impl<'a> Run<'a> {
             }
             (waiting, _) => {
                 // `no-preparation-wait` defect: missing evidence fails at once.
-                if self.ctx.mutant(Mutant::NoPreparationWait)
-                    || self.elapsed() > self.ctx.settings.preparation_deadline
-                {
+                if self.ctx.mutant(Mutant::NoPreparationWait) || self.past_deadline().await? {
                     let msg = format!(
-                        "no running game incarnation of {} within {:?}; last observed: {waiting:?}",
-                        self.server, self.ctx.settings.preparation_deadline
+                        "no running game incarnation of {} by the preparation deadline {}; last observed: {waiting:?}",
+                        self.server,
+                        self.deadline().await?
                     );
                     return self.fail(reasons::PREPARATION_TIMEOUT, msg, None).await;
                 }
@@ -334,7 +360,9 @@ impl<'a> Run<'a> {
         }
         let mut incarnation = None;
         if !self.ctx.mutant(Mutant::NoIdentityPreflight) {
-            match agent.identity(&live.agent_host, &live.pod_uid).await {
+            let identity = agent.identity(&live.agent_host, &live.pod_uid).await;
+            let past_deadline = self.past_deadline().await?;
+            match identity {
                 Ok(id) if id.pod_uid == live.pod_uid => incarnation = Some(id.game_incarnation),
                 Ok(id) => {
                     let msg = format!(
@@ -346,10 +374,7 @@ impl<'a> Run<'a> {
                         .await
                         .map(Some);
                 }
-                Err(e)
-                    if (e.is_unreachable() || e.is_game_unavailable())
-                        && self.elapsed() < self.ctx.settings.preparation_deadline =>
-                {
+                Err(e) if (e.is_unreachable() || e.is_game_unavailable()) && !past_deadline => {
                     // The agent is not listening yet: missing evidence waits within the deadline.
                     tracing::debug!(backup = %self.name, error = %e, "agent not reachable yet");
                     return Ok(Some(self.recheck()));
@@ -536,6 +561,7 @@ impl<'a> Run<'a> {
         let Some((u_ok, u_reason, u_msg)) = self.unquiesce(Ending::Succeeded).await? else {
             return Ok(self.recheck());
         };
+        let quiesced = self.quiesces(server).await?;
         let mut status = self.status.clone();
         let t = now();
         let generation = self.backup.metadata.generation;
@@ -547,7 +573,11 @@ impl<'a> Run<'a> {
                 Consistency::Quiesced
             }
             SourceState::Stopped => Consistency::Stopped,
-            SourceState::Live if self.backup.wants_quiesce() => Consistency::Quiesced,
+            SourceState::Live if quiesced => Consistency::Quiesced,
+            // The defect: a raw copy is labelled quiesced.
+            SourceState::Live if self.ctx.mutant(Mutant::RawCopyLabelledQuiesced) => {
+                Consistency::Quiesced
+            }
             SourceState::Live => Consistency::Unquiesced,
         });
         if let Some(s) = &summary {
@@ -676,6 +706,10 @@ impl<'a> Run<'a> {
         if let Some(at) = self.annotation(ann::UNQUIESCED_AT) {
             let msg = format!("save-on confirmed at {at}");
             return Ok(Some((true, reasons::UNQUIESCE_SUCCEEDED, msg)));
+        }
+        if self.status.source.is_none() {
+            // A legacy record: its quiesced process is named only by time.
+            return self.unquiesce_legacy().await;
         }
         let pod = self.game_pod().await?;
         let observed = incarnation::observe(pod.as_ref());

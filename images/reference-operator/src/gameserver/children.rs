@@ -228,7 +228,12 @@ pub fn build(inputs: &Inputs<'_>) -> Children {
                     ..Default::default()
                 }),
                 spec: Some(PodSpec {
-                    containers: vec![game, agent],
+                    // A template with its agent disabled runs the game alone (CONTRACT B5).
+                    containers: if template.agent_disabled() {
+                        vec![game]
+                    } else {
+                        vec![game, agent]
+                    },
                     volumes: Some(volumes),
                     termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
                     ..Default::default()

@@ -210,6 +210,7 @@ pub fn template(name: &str, agent_image: Option<&str>) -> GameTemplate {
                 }),
             }),
             agent: agent_image.map(|image| gameplane_api::AgentSpec {
+                disabled: None,
                 image: Some(image.into()),
             }),
             // The operator's default readiness probe (TCP on the game port).
@@ -752,4 +753,66 @@ pub async fn break_repository(rig: &Rig) {
         )
         .await
         .expect("patch repo secret");
+}
+
+/// Creates GameServer `name` suspended (no pod), then starts it with a game image no catalogue
+/// holds: its game container never runs.
+pub async fn start_unpullable_server(rig: &Rig, name: &str) {
+    rig.create_server(name, "mc", true).await;
+    let patch = serde_json::json!({"spec": {
+        "image": "rehearsal.local/fixture-game@sha256:0bad",
+        "suspend": false,
+    }});
+    rig.api::<GameServer>()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("start GameServer with an unpullable image");
+}
+
+/// Creates a quiesced Backup `name` of `server` that asks for a preparation deadline of
+/// `seconds`.
+pub async fn create_deadline_backup(rig: &Rig, name: &str, server: &str, seconds: u64) {
+    let mut b = Backup::new(
+        name,
+        BackupSpec {
+            server_ref: ServerRef {
+                name: server.into(),
+            },
+            repo_ref: Some(RepoRef {
+                name: REPO_SECRET.into(),
+                key: "repo".into(),
+            }),
+            strategy: None,
+            quiesce: Some(true),
+            tags: vec![],
+        },
+    );
+    b.metadata.annotations = Some(BTreeMap::from([(
+        gameplane_api::names::annotations::PREPARATION_TIMEOUT_SECONDS.to_string(),
+        seconds.to_string(),
+    )]));
+    rig.api::<Backup>()
+        .create(&PostParams::default(), &b)
+        .await
+        .expect("create Backup");
+}
+
+/// Writes Backup `name` of `server` as an older operator left it mid-preparation: quiesce
+/// annotations, `status.phase: Pending`, no `status.source`. Run it while no operator runs.
+pub async fn write_legacy_backup(rig: &Rig, name: &str, server: &str) {
+    use gameplane_api::names::annotations as ann;
+    let at = k8s_openapi::jiff::Timestamp::now().to_string();
+    rig.create_backup(name, server).await;
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        ann::QUIESCE_ATTEMPTED: at,
+        ann::QUIESCED_AT: at,
+    }}});
+    let api = rig.api::<Backup>();
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("annotate");
+    let status = serde_json::json!({"status": {"phase": "Pending", "startTime": at}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("write legacy status");
 }
