@@ -1,9 +1,10 @@
 //! The Backup controller: prepare the source, copy with restic, judge the copy (CONTRACT A
-//! "Backup", B1, B2, B3).
+//! "Backup", B1–B6).
 //!
 //! Every step persists what it learned before acting on it (status `source`, the quiesce
-//! annotations, the Job itself), so a restarted operator resumes where the last one stopped:
-//! it neither quiesces twice nor starts a second copy.
+//! annotations, the preparation deadline, the Job itself), so a restarted operator resumes
+//! where the last one stopped: it neither quiesces twice nor starts a second copy, and still
+//! pays the cleanup it owes. What outlives the process and the object is in `lifecycle`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
