@@ -59,6 +59,7 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "cleanup-lost-on-restart",
             "finalizer-removed-before-cleanup",
             "legacy-treated-live-bound",
+            "canary-blocks-restore",
         ]
     );
 }
