@@ -14,8 +14,15 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::BackendError;
-use crate::deploy::SYSTEM_NAMESPACE;
 use crate::wait::conditions;
+
+/// The namespace the operator under test runs in (the chart's `gameplane-system`); the
+/// deployment layer installs into it (`deploy::SYSTEM_NAMESPACE` is this).
+pub const SYSTEM_NAMESPACE: &str = "gameplane-system";
+/// Gameplane's operator Deployment (`deploy::profile::GAMEPLANE_DEPLOYMENT` is this).
+pub const GAMEPLANE_DEPLOYMENT: &str = "gameplane-operator";
+/// The reference operator's Deployment (`deploy::reference_operator::DEPLOYMENT` is this).
+pub const REFERENCE_DEPLOYMENT: &str = "reference-operator";
 
 /// How long the operator may take to go or to come back.
 const BOUND: Duration = Duration::from_secs(120);
@@ -23,10 +30,7 @@ const BOUND: Duration = Duration::from_secs(120);
 /// The operator's Deployment in [`SYSTEM_NAMESPACE`] (Gameplane's or the reference operator's).
 async fn deployment(client: &kube::Client) -> Result<Deployment, BackendError> {
     let api: Api<Deployment> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
-    for name in [
-        crate::deploy::profile::GAMEPLANE_DEPLOYMENT,
-        crate::deploy::reference_operator::DEPLOYMENT,
-    ] {
+    for name in [GAMEPLANE_DEPLOYMENT, REFERENCE_DEPLOYMENT] {
         if let Some(d) = api.get_opt(name).await.map_err(|e| {
             BackendError::kube(format!("get Deployment {SYSTEM_NAMESPACE}/{name}"), e)
         })? {

@@ -11,4 +11,4 @@ pub mod profile;
 pub mod reference_operator;
 
 /// The namespace the operator is installed into (the chart's and the reference operator's).
-pub const SYSTEM_NAMESPACE: &str = "gameplane-system";
+pub const SYSTEM_NAMESPACE: &str = crate::backend::operator_pod::SYSTEM_NAMESPACE;

@@ -23,7 +23,7 @@ use crate::backend::{Backend, BackendError, BackendKind};
 /// The variable naming the expected profile (the workflow's deploy step sets it).
 pub const ENV: &str = "REHEARSAL_OPERATOR";
 /// Gameplane's operator Deployment (chart `templates/operator.yaml`).
-pub const GAMEPLANE_DEPLOYMENT: &str = "gameplane-operator";
+pub const GAMEPLANE_DEPLOYMENT: &str = crate::backend::operator_pod::GAMEPLANE_DEPLOYMENT;
 /// The operator's container in that Deployment.
 pub const GAMEPLANE_CONTAINER: &str = "manager";
 /// Gameplane's operator ServiceAccount (in [`super::SYSTEM_NAMESPACE`]).

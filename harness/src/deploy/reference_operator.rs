@@ -16,7 +16,7 @@ use crate::wait::WaitError;
 /// Environment variable naming the file the operator writes once it is ready.
 pub const READY_FILE_ENV: &str = "REHEARSAL_READY_FILE";
 /// Name of the Deployment its Kind manifests create (in [`super::SYSTEM_NAMESPACE`]).
-pub const DEPLOYMENT: &str = "reference-operator";
+pub const DEPLOYMENT: &str = crate::backend::operator_pod::REFERENCE_DEPLOYMENT;
 /// The image its Kind manifests reference.
 pub const IMAGE: &str = "rehearsal.local/reference-operator:dev";
 
