@@ -35,11 +35,14 @@ pub enum HarnessMutant {
     CanaryPromotionReceipt,
     /// The candidate version is applied to the source server instead of its clone.
     CandidateOnSource,
+    /// The module bundle gate trusts the bundle's tag: the canary Module carries no digest and
+    /// whatever the tag serves is accepted as the pin.
+    ModuleGateTrustsTag,
 }
 
 impl HarnessMutant {
     /// Every harness mutant, in the self-test's order.
-    pub const ALL: [HarnessMutant; 10] = [
+    pub const ALL: [HarnessMutant; 11] = [
         HarnessMutant::JoinStatusOnly,
         HarnessMutant::JoinLoginOnly,
         HarnessMutant::JoinPortOpen,
@@ -50,6 +53,7 @@ impl HarnessMutant {
         HarnessMutant::BaselineSkipped,
         HarnessMutant::CanaryPromotionReceipt,
         HarnessMutant::CandidateOnSource,
+        HarnessMutant::ModuleGateTrustsTag,
     ];
 
     /// The `--mutant` name (prefixed `harness-` so it never collides with an operator mutant).
@@ -65,6 +69,7 @@ impl HarnessMutant {
             HarnessMutant::BaselineSkipped => "harness-baseline-skipped",
             HarnessMutant::CanaryPromotionReceipt => "harness-canary-promotion-receipt",
             HarnessMutant::CandidateOnSource => "harness-candidate-on-source",
+            HarnessMutant::ModuleGateTrustsTag => "harness-module-gate-trusts-tag",
         }
     }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Empty;
+use http_body_util::{BodyExt, Empty, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
@@ -155,6 +155,147 @@ pub async fn manifest_digest(
 pub async fn image_digest(addr: &str, image: &str) -> Result<Option<String>, RegistryError> {
     let (repository, reference) = registry_path(image)?;
     manifest_digest(addr, &repository, &reference).await
+}
+
+/// `sha256:<hex>` of `bytes`: the digest a registry names content by.
+pub fn content_digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
+/// One request to the registry at `addr`, answered within 30 s: its status, headers and body.
+async fn send(
+    addr: &str,
+    request: http::Request<Full<Bytes>>,
+) -> Result<(http::StatusCode, http::HeaderMap, Bytes), RegistryError> {
+    let what = format!("{} {}", request.method(), request.uri().path());
+    let fail = |reason: String| RegistryError::Http {
+        addr: addr.to_string(),
+        what: what.clone(),
+        reason,
+    };
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let response = tokio::time::timeout(Duration::from_secs(30), async {
+        let response = client.request(request).await.map_err(|e| e.to_string())?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.map_err(|e| e.to_string())?;
+        Ok::<_, String>((parts.status, parts.headers, body.to_bytes()))
+    })
+    .await
+    .map_err(|_| fail("no answer within 30 s".into()))?
+    .map_err(fail)?;
+    Ok(response)
+}
+
+fn http_error(addr: &str, what: String, reason: String) -> RegistryError {
+    RegistryError::Http {
+        addr: addr.to_string(),
+        what,
+        reason,
+    }
+}
+
+/// Uploads `blob` into `repository` at `addr` (one monolithic upload) and returns its digest.
+async fn push_blob(addr: &str, repository: &str, blob: &[u8]) -> Result<String, RegistryError> {
+    let digest = content_digest(blob);
+    let start = http::Request::post(format!("http://{addr}/v2/{repository}/blobs/uploads/"))
+        .body(Full::new(Bytes::new()))
+        .map_err(|e| http_error(addr, "POST blob upload".into(), e.to_string()))?;
+    let (status, headers, _) = send(addr, start).await?;
+    let location = headers
+        .get(http::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| status == http::StatusCode::ACCEPTED)
+        .ok_or_else(|| {
+            http_error(
+                addr,
+                format!("POST /v2/{repository}/blobs/uploads/"),
+                format!("HTTP {status} without an upload location"),
+            )
+        })?;
+    let location = if location.starts_with("http") {
+        location.to_string()
+    } else {
+        format!("http://{addr}{location}")
+    };
+    let sep = if location.contains('?') { '&' } else { '?' };
+    let put = http::Request::put(format!("{location}{sep}digest={digest}"))
+        .header(http::header::CONTENT_TYPE, "application/octet-stream")
+        .body(Full::new(Bytes::copy_from_slice(blob)))
+        .map_err(|e| http_error(addr, "PUT blob".into(), e.to_string()))?;
+    let (status, _, body) = send(addr, put).await?;
+    if status != http::StatusCode::CREATED {
+        return Err(http_error(
+            addr,
+            format!("PUT blob {digest} into {repository}"),
+            format!("HTTP {status}: {}", String::from_utf8_lossy(&body)),
+        ));
+    }
+    Ok(digest)
+}
+
+/// Pushes a single-layer OCI artifact (`artifact_type`, an empty config, one layer of
+/// `layer_media_type`) as `repository:tag` into the registry at `addr`, moving the tag if it
+/// named other content, and returns the manifest digest the registry now serves for the tag.
+pub async fn push_artifact(
+    addr: &str,
+    repository: &str,
+    tag: &str,
+    artifact_type: &str,
+    layer_media_type: &str,
+    layer: &[u8],
+) -> Result<String, RegistryError> {
+    const EMPTY_CONFIG: &[u8] = b"{}";
+    let config = push_blob(addr, repository, EMPTY_CONFIG).await?;
+    let layer_digest = push_blob(addr, repository, layer).await?;
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": artifact_type,
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": config, "size": EMPTY_CONFIG.len()},
+        "layers": [{"mediaType": layer_media_type, "digest": layer_digest, "size": layer.len()}],
+    });
+    let body = serde_json::to_vec(&manifest).unwrap_or_default();
+    let what = format!("PUT /v2/{repository}/manifests/{tag}");
+    let put = http::Request::put(format!("http://{addr}/v2/{repository}/manifests/{tag}"))
+        .header(
+            http::header::CONTENT_TYPE,
+            "application/vnd.oci.image.manifest.v1+json",
+        )
+        .body(Full::new(Bytes::from(body.clone())))
+        .map_err(|e| http_error(addr, what.clone(), e.to_string()))?;
+    let (status, _, answer) = send(addr, put).await?;
+    if status != http::StatusCode::CREATED {
+        return Err(http_error(
+            addr,
+            what,
+            format!("HTTP {status}: {}", String::from_utf8_lossy(&answer)),
+        ));
+    }
+    Ok(content_digest(&body))
+}
+
+/// The manifest the registry at `addr` serves for `repository:reference`, with the digest
+/// computed over the bytes served (never the registry's own header), or `None` when it holds
+/// none.
+pub async fn fetch_manifest(
+    addr: &str,
+    repository: &str,
+    reference: &str,
+) -> Result<Option<(String, Bytes)>, RegistryError> {
+    let what = format!("GET /v2/{repository}/manifests/{reference}");
+    let get = http::Request::get(format!(
+        "http://{addr}/v2/{repository}/manifests/{reference}"
+    ))
+    .header(http::header::ACCEPT, ACCEPT)
+    .body(Full::new(Bytes::new()))
+    .map_err(|e| http_error(addr, what.clone(), e.to_string()))?;
+    let (status, _, body) = send(addr, get).await?;
+    match status {
+        http::StatusCode::OK => Ok(Some((content_digest(&body), body))),
+        http::StatusCode::NOT_FOUND => Ok(None),
+        other => Err(http_error(addr, what, format!("HTTP {other}"))),
+    }
 }
 
 /// Debian's `docker-registry` (distribution 2.8) serving on 127.0.0.1, its storage in a

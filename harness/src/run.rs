@@ -47,6 +47,7 @@ pub const CASE_COSTS: &[(&str, u32)] = &[
     ("unpullable_candidate", 21),
     ("http_only_candidate", 21),
     ("restore_after_halted_canary", 30),
+    ("candidate_module_digest_mismatch", 20),
     ("live_backup_agent_restart", 11),
     ("live_backup_game_not_running_yet", 10),
     ("live_backup_pod_replaced_during_preparation", 8),

@@ -44,6 +44,7 @@ fn plan(candidate: &str, rollback: Rollback) -> Plan {
         rollback,
         run_id: "qualify-20261201-1".into(),
         repo_secret: "restic-repo".into(),
+        module: None,
     }
 }
 

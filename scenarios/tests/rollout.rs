@@ -13,6 +13,11 @@ fn restore_after_halted_canary() {
 }
 
 #[test]
+fn candidate_module_digest_mismatch() {
+    rehearse("candidate_module_digest_mismatch");
+}
+
+#[test]
 fn http_only_candidate() {
     rehearse("http_only_candidate");
 }

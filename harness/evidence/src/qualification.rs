@@ -38,6 +38,74 @@ pub struct Plan {
     pub run_id: String,
     /// The Secret naming the restic repository the source's backup goes to (key `repo`).
     pub repo_secret: String,
+    /// The module bundle the candidate carries, pinned by digest (CONTRACT C.8): verified at
+    /// the module bundle gate before the candidate reaches the clone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<ModulePin>,
+}
+
+/// A module bundle pinned by digest: module `module` of ModuleSource `source` at `version`,
+/// whose manifest must be `digest`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModulePin {
+    /// The ModuleSource the bundle is pulled from.
+    pub source: String,
+    /// The module's name in the source.
+    pub module: String,
+    /// The bundle version (its tag).
+    pub version: String,
+    /// The pinned manifest digest (`sha256:…`).
+    pub digest: String,
+}
+
+impl std::str::FromStr for ModulePin {
+    type Err = String;
+
+    /// `SOURCE/MODULE:VERSION@sha256:<64 hex digits>`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = |what: &str| {
+            format!(
+                "module bundle {s:?}: {what}; write it as SOURCE/MODULE:VERSION@sha256:<64 hex digits> (the ModuleSource, the module, its tag and the manifest digest it must have)"
+            )
+        };
+        let (reference, digest) = s.split_once('@').ok_or_else(|| usage("no @digest"))?;
+        let hex = digest
+            .strip_prefix("sha256:")
+            .ok_or_else(|| usage("the digest is not sha256:…"))?;
+        if hex.len() != 64
+            || !hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
+            return Err(usage("the digest is not 64 lower-case hex digits"));
+        }
+        let (source, rest) = reference
+            .split_once('/')
+            .ok_or_else(|| usage("no SOURCE/ before the module"))?;
+        let (module, version) = rest
+            .split_once(':')
+            .ok_or_else(|| usage("no :VERSION after the module"))?;
+        if [source, module, version].iter().any(|p| p.is_empty()) {
+            return Err(usage("an empty part"));
+        }
+        Ok(ModulePin {
+            source: source.into(),
+            module: module.into(),
+            version: version.into(),
+            digest: digest.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for ModulePin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/{}:{}@{}",
+            self.source, self.module, self.version, self.digest
+        )
+    }
 }
 
 impl Plan {
@@ -76,6 +144,9 @@ pub mod gates {
     /// The plan can be carried out (fleet, template, a digest-pinned candidate, what the gates
     /// need), checked before anything is changed.
     pub const PREFLIGHT: &str = "preflight";
+    /// The candidate's module bundle is served with the digest it is pinned to, and the
+    /// operator installed exactly that bundle (CONTRACT C.8).
+    pub const MODULE: &str = "module bundle matches its pin";
     /// The server's pod runs the candidate image by its pinned digest.
     pub const IMAGE: &str = "pod runs the pinned image";
     /// A real Minecraft client joins and reaches the play state.
@@ -347,6 +418,8 @@ pub enum GateEvidence {
     /// [`gates::PREFLIGHT`]: what the plan resolved to; `None` (JSON `null`) when it was
     /// refused (the gate's reason says why).
     Preflight(Option<PreflightEvidence>),
+    /// [`gates::MODULE`].
+    Module(Observed<ModuleEvidence>),
     /// [`gates::IMAGE`].
     Image(Observed<ImageEvidence>),
     /// [`gates::JOIN`].
@@ -364,11 +437,20 @@ impl GateEvidence {
     pub fn gate(&self) -> &'static str {
         match self {
             GateEvidence::Preflight(_) => gates::PREFLIGHT,
+            GateEvidence::Module(_) => gates::MODULE,
             GateEvidence::Image(_) => gates::IMAGE,
             GateEvidence::Join(_) => gates::JOIN,
             GateEvidence::Save(_) => gates::SAVE,
             GateEvidence::ReadBack(_) => gates::READ_BACK,
             GateEvidence::Rollback(_) => gates::ROLLBACK,
+        }
+    }
+
+    /// The module bundle gate's observation, if this is one and it observed.
+    pub fn module(&self) -> Option<&ModuleEvidence> {
+        match self {
+            GateEvidence::Module(o) => o.read(),
+            _ => None,
         }
     }
 
@@ -404,6 +486,7 @@ impl GateEvidence {
         }
         Ok(match name {
             gates::PREFLIGHT => GateEvidence::Preflight(typed(value)?),
+            gates::MODULE => GateEvidence::Module(typed(value)?),
             gates::IMAGE => GateEvidence::Image(typed(value)?),
             gates::JOIN => GateEvidence::Join(typed(value)?),
             gates::SAVE => GateEvidence::Save(typed(value)?),
@@ -517,6 +600,30 @@ pub struct ImageEvidence {
     pub gameserver_phase: Option<String>,
     /// The reason of its Ready condition.
     pub gameserver_ready_reason: Option<String>,
+}
+
+/// The module bundle gate's evidence: the digest pinned, the one the harness computed over
+/// the manifest the registry serves, and what the operator made of the bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleEvidence {
+    /// The bundle's reference as the harness read it (`HOST/REPOSITORY:TAG`).
+    pub reference: String,
+    /// The digest the candidate pins.
+    pub pinned: String,
+    /// The digest of the manifest served for the reference (computed over its bytes), `None`
+    /// when the registry holds no such tag.
+    pub served: Option<String>,
+    /// The canary Module the operator installed the bundle from.
+    pub module: String,
+    /// Its `status.phase`.
+    pub phase: Option<String>,
+    /// Its `Ready` condition's reason and message.
+    pub ready_reason: Option<String>,
+    /// The `Ready` condition's message.
+    pub ready_message: Option<String>,
+    /// Its `status.appliedDigest`.
+    pub applied_digest: Option<String>,
 }
 
 /// The join gate's evidence.

@@ -7,7 +7,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::{Backup, GameServer, GameTemplate, Restore};
+use crate::{Backup, GameServer, GameTemplate, Module, ModuleSource, Restore};
 
 /// Every CRD, in the order they should be installed.
 pub fn all() -> Vec<CustomResourceDefinition> {
@@ -16,6 +16,8 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         GameServer::crd(),
         Backup::crd(),
         Restore::crd(),
+        ModuleSource::crd(),
+        Module::crd(),
     ]
 }
 
@@ -59,6 +61,8 @@ mod tests {
                 ("GameServer", "gameservers", "Namespaced"),
                 ("Backup", "backups", "Namespaced"),
                 ("Restore", "restores", "Namespaced"),
+                ("ModuleSource", "modulesources", "Cluster"),
+                ("Module", "modules", "Cluster"),
             ]
         );
         for crd in &crds {
@@ -66,7 +70,7 @@ mod tests {
             assert_eq!(v.name, "v1alpha1");
             assert!(
                 v.subresources.as_ref().is_some_and(|s| s.status.is_some())
-                    || crd.spec.names.kind == "GameTemplate"
+                    || ["GameTemplate", "ModuleSource"].contains(&crd.spec.names.kind.as_str())
             );
             let cols: Vec<_> = v
                 .additional_printer_columns

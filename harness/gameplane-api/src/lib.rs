@@ -21,6 +21,7 @@ pub mod conditions;
 pub mod crds;
 pub mod gameserver;
 pub mod gametemplate;
+pub mod module;
 pub mod names;
 pub mod restore;
 
@@ -35,6 +36,10 @@ pub use gameserver::{
 pub use gametemplate::{
     AgentSpec, GamePort, GameTemplate, GameTemplateSpec, GameVersion, QuiesceCapability, RconSpec,
     SecretKeyRef, TemplateCapabilities, TemplateProbes, TemplateStorage,
+};
+pub use module::{
+    BundleDocument, Module, ModulePhase, ModuleSource, ModuleSourceSpec, ModuleSpec, ModuleStatus,
+    OciSource,
 };
 pub use restore::{BackupRef, Restore, RestorePhase, RestoreSpec, RestoreStatus};
 

@@ -48,6 +48,14 @@ pub const CRD_FIXTURES: &[(&str, &str)] = &[
         "restores.yaml",
         include_str!("../../../fixtures/crds/restores.yaml"),
     ),
+    (
+        "modulesources.yaml",
+        include_str!("../../../fixtures/crds/modulesources.yaml"),
+    ),
+    (
+        "modules.yaml",
+        include_str!("../../../fixtures/crds/modules.yaml"),
+    ),
 ];
 
 /// The environment variable that selects [`ReachMode`] when the options leave it unset:
@@ -118,6 +126,8 @@ pub struct Embedded {
     kubeconfig: PathBuf,
     log: ProcessLog,
     reach: ReachMode,
+    /// The module bundle registry, started the first time a case asks for it.
+    bundles: tokio::sync::OnceCell<crate::registry::LocalRegistry>,
 }
 
 impl std::fmt::Debug for Embedded {
@@ -236,6 +246,7 @@ impl Embedded {
             kubeconfig,
             log,
             reach,
+            bundles: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -384,6 +395,26 @@ impl Backend for Embedded {
         })
     }
 
+    fn bundle_registry(&self) -> BoxFuture<'_, Result<super::BundleRegistry, BackendError>> {
+        Box::pin(async move {
+            let registry = self
+                .bundles
+                .get_or_try_init(|| async {
+                    let dir = self.cluster.state_dir().join("bundle-registry");
+                    crate::registry::LocalRegistry::start(&dir, &self.log)
+                        .await
+                        .map_err(|e| BackendError::Setup(format!("module bundle registry: {e}")))
+                })
+                .await?;
+            // The operator runs on this host: it reaches the registry where the harness does.
+            let addr = registry.addr().to_string();
+            Ok(super::BundleRegistry {
+                pull_host: addr.clone(),
+                addr,
+            })
+        })
+    }
+
     fn stop_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
         Box::pin(async move {
             let pid = self.kill_operator().await?;
@@ -479,8 +510,12 @@ impl Backend for Embedded {
                 cluster,
                 operator,
                 rest,
+                bundles,
                 ..
             } = *self;
+            if let Some(registry) = bundles.into_inner() {
+                registry.stop().await;
+            }
             let operator = operator.into_inner().unwrap_or_else(|e| e.into_inner());
             if let Some(op) = operator {
                 op.stop(Duration::from_secs(5)).await;

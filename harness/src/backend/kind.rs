@@ -614,6 +614,28 @@ impl Backend for Kind {
         })
     }
 
+    /// The local registry serves module bundles too: the harness pushes to its host address,
+    /// the operator's pod pulls from the name the nodes reach it by (the Kind network's DNS).
+    fn bundle_registry(&self) -> BoxFuture<'_, Result<super::BundleRegistry, BackendError>> {
+        Box::pin(async move {
+            let Some(registry) = &self.options.registry else {
+                return Err(BackendError::Unsupported {
+                    backend: BackendKind::Kind,
+                    operation: "serve module bundles".into(),
+                    why: "no local registry is configured; set REHEARSAL_REGISTRY (see scripts/build-images.sh --push)".into(),
+                });
+            };
+            Ok(super::BundleRegistry {
+                addr: registry.host_addr.clone(),
+                pull_host: registry
+                    .node_endpoint
+                    .trim_start_matches("http://")
+                    .trim_start_matches("https://")
+                    .to_string(),
+            })
+        })
+    }
+
     /// With a registry the images are not loaded but pulled: each must be in the registry
     /// (pushed by `scripts/build-images.sh --push`), checked here so a missing one is named
     /// now rather than as an ErrImagePull later. Without one, each is imported into every node.

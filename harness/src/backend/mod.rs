@@ -255,6 +255,20 @@ pub trait Backend: Send + Sync {
     fn restart_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
         Box::pin(operator_pod::restart(self.client()))
     }
+    /// The OCI registry module bundles are pushed to and the operator pulls them from
+    /// (CONTRACT C.8): the embedded cluster starts Debian's `docker-registry` on 127.0.0.1 the
+    /// first time a case asks; Kind uses its local registry (`REHEARSAL_REGISTRY`). Elsewhere
+    /// (the default) there is none the harness can push to.
+    fn bundle_registry(&self) -> BoxFuture<'_, Result<BundleRegistry, BackendError>> {
+        let backend = self.kind();
+        Box::pin(async move {
+            Err(BackendError::Unsupported {
+                backend,
+                operation: "serve module bundles".into(),
+                why: "it has no OCI registry the harness can push to and the operator can pull from; rehearse module bundles on the embedded cluster, or on Kind with REHEARSAL_REGISTRY set".into(),
+            })
+        })
+    }
     /// Makes locally built images available to the cluster's nodes.
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>>;
     /// Writes node/cluster logs into `dir` (part of a failure bundle).
@@ -288,6 +302,16 @@ pub trait Backend: Send + Sync {
         let _ = name;
         Box::pin(async { Ok(None) })
     }
+}
+
+/// Where module bundles live ([`Backend::bundle_registry`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BundleRegistry {
+    /// The registry's address as the harness reaches it (`127.0.0.1:PORT`): pushes and the
+    /// module gate's own reads go here.
+    pub addr: String,
+    /// The registry host as the operator reaches it: a ModuleSource's `oci.url` starts with it.
+    pub pull_host: String,
 }
 
 /// Each snapshot file of a repository (its name, the snapshot's full id) with the time it was

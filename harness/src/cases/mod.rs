@@ -8,6 +8,7 @@
 pub mod artifacts;
 pub mod backup;
 pub mod fixture;
+pub mod module_bundle;
 pub mod obligation;
 pub mod observe;
 pub mod rollout;
@@ -124,6 +125,11 @@ pub const CASES: &[Case] = &[
         proves: "restore after a halted canary: a halted qualification, then a Restore of the source: Succeeded, data back, the journal still holds the halt",
     },
     Case {
+        name: "candidate_module_digest_mismatch",
+        bucket: "rollout",
+        proves: "module bundle digest mismatch: halted at the module bundle gate before any join; fleet untouched; both digests in the evidence",
+    },
+    Case {
         name: "http_only_candidate",
         bucket: "rollout",
         proves: "HTTP-only candidate: serves the world marker over HTTP but fails the real Minecraft handshake; journal keeps only the baseline receipt; promotion blocked",
@@ -197,6 +203,9 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         "unpullable_candidate" => rollout::unpullable_candidate(ctx).await,
         "http_only_candidate" => rollout::http_only_candidate(ctx).await,
         "restore_after_halted_canary" => rollout::restore_after_halted_canary(ctx).await,
+        "candidate_module_digest_mismatch" => {
+            module_bundle::candidate_module_digest_mismatch(ctx).await
+        }
         "format_change_compatible_rollback" => {
             rollout::format_change_compatible_rollback(ctx).await
         }

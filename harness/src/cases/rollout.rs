@@ -19,8 +19,8 @@ use crate::context::{CaseContext, CaseError, Checks};
 use crate::qualify::{self, Outcome, Plan, Qualification, Rollback, gates};
 use crate::wait::{await_object, conditions};
 
-const SOURCE: &str = "mc-a";
-const OTHER: &str = "mc-b";
+pub(super) const SOURCE: &str = "mc-a";
+pub(super) const OTHER: &str = "mc-b";
 const THIRD: &str = "mc-c";
 
 /// Resolves the fixture game's tags to digest-pinned references. The digest comes from the
@@ -127,16 +127,16 @@ async fn node_reported_digests(
 }
 
 /// How the fleet is set up.
-struct FleetSpec<'a> {
+pub(super) struct FleetSpec<'a> {
     /// Candidate versions to pin by digest in the template.
-    candidates: &'a [&'a str],
+    pub(super) candidates: &'a [&'a str],
     /// Fleet members, in promotion order.
-    members: &'a [&'a str],
+    pub(super) members: &'a [&'a str],
     /// Members created without `spec.version` (they track the template default).
-    tracking_default: &'a [&'a str],
+    pub(super) tracking_default: &'a [&'a str],
     /// Members whose `spec.image` overrides the template's (they keep running it whatever
     /// version they pin).
-    image_override: &'a [&'a str],
+    pub(super) image_override: &'a [&'a str],
 }
 
 impl Default for FleetSpec<'_> {
@@ -151,7 +151,7 @@ impl Default for FleetSpec<'_> {
 }
 
 /// Fixture with the fleet running; returns the members' pod UIDs.
-async fn fleet(
+pub(super) async fn fleet(
     ctx: &CaseContext<'_>,
     spec: &FleetSpec<'_>,
 ) -> Result<BTreeMap<String, Option<String>>, CaseError> {
@@ -246,7 +246,12 @@ async fn fleet_versions(
     Ok(out)
 }
 
-fn plan(ctx: &CaseContext<'_>, members: &[&str], candidate: &str, rollback: Rollback) -> Plan {
+pub(super) fn plan(
+    ctx: &CaseContext<'_>,
+    members: &[&str],
+    candidate: &str,
+    rollback: Rollback,
+) -> Plan {
     Plan {
         template: ctx.namespace.clone(),
         source: SOURCE.into(),
@@ -256,10 +261,11 @@ fn plan(ctx: &CaseContext<'_>, members: &[&str], candidate: &str, rollback: Roll
         rollback,
         run_id: ctx.namespace.clone(),
         repo_secret: fixture::REPO_SECRET.into(),
+        module: None,
     }
 }
 
-async fn run(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification, CaseError> {
+pub(super) async fn run(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification, CaseError> {
     let q = qualify::qualify(ctx, plan).await?;
     ctx.recorder.step(
         "qualification outcome",
@@ -299,7 +305,7 @@ fn failed_gate<'q>(q: &'q Qualification, name: &str, server: &str) -> Option<&'q
 
 /// Checks that a qualification halted at `gate` on the canary clone before any promotion and
 /// left every fleet member as it was (pod UIDs and versions), with no promotion receipt.
-async fn check_halted_untouched(
+pub(super) async fn check_halted_untouched(
     ctx: &CaseContext<'_>,
     checks: &mut Checks,
     q: &Qualification,

@@ -54,6 +54,12 @@ pub struct QualifyArgs {
     /// run creates (default: a fresh run id).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// The module bundle the candidate carries, pinned by digest, as
+    /// SOURCE/MODULE:VERSION@sha256:DIGEST (a ModuleSource, a module in it, its tag): the canary
+    /// halts at the module bundle gate, before the candidate runs, unless the bundle served is
+    /// exactly that one and the operator installed it.
+    #[arg(long, value_name = "SOURCE/MODULE:VERSION@DIGEST", value_parser = module_pin)]
+    pub module_bundle: Option<String>,
     /// The Secret (key `repo`) naming the restic repository the source's backup goes to.
     #[arg(long, default_value = "restic-repo")]
     pub repo_secret: String,
@@ -391,6 +397,13 @@ fn conclude(
     }
 }
 
+/// A `--module-bundle` value that parses as a [`crate::evidence::qualification::ModulePin`].
+fn module_pin(value: &str) -> Result<String, String> {
+    value
+        .parse::<crate::evidence::qualification::ModulePin>()
+        .map(|_| value.to_string())
+}
+
 /// The qualification plan `args` describe: the fleet defaults to the source alone, and a batch
 /// holds at least one member.
 fn plan_of(args: &QualifyArgs, run_id: &str) -> Plan {
@@ -410,6 +423,8 @@ fn plan_of(args: &QualifyArgs, run_id: &str) -> Plan {
         },
         run_id: run_id.to_string(),
         repo_secret: args.repo_secret.clone(),
+        // Checked by clap's value parser ([`module_pin`]).
+        module: args.module_bundle.as_deref().and_then(|p| p.parse().ok()),
     }
 }
 

@@ -10,6 +10,7 @@ use crate::evidence::qualification::{
     Gate, GateEvidence, MemberBaseline, Outcome, Plan, Qualification, clone_name,
 };
 use crate::qualify::access::{get_server, members, patch_server, server_pvcs, world_claims};
+use crate::qualify::gates::module::module_gate;
 use crate::qualify::gates::{Timer, finish, halt, record, server_gates};
 use crate::qualify::preflight::preflight;
 use crate::qualify::promotion::{premature_promotion_receipt, promote};
@@ -105,6 +106,12 @@ pub(super) async fn procedure(
         return Ok(());
     };
     q.candidate_image = Some(candidate_image.clone());
+
+    // The module bundle the candidate carries (CONTRACT C.8): verified before anything is
+    // seeded, so a bundle that is not the pinned one halts before any join.
+    if !module_bundle(ctx, plan, q).await? {
+        return Ok(());
+    }
     let source = get_server(ctx, &plan.source).await?;
     let previous = source.spec.version.clone().unwrap_or_default();
     q.previous = Some(previous.clone());
@@ -182,6 +189,27 @@ pub(super) async fn procedure(
 
     // 6. Promote in gated batches.
     promote(ctx, plan, q, &access, &candidate_image).await
+}
+
+/// The module bundle gate, when the candidate carries a bundle; `false` when it halted the
+/// qualification.
+async fn module_bundle(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut Qualification,
+) -> Result<bool, CaseError> {
+    let Some(pin) = &plan.module else {
+        return Ok(true);
+    };
+    crate::context::boundary(&format!("gate: module bundle ({})", q.clone))?;
+    let timer = Timer::start();
+    let g = finish(timer, module_gate(ctx, &plan.run_id, pin, &q.clone).await?);
+    record(ctx, &g)?;
+    q.gates.push(g.clone());
+    if !g.passed {
+        halt(q, &g, 0);
+    }
+    Ok(g.passed)
 }
 
 /// Step 1: the baseline receipt, the fleet as it was (pod UIDs, versions, claims' digests).

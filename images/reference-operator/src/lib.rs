@@ -14,6 +14,7 @@ pub mod error;
 pub mod gameserver;
 pub mod incarnation;
 pub mod kubeutil;
+pub mod module;
 pub mod mutant;
 pub mod restic;
 pub mod restore;

@@ -97,11 +97,16 @@ pub enum Mutant {
     /// Keeps fleet progress as a lock on the template's servers: a Restore waits while another
     /// server of its template is Failed on a version of its own (a halted canary), for ever.
     CanaryBlocksRestore,
+    /// Never compares a Module's pinned digest with the bundle served: a moved tag installs.
+    BundleDigestUnchecked,
+    /// Compares a Module's pin with the bundle layer's digest, not the manifest's: every pinned
+    /// bundle is refused as moved.
+    BundlePinAgainstLayer,
 }
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 42] = [
+    pub const ALL: [Mutant; 44] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
@@ -144,6 +149,8 @@ impl Mutant {
         Mutant::FinalizerRemovedBeforeCleanup,
         Mutant::LegacyTreatedLiveBound,
         Mutant::CanaryBlocksRestore,
+        Mutant::BundleDigestUnchecked,
+        Mutant::BundlePinAgainstLayer,
     ];
 
     fn entry(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
@@ -173,7 +180,7 @@ impl Mutant {
 /// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
 /// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
 /// never observes against the correct operator.
-const CATALOGUE: [(Mutant, &str, &str, &str); 42] = [
+const CATALOGUE: [(Mutant, &str, &str, &str); 44] = [
     (
         Mutant::IgnoreIncarnation,
         "ignore-incarnation",
@@ -425,6 +432,18 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 42] = [
         "canary-blocks-restore",
         "restore after a halted canary",
         "after a qualification halted with its canary Failed on the candidate, a Restore of the source stays Pending waiting for the rollout (correct: it runs to Succeeded; fleet progress is no lock on any server)",
+    ),
+    (
+        Mutant::BundleDigestUnchecked,
+        "bundle-digest-unchecked",
+        "module bundle digest mismatch",
+        "a Module whose pinned digest differs from the bundle its tag now serves is installed (Ready, appliedDigest the served one; correct: Failed, reason DigestMismatch naming both digests, no GameTemplate written)",
+    ),
+    (
+        Mutant::BundlePinAgainstLayer,
+        "bundle-pin-against-layer",
+        "module bundle digest mismatch",
+        "a Module pinned to exactly the manifest its tag serves is refused with DigestMismatch (the pin compared with the layer's digest; correct: Ready, appliedDigest the pin, its GameTemplate written)",
     ),
 ];
 

@@ -1,4 +1,4 @@
-//! Wires the three controllers to the cluster and runs them until shutdown.
+//! Wires the four controllers (GameServer, Backup, Restore, Module) to the cluster and runs them until shutdown.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use gameplane_api::names::labels;
-use gameplane_api::{Backup, GameServer, Restore};
+use gameplane_api::{Backup, GameServer, Module, Restore};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -64,6 +64,37 @@ fn unfinished_restores(
 
 fn game_pods() -> watcher::Config {
     watcher::Config::default().labels(labels::SERVER)
+}
+
+/// Writes the ready file, if one was asked for.
+async fn write_ready(ready_file: Option<PathBuf>) {
+    if let Some(path) = ready_file
+        && let Err(error) = tokio::fs::write(&path, b"ready\n").await
+    {
+        tracing::error!(path = %path.display(), %error, "cannot write the ready file");
+    }
+}
+
+/// The Module controller and its cache. Modules and their templates are cluster-scoped: watched
+/// cluster-wide whatever namespace the other controllers watch.
+fn module_controller(
+    client: &Client,
+    ctx: Arc<Ctx>,
+    stop: impl Future<Output = ()> + Send + Sync + 'static,
+) -> (
+    kube::runtime::reflector::Store<Module>,
+    impl Future<Output = ()>,
+) {
+    let controller = Controller::new(
+        Api::<Module>::all(client.clone()),
+        watcher::Config::default(),
+    );
+    let store = controller.store();
+    let run = controller
+        .graceful_shutdown_on(stop)
+        .run(crate::module::reconcile, error_policy, ctx)
+        .for_each(|_| async {});
+    (store, run)
 }
 
 /// Runs the GameServer, Backup and Restore controllers until `shutdown` resolves, then lets
@@ -160,26 +191,25 @@ pub async fn run(
         .run(crate::restore::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});
 
+    let (module_store, modules) = module_controller(&client, ctx.clone(), stop());
+
     let trigger = async move {
         shutdown.await;
-        tracing::info!("shutting down: finishing in-flight reconciles");
         let _ = tx.send(true);
     };
     let ready = async move {
         let synced = async {
             server_store.wait_until_ready().await?;
             backup_store.wait_until_ready().await?;
+            module_store.wait_until_ready().await?;
             restore_store.wait_until_ready().await
         };
         if synced.await.is_err() {
             return;
         }
         tracing::info!("caches synced; reconciling");
-        if let Some(path) = ready_file
-            && let Err(error) = tokio::fs::write(&path, b"ready\n").await
-        {
-            tracing::error!(path = %path.display(), %error, "cannot write the ready file");
-        }
+        write_ready(ready_file).await;
     };
-    tokio::join!(servers, backups, restores, trigger, ready);
+    tokio::join!(servers, backups, restores, modules, trigger, ready);
+    tracing::info!("shut down: in-flight reconciles finished");
 }

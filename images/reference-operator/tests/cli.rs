@@ -60,6 +60,8 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "finalizer-removed-before-cleanup",
             "legacy-treated-live-bound",
             "canary-blocks-restore",
+            "bundle-digest-unchecked",
+            "bundle-pin-against-layer",
         ]
     );
 }

@@ -339,6 +339,15 @@ pub fn evidence_line(g: &Gate) -> String {
             e.image, e.previous, e.access.rcon_secret
         ),
         GateEvidence::Preflight(_) => g.reason.clone().unwrap_or_else(|| "none".into()),
+        GateEvidence::Module(Observed::Read(e)) => format!(
+            "{} served {} for the pin {}; operator: Module {} {} ({})",
+            e.reference,
+            e.served.as_deref().map_or_else(|| "nothing".into(), abbrev),
+            abbrev(&e.pinned),
+            e.module,
+            none(e.phase.as_deref()),
+            none(e.ready_reason.as_deref()),
+        ),
         GateEvidence::Image(Observed::Read(e)) => {
             let digest = e.image_id.rsplit_once('@').map(|(_, d)| abbrev(d));
             match (digest, &e.waiting_reason) {
@@ -381,6 +390,7 @@ pub fn evidence_line(g: &Gate) -> String {
             .collect::<Vec<_>>()
             .join("; "),
         GateEvidence::Image(Observed::Error(e))
+        | GateEvidence::Module(Observed::Error(e))
         | GateEvidence::Save(Observed::Error(e))
         | GateEvidence::ReadBack(Observed::Error(e)) => e.error.clone(),
         GateEvidence::Rollback(e) => rollback_line(e),

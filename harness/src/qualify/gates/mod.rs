@@ -1,4 +1,6 @@
-//! The gates a server passes once it runs the candidate, in order: the pinned image runs
+//! The gates. Before the candidate reaches the clone, a candidate that carries a module bundle
+//! passes [`module`] (the bundle served and installed is exactly the pinned one). Then the gates a
+//! server passes once it runs the candidate, in order: the pinned image runs
 //! ([`image`]), a real join reaches play ([`join`]), a save succeeds ([`save`]), and on the clone
 //! the world claims read back whole ([`read_back`]). Each writes a typed `gate` receipt (and, on
 //! the `rehearse qualify` console, a progress line); the first failure stops the rest and
@@ -6,13 +8,14 @@
 
 pub mod image;
 pub mod join;
+pub mod module;
 pub mod pods;
 pub mod read_back;
 pub mod save;
 
 /// The gates' names, as the evidence records them.
 pub use crate::evidence::qualification::gates::{
-    IMAGE, JOIN, PREFLIGHT, READ_BACK, ROLLBACK, SAVE,
+    IMAGE, JOIN, MODULE, PREFLIGHT, READ_BACK, ROLLBACK, SAVE,
 };
 
 use std::sync::atomic::{AtomicBool, Ordering};

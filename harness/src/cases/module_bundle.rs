@@ -1,0 +1,298 @@
+//! The candidate's module bundle pinned by digest (CONTRACT C.8): `candidate_module_digest_mismatch`.
+//!
+//! The bundle is a real OCI artifact in a real registry (Debian's `docker-registry` on the
+//! embedded cluster, the local registry on Kind), pulled by the operator from a ModuleSource.
+//! The case publishes the bundle, pins its digest, proves the pin works (a control Module with
+//! that pin is installed and the module bundle gate passes on it), then moves the bundle's tag to
+//! other content — the attack a digest pin exists for — and qualifies a candidate that would
+//! otherwise pass. The qualification must halt at the module bundle gate before any join, with
+//! the fleet untouched, both digests in the gate's evidence, and the operator refusing the bundle
+//! (`DigestMismatch`, no GameTemplate written).
+
+use gameplane_api::GameTemplate;
+use gameplane_api::conditions;
+use gameplane_api::module::{
+    BUNDLE_ARTIFACT_TYPE, BUNDLE_LAYER_MEDIA_TYPE, BundleDocument, DIGEST_MISMATCH, Module,
+    ModuleRef, ModuleSource, ModuleSourceSpec, OciSource,
+};
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use serde_json::{Value, json};
+
+use super::fixture::{self, FixtureOptions};
+use super::rollout::{self, FleetSpec, OTHER, SOURCE};
+use crate::context::{CaseContext, CaseError, Checks};
+use crate::evidence::qualification::ModulePin;
+use crate::qualify::gates::module::{canary_module, module_gate};
+use crate::qualify::{Rollback, gates};
+
+/// The module's name in the source (its OCI repository below the source's URL).
+const MODULE: &str = "fixture-game";
+/// The bundle's tag.
+const BUNDLE_VERSION: &str = "1.1";
+
+/// The bundle document: the fixture's GameTemplate as a module ships it. `retag` changes its
+/// display name, which is all a moved tag needs to serve other bytes.
+fn bundle(ctx: &CaseContext<'_>, retag: bool) -> Vec<u8> {
+    let mut template = fixture::template(&ctx.namespace, &FixtureOptions::default()).spec;
+    if retag {
+        template.display_name = format!("{} (retagged)", template.display_name);
+    }
+    let doc = BundleDocument {
+        name: MODULE.into(),
+        version: BUNDLE_VERSION.into(),
+        template,
+    };
+    serde_json::to_vec(&doc).unwrap_or_default()
+}
+
+/// Publishes the bundle, creates the ModuleSource for it, and returns the registry, the pinned
+/// (first) digest and the source's name.
+async fn publish(ctx: &CaseContext<'_>) -> Result<(String, String, Value), CaseError> {
+    let registry = ctx
+        .backend
+        .bundle_registry()
+        .await
+        .map_err(|e| CaseError::Setup(e.to_string()))?;
+    let repository = format!("{}/{MODULE}", ctx.namespace);
+    let digest = crate::registry::push_artifact(
+        &registry.addr,
+        &repository,
+        BUNDLE_VERSION,
+        BUNDLE_ARTIFACT_TYPE,
+        BUNDLE_LAYER_MEDIA_TYPE,
+        &bundle(ctx, false),
+    )
+    .await
+    .map_err(|e| CaseError::Setup(e.to_string()))?;
+    let source = ModuleSource {
+        metadata: ObjectMeta {
+            name: Some(ctx.namespace.clone()),
+            ..Default::default()
+        },
+        spec: ModuleSourceSpec {
+            type_: "oci".into(),
+            oci: Some(OciSource {
+                url: format!("{}/{}", registry.pull_host, ctx.namespace),
+                insecure: Some(true),
+                modules: vec![ModuleRef {
+                    name: MODULE.into(),
+                }],
+            }),
+        },
+    };
+    Api::<ModuleSource>::all(ctx.client.clone())
+        .create(&PostParams::default(), &source)
+        .await
+        .map_err(CaseError::kube(
+            "create ModuleSource",
+            ctx.namespace.clone(),
+        ))?;
+    let observed = json!({"registry": registry, "repository": repository, "tag": BUNDLE_VERSION,
+                          "digest": digest, "source": source.spec});
+    Ok((ctx.namespace.clone(), digest, observed))
+}
+
+/// Moves the bundle's tag to other content; returns the digest it now serves.
+async fn move_tag(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
+    let registry = ctx
+        .backend
+        .bundle_registry()
+        .await
+        .map_err(|e| CaseError::Setup(e.to_string()))?;
+    crate::registry::push_artifact(
+        &registry.addr,
+        &format!("{}/{MODULE}", ctx.namespace),
+        BUNDLE_VERSION,
+        BUNDLE_ARTIFACT_TYPE,
+        BUNDLE_LAYER_MEDIA_TYPE,
+        &bundle(ctx, true),
+    )
+    .await
+    .map_err(|e| CaseError::Setup(e.to_string()))
+}
+
+/// Removes the cluster-scoped objects the case made (the namespace takes the rest).
+async fn tidy(ctx: &CaseContext<'_>, modules: &[String]) {
+    let api: Api<Module> = Api::all(ctx.client.clone());
+    for m in modules {
+        let _ = api.delete(m, &DeleteParams::background()).await;
+    }
+    let _ = Api::<ModuleSource>::all(ctx.client.clone())
+        .delete(&ctx.namespace, &DeleteParams::default())
+        .await;
+}
+
+/// Module bundle digest mismatch: halted at the module bundle gate before any join; fleet
+/// untouched; both digests in the evidence; the operator refused the bundle.
+pub async fn candidate_module_digest_mismatch(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER];
+    let before = rollout::fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_COMPAT],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let (source, pinned, _) = ctx.step("publish the module bundle", publish(ctx)).await?;
+    let pin = ModulePin {
+        source,
+        module: MODULE.into(),
+        version: BUNDLE_VERSION.into(),
+        digest: pinned.clone(),
+    };
+    // The control: with the tag still on the pinned content, the gate passes and the operator
+    // installs exactly that bundle (an operator or gate that refuses every bundle fails here).
+    let control_run = format!("{}-control", ctx.namespace);
+    let control = ctx
+        .step("the pinned bundle passes the module bundle gate", async {
+            let g = module_gate(ctx, &control_run, &pin, &ctx.namespace).await?;
+            Ok(serde_json::to_value(&g).unwrap_or_default())
+        })
+        .await?;
+    let moved = ctx
+        .step("move the bundle's tag to other content", async {
+            move_tag(ctx).await
+        })
+        .await?;
+    let mut plan = rollout::plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
+    plan.module = Some(pin.clone());
+    let q = rollout::run(ctx, &plan).await?;
+    ctx.uses("Module status (phase, Ready reason, appliedDigest)");
+    ctx.uses("registry manifest digests");
+    let mut checks = Checks::new();
+    let halted =
+        rollout::check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::MODULE)
+            .await?;
+    let canary = canary_module(&plan.run_id, &pin);
+    let control_module = canary_module(&control_run, &pin);
+    let modules: Api<Module> = Api::all(ctx.client.clone());
+    let refused = modules
+        .get_opt(&canary)
+        .await
+        .map_err(CaseError::kube("get Module", canary.clone()))?;
+    let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
+    let from_bundle = templates
+        .get_opt(&canary)
+        .await
+        .map_err(CaseError::kube("get GameTemplate", canary.clone()))?;
+    let control_template = templates
+        .get_opt(&control_module)
+        .await
+        .map_err(CaseError::kube("get GameTemplate", control_module.clone()))?;
+    let evidence = Evidence {
+        pinned: &pinned,
+        moved: &moved,
+        control: &control,
+        control_template: control_template.as_ref(),
+        refused: refused.as_ref(),
+        from_bundle: from_bundle.is_some(),
+    };
+    check_module(ctx, &mut checks, &q, &evidence);
+    tidy(ctx, &[canary, control_module]).await;
+    ctx.assess(
+        checks,
+        json!({"halt": halted, "pinned": pinned, "moved": moved, "control": control,
+               "canary_module": refused.and_then(|m| m.status)}),
+    )
+}
+
+/// What the checks read.
+struct Evidence<'a> {
+    pinned: &'a str,
+    moved: &'a str,
+    control: &'a Value,
+    control_template: Option<&'a GameTemplate>,
+    refused: Option<&'a Module>,
+    from_bundle: bool,
+}
+
+fn check_module(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    q: &crate::qualify::Qualification,
+    e: &Evidence<'_>,
+) {
+    let o = format!("qualification in {}", ctx.namespace);
+    checks.check(
+        "control-bundle-installed",
+        e.control["passed"] == true
+            && e.control_template.is_some_and(|t| {
+                t.spec
+                    .versions
+                    .iter()
+                    .any(|v| v.id == fixture::VERSION_COMPAT)
+            }),
+        &format!(
+            "module bundle gate on the control Module in {}",
+            ctx.namespace
+        ),
+        "gate verdict and the GameTemplate installed from the pinned bundle",
+        "passed, and a GameTemplate holding the bundle's versions",
+        json!({"gate": e.control, "template_versions": e.control_template
+            .map(|t| t.spec.versions.iter().map(|v| v.id.clone()).collect::<Vec<_>>())}),
+    );
+    let joined = q
+        .gates
+        .iter()
+        .filter(|g| g.name != gates::PREFLIGHT && g.name != gates::MODULE)
+        .map(|g| g.name.clone())
+        .collect::<Vec<_>>();
+    checks.check(
+        "no-gate-after-module",
+        joined.is_empty(),
+        &o,
+        "gates judged after the module bundle gate",
+        "none (no image, no join: the candidate never reached the clone)",
+        &joined,
+    );
+    let gate = q
+        .gates
+        .iter()
+        .find(|g| g.name == gates::MODULE && !g.passed);
+    let module = gate.and_then(|g| g.evidence.module());
+    let reason = gate.and_then(|g| g.reason.clone()).unwrap_or_default();
+    checks.check(
+        "both-digests-in-evidence",
+        module.is_some_and(|m| m.pinned == e.pinned && m.served.as_deref() == Some(e.moved))
+            && reason.contains(e.pinned)
+            && reason.contains(e.moved),
+        &o,
+        "module bundle gate evidence (pinned, served) and reason",
+        format!(
+            "pinned {} and served {}, both named in the reason",
+            e.pinned, e.moved
+        ),
+        json!({"evidence": module, "reason": reason}),
+    );
+    let status = e.refused.and_then(|m| m.status.clone()).unwrap_or_default();
+    let ready = conditions::find(&status.conditions, conditions::types::READY);
+    checks.check(
+        "operator-refused-bundle",
+        format!("{:?}", status.phase) == "Some(Failed)"
+            && ready.is_some_and(|c| {
+                c.status == "False"
+                    && c.reason == DIGEST_MISMATCH
+                    && c.message.contains(e.pinned)
+                    && c.message.contains(e.moved)
+            })
+            && status.applied_digest.is_none(),
+        &format!(
+            "module {}",
+            e.refused
+                .map(|m| m.metadata.name.clone().unwrap_or_default())
+                .unwrap_or_default()
+        ),
+        "status.phase, Ready condition, appliedDigest",
+        "Failed; Ready False, reason DigestMismatch naming both digests; nothing applied",
+        json!({"phase": status.phase, "ready": ready, "appliedDigest": status.applied_digest}),
+    );
+    checks.check(
+        "no-template-from-refused-bundle",
+        !e.from_bundle,
+        &o,
+        "GameTemplate named after the canary Module",
+        "absent (a refused bundle writes no template)",
+        e.from_bundle,
+    );
+}

@@ -1,0 +1,210 @@
+//! The module bundle gate (CONTRACT C.8): a candidate that carries a module bundle pinned by
+//! digest runs on the canary only once the bundle served is exactly the pinned one.
+//!
+//! Two independent observations are compared with the pin:
+//! - the harness's own read of the registry: the digest computed over the manifest bytes the
+//!   ModuleSource's registry serves for `<oci.url>/<module>:<version>` (never a header);
+//! - the operator's: a canary Module (`<run id>-<module>`, labelled with the run) that pins the
+//!   same digest, and what the operator made of it (`status.phase`, its `Ready` reason,
+//!   `status.appliedDigest`).
+//!
+//! The gate passes only when the registry serves the pinned digest and the operator installed
+//! exactly it. A tag moved to other content fails the gate, naming both digests, before the
+//! candidate reaches the clone — so before any join.
+//!
+//! The gate verifies the bundle; the candidate version the clone then runs is still the one the
+//! plan names in the fleet's GameTemplate.
+
+use gameplane_api::conditions;
+use gameplane_api::module::{Module, ModulePhase, ModuleSource, ModuleSpec, SourceRef};
+use kube::api::{Api, ObjectMeta, PostParams};
+
+use crate::context::{CaseContext, CaseError, HarnessMutant};
+use crate::evidence::qualification::{Gate, GateEvidence, ModuleEvidence, ModulePin, Observed};
+use crate::qualify::gates::{gate, gate_error};
+use crate::qualify::tidy;
+use crate::wait::{Condition, Progress, await_object};
+
+/// The canary Module's name for `pin` in run `run_id`: a DNS subdomain, unique per run.
+pub fn canary_module(run_id: &str, pin: &ModulePin) -> String {
+    let name: String = format!("{run_id}-{}", pin.module)
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(253)
+        .collect();
+    name.trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_string()
+}
+
+/// The operator has judged the Module's current generation: Ready or Failed.
+fn judged() -> Condition<Module> {
+    Condition::new(
+        "the operator's verdict on the current generation (phase Ready or Failed)",
+        |m: Option<&Module>| {
+            let Some(m) = m else {
+                return Progress::Pending;
+            };
+            let status = m.status.as_ref();
+            let current = status.and_then(|s| s.observed_generation) == m.metadata.generation;
+            match status.and_then(|s| s.phase) {
+                Some(ModulePhase::Ready | ModulePhase::Failed) if current => Progress::Met,
+                _ => Progress::Pending,
+            }
+        },
+    )
+}
+
+/// Where the harness reads the registry that `host` names: the backend's bundle registry when
+/// the operator reaches it under that name, else `host` itself.
+async fn harness_addr(ctx: &CaseContext<'_>, host: &str) -> String {
+    match ctx.backend.bundle_registry().await {
+        Ok(r) if r.pull_host == host => r.addr,
+        _ => host.to_string(),
+    }
+}
+
+/// The module bundle gate on `server` (the canary clone).
+pub(crate) async fn module_gate(
+    ctx: &CaseContext<'_>,
+    run_id: &str,
+    pin: &ModulePin,
+    server: &str,
+) -> Result<Gate, CaseError> {
+    let evidence = match observe(ctx, run_id, pin).await {
+        Ok(e) => e,
+        Err(e) => {
+            let reason = format!("module bundle {pin}: {e}");
+            return Ok(gate(
+                server,
+                GateEvidence::Module(gate_error(&reason)),
+                false,
+                Some(reason),
+            ));
+        }
+    };
+    // `harness-module-gate-trusts-tag` defect: the pin never reaches the comparison, so
+    // whatever the tag serves (and the operator installs) passes.
+    let pinned = if ctx.harness_mutant(HarnessMutant::ModuleGateTrustsTag) {
+        evidence.served.clone().unwrap_or_default()
+    } else {
+        evidence.pinned.clone()
+    };
+    let served_ok = evidence.served.as_deref() == Some(pinned.as_str());
+    let operator_ok = evidence.phase.as_deref() == Some("Ready")
+        && evidence.applied_digest.as_deref() == Some(pinned.as_str());
+    let operator = format!(
+        "the operator's Module {} is {} ({}: {})",
+        evidence.module,
+        evidence.phase.as_deref().unwrap_or("without a phase"),
+        evidence
+            .ready_reason
+            .as_deref()
+            .unwrap_or("no Ready reason"),
+        evidence.ready_message.as_deref().unwrap_or(""),
+    );
+    let reason = if !served_ok {
+        Some(format!(
+            "module bundle {}: the registry serves {}, but the candidate pins {}; {operator}",
+            evidence.reference,
+            evidence.served.as_deref().unwrap_or("no such tag"),
+            evidence.pinned,
+        ))
+    } else if !operator_ok {
+        Some(format!(
+            "module bundle {}: the registry serves the pinned {}, but the operator did not install exactly it (applied {}); {operator}",
+            evidence.reference,
+            evidence.pinned,
+            evidence.applied_digest.as_deref().unwrap_or("nothing"),
+        ))
+    } else {
+        None
+    };
+    Ok(gate(
+        server,
+        GateEvidence::Module(Observed::Read(evidence)),
+        reason.is_none(),
+        reason,
+    ))
+}
+
+/// Reads the registry, creates the canary Module and waits for the operator's verdict.
+async fn observe(
+    ctx: &CaseContext<'_>,
+    run_id: &str,
+    pin: &ModulePin,
+) -> Result<ModuleEvidence, String> {
+    let sources: Api<ModuleSource> = Api::all(ctx.client.clone());
+    let source = sources
+        .get_opt(&pin.source)
+        .await
+        .map_err(|e| format!("cannot read ModuleSource {}: {e}", pin.source))?
+        .ok_or_else(|| {
+            format!(
+                "ModuleSource {} does not exist; create it, or name the source the fleet's modules come from",
+                pin.source
+            )
+        })?;
+    let oci = source.spec.oci.as_ref().ok_or_else(|| {
+        format!(
+            "ModuleSource {} is of type {:?}: the gate reads OCI sources (spec.oci) only",
+            pin.source, source.spec.type_
+        )
+    })?;
+    let (host, repository) = oci.repository(&pin.module);
+    let reference = format!("{host}/{repository}:{}", pin.version);
+    let addr = harness_addr(ctx, &host).await;
+    let served = crate::registry::fetch_manifest(&addr, &repository, &pin.version)
+        .await
+        .map_err(|e| e.to_string())?
+        .map(|(digest, _)| digest);
+
+    let name = canary_module(run_id, pin);
+    let digest = if ctx.harness_mutant(HarnessMutant::ModuleGateTrustsTag) {
+        None
+    } else {
+        Some(pin.digest.clone())
+    };
+    let module = Module {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(tidy::labels(run_id)),
+            ..Default::default()
+        },
+        spec: ModuleSpec {
+            source: SourceRef {
+                name: pin.source.clone(),
+            },
+            name: pin.module.clone(),
+            version: Some(pin.version.clone()),
+            digest,
+        },
+        status: None,
+    };
+    let modules: Api<Module> = Api::all(ctx.client.clone());
+    modules
+        .create(&PostParams::default(), &module)
+        .await
+        .map_err(|e| format!("cannot create the canary Module {name}: {e}"))?;
+    let judged = await_object(&modules, &name, judged(), ctx.bounds.settle)
+        .await
+        .map_err(|e| format!("the operator never judged the canary Module: {e}"))?;
+    let status = judged.status.unwrap_or_default();
+    let ready = conditions::find(&status.conditions, conditions::types::READY);
+    Ok(ModuleEvidence {
+        reference,
+        pinned: pin.digest.clone(),
+        served,
+        module: name,
+        phase: status.phase.map(|p| format!("{p:?}")),
+        ready_reason: ready.map(|c| c.reason.clone()),
+        ready_message: ready.map(|c| c.message.clone()),
+        applied_digest: status.applied_digest,
+    })
+}
