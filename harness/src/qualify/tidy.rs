@@ -30,6 +30,10 @@ use crate::wait::{WaitError, await_condition, conditions};
 /// The label every object a qualification creates carries; its value is the run id.
 pub const RUN_LABEL: &str = "rehearsal.local/qualify-run";
 
+/// The label naming the namespace a qualification ran in, on the cluster-scoped objects it
+/// creates (its canary Module), so a run's tidy-up finds only its own namespace's.
+pub const NAMESPACE_LABEL: &str = "rehearsal.local/qualify-namespace";
+
 /// The labels of objects created by run `run_id`.
 pub fn labels(run_id: &str) -> BTreeMap<String, String> {
     BTreeMap::from([(RUN_LABEL.to_string(), run_id.to_string())])
@@ -54,7 +58,7 @@ pub fn check_run_id(run_id: &str) -> Result<(), String> {
 /// One object a qualification run created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Created {
-    /// `GameServer`, `Backup`, `Restore` or `Pod`.
+    /// `Module` (cluster-scoped), `GameServer`, `Backup`, `Restore` or `Pod`.
     pub kind: &'static str,
     /// The object's name in the qualification namespace.
     pub name: String,
@@ -182,19 +186,44 @@ where
 }
 
 /// The objects in `namespace` labelled as a qualification's: run `run`'s, or every run's when
-/// `None`. Ordered as they are removed: Restores, Backups, GameServers, then pods.
+/// `None`. Ordered as they are removed: canary Modules, Restores, Backups, GameServers, then pods.
 pub async fn find(
     client: &kube::Client,
     namespace: &str,
     run: Option<&str>,
 ) -> Result<Vec<Created>, TidyError> {
-    let mut out = list(
-        &Api::<Restore>::namespaced(client.clone(), namespace),
-        "Restore",
-        namespace,
-        run,
-    )
-    .await?;
+    // Cluster-scoped: the run's canary Modules, found by run and by the namespace they name.
+    let modules = Api::<gameplane_api::Module>::all(client.clone());
+    // A cluster without the Module CRD (404) has none.
+    let listed = match modules.list(&selector(run)).await {
+        Ok(list) => list.items,
+        Err(kube::Error::Api(s)) if s.code == 404 => vec![],
+        Err(e) => {
+            return Err(TidyError::List {
+                kind: "Module",
+                namespace: namespace.to_string(),
+                source: Box::new(e),
+            });
+        }
+    };
+    let mut out: Vec<Created> = listed
+        .iter()
+        .filter(|m| m.labels().get(NAMESPACE_LABEL).map(String::as_str) == Some(namespace))
+        .map(|m| Created {
+            kind: "Module",
+            name: m.name_any(),
+            run: m.labels().get(RUN_LABEL).cloned().unwrap_or_default(),
+        })
+        .collect();
+    out.extend(
+        list(
+            &Api::<Restore>::namespaced(client.clone(), namespace),
+            "Restore",
+            namespace,
+            run,
+        )
+        .await?,
+    );
     out.extend(
         list(
             &Api::<Backup>::namespaced(client.clone(), namespace),
@@ -277,6 +306,10 @@ pub async fn remove(
 ) -> Result<(), TidyError> {
     for object in objects {
         match object.kind {
+            "Module" => {
+                let api = Api::<gameplane_api::Module>::all(client.clone());
+                delete_and_wait(&api, object, namespace, bound).await?;
+            }
             "Restore" => {
                 let api = Api::<Restore>::namespaced(client.clone(), namespace);
                 delete_and_wait(&api, object, namespace, bound).await?;

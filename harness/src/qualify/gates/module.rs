@@ -174,7 +174,11 @@ async fn observe(
     let module = Module {
         metadata: ObjectMeta {
             name: Some(name.clone()),
-            labels: Some(tidy::labels(run_id)),
+            labels: Some({
+                let mut labels = tidy::labels(run_id);
+                labels.insert(tidy::NAMESPACE_LABEL.into(), ctx.namespace.clone());
+                labels
+            }),
             ..Default::default()
         },
         spec: ModuleSpec {
