@@ -202,6 +202,61 @@ fn bubblewrap_not_installed() {
     assert_one_line_error(&out, &["bwrap", "scripts/setup.sh"]);
 }
 
+/// The embedded cluster's module bundle registry is Debian's docker-registry: without it the
+/// run stops before any case, naming the package.
+#[test]
+fn docker_registry_not_installed() {
+    let dir = tmp();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for program in ["bwrap", "restic"] {
+        let real = which(program);
+        std::os::unix::fs::symlink(real, bin.join(program)).unwrap();
+    }
+    let out = rehearse()
+        .env("PATH", &bin)
+        .env_remove("REHEARSAL_DOCKER_REGISTRY")
+        .args(["run", "--reports", dir.path().join("r").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, &["docker-registry", "scripts/setup.sh"]);
+}
+
+fn which(program: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} is not installed: run scripts/setup.sh"))
+}
+
+#[test]
+fn module_bundle_that_is_not_pinned_by_digest() {
+    for value in [
+        "modules/fixture-game:1.1",
+        "modules/fixture-game:1.1@sha256:abc",
+        "fixture-game:1.1@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+    ] {
+        assert_one_line_error(
+            &run(&[
+                "qualify",
+                "--candidate",
+                "2.0",
+                "--template",
+                "t",
+                "--namespace",
+                "n",
+                "--source",
+                "s",
+                "--module-bundle",
+                value,
+            ]),
+            &["SOURCE/MODULE:VERSION@sha256:"],
+        );
+    }
+}
+
 #[test]
 fn unwritable_reports_directory() {
     let dir = tmp();

@@ -756,3 +756,46 @@ impl RollbackEvidence {
         }
     }
 }
+
+#[cfg(test)]
+mod module_pin_tests {
+    use super::ModulePin;
+
+    const DIGEST: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+
+    #[test]
+    fn a_pin_parses_and_prints_back() {
+        let text = format!("modules/fixture-game:1.1@{DIGEST}");
+        let pin: ModulePin = text.parse().unwrap();
+        assert_eq!(
+            pin,
+            ModulePin {
+                source: "modules".into(),
+                module: "fixture-game".into(),
+                version: "1.1".into(),
+                digest: DIGEST.into(),
+            }
+        );
+        assert_eq!(pin.to_string(), text);
+    }
+
+    #[test]
+    fn a_pin_without_each_part_is_refused_naming_the_form() {
+        for bad in [
+            "modules/fixture-game:1.1".to_string(),
+            format!("fixture-game:1.1@{DIGEST}"),
+            format!("modules/fixture-game@{DIGEST}"),
+            format!("/fixture-game:1.1@{DIGEST}"),
+            "modules/fixture-game:1.1@sha256:ABC".to_string(),
+            format!("modules/fixture-game:1.1@{}", DIGEST.to_uppercase()),
+            "modules/fixture-game:1.1@md5:00".to_string(),
+        ] {
+            let err = bad.parse::<ModulePin>().unwrap_err();
+            assert!(
+                err.contains("SOURCE/MODULE:VERSION@sha256:"),
+                "{bad}: {err}"
+            );
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+}
