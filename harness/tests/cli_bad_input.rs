@@ -239,19 +239,7 @@ fn module_bundle_that_is_not_pinned_by_digest() {
         "fixture-game:1.1@sha256:0000000000000000000000000000000000000000000000000000000000000000",
     ] {
         assert_one_line_error(
-            &run(&[
-                "qualify",
-                "--candidate",
-                "2.0",
-                "--template",
-                "t",
-                "--namespace",
-                "n",
-                "--source",
-                "s",
-                "--module-bundle",
-                value,
-            ]),
+            &run(&qualify(&["--module-bundle", value])),
             &["SOURCE/MODULE:VERSION@sha256:"],
         );
     }
@@ -330,20 +318,24 @@ fn bucket_manifest_with_an_unknown_key() {
 
 #[test]
 fn qualify_needs_an_existing_fleet() {
-    assert_one_line_error(
-        &run(&[
-            "qualify",
-            "--candidate",
-            "2.0",
-            "--template",
-            "t",
-            "--namespace",
-            "n",
-            "--source",
-            "s",
-        ]),
-        &["--cluster existing"],
-    );
+    assert_one_line_error(&run(&qualify(&[])), &["--cluster existing"]);
+}
+
+/// `rehearse qualify` with a complete plan, then `extra`.
+fn qualify<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "qualify",
+        "--candidate",
+        "2.0",
+        "--template",
+        "t",
+        "--namespace",
+        "n",
+        "--source",
+        "s",
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 #[test]
