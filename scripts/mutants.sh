@@ -11,6 +11,9 @@
 #   scripts/mutants.sh operator    the reference operator's backup, restore, restic and
 #                                  incarnation code — judged by its own tests and the backup
 #                                  scenario cases (about 270; hours on 2 cores)
+#   scripts/mutants.sh module      the Module controller (images/reference-operator/src/module.rs) —
+#                                  judged by the operator's module tests and the
+#                                  candidate_module_digest_mismatch case (about 30)
 #   scripts/mutants.sh SET -- ARGS extra cargo-mutants arguments, e.g. `-- --file
 #                                  images/reference-operator/src/incarnation.rs` to run a part
 #
@@ -50,8 +53,13 @@ operator)
     images/reference-operator/src/restic.rs images/reference-operator/src/incarnation.rs)
   tests=(--test-package reference-operator --test-package rehearsal-scenarios)
   ;;
+module)
+  files=(images/reference-operator/src/module.rs)
+  tests=(--test-package reference-operator --test-package rehearsal-scenarios
+    -- -E 'binary(module) | test(=candidate_module_digest_mismatch)')
+  ;;
 *)
-  echo "usage: scripts/mutants.sh evidence|harness|operator [-- CARGO-MUTANTS-ARGS]" >&2
+  echo "usage: scripts/mutants.sh evidence|harness|operator|module [-- CARGO-MUTANTS-ARGS]" >&2
   exit 2
   ;;
 esac
@@ -73,7 +81,7 @@ mutants() {
   # --baseline skip: cargo-mutants 27 runs the baseline with the mutated package's tests and the
   # named targets (which live in another package), so it cannot build; the unmutated tree is
   # the one CI keeps green, and .cargo/mutants.toml sets the test timeout the baseline would.
-  cargo mutants --no-shuffle --baseline skip --timeout 900 --build-timeout 900 "${args[@]}" --output "$out" "$@" "${extra[@]}" || status=$?
+  cargo mutants --no-shuffle --baseline skip --timeout 900 --build-timeout 900 "${args[@]}" --output "$out" "${extra[@]}" "$@" || status=$?
   case "$status" in 0 | 2 | 3) ;; *)
     echo "cargo-mutants failed (exit $status); its log: $out/mutants.out/debug.log" >&2
     exit "$status"
