@@ -228,3 +228,66 @@ async fn the_bundle_digest_unchecked_mutant_installs_a_moved_tag() {
         Some(moved.as_str())
     );
 }
+
+/// Judged at generation `generation`: Ready or Failed for that spec.
+fn judged_at(generation: i64) -> impl Condition<Module> {
+    move |m: Option<&Module>| {
+        m.and_then(|m| m.status.as_ref()).is_some_and(|s| {
+            s.observed_generation == Some(generation)
+                && matches!(s.phase, Some(ModulePhase::Ready | ModulePhase::Failed))
+        })
+    }
+}
+
+async fn repin(rig: &Rig, name: &str, digest: &str, generation: i64) -> Module {
+    let api = Api::<Module>::all(rig.client.clone());
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"digest": digest}})),
+    )
+    .await
+    .expect("re-pin the Module");
+    wait_for(&api, name, "judged again", judged_at(generation)).await
+}
+
+/// A spec change after a verdict is judged again: a re-pin to the tag's new content installs
+/// it (the old digest kept as `previousDigest`), and a re-pin to content nobody serves fails
+/// while the installed template and `appliedDigest` stay as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repinned_module_is_judged_again_and_a_failed_upgrade_keeps_the_installed_bundle() {
+    let rig = Rig::start(None).await;
+    let bundles = Bundles::start(&rig, true).await;
+    let first = bundles.push("1.1", "mc", "first").await;
+    let m = install(&rig, module("m", "src", "1.1", Some(&first))).await;
+    assert_eq!(verdict(&m).0, Some(ModulePhase::Ready), "{}", dump(&m));
+
+    let second = bundles.push("1.1", "mc", "second").await;
+    let m = repin(&rig, "m", &second, 2).await;
+    let status = m.status.clone().unwrap();
+    assert_eq!(status.phase, Some(ModulePhase::Ready), "{}", dump(&m));
+    assert_eq!(status.applied_digest.as_deref(), Some(second.as_str()));
+    assert_eq!(status.previous_digest.as_deref(), Some(first.as_str()));
+    assert_eq!(
+        template_of(&rig, "m").await.unwrap().spec.display_name,
+        "second"
+    );
+
+    let nobody = format!("sha256:{}", "0".repeat(64));
+    let m = repin(&rig, "m", &nobody, 3).await;
+    let (phase, reason, message) = verdict(&m);
+    assert_eq!(
+        (phase, reason.as_str()),
+        (Some(ModulePhase::Failed), DIGEST_MISMATCH)
+    );
+    assert!(
+        message.contains(&nobody) && message.contains(&second),
+        "{message}"
+    );
+    let status = m.status.unwrap();
+    assert_eq!(status.applied_digest.as_deref(), Some(second.as_str()));
+    assert_eq!(
+        template_of(&rig, "m").await.unwrap().spec.display_name,
+        "second"
+    );
+}
