@@ -1,7 +1,8 @@
 //! The official Python `kubernetes` client (37.x) against the embedded cluster, as an
 //! independent client: identity from the kubeconfig, list, create and watch, `stream` exec
 //! (stdout, stderr, exit code), `portforward` to a pod's HTTP server, and a ServiceAccount
-//! token held to RBAC. The client's calls are in tests/python/client_check.py.
+//! token held to RBAC; termination messages read from pod statuses. The client's calls are in
+//! tests/python/*.py.
 
 mod common;
 
@@ -11,6 +12,7 @@ use std::process::Stdio;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::PostParams;
+use rehearsal_embedded::EmbeddedCluster;
 use serde_json::{Value, json};
 
 fn python() -> PathBuf {
@@ -24,6 +26,55 @@ fn python() -> PathBuf {
          (or set REHEARSAL_PYTHON_CLIENT to a python with kubernetes==37.0.2)"
     );
     fallback
+}
+
+/// Runs tests/python/`script` with the cluster's kubeconfig and `args`; returns the one JSON
+/// object it prints. The child is killed if the test ends first (kill_on_drop).
+async fn run_script(cluster: &EmbeddedCluster, script: &str, args: &[&str]) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
+    let child = tokio::process::Command::new(python())
+        .arg(path)
+        .arg(cluster.kubeconfig_path())
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python starts");
+    let out = tokio::time::timeout(common::WAIT * 2, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{script} did not finish within {:?}", common::WAIT * 2))
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed:\n{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{script} printed no JSON ({e}): {}\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_reads_termination_messages() {
+    let cluster = common::start().await;
+    let seen = run_script(&cluster, "termination_check.py", &[]).await;
+    let summary = &seen["py-summary"];
+    assert_eq!(summary["phase"], "Succeeded", "{seen}");
+    assert_eq!(summary["path"], "/dev/termination-log", "defaulted: {seen}");
+    assert_eq!(summary["policy"], "File", "{seen}");
+    assert_eq!(summary["reason"], "Completed", "{seen}");
+    let parsed: Value = serde_json::from_str(summary["message"].as_str().unwrap()).unwrap();
+    assert_eq!(parsed, json!({"snapshot_id": "5f3a", "files_new": 3}));
+    let fallback = &seen["py-fallback"];
+    assert_eq!(fallback["phase"], "Failed", "{seen}");
+    assert_eq!(fallback["exit_code"], 4, "{seen}");
+    assert_eq!(fallback["reason"], "Error", "{seen}");
+    assert_eq!(fallback["message"], "first\nlast words\n", "{seen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -42,32 +93,10 @@ async fn python_client_lists_watches_execs_and_port_forwards() {
     pods.create(&PostParams::default(), &pod).await.unwrap();
     common::wait_for(&pods, "web", "pod Ready", common::pod_ready()).await;
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/client_check.py");
-    let child = tokio::process::Command::new(python())
-        .arg(script)
-        .arg(cluster.kubeconfig_path())
-        .args(["web", "8080"])
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("python starts");
-    let out = tokio::time::timeout(common::WAIT * 2, child.wait_with_output())
-        .await
-        .expect("the Python client finishes within its bound")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the Python client failed:\n{stderr}");
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{stderr}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
+    let seen = run_script(&cluster, "client_check.py", &["web", "8080"]).await;
 
     assert_eq!(seen["user"], "kubernetes-admin", "{seen}");
+
     assert_eq!(
         seen["groups"],
         json!(["system:masters", "system:authenticated"])
