@@ -526,12 +526,24 @@ impl State {
     ) -> Result<(), ApiError> {
         match self.namespace(ns) {
             None => Err(ApiError::namespace_not_found(ns)),
-            Some(n) if meta::is_deleting(&n) => Err(ApiError::forbidden(format!(
-                "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
-                info.qualified_plural(),
-                name,
-                ns
-            ))),
+            Some(n) if meta::is_deleting(&n) => {
+                let mut e = ApiError::forbidden(format!(
+                    "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
+                    info.qualified_plural(),
+                    name,
+                    ns
+                ));
+                // As the NamespaceLifecycle admission plugin words it, with its cause.
+                e.details = Some(json!({
+                    "name": name, "group": info.group, "kind": info.plural,
+                    "causes": [{
+                        "reason": "NamespaceTerminating",
+                        "message": format!("namespace {ns} is being terminated"),
+                        "field": "metadata.namespace",
+                    }],
+                }));
+                Err(e)
+            }
             Some(_) => Ok(()),
         }
     }
@@ -853,9 +865,11 @@ impl State {
         if &*r.storage == NAMESPACE_STORAGE
             && ["default", "kube-system", "kube-public"].contains(&name)
         {
-            return Err(ApiError::forbidden(format!(
+            let mut e = ApiError::forbidden(format!(
                 "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
-            )));
+            ));
+            e.details = Some(json!({"name": name, "kind": "namespaces"}));
+            return Err(e);
         }
         if let Some(uid) = &opts.uid
             && uid != meta::uid(&current)

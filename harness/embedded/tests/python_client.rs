@@ -120,3 +120,60 @@ async fn python_client_lists_watches_execs_and_port_forwards() {
         "secrets is forbidden: User \"system:serviceaccount:default:py-robot\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
     );
 }
+
+/// The kube-apiserver bodies recorded as facts in the API server's test fixtures.
+fn recorded_body(case: &str) -> String {
+    let fixture: Value = serde_json::from_str(include_str!(
+        "../../apiserver/tests/fixtures/status-bodies.json"
+    ))
+    .unwrap();
+    fixture["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == case)
+        .and_then(|c| c["body"].as_str())
+        .unwrap_or_else(|| panic!("no recorded body for {case}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_aggregates_per_object_conflicts_with_kube_apiservers_bodies() {
+    let cluster = common::start().await;
+    let seen = run_script(&cluster, "errors_check.py", &[]).await;
+    assert_eq!(seen["first"]["raised"], false, "{seen}");
+
+    // One conflict among two documents: the Service fails, the Deployment is still created.
+    let service = recorded_body("409 service already exists");
+    let multi = &seen["multi"];
+    assert_eq!(multi["raised"], true, "{seen}");
+    assert_eq!(multi["exceptions"].as_array().unwrap().len(), 1, "{seen}");
+    assert_eq!(multi["exceptions"][0]["status"], 409);
+    assert_eq!(multi["exceptions"][0]["body"], service.as_str());
+    assert_eq!(
+        multi["str"].as_str().unwrap(),
+        format!("Error from server (Conflict): {service}")
+    );
+    assert_eq!(seen["multi_deployment_created"], "mock-2");
+
+    // Three copies of one Deployment: the first is created, each other one is an error.
+    let deployment = recorded_body("409 deployment already exists");
+    let triple = &seen["triple"];
+    assert_eq!(triple["exceptions"].as_array().unwrap().len(), 2, "{seen}");
+    assert_eq!(
+        triple["str"].as_str().unwrap(),
+        format!("Error from server (Conflict): {deployment}").repeat(2)
+    );
+    assert_eq!(seen["triple_deployment_created"], "triple-nginx");
+
+    let plain = &seen["configmap_409"];
+    assert_eq!(plain["status"], 409, "{seen}");
+    assert_eq!(plain["reason"], "Conflict");
+    assert_eq!(plain["content_type"], "application/json");
+    assert_eq!(
+        plain["body"],
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\
+         \"message\":\"configmaps \\\"twice\\\" already exists\",\"reason\":\"AlreadyExists\",\
+         \"details\":{\"name\":\"twice\",\"kind\":\"configmaps\"},\"code\":409}\n"
+    );
+}

@@ -64,9 +64,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
 }
 
 pub fn error_response(error: &ApiError) -> Response<Body> {
-    json_response(
+    bytes_response(
         StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        &error.to_status(),
+        "application/json",
+        error.to_body(),
     )
 }
 
