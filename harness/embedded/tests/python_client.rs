@@ -177,3 +177,150 @@ async fn python_client_aggregates_per_object_conflicts_with_kube_apiservers_bodi
          \"details\":{\"name\":\"twice\",\"kind\":\"configmaps\"},\"code\":409}\n"
     );
 }
+
+/// A port nobody listens on now, for the echo server (pods share the host's network, so
+/// parallel tests must not pick the same one).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_streams_exec_and_port_forward_over_websockets() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let echo_port = free_port();
+    let shell: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "shell"},
+        "spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "main",
+            "image": "busybox:1.36", "command": ["sleep", "3600"]}]}
+    }));
+    let web: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+        "spec": {"terminationGracePeriodSeconds": 1, "containers": [
+            {"name": "http", "image": "busybox:1.36",
+                "command": ["sh", "-c", "mkdir -p /tmp/www && echo forwarded-marker > /tmp/www/marker && exec httpd -f -p $(POD_IP):8080 -h /tmp/www"],
+                "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}},
+            {"name": "echo", "image": "busybox:1.36",
+                "command": ["nc", "-ll", "-p", echo_port.to_string(), "-e", "cat"],
+                "readinessProbe": {"tcpSocket": {"port": echo_port}, "periodSeconds": 1}}
+        ]}
+    }));
+    for pod in [&shell, &web] {
+        pods.create(&PostParams::default(), pod).await.unwrap();
+    }
+    for name in ["shell", "web"] {
+        common::wait_for(&pods, name, "pod Ready", common::pod_ready()).await;
+    }
+    let port = echo_port.to_string();
+    let seen = run_script(&cluster, "streams_check.py", &["shell", "web", &port]).await;
+    assert_exec(&seen);
+    assert_channel_variants(&seen);
+    assert_port_forward(&seen, echo_port);
+}
+
+fn assert_exec(seen: &Value) {
+    assert_eq!(seen["echo"], "test string 1\n", "{seen}");
+    assert_eq!(seen["three_lines"], 3, "{seen}");
+    assert_eq!(seen["gzip"], "binary payload", "{seen}");
+    assert_eq!(
+        seen["codes"],
+        json!({"false": 1, "exit3": 3, "true": 0}),
+        "{seen}"
+    );
+    for mode in ["interactive_text", "interactive_binary"] {
+        let s = &seen[mode];
+        assert_eq!(s["subprotocol"], "v5.channel.k8s.io", "{mode}: {seen}");
+        assert_eq!(s["stdout"], "test string 1", "{mode}: {seen}");
+        assert_eq!(s["stderr"], "test string 2", "{mode}: {seen}");
+        assert_eq!(
+            s["status"],
+            json!({"metadata": {}, "status": "Success"}),
+            "{mode}"
+        );
+        assert_eq!(s["open_after"], false, "{mode}: {seen}");
+    }
+    let close = &seen["close_stdin"];
+    assert_eq!(close["echoed"], "test-close", "{seen}");
+    assert_eq!(close["open_after"], false, "closing stdin ends cat: {seen}");
+    assert_eq!(close["returncode"], 0, "{seen}");
+}
+
+fn assert_channel_variants(seen: &Value) {
+    let v4 = &seen["v4"];
+    assert_eq!(v4["subprotocol"], "v4.channel.k8s.io", "{seen}");
+    assert_eq!(v4["stdout"], "v4 out\n", "{seen}");
+    assert_eq!(v4["returncode"], 5, "{seen}");
+
+    // Base64 v4: text frames, '0' + channel, base64 data; first the empty stdout frame.
+    let b64 = &seen["v4.base64.channel.k8s.io"];
+    assert_eq!(b64["subprotocol"], "v4.base64.channel.k8s.io", "{seen}");
+    let frames = b64["frames"].as_array().unwrap();
+    assert!(
+        frames.iter().all(|f| f["opcode"] == 1),
+        "text frames: {b64}"
+    );
+    assert_eq!(frames[0]["data"], "1", "the set-up frame: {b64}");
+    let on = |ch: i64| -> String {
+        frames
+            .iter()
+            .filter(|f| f["channel"] == ch)
+            .filter_map(|f| f["decoded"].as_str())
+            .collect()
+    };
+    assert_eq!(on(1), "b64 out\n", "{b64}");
+    assert_eq!(on(2), "b64 err\n", "{b64}");
+    let status: Value = serde_json::from_str(&on(3)).unwrap();
+    assert_eq!(
+        status["message"],
+        "command terminated with non-zero exit code: error executing command [sh -c echo b64 out; echo b64 err >&2; exit 2], exit code 2",
+        "{b64}"
+    );
+    assert_eq!(status["details"]["causes"][0]["message"], "2");
+
+    // Pre-v4 protocols: only the failure's message on the error channel.
+    let v1 = &seen["base64.channel.k8s.io"];
+    let frames = v1["frames"].as_array().unwrap();
+    let error: String = frames
+        .iter()
+        .filter(|f| f["channel"] == 3)
+        .filter_map(|f| f["decoded"].as_str())
+        .collect();
+    assert!(
+        error.starts_with("command terminated with non-zero exit code: error executing"),
+        "{v1}"
+    );
+    let binary = &seen["channel.k8s.io"];
+    assert_eq!(binary["subprotocol"], "channel.k8s.io", "{seen}");
+    let frames = binary["frames"].as_array().unwrap();
+    assert!(
+        frames.iter().all(|f| f["opcode"] == 2),
+        "binary frames: {binary}"
+    );
+    assert_eq!(frames[0]["data"], "\u{1}", "the set-up frame: {binary}");
+}
+
+fn assert_port_forward(seen: &Value, echo_port: u16) {
+    let rounds: Vec<String> = (0..3)
+        .map(|i| format!("round {i} through the port-forward"))
+        .collect();
+    assert_eq!(seen["pf_echo"], json!(rounds), "{seen}");
+    assert_eq!(seen["pf_closed_read"], "", "{seen}");
+    let error = seen["pf_closed_error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("error forwarding port 9 to pod web_default, uid ")
+            && error.contains("Connection refused"),
+        "port {echo_port} echoed; port 9's error: {seen}"
+    );
+    assert_eq!(seen["pf_http"]["status"], 200, "{seen}");
+    assert_eq!(seen["pf_http"]["body"], "forwarded-marker\n", "{seen}");
+    assert_eq!(
+        seen["pf_errors_of_good_ports"],
+        json!([null, null]),
+        "{seen}"
+    );
+    assert_eq!(seen["pf_connected_after_close"], false, "{seen}");
+}
