@@ -323,4 +323,19 @@ fn assert_port_forward(seen: &Value, echo_port: u16) {
         "{seen}"
     );
     assert_eq!(seen["pf_connected_after_close"], false, "{seen}");
+    let b64 = &seen["pf_base64"];
+    let header = base64_port(echo_port);
+    assert_eq!(
+        b64["headers"],
+        json!([[1, format!("0{header}")], [1, format!("1{header}")]]),
+        "{seen}"
+    );
+    assert_eq!(b64["port_from_header"], echo_port, "{seen}");
+    assert_eq!(b64["echo"], json!([1, "0", "base64 forwarded"]), "{seen}");
+}
+
+/// Standard base64 of a port's two little-endian bytes (what the header frame carries).
+fn base64_port(port: u16) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(port.to_le_bytes())
 }

@@ -125,6 +125,22 @@ for protocol in ["v4.base64.channel.k8s.io", "base64.channel.k8s.io", "channel.k
             f["decoded"] = base64.b64decode(f["data"][1:]).decode()
     out[protocol] = seen
 
+# Port-forward in v4.base64.channel.k8s.io on a bare WebSocket: the two port header frames
+# (data and error channel, port little endian), then the echo of what channel 0 carries.
+url = cfg.host.replace("https://", "wss://") + \
+    "/api/v1/namespaces/default/pods/%s/portforward?ports=%d" % (web, echo_port)
+sock = create_websocket(cfg, url, dict(auth, **{"sec-websocket-protocol": "v4.base64.channel.k8s.io"}))
+sock.settimeout(20)
+headers = [sock.recv_data_frame(True) for _ in range(2)]
+sock.send("0" + base64.b64encode(b"base64 forwarded").decode())
+opcode, frame = sock.recv_data_frame(True)
+out["pf_base64"] = {
+    "headers": [[op, f.data.decode()] for op, f in headers],
+    "port_from_header": int.from_bytes(base64.b64decode(headers[0][1].data[1:]), "little"),
+    "echo": [opcode, frame.data[:1].decode(), base64.b64decode(frame.data[1:]).decode()],
+}
+sock.close()
+
 # Port-forward: two ports echo, one is closed (its error channel says why).
 pf = portforward(v1.connect_get_namespaced_pod_portforward, web, "default",
                  ports="%d,8080,9" % echo_port)
