@@ -399,6 +399,16 @@ const BUILTINS: &[Builtin] = &[
         true,
     ),
     b(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        false,
+        &["csr"],
+        &[],
+        true,
+    ),
+    b(
         APIREG,
         "v1",
         "apiservices",

@@ -82,6 +82,10 @@ pub struct DeleteOptions {
 pub enum Target {
     Main,
     Status,
+    /// `pods/ephemeralcontainers`: only `spec.ephemeralContainers` changes, and only by adding.
+    EphemeralContainers,
+    /// `certificatesigningrequests/approval`: only `status.conditions` changes.
+    Approval,
 }
 
 #[derive(Debug, Clone)]
@@ -780,6 +784,25 @@ impl State {
                 }
                 n
             }
+            Target::EphemeralContainers => ephemeral_update(info, name, &old, &body)?,
+            Target::Approval => {
+                let mut n = (*old).clone();
+                let mut conditions = body
+                    .pointer("/status/conditions")
+                    .cloned()
+                    .unwrap_or(Value::Array(Vec::new()));
+                // As the CSR strategy: a condition's lastUpdateTime is the server's when unset.
+                for c in conditions.as_array_mut().into_iter().flatten() {
+                    if c.get("lastUpdateTime").is_none_or(Value::is_null) {
+                        c["lastUpdateTime"] = json!(meta::now_rfc3339());
+                    }
+                }
+                if !n.get("status").is_some_and(Value::is_object) {
+                    n["status"] = json!({});
+                }
+                n["status"]["conditions"] = conditions;
+                n
+            }
         };
         for k in [
             "uid",
@@ -1178,4 +1201,56 @@ impl State {
             self.put(&r, obj, Some(current));
         }
     }
+}
+
+/// The pod after a `pods/ephemeralcontainers` update: the old pod with the body's ephemeral
+/// containers (defaulted), which may add containers but not remove or change existing ones.
+fn ephemeral_update(
+    info: &ResourceInfo,
+    name: &str,
+    old: &Value,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let mut list = serde_json::Map::new();
+    list.insert(
+        "ephemeralContainers".into(),
+        body.pointer("/spec/ephemeralContainers")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    );
+    defaults::pod_spec(&mut list);
+    let wanted = list
+        .remove("ephemeralContainers")
+        .unwrap_or(Value::Array(Vec::new()));
+    let by_name = |v: &Value, n: &str| {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == n)
+            .cloned()
+    };
+    let existing = old
+        .pointer("/spec/ephemeralContainers")
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
+    for c in existing.as_array().into_iter().flatten() {
+        let cname = c["name"].as_str().unwrap_or_default();
+        let verb = match by_name(&wanted, cname) {
+            None => "removed",
+            Some(now) if now != *c => "changed",
+            Some(_) => continue,
+        };
+        return Err(ApiError::invalid_field(
+            info,
+            name,
+            "spec.ephemeralContainers",
+            "FieldValueForbidden",
+            &format!("Forbidden: existing ephemeral containers \"{cname}\" may not be {verb}"),
+        ));
+    }
+    let mut n = old.clone();
+    if wanted.as_array().is_some_and(|a| !a.is_empty()) {
+        n["spec"]["ephemeralContainers"] = wanted;
+    }
+    Ok(n)
 }

@@ -419,6 +419,17 @@ async fn resource(
     let status_target = match target.sub {
         None => Target::Main,
         Some("status") if info.status => Target::Status,
+        Some("ephemeralcontainers")
+            if info.log && matches!(call.method, Method::GET | Method::PUT | Method::PATCH) =>
+        {
+            Target::EphemeralContainers
+        }
+        Some("approval")
+            if info.group == "certificates.k8s.io"
+                && matches!(call.method, Method::GET | Method::PUT | Method::PATCH) =>
+        {
+            Target::Approval
+        }
         Some("log") if info.log && call.method == Method::GET => {
             let name = target.name.expect("sub implies a name");
             return pod_log(&call, &info, ns, name).await;
