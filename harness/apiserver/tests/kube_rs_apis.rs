@@ -73,6 +73,12 @@ async fn pods_have_metadata_only_views() {
         .await
         .unwrap();
     assert_eq!(patched.metadata.annotations.unwrap()["seen"], "yes");
+    let types = patched.types.expect("the answer names its type");
+    assert_eq!(
+        (types.kind.as_str(), types.api_version.as_str()),
+        ("PartialObjectMetadata", "meta.k8s.io/v1"),
+        "a metadata patch is answered with metadata only"
+    );
 }
 
 #[tokio::test]

@@ -477,7 +477,7 @@ async fn resource(
                 .state()
                 .dry_run(dry, |s| s.create(&info, ns, obj))?;
             Ok(with_warnings(
-                object_response(StatusCode::CREATED, &info, &created),
+                object_response(call.headers, StatusCode::CREATED, &info, &created),
                 &info,
                 &created,
             ))
@@ -493,7 +493,7 @@ async fn resource(
                 .state()
                 .dry_run(dry, |s| s.update(&info, ns, name, obj, status_target))?;
             Ok(with_warnings(
-                object_response(StatusCode::OK, &info, &updated),
+                object_response(call.headers, StatusCode::OK, &info, &updated),
                 &info,
                 &updated,
             ))
@@ -510,7 +510,7 @@ async fn resource(
                 .shared
                 .state()
                 .dry_run(dry, |s| s.delete(&info, ns, name, &opts))?;
-            Ok(object_response(StatusCode::OK, &info, &obj))
+            Ok(object_response(call.headers, StatusCode::OK, &info, &obj))
         }
         (Method::DELETE, None) => {
             let bytes = read_body(call.shared, call.headers, body).await?;
