@@ -197,8 +197,28 @@ impl State {
         }
         state.bootstrap_rbac();
         state.sync_api_services();
+        state.create_component_statuses();
         state.create_kubernetes_service();
         state
+    }
+
+    /// The deprecated `componentstatuses` a real control plane still lists: the scheduler and
+    /// the controller manager (here in-process, healthy while the server runs) and etcd.
+    fn create_component_statuses(&mut self) {
+        let Some(info) = self.registry.get("", "v1", "componentstatuses") else {
+            return;
+        };
+        for (name, message) in [
+            ("controller-manager", "ok"),
+            ("etcd-0", "{\"health\":\"true\",\"reason\":\"\"}"),
+            ("scheduler", "ok"),
+        ] {
+            let obj = json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": name},
+                "conditions": [{"type": "Healthy", "status": "True", "message": message}]});
+            if let Err(e) = self.create(&info, "", obj) {
+                tracing::warn!(component = name, error = %e.message, "cannot create the ComponentStatus");
+            }
+        }
     }
 
     /// The `kubernetes` Service in `default`, its EndpointSlice and Endpoints.
@@ -319,7 +339,12 @@ impl State {
         }
         for existing in self.list(&info, None) {
             let name = meta::name(&existing).to_string();
-            if wanted.remove(&name).is_none() {
+            // Only the aggregator's own (automanaged) APIServices follow the served groups;
+            // one a client registered (an aggregated API) stays until the client deletes it.
+            let automanaged = existing
+                .pointer("/metadata/labels/kube-aggregator.kubernetes.io~1automanaged")
+                .is_some();
+            if wanted.remove(&name).is_none() && automanaged {
                 let _ = self.delete(&info, "", &name, &DeleteOptions::default());
             }
         }

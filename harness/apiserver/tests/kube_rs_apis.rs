@@ -240,3 +240,79 @@ async fn custom_resources_scale_through_their_subresource() {
     let after = foos.get("baz").await.unwrap();
     assert_eq!(after.data["spec"]["replicas"], 2);
 }
+
+/// kube-runtime's event recorder test publishes an event about the `scheduler`
+/// ComponentStatus: the deprecated, read-only list a control plane still serves.
+#[tokio::test]
+async fn component_statuses_are_listed_and_read_only() {
+    use k8s_openapi::api::core::v1::ComponentStatus;
+    let (_server, client) = start().await;
+    let statuses: Api<ComponentStatus> = Api::all(client);
+    let names: Vec<String> = statuses
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(names, ["controller-manager", "etcd-0", "scheduler"]);
+    let scheduler = statuses.get("scheduler").await.unwrap();
+    let healthy = &scheduler.conditions.unwrap()[0];
+    assert_eq!(
+        (healthy.type_.as_str(), healthy.status.as_str()),
+        ("Healthy", "True")
+    );
+    let status = status_of(
+        statuses
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": "mine"}})).unwrap(),
+            )
+            .await,
+    );
+    assert_eq!(status.code, 405, "{status:?}");
+}
+
+/// An APIService a client registers (an aggregated API) is kept while the server's own
+/// APIServices follow the served groups (a new CRD group adds one).
+#[tokio::test]
+async fn registered_api_services_survive_the_aggregators_sync() {
+    let (_server, client) = start().await;
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apiregistration.k8s.io", "v1", "APIService"),
+        "apiservices",
+    );
+    let services: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let wardle: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1alpha1.wardle.example.com"},
+        "spec": {"group": "wardle.example.com", "version": "v1alpha1",
+            "service": {"name": "api", "namespace": "wardle", "port": 443},
+            "groupPriorityMinimum": 1000, "versionPriority": 15, "insecureSkipTLSVerify": true}}))
+    .unwrap();
+    services
+        .create(&PostParams::default(), &wardle)
+        .await
+        .unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client);
+    create(&crds, json!({"metadata": {"name": "bars.example.dev"}, "spec": {
+        "group": "example.dev", "scope": "Namespaced",
+        "names": {"plural": "bars", "singular": "bar", "kind": "Bar"},
+        "versions": [{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}))
+    .await;
+    let names: Vec<String> = services
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|a| a.metadata.name)
+        .collect();
+    assert!(names.contains(&"v1.example.dev".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"v1alpha1.wardle.example.com".to_string()),
+        "{names:?}"
+    );
+}

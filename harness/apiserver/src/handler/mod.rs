@@ -414,6 +414,9 @@ async fn resource(
     if info.create_only() {
         return review(&call, &info, &target, body).await;
     }
+    if info.read_only() && call.method != Method::GET {
+        return Err(ApiError::method_not_allowed(call.method.as_str()));
+    }
     let ns = target.namespace.unwrap_or("");
     let all_namespaces = target.namespace.is_none();
     let status_target = match target.sub {
