@@ -63,6 +63,18 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     }
 }
 
+/// kube-apiserver's deprecation warning on reads of a deprecated resource
+/// (`componentstatuses`), which kubectl prints as `Warning: …`.
+fn deprecated(mut response: Response<Body>, info: &ResourceInfo) -> Response<Body> {
+    if info.read_only() {
+        response.headers_mut().append(
+            http::header::WARNING,
+            http::HeaderValue::from_static("299 - \"v1 ComponentStatus is deprecated in v1.19+\""),
+        );
+    }
+    response
+}
+
 pub fn error_response(error: &ApiError) -> Response<Body> {
     bytes_response(
         StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -465,10 +477,10 @@ async fn resource(
             if query_bool(call.query, "watch")? {
                 start_watch(&call, info, target.namespace)
             } else {
-                list(&call, &info, target.namespace)
+                list(&call, &info, target.namespace).map(|r| deprecated(r, &info))
             }
         }
-        (Method::GET, Some(name)) => get(&call, &info, ns, name),
+        (Method::GET, Some(name)) => get(&call, &info, ns, name).map(|r| deprecated(r, &info)),
         (Method::POST, None) if !(info.namespaced && all_namespaces) => {
             let bytes = read_body(call.shared, call.headers, body).await?;
             let mut obj = negotiate::decode_object(call.headers, &bytes)?;
