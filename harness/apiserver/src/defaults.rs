@@ -129,7 +129,7 @@ pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
     set_default(spec, "enableServiceLinks", json!(true));
     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     set_default(spec, "priority", json!(0));
-    for list in ["containers", "initContainers"] {
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
         if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
             for c in containers.iter_mut().filter_map(Value::as_object_mut) {
                 set_default(c, "terminationMessagePath", json!("/dev/termination-log"));

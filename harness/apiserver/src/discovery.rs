@@ -29,12 +29,38 @@ pub fn version() -> Value {
 }
 
 /// Create-only subresources served with another kind: (subresource, group, version, kind).
-fn extra_subresources(
-    info: &ResourceInfo,
-) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+/// A subresource beyond status, scale and log: its name, its kind's group and version (`None`:
+/// the resource's own), its kind and verbs, as kube-apiserver's discovery lists them.
+type Extra = (
+    &'static str,
+    Option<(&'static str, &'static str)>,
+    &'static str,
+    &'static [&'static str],
+);
+
+fn extra_subresources(info: &ResourceInfo) -> Vec<Extra> {
+    const CREATE_GET: &[&str] = &["create", "get"];
+    const GET_PATCH_UPDATE: &[&str] = &["get", "patch", "update"];
     match (info.group.as_str(), info.plural.as_str()) {
-        ("", "pods") => vec![("eviction", "policy", "v1", "Eviction")],
-        ("", "serviceaccounts") => vec![("token", "authentication.k8s.io", "v1", "TokenRequest")],
+        ("", "pods") => vec![
+            ("attach", None, "PodAttachOptions", CREATE_GET),
+            ("ephemeralcontainers", None, "Pod", GET_PATCH_UPDATE),
+            ("eviction", Some(("policy", "v1")), "Eviction", &["create"]),
+            ("exec", None, "PodExecOptions", CREATE_GET),
+            ("portforward", None, "PodPortForwardOptions", CREATE_GET),
+        ],
+        ("", "serviceaccounts") => vec![(
+            "token",
+            Some(("authentication.k8s.io", "v1")),
+            "TokenRequest",
+            &["create"],
+        )],
+        ("certificates.k8s.io", "certificatesigningrequests") => vec![(
+            "approval",
+            None,
+            "CertificateSigningRequest",
+            GET_PATCH_UPDATE,
+        )],
         _ => Vec::new(),
     }
 }
@@ -69,10 +95,13 @@ fn aggregated_resource(info: &ResourceInfo) -> Value {
     if info.log {
         subs.push(json!({"subresource": "log", "responseKind": {"group": "", "version": "", "kind": "Pod"}, "verbs": ["get"]}));
     }
-    for (sub, group, version, kind) in extra_subresources(info) {
-        subs.push(json!({"subresource": sub, "responseKind": {"group": group, "version": version, "kind": kind}, "verbs": ["create"]}));
+    for (sub, foreign, kind, verbs) in extra_subresources(info) {
+        let (group, version) = foreign.unwrap_or((&info.group, &info.version));
+        subs.push(json!({"subresource": sub, "responseKind": {"group": group, "version": version, "kind": kind}, "verbs": verbs}));
     }
     if !subs.is_empty() {
+        // Alphabetical, as kube-apiserver lists them.
+        subs.sort_by(|a, b| a["subresource"].as_str().cmp(&b["subresource"].as_str()));
         r["subresources"] = Value::Array(subs);
     }
     r
@@ -164,6 +193,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     let resources = group_version_resources(registry, group, version)?;
     let mut entries = Vec::new();
     for info in &resources {
+        let first_sub = entries.len() + 1;
         let mut r = json!({
             "name": info.plural,
             "singularName": info.singular,
@@ -193,13 +223,22 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "namespaced": info.namespaced, "kind": "Pod", "verbs": ["get"]}),
             );
         }
-        for (sub, group, version, kind) in extra_subresources(info) {
-            entries.push(
-                json!({"name": format!("{}/{sub}", info.plural), "singularName": "",
-                "namespaced": info.namespaced, "group": group, "version": version, "kind": kind,
-                "verbs": ["create"]}),
-            );
+        for (sub, foreign, kind, verbs) in extra_subresources(info) {
+            // `APIResource`'s field order; group and version only for a kind of another group.
+            let mut entry = serde_json::Map::new();
+            entry.insert("name".into(), json!(format!("{}/{sub}", info.plural)));
+            entry.insert("singularName".into(), json!(""));
+            entry.insert("namespaced".into(), json!(info.namespaced));
+            if let Some((group, version)) = foreign {
+                entry.insert("group".into(), json!(group));
+                entry.insert("version".into(), json!(version));
+            }
+            entry.insert("kind".into(), json!(kind));
+            entry.insert("verbs".into(), json!(verbs));
+            entries.push(Value::Object(entry));
         }
+        // `pods/attach` … `pods/status`, alphabetical as in kube-apiserver's list.
+        entries[first_sub..].sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     }
     let gv = if group.is_empty() {
         version.to_string()

@@ -86,10 +86,17 @@ impl ResourceInfo {
             .any(|(g, p)| *g == self.group && *p == self.plural)
     }
 
+    /// Served but never written by clients (`componentstatuses`): only get and list.
+    pub fn read_only(&self) -> bool {
+        self.group.is_empty() && self.plural == "componentstatuses"
+    }
+
     /// The verbs discovery publishes.
     pub fn verbs(&self) -> &'static [&'static str] {
         if self.create_only() {
             &["create"]
+        } else if self.read_only() {
+            &["get", "list"]
         } else {
             &[
                 "create",
@@ -195,6 +202,16 @@ const BUILTINS: &[Builtin] = &[
     ),
     b("", "v1", "events", "Event", true, &["ev"], &[], false),
     b("", "v1", "nodes", "Node", false, &["no"], &[], true),
+    b(
+        "",
+        "v1",
+        "componentstatuses",
+        "ComponentStatus",
+        false,
+        &["cs"],
+        &[],
+        false,
+    ),
     b(
         "apps",
         "v1",
@@ -395,6 +412,16 @@ const BUILTINS: &[Builtin] = &[
         "PodDisruptionBudget",
         true,
         &["pdb"],
+        &[],
+        true,
+    ),
+    b(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        false,
+        &["csr"],
         &[],
         true,
     ),

@@ -260,10 +260,17 @@ fn field_value(object: &Value, path: &str) -> String {
             .unwrap_or("")
             .to_string();
     }
+    // Fields kube-apiserver selects on in their Go form: a bool or a count that is absent in
+    // JSON is its zero value there (`spec.unschedulable==false` selects an uncordoned node).
+    let (path, zero) = match path {
+        "spec.unschedulable" => (path, "false"),
+        "status.successful" => ("status.succeeded", "0"),
+        _ => (path, ""),
+    };
     let pointer = format!("/{}", path.replace('.', "/"));
     match object.pointer(&pointer) {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
+        Some(Value::Null) | None => zero.to_string(),
         Some(other) => other.to_string(),
     }
 }

@@ -82,6 +82,10 @@ pub struct DeleteOptions {
 pub enum Target {
     Main,
     Status,
+    /// `pods/ephemeralcontainers`: only `spec.ephemeralContainers` changes, and only by adding.
+    EphemeralContainers,
+    /// `certificatesigningrequests/approval`: only `status.conditions` changes.
+    Approval,
 }
 
 #[derive(Debug, Clone)]
@@ -193,8 +197,28 @@ impl State {
         }
         state.bootstrap_rbac();
         state.sync_api_services();
+        state.create_component_statuses();
         state.create_kubernetes_service();
         state
+    }
+
+    /// The deprecated `componentstatuses` a real control plane still lists: the scheduler and
+    /// the controller manager (here in-process, healthy while the server runs) and etcd.
+    fn create_component_statuses(&mut self) {
+        let Some(info) = self.registry.get("", "v1", "componentstatuses") else {
+            return;
+        };
+        for (name, message) in [
+            ("controller-manager", "ok"),
+            ("etcd-0", "{\"health\":\"true\",\"reason\":\"\"}"),
+            ("scheduler", "ok"),
+        ] {
+            let obj = json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": name},
+                "conditions": [{"type": "Healthy", "status": "True", "message": message}]});
+            if let Err(e) = self.create(&info, "", obj) {
+                tracing::warn!(component = name, error = %e.message, "cannot create the ComponentStatus");
+            }
+        }
     }
 
     /// The `kubernetes` Service in `default`, its EndpointSlice and Endpoints.
@@ -315,7 +339,12 @@ impl State {
         }
         for existing in self.list(&info, None) {
             let name = meta::name(&existing).to_string();
-            if wanted.remove(&name).is_none() {
+            // Only the aggregator's own (automanaged) APIServices follow the served groups;
+            // one a client registered (an aggregated API) stays until the client deletes it.
+            let automanaged = existing
+                .pointer("/metadata/labels/kube-aggregator.kubernetes.io~1automanaged")
+                .is_some();
+            if wanted.remove(&name).is_none() && automanaged {
                 let _ = self.delete(&info, "", &name, &DeleteOptions::default());
             }
         }
@@ -526,12 +555,24 @@ impl State {
     ) -> Result<(), ApiError> {
         match self.namespace(ns) {
             None => Err(ApiError::namespace_not_found(ns)),
-            Some(n) if meta::is_deleting(&n) => Err(ApiError::forbidden(format!(
-                "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
-                info.qualified_plural(),
-                name,
-                ns
-            ))),
+            Some(n) if meta::is_deleting(&n) => {
+                let mut e = ApiError::forbidden(format!(
+                    "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
+                    info.qualified_plural(),
+                    name,
+                    ns
+                ));
+                // As the NamespaceLifecycle admission plugin words it, with its cause.
+                e.details = Some(json!({
+                    "name": name, "group": info.group, "kind": info.plural,
+                    "causes": [{
+                        "reason": "NamespaceTerminating",
+                        "message": format!("namespace {ns} is being terminated"),
+                        "field": "metadata.namespace",
+                    }],
+                }));
+                Err(e)
+            }
             Some(_) => Ok(()),
         }
     }
@@ -768,6 +809,25 @@ impl State {
                 }
                 n
             }
+            Target::EphemeralContainers => ephemeral_update(info, name, &old, &body)?,
+            Target::Approval => {
+                let mut n = (*old).clone();
+                let mut conditions = body
+                    .pointer("/status/conditions")
+                    .cloned()
+                    .unwrap_or(Value::Array(Vec::new()));
+                // As the CSR strategy: a condition's lastUpdateTime is the server's when unset.
+                for c in conditions.as_array_mut().into_iter().flatten() {
+                    if c.get("lastUpdateTime").is_none_or(Value::is_null) {
+                        c["lastUpdateTime"] = json!(meta::now_rfc3339());
+                    }
+                }
+                if !n.get("status").is_some_and(Value::is_object) {
+                    n["status"] = json!({});
+                }
+                n["status"]["conditions"] = conditions;
+                n
+            }
         };
         for k in [
             "uid",
@@ -853,9 +913,11 @@ impl State {
         if &*r.storage == NAMESPACE_STORAGE
             && ["default", "kube-system", "kube-public"].contains(&name)
         {
-            return Err(ApiError::forbidden(format!(
+            let mut e = ApiError::forbidden(format!(
                 "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
-            )));
+            ));
+            e.details = Some(json!({"name": name, "kind": "namespaces"}));
+            return Err(e);
         }
         if let Some(uid) = &opts.uid
             && uid != meta::uid(&current)
@@ -1164,4 +1226,56 @@ impl State {
             self.put(&r, obj, Some(current));
         }
     }
+}
+
+/// The pod after a `pods/ephemeralcontainers` update: the old pod with the body's ephemeral
+/// containers (defaulted), which may add containers but not remove or change existing ones.
+fn ephemeral_update(
+    info: &ResourceInfo,
+    name: &str,
+    old: &Value,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let mut list = serde_json::Map::new();
+    list.insert(
+        "ephemeralContainers".into(),
+        body.pointer("/spec/ephemeralContainers")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    );
+    defaults::pod_spec(&mut list);
+    let wanted = list
+        .remove("ephemeralContainers")
+        .unwrap_or(Value::Array(Vec::new()));
+    let by_name = |v: &Value, n: &str| {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == n)
+            .cloned()
+    };
+    let existing = old
+        .pointer("/spec/ephemeralContainers")
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
+    for c in existing.as_array().into_iter().flatten() {
+        let cname = c["name"].as_str().unwrap_or_default();
+        let verb = match by_name(&wanted, cname) {
+            None => "removed",
+            Some(now) if now != *c => "changed",
+            Some(_) => continue,
+        };
+        return Err(ApiError::invalid_field(
+            info,
+            name,
+            "spec.ephemeralContainers",
+            "FieldValueForbidden",
+            &format!("Forbidden: existing ephemeral containers \"{cname}\" may not be {verb}"),
+        ));
+    }
+    let mut n = old.clone();
+    if wanted.as_array().is_some_and(|a| !a.is_empty()) {
+        n["spec"]["ephemeralContainers"] = wanted;
+    }
+    Ok(n)
 }

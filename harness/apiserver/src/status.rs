@@ -208,34 +208,106 @@ impl ApiError {
         )
     }
 
+    /// 500 as `NewInternalError` builds it: the cause repeated in `details.causes`.
     pub fn internal(message: impl Into<String>) -> Self {
+        let message = message.into();
         Self::new(
             500,
             "InternalError",
-            format!("Internal error occurred: {}", message.into()),
+            format!("Internal error occurred: {message}"),
         )
+        .with_details(json!({"causes": [{"message": message}]}))
     }
 
     pub fn service_unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "ServiceUnavailable", message)
     }
 
-    /// The `Status` object.
+    /// The `Status` object, its fields in the order kube-apiserver's encoder writes them
+    /// (`metav1.Status`'s declaration order: kind, apiVersion, metadata, status, message,
+    /// reason, details, code), empty fields left out as Go's `omitempty` leaves them out.
     pub fn to_status(&self) -> Value {
-        let mut status = json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        });
-        if let Some(details) = &self.details {
-            status["details"] = details.clone();
+        let mut status = serde_json::Map::new();
+        status.insert("kind".into(), json!("Status"));
+        status.insert("apiVersion".into(), json!("v1"));
+        status.insert("metadata".into(), json!({}));
+        status.insert("status".into(), json!("Failure"));
+        if !self.message.is_empty() {
+            status.insert("message".into(), json!(self.message));
         }
-        status
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), json!(self.reason));
+        }
+        if let Some(details) = &self.details {
+            status.insert("details".into(), ordered_details(details));
+        }
+        status.insert("code".into(), json!(self.code));
+        Value::Object(status)
     }
+
+    /// The `Status` body as kube-apiserver sends it: the JSON and the newline its stream
+    /// encoder ends every object with.
+    pub fn to_body(&self) -> Vec<u8> {
+        let mut body = go_escaped(&crate::render::render_value(&self.to_status()));
+        body.push(b'\n');
+        body
+    }
+}
+
+/// JSON as Go's `encoding/json` writes it by default: `<`, `>` and `&` (which only occur inside
+/// strings) as `\u003c`, `\u003e`, `\u0026`, and the line separators U+2028/U+2029 escaped.
+fn go_escaped(json: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(json);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out.into_bytes()
+}
+
+/// `metav1.StatusDetails` in declaration order (name, group, kind, uid, causes,
+/// retryAfterSeconds), each cause as `StatusCause` (reason, message, field); empty strings,
+/// an empty cause list and a zero retry are left out.
+fn ordered_details(details: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for key in ["name", "group", "kind", "uid"] {
+        if let Some(v) = details.get(key).filter(|v| v.as_str() != Some("")) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(causes) = details
+        .get("causes")
+        .and_then(Value::as_array)
+        .filter(|c| !c.is_empty())
+    {
+        let causes = causes
+            .iter()
+            .map(|cause| {
+                let mut c = serde_json::Map::new();
+                for key in ["reason", "message", "field"] {
+                    if let Some(v) = cause.get(key).filter(|v| v.as_str() != Some("")) {
+                        c.insert(key.into(), v.clone());
+                    }
+                }
+                Value::Object(c)
+            })
+            .collect();
+        out.insert("causes".into(), Value::Array(causes));
+    }
+    if let Some(v) = details
+        .get("retryAfterSeconds")
+        .filter(|v| v.as_i64().is_some_and(|n| n != 0))
+    {
+        out.insert("retryAfterSeconds".into(), v.clone());
+    }
+    Value::Object(out)
 }
 
 fn resource_details(info: &ResourceInfo, name: &str) -> Value {
@@ -243,5 +315,60 @@ fn resource_details(info: &ResourceInfo, name: &str) -> Value {
         json!({"name": name, "kind": info.plural})
     } else {
         json!({"name": name, "group": info.group, "kind": info.plural})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!("../tests/fixtures/status-bodies.json");
+
+    fn fixture_body(case: &str) -> String {
+        let fixture: Value = serde_json::from_str(FIXTURE).unwrap();
+        fixture["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["case"] == case)
+            .and_then(|c| c["body"].as_str())
+            .unwrap_or_else(|| panic!("no fixture case {case}"))
+            .to_string()
+    }
+
+    #[test]
+    fn an_internal_error_renders_as_kube_apiservers() {
+        let body = ApiError::internal("reading the log failed: disk gone").to_body();
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            fixture_body("500 internal error")
+        );
+    }
+
+    #[test]
+    fn details_are_ordered_and_empty_fields_left_out_whatever_the_construction_order() {
+        let mut e = ApiError::forbidden("m");
+        e.details = Some(json!({
+            "causes": [{"field": "f", "message": "", "reason": "R"}],
+            "kind": "deployments", "group": "apps", "name": "web", "uid": "",
+            "retryAfterSeconds": 0,
+        }));
+        assert_eq!(
+            String::from_utf8(e.to_body()).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"m\",\"reason\":\"Forbidden\",\
+             \"details\":{\"name\":\"web\",\"group\":\"apps\",\"kind\":\"deployments\",\"causes\":[{\"reason\":\"R\",\"field\":\"f\"}]},\"code\":403}\n"
+        );
+    }
+
+    #[test]
+    fn html_characters_are_escaped_as_go_escapes_them() {
+        let e = ApiError::bad_request("a < b && c > d");
+        let body = String::from_utf8(e.to_body()).unwrap();
+        assert!(
+            body.contains(r#""message":"a \u003c b \u0026\u0026 c \u003e d""#),
+            "{body}"
+        );
+        let parsed: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(parsed["message"], "a < b && c > d");
     }
 }

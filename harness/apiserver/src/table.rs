@@ -628,6 +628,15 @@ static BUILTIN_COLUMNS: &[(&[&str], &[BuiltinColumn])] = &[
         ],
     ),
     (
+        &["ComponentStatus"],
+        &[
+            NAME,
+            column("Status", 0, "Status of the component conditions"),
+            column("Message", 0, "Message of the component conditions"),
+            column("Error", 0, "Error of the component conditions"),
+        ],
+    ),
+    (
         &["APIService"],
         &[
             NAME,
@@ -722,6 +731,7 @@ fn builtin_cells(kind: &str, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
         "Endpoints" => vec![name, json!(format_endpoints(o)), age],
         "Node" => node_cells(o, name, age),
         "APIService" => api_service_cells(o, name, age),
+        "ComponentStatus" => component_status_cells(o, name),
         "Role" | "ClusterRole" => vec![name, json!(str_at(o, "/metadata/creationTimestamp"))],
         "RoleBinding" | "ClusterRoleBinding" => vec![
             name,
@@ -772,6 +782,22 @@ fn storage_class_cells(o: &Value, age: Value) -> Vec<Value> {
         ),
         age,
     ]
+}
+
+/// The ComponentStatus row: Healthy or Unhealthy from the `Healthy` condition, its message and
+/// error.
+fn component_status_cells(o: &Value, name: Value) -> Vec<Value> {
+    let healthy = o
+        .pointer("/conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "Healthy"));
+    let status = match healthy.and_then(|c| c["status"].as_str()) {
+        Some("True") => "Healthy",
+        Some(_) => "Unhealthy",
+        None => "Unknown",
+    };
+    let field = |k: &str| json!(healthy.and_then(|c| c[k].as_str()).unwrap_or(""));
+    vec![name, json!(status), field("message"), field("error")]
 }
 
 /// kubectl's APIService row: the backing Service (or `Local`) and its availability.

@@ -100,7 +100,19 @@ async fn aggregated_and_legacy_discovery() {
         .iter()
         .map(|s| s["subresource"].as_str().unwrap())
         .collect();
-    assert_eq!(subs, ["status", "log", "eviction"]);
+    assert_eq!(
+        subs,
+        [
+            "attach",
+            "ephemeralcontainers",
+            "eviction",
+            "exec",
+            "log",
+            "portforward",
+            "status"
+        ],
+        "alphabetical, as kube-apiserver lists them"
+    );
 
     let legacy = raw(addr, &request("GET", "/api", None, b"")).await.status();
     assert_eq!(legacy["kind"], "APIVersions");

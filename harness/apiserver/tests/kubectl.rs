@@ -793,3 +793,31 @@ async fn everyday_commands_work() {
     let after = kubectl.run(&["get", "ns", "games"]).await;
     assert!(after.stderr.contains("NotFound"), "{after:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_componentstatuses_prints_the_control_plane_as_healthy() {
+    let (server, _client) = common::start().await;
+    let kubectl = Kubectl::new(&server);
+    let ran = kubectl.run(&["get", "componentstatuses"]).await;
+    assert!(
+        ran.stderr
+            .contains("Warning: v1 ComponentStatus is deprecated in v1.19+"),
+        "{}",
+        ran.stderr
+    );
+    let out = kubectl.ok(&["get", "componentstatuses"]).await;
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["NAME", "STATUS", "MESSAGE", "ERROR"],
+            vec!["controller-manager", "Healthy", "ok"],
+            vec!["etcd-0", "Healthy", "{\"health\":\"true\",\"reason\":\"\"}"],
+            vec!["scheduler", "Healthy", "ok"],
+        ],
+        "{out}"
+    );
+}

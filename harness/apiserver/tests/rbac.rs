@@ -11,7 +11,7 @@ use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
-use kube::api::{Api, DynamicObject, EvictParams, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use rehearsal_apiserver::ApiServer;
 use serde_json::{Value, json};
@@ -380,6 +380,15 @@ async fn eviction_respects_disruption_budgets_and_apiservices_are_listed() {
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "b"}}},
         }))
         .unwrap(),
+    )
+    .await
+    .unwrap();
+    // Pod b runs (no kubelet here: its status is set as one would); a Pending pod is evicted
+    // whatever its budgets say, as by kube-apiserver, so b must run to be protected.
+    pods.patch_status(
+        "b",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Running"}})),
     )
     .await
     .unwrap();

@@ -148,7 +148,9 @@ pub(super) async fn token_request(
 
 /// How many more pods matching `pdb` may be disrupted now, computed from the pods as they
 /// are (no disruption controller keeps `status.disruptionsAllowed` here).
-fn disruptions_allowed(pdb: &Value, pods: &[Arc<Value>]) -> i64 {
+/// The budget's `(desiredHealthy, currentHealthy)`, as the disruption controller computes them
+/// into its status; disruptions are allowed while current exceeds desired.
+fn budget(pdb: &Value, pods: &[Arc<Value>]) -> (i64, i64) {
     let selector = &pdb["spec"]["selector"];
     let matching: Vec<&Arc<Value>> = pods
         .iter()
@@ -184,13 +186,14 @@ fn disruptions_allowed(pdb: &Value, pods: &[Arc<Value>]) -> i64 {
         })
     };
     let spec = &pdb["spec"];
-    if let Some(min) = spec.get("minAvailable").and_then(|v| resolve(v, true)) {
-        healthy - min
+    let desired = if let Some(min) = spec.get("minAvailable").and_then(|v| resolve(v, true)) {
+        min
     } else if let Some(max) = spec.get("maxUnavailable").and_then(|v| resolve(v, true)) {
-        healthy - (expected - max)
+        expected - max
     } else {
-        healthy
-    }
+        0
+    };
+    (desired, healthy)
 }
 
 /// `POST …/pods/NAME/eviction` (policy/v1 Eviction): deletes the pod unless a
@@ -232,10 +235,12 @@ pub(super) async fn evict(
     let pod = state
         .get(info, ns, name)
         .ok_or_else(|| ApiError::not_found(info, name))?;
+    // As the eviction REST storage: a pod that is Pending, Succeeded or Failed (or already
+    // deleting) is evicted whatever its budgets say.
     let running = !matches!(
         pod.pointer("/status/phase").and_then(Value::as_str),
-        Some("Succeeded" | "Failed")
-    );
+        None | Some("Pending" | "Succeeded" | "Failed")
+    ) && pod.pointer("/metadata/deletionTimestamp").is_none();
     if running && let Some(pdb_info) = state.registry.get("policy", "v1", "poddisruptionbudgets") {
         let pods = state.list(info, Some(ns));
         for pdb in state.list(&pdb_info, Some(ns)) {
@@ -246,7 +251,8 @@ pub(super) async fn evict(
             let selects = pdb["spec"]["selector"]["matchLabels"]
                 .as_object()
                 .is_some_and(|w| w.iter().all(|(k, v)| labels.get(k) == Some(v)));
-            if selects && disruptions_allowed(&pdb, &pods) < 1 {
+            let (desired, current) = budget(&pdb, &pods);
+            if selects && current - desired < 1 {
                 let mut e = ApiError::new(
                     429,
                     "TooManyRequests",
@@ -257,8 +263,8 @@ pub(super) async fn evict(
                     "message": format!(
                         "The disruption budget {} needs {} healthy pods and has {} currently",
                         meta::name(&pdb),
-                        pdb["spec"]["minAvailable"],
-                        pods.len()
+                        desired,
+                        current
                     ),
                 }]}));
                 return Err(e);

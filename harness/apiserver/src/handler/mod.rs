@@ -63,10 +63,23 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     }
 }
 
+/// kube-apiserver's deprecation warning on reads of a deprecated resource
+/// (`componentstatuses`), which kubectl prints as `Warning: …`.
+fn deprecated(mut response: Response<Body>, info: &ResourceInfo) -> Response<Body> {
+    if info.read_only() {
+        response.headers_mut().append(
+            http::header::WARNING,
+            http::HeaderValue::from_static("299 - \"v1 ComponentStatus is deprecated in v1.19+\""),
+        );
+    }
+    response
+}
+
 pub fn error_response(error: &ApiError) -> Response<Body> {
-    json_response(
+    bytes_response(
         StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        &error.to_status(),
+        "application/json",
+        error.to_body(),
     )
 }
 
@@ -413,11 +426,25 @@ async fn resource(
     if info.create_only() {
         return review(&call, &info, &target, body).await;
     }
+    if info.read_only() && call.method != Method::GET {
+        return Err(ApiError::method_not_allowed(call.method.as_str()));
+    }
     let ns = target.namespace.unwrap_or("");
     let all_namespaces = target.namespace.is_none();
     let status_target = match target.sub {
         None => Target::Main,
         Some("status") if info.status => Target::Status,
+        Some("ephemeralcontainers")
+            if info.log && matches!(call.method, Method::GET | Method::PUT | Method::PATCH) =>
+        {
+            Target::EphemeralContainers
+        }
+        Some("approval")
+            if info.group == "certificates.k8s.io"
+                && matches!(call.method, Method::GET | Method::PUT | Method::PATCH) =>
+        {
+            Target::Approval
+        }
         Some("log") if info.log && call.method == Method::GET => {
             let name = target.name.expect("sub implies a name");
             return pod_log(&call, &info, ns, name).await;
@@ -450,10 +477,10 @@ async fn resource(
             if query_bool(call.query, "watch")? {
                 start_watch(&call, info, target.namespace)
             } else {
-                list(&call, &info, target.namespace)
+                list(&call, &info, target.namespace).map(|r| deprecated(r, &info))
             }
         }
-        (Method::GET, Some(name)) => get(&call, &info, ns, name),
+        (Method::GET, Some(name)) => get(&call, &info, ns, name).map(|r| deprecated(r, &info)),
         (Method::POST, None) if !(info.namespaced && all_namespaces) => {
             let bytes = read_body(call.shared, call.headers, body).await?;
             let mut obj = negotiate::decode_object(call.headers, &bytes)?;
@@ -465,7 +492,7 @@ async fn resource(
                 .state()
                 .dry_run(dry, |s| s.create(&info, ns, obj))?;
             Ok(with_warnings(
-                object_response(StatusCode::CREATED, &info, &created),
+                object_response(call.headers, StatusCode::CREATED, &info, &created),
                 &info,
                 &created,
             ))
@@ -481,7 +508,7 @@ async fn resource(
                 .state()
                 .dry_run(dry, |s| s.update(&info, ns, name, obj, status_target))?;
             Ok(with_warnings(
-                object_response(StatusCode::OK, &info, &updated),
+                object_response(call.headers, StatusCode::OK, &info, &updated),
                 &info,
                 &updated,
             ))
@@ -498,7 +525,7 @@ async fn resource(
                 .shared
                 .state()
                 .dry_run(dry, |s| s.delete(&info, ns, name, &opts))?;
-            Ok(object_response(StatusCode::OK, &info, &obj))
+            Ok(object_response(call.headers, StatusCode::OK, &info, &obj))
         }
         (Method::DELETE, None) => {
             let bytes = read_body(call.shared, call.headers, body).await?;

@@ -42,7 +42,7 @@ pub(super) fn get(
             &negotiate::partial_metadata(&obj),
         ));
     }
-    Ok(object_response(StatusCode::OK, info, &obj))
+    Ok(object_response(call.headers, StatusCode::OK, info, &obj))
 }
 
 pub(super) fn selectors(

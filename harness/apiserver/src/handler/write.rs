@@ -48,12 +48,21 @@ pub(super) fn with_warnings(
     response
 }
 
+/// The object a write (or read) answers with: as served at `info`'s version, or its
+/// `PartialObjectMetadata` when the client's Accept asks for metadata only (kube-rs's
+/// `patch_metadata`, client-go's metadata client).
 pub(super) fn object_response(
+    headers: &http::HeaderMap,
     code: StatusCode,
     info: &ResourceInfo,
     obj: &Value,
 ) -> Response<Body> {
-    bytes_response(code, "application/json", render_value(&view(info, obj)))
+    let body = if negotiate::wants_metadata(headers) {
+        render_value(&negotiate::partial_metadata(obj))
+    } else {
+        render_value(&view(info, obj))
+    };
+    bytes_response(code, "application/json", body)
 }
 
 pub(super) fn patch(
@@ -93,7 +102,12 @@ pub(super) fn patch(
             negotiate::check_type(info, &mut obj)?;
             meta::meta_mut(&mut obj).insert("name".into(), json!(name));
             let created = state.dry_run(dry, |s| s.create(info, ns, obj))?;
-            return Ok(object_response(StatusCode::CREATED, info, &created));
+            return Ok(object_response(
+                call.headers,
+                StatusCode::CREATED,
+                info,
+                &created,
+            ));
         }
         return Err(ApiError::not_found(info, name));
     };
@@ -141,7 +155,7 @@ pub(super) fn patch(
     strict_fields(call, info, &patched)?;
     let updated = state.dry_run(dry, |s| s.update(info, ns, name, patched, target))?;
     Ok(with_warnings(
-        object_response(StatusCode::OK, info, &updated),
+        object_response(call.headers, StatusCode::OK, info, &updated),
         info,
         &updated,
     ))

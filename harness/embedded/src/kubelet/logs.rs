@@ -274,7 +274,7 @@ fn read_from(path: &std::path::Path, offset: u64) -> Vec<u8> {
 }
 
 /// Byte offset where the last `n` lines of `content` start.
-fn tail_offset(content: &[u8], n: usize) -> usize {
+pub(super) fn tail_offset(content: &[u8], n: usize) -> usize {
     if n == 0 {
         return content.len();
     }

@@ -11,6 +11,7 @@ mod pod_worker;
 mod probes;
 mod status;
 pub mod streams;
+mod termination;
 mod volumes;
 
 use std::collections::HashMap;

@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use super::container_spec::{self, ConfigError};
 use super::probes::{self, ProbeResult};
 use super::status::{Conditions, now, qos_class};
+use super::termination::{self, MessageFile};
 use super::volumes::{self, VolumeError};
 use super::{Node, PodCommand, RestartError, RestartedContainer};
 use crate::events::{EventType, reference};
@@ -49,10 +50,22 @@ struct Instance {
     started_at: Time,
     since: Instant,
     spec: SandboxSpec,
+    /// This start's log file.
+    log: PathBuf,
+    /// This start's termination message file, when the container has a path for one.
+    message: Option<MessageFile>,
     readiness: Track,
     liveness: Track,
     startup: Track,
     stopping: bool,
+}
+
+impl Instance {
+    /// The termination message the kubelet reports for this instance's exit.
+    fn termination_message(&self, exit_code: i32, limit: usize) -> Option<String> {
+        let file = self.message.as_ref()?;
+        termination::read(file, &self.log, exit_code, limit)
+    }
 }
 
 struct Ctr {
@@ -151,6 +164,13 @@ impl Ctr {
             ..Default::default()
         }
     }
+}
+
+/// What one container start runs with: its sandbox, its log and its termination message file.
+struct StartFiles {
+    spec: SandboxSpec,
+    log: PathBuf,
+    message: Option<MessageFile>,
 }
 
 struct Exit {
@@ -361,6 +381,11 @@ impl Worker {
         self.node.events.emit(object, type_, reason, message);
     }
 
+    /// Each container's share of the pod's termination message budget.
+    fn message_limit(&self) -> usize {
+        termination::limit(self.init.len() + self.apps.len())
+    }
+
     fn ctr(&mut self, init: bool, index: usize) -> &mut Ctr {
         if init {
             &mut self.init[index]
@@ -442,7 +467,7 @@ impl Worker {
             c.show_pull_backoff_at = None;
             c.resolved = Some(resolved.clone());
         }
-        let Some(spec) = self
+        let Some(mut spec) = self
             .sandbox_spec(init, index, now_i, &container, &resolved)
             .await
         else {
@@ -450,6 +475,24 @@ impl Worker {
         };
         let starts = self.ctr(init, index).starts;
         let log = self.dir.join(&container.name).join(format!("{starts}.log"));
+        // Each start gets an empty termination message file, bound last so it lands on top
+        // of any volume that holds its path.
+        let message = match termination::prepare(&self.dir, &container, starts) {
+            Ok(Some((file, bind))) => {
+                spec.binds.push(bind);
+                Some(file)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                let c = self.ctr(init, index);
+                c.state = waiting(
+                    "CreateContainerError",
+                    Some(format!("cannot create the termination message file: {e}")),
+                );
+                c.next_start = Some(now_i + Duration::from_secs(1));
+                return;
+            }
+        };
         let handle = match self.node.sandboxes.spawn(&spec, &log) {
             Ok(h) => h,
             Err(e) => {
@@ -493,8 +536,9 @@ impl Worker {
                 code,
             });
         });
+        let files = StartFiles { spec, log, message };
         let restart_count =
-            self.record_start(init, index, now_i, handle, id.clone(), started_at, spec);
+            self.record_start(init, index, now_i, handle, id.clone(), started_at, files);
         tracing::debug!(pod = %pod_ref, container = %container.name, %id, restart_count, "container started");
         if !init {
             self.answer_restarts(index, &id, restart_count);
@@ -613,7 +657,7 @@ impl Worker {
         handle: SandboxHandle,
         id: String,
         started_at: Time,
-        spec: SandboxSpec,
+        files: StartFiles,
     ) -> i32 {
         let track = |probe: &Option<Probe>| Track {
             next: probe
@@ -645,7 +689,9 @@ impl Worker {
             id,
             started_at,
             since: now_i,
-            spec,
+            spec: files.spec,
+            log: files.log,
+            message: files.message,
             stopping: false,
         });
         c.restart_count
@@ -671,6 +717,7 @@ impl Worker {
         let backoff = self.node.settings.crash_loop_backoff;
         let pod_ref = format!("{}_{}({})", self.name, self.namespace, self.uid);
         let now_i = Instant::now();
+        let limit = self.message_limit();
         let c = self.ctr(exit.init, exit.index);
         let Some(instance) = c.run.take_if(|r| r.id == exit.id) else {
             return;
@@ -683,7 +730,7 @@ impl Worker {
                 finished_at: Some(now()),
                 container_id: Some(instance.id.clone()),
                 signal: (exit.code > 128).then_some(exit.code - 128),
-                message: None,
+                message: instance.termination_message(exit.code, limit),
             }),
             ..Default::default()
         };
@@ -1148,6 +1195,7 @@ impl Worker {
                 }
             });
         let exits = futures::future::join_all(stops).await;
+        let limit = self.message_limit();
         for exit in exits {
             let c = self.ctr(exit.init, exit.index);
             // Terminal: no restarts after a termination.
@@ -1155,6 +1203,7 @@ impl Worker {
             if let Some(instance) = c.run.take() {
                 c.last_exit = Some(exit.code);
                 c.ready = false;
+                let message = instance.termination_message(exit.code, limit);
                 c.state = ContainerState {
                     terminated: Some(ContainerStateTerminated {
                         exit_code: exit.code,
@@ -1163,7 +1212,7 @@ impl Worker {
                         finished_at: Some(now()),
                         container_id: Some(instance.id),
                         signal: (exit.code > 128).then_some(exit.code - 128),
-                        message: None,
+                        message,
                     }),
                     ..Default::default()
                 };

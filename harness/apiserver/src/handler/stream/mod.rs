@@ -255,7 +255,8 @@ pub(super) async fn serve(
                         port,
                     })
                     .collect();
-                portforward::session(socket, streams, requests, stopped).await;
+                let codec = channel::Codec::of(protocol);
+                portforward::session(socket, codec, streams, requests, stopped).await;
             }
         }
     });

@@ -19,10 +19,12 @@ use super::channel::{self, Outbox};
 use super::websocket::Socket;
 use crate::streams::{PodStreams, PortForwardRequest};
 
-/// What port-forward speaks over WebSocket: kubectl's SPDY tunnel, then the channel protocols.
+/// What port-forward speaks over WebSocket: kubectl's SPDY tunnel, then the channel protocols
+/// (binary and base64, as the kubelet's port-forward WebSocket).
 pub const PROTOCOLS: &[&str] = &[
     super::spdy::PROTOCOL,
     "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
     "portforward.k8s.io",
 ];
 
@@ -36,11 +38,12 @@ pub fn forward_error(request: &PortForwardRequest, why: &str) -> String {
 
 pub async fn session(
     socket: Socket,
+    codec: channel::Codec,
     streams: Arc<dyn PodStreams>,
     requests: Vec<PortForwardRequest>,
     stopped: Pin<Box<dyn Future<Output = ()> + Send>>,
 ) {
-    let (outbox, mut incoming, writer) = channel::split(socket);
+    let (outbox, mut incoming, writer) = channel::split(socket, codec);
     let mut to_pod = Vec::with_capacity(requests.len());
     let mut ports = JoinSet::new();
     for (index, request) in requests.into_iter().enumerate() {
@@ -65,17 +68,17 @@ pub async fn session(
             _ = &mut stopped => break,
             done = ports.join_next() => if done.is_none() { break },
             message = incoming.next() => match message {
-                Some(Ok(Message::Binary(data))) if !data.is_empty() => {
-                    let ch = data[0] as usize;
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                Some(Ok(message)) => {
+                    let Some((ch, data)) = codec.decode(&message) else { continue };
+                    let ch = ch as usize;
                     if ch.is_multiple_of(2)
                         && let Some(tx) = to_pod.get(ch / 2)
                     {
                         // A port whose pod side already closed drops what is sent to it.
-                        let _ = tx.send(data.slice(1..)).await;
+                        let _ = tx.send(data).await;
                     }
                 }
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
-                Some(Ok(_)) => {}
             },
         }
     }

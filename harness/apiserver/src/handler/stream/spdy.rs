@@ -278,7 +278,7 @@ pub async fn session(
     base: PortForwardRequest,
     stopped: Pin<Box<dyn Future<Output = ()> + Send>>,
 ) {
-    let (outbox, mut incoming, writer) = channel::split(socket);
+    let (outbox, mut incoming, writer) = channel::split(socket, channel::Codec::Binary);
     let mut headers = Headers::new();
     let mut buffer = BytesMut::new();
     let mut by_stream: HashMap<u32, StreamState> = HashMap::new();
