@@ -77,6 +77,8 @@ async fn crds_installed_and_node_arch_reported() {
             "backups.gameplane.local",
             "gameservers.gameplane.local",
             "gametemplates.gameplane.local",
+            "modules.gameplane.local",
+            "modulesources.gameplane.local",
             "restores.gameplane.local"
         ]
     );
