@@ -429,24 +429,36 @@ fn a_real_bucket_run_is_reported_by_the_workflow_step() {
     let reports = workspace.join("bundles/bundle-backup-amd64/reports");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut run = Command::new(cargo);
-    run.args(["nextest", "run", "--locked", "--offline"])
-        .args(["-p", "rehearsal-scenarios", "--profile", "backup"])
+    // `--workspace` with a package filter, not `-p`: the README's test command builds the whole
+    // workspace, and only the same package selection resolves the same features, so the inner
+    // run reuses that build instead of recompiling the scenarios' dependencies.
+    run.args(["nextest", "run", "--locked", "--offline", "--workspace"])
+        .args(["--profile", "backup"])
         .args([
             "-E",
-            "test(=live_backup_agent_restart) | test(=stopped_server_backups)",
+            "package(=rehearsal-scenarios) & (test(=live_backup_agent_restart) | test(=stopped_server_backups))",
         ])
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .env("REHEARSAL_REPORTS", &reports)
         .stdin(Stdio::null());
+    // The profile this test was built with (e.g. `quick`), so the inner run reuses its build.
+    if let Some(profile) =
+        rehearsal::cli::buckets::cargo_profile_of(Path::new(env!("CARGO_BIN_EXE_rehearse")))
+    {
+        run.args(["--cargo-profile", &profile]);
+    }
     // The outer nextest's variables (run id, profile, setup-script exports) are not this run's,
     // nor the ones cargo gives a test (package metadata, .cargo/config.toml's [env]): inherited,
-    // they change the build's fingerprints and cargo rebuilds the workspace.
+    // they change the build's fingerprints and cargo rebuilds the workspace. `OUT_DIR` (the
+    // harness build script's, given to its tests) is one: every build script that reads it
+    // (ring, rustls) records it, and the inner cargo would rebuild from there up.
     for (key, _) in std::env::vars_os() {
         let k = key.to_string_lossy();
         let cargo_given = k.starts_with("CARGO_") && k != "CARGO_HOME" && k != "CARGO_TARGET_DIR";
         if k.starts_with("NEXTEST")
             || cargo_given
             || k == "RUSTC_BOOTSTRAP"
+            || k == "OUT_DIR"
             || (k.starts_with("REHEARSAL_") && k != "REHEARSAL_REPORTS")
         {
             run.env_remove(&key);

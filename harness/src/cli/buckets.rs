@@ -200,14 +200,22 @@ fn list(manifest: &ManifestArg, json: bool) -> Result<(), CliError> {
 ///
 /// A plain `std::process::Command` on purpose: `crate::process` records cluster-facing
 /// processes as evidence, and this build-time listing is not evidence; cargo's own progress
-/// goes straight to the user's terminal (stderr inherited).
+/// goes straight to the user's terminal (stderr inherited). It builds with the cargo profile
+/// the running `rehearse` came from ([`cargo_profile_of`]), so it reuses that build.
 async fn run_nextest_list(manifest: &Manifest) -> Result<NextestList, CliError> {
     let workspace = workspace_of(&manifest.path);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let package = manifest.package.clone();
+    let profile = std::env::current_exe()
+        .ok()
+        .and_then(|exe| cargo_profile_of(&exe));
     let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(&cargo)
-            .args(["nextest", "list", "-p", &package, "--message-format", "json"])
+        let mut cmd = std::process::Command::new(&cargo);
+        cmd.args(["nextest", "list", "-p", &package, "--message-format", "json"]);
+        if let Some(profile) = &profile {
+            cmd.args(["--cargo-profile", profile]);
+        }
+        cmd
             .current_dir(&workspace)
             // A profile chosen in the environment could carry a default-filter that hides
             // cases; the check must see every test.
@@ -234,6 +242,21 @@ async fn run_nextest_list(manifest: &Manifest) -> Result<NextestList, CliError> 
         .map_err(|e| CliError::failed(e.to_string()))
 }
 
+/// The cargo profile an executable at `<target>/<dir>/<name>` was built with: `dev` for
+/// `debug`, else the directory's name; `None` outside a cargo target directory (an installed
+/// binary), where cargo's default applies. (Tests that run cargo themselves pass it on, so the
+/// inner build reuses the outer one.)
+pub fn cargo_profile_of(exe: &Path) -> Option<String> {
+    let dir = exe.parent()?;
+    let target = dir.parent()?;
+    let is_target = target.join("CACHEDIR.TAG").is_file() || target.ends_with("target");
+    if !is_target {
+        return None;
+    }
+    let name = dir.file_name()?.to_str()?;
+    Some(if name == "debug" { "dev" } else { name }.to_string())
+}
+
 /// The workspace root for a manifest at `<root>/scenarios/buckets.toml`; the current directory
 /// when the manifest lives elsewhere.
 fn workspace_of(manifest: &Path) -> PathBuf {
@@ -245,5 +268,38 @@ fn workspace_of(manifest: &Path) -> PathBuf {
             .unwrap_or_else(|| PathBuf::from("."))
     } else {
         PathBuf::from(".")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cargo_profile_of;
+    use std::path::Path;
+
+    #[test]
+    fn the_listing_uses_the_profile_rehearse_was_built_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        for sub in ["debug", "quick", "release"] {
+            std::fs::create_dir_all(target.join(sub)).unwrap();
+        }
+        let of = |sub: &str| cargo_profile_of(&target.join(sub).join("rehearse"));
+        assert_eq!(of("debug").as_deref(), Some("dev"));
+        assert_eq!(of("quick").as_deref(), Some("quick"));
+        assert_eq!(of("release").as_deref(), Some("release"));
+        // A custom CARGO_TARGET_DIR is recognised by cargo's CACHEDIR.TAG.
+        let custom = dir.path().join("build-here");
+        std::fs::create_dir_all(custom.join("quick")).unwrap();
+        std::fs::write(
+            custom.join("CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
+        assert_eq!(
+            cargo_profile_of(&custom.join("quick").join("rehearse")).as_deref(),
+            Some("quick")
+        );
+        // An installed binary: cargo's default profile.
+        assert_eq!(cargo_profile_of(Path::new("/usr/local/bin/rehearse")), None);
     }
 }
