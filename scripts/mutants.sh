@@ -4,8 +4,10 @@
 # (committed: caught.txt, missed.txt, timeout.txt, unviable.txt, outcomes.json and run.txt
 # with the run time), so a maintainer sees what changed between runs with `git diff mutants/`.
 #
-#   scripts/mutants.sh evidence    receipts verify, summary, kill-matrix judge, JUnit — judged by
-#                                  the rehearsal-evidence tests (about 100 mutants)
+#   scripts/mutants.sh evidence    receipts verify, summary, kill-matrix judge, JUnit, bundle
+#                                  loading, report merging — judged by the rehearsal-evidence
+#                                  crate's own tests (about 200 mutants; shard with
+#                                  `-- --shard k/N`)
 #   scripts/mutants.sh harness     qualify gates and cases/observe — judged by the rehearsal
 #                                  crate's tests and the rollout scenario cases (about 300)
 #   scripts/mutants.sh operator    the reference operator's backup, restore, restic and
@@ -30,19 +32,17 @@ shift || true
 extra=("$@")
 
 # Each set names the files it mutates and the tests that judge them: for the evidence code,
-# the bundle, report and self-test tests of the rehearsal crate (the evidence crate's own unit
-# tests catch none of these mutants: measured, 0 of 87); for the qualification and observation
+# the evidence crate's own unit and property tests; for the qualification and observation
 # code, the rehearsal crate's tests and the scenario cases; for the reference operator, its own
 # tests and the scenario cases.
 case "$set_name" in
 evidence)
+  # The evidence crate's judging code, judged by the crate's own unit and property tests
+  # (harness/evidence/tests): seconds per mutant, no cluster, no rehearsal crate.
   files=(harness/evidence/src/receipts/verify.rs harness/evidence/src/summary.rs
-    harness/evidence/src/kill_matrix.rs harness/evidence/src/report/junit.rs)
-  tests=(--test-package rehearsal)
-  for t in evidence_bundle evidence_kill evidence_receipts report_ci_bundles report_fixture \
-    selftest_judge; do
-    tests+=("--cargo-test-arg=--test=$t")
-  done
+    harness/evidence/src/kill_matrix.rs harness/evidence/src/report/junit.rs
+    harness/evidence/src/report/load.rs harness/evidence/src/report/model.rs)
+  tests=(--test-package rehearsal-evidence)
   ;;
 harness)
   files=('harness/src/qualify/*.rs' harness/src/cases/observe.rs)
@@ -71,7 +71,17 @@ fi
 
 args=()
 for f in "${files[@]}"; do args+=(--file "$f"); done
-out="target/mutants/$set_name"
+# A shard (`-- --shard k/N`) keeps its own outcome files: mutants/<set>/shard-k-of-N/.
+part="$set_name"
+for ((i = 0; i < ${#extra[@]}; i++)); do
+  shard=""
+  case "${extra[$i]}" in
+  --shard) shard="${extra[$((i + 1))]:-}" ;;
+  --shard=*) shard="${extra[$i]#--shard=}" ;;
+  esac
+  if [ -n "$shard" ]; then part="$set_name/shard-${shard%/*}-of-${shard#*/}"; fi
+done
+out="target/mutants/$part"
 mkdir -p "$out"
 start=$(date +%s)
 export DOCKER_HOST="${DOCKER_HOST:-unix:///run/podman/podman.sock}"
@@ -91,7 +101,7 @@ mutants() {
 rm -rf "$out/mutants.out"
 mutants "${tests[@]}"
 end=$(date +%s)
-dest="mutants/$set_name"
+dest="mutants/$part"
 mkdir -p "$dest"
 for f in caught.txt missed.txt timeout.txt unviable.txt outcomes.json; do
   if [ -f "$out/mutants.out/$f" ]; then cp "$out/mutants.out/$f" "$dest/$f"; else : >"$dest/$f"; fi

@@ -175,9 +175,15 @@ boxed_from!(
 
 /// A case's verdict, reason and failed checks from how its body ended: a fault the cluster
 /// cannot inject is "not applicable on this cluster", never "failed".
+///
+/// A case stopped at a step boundary by SIGINT/SIGTERM is `interrupted` (it reached no
+/// verdict); every other error is `failed`, naming its checks when it failed on checks.
 pub fn verdict_of(outcome: &Result<(), CaseError>) -> (Verdict, Option<String>, Vec<String>) {
     match outcome {
         Ok(()) => (Verdict::Passed, None, Vec::new()),
+        Err(e @ CaseError::Interrupted { .. }) => {
+            (Verdict::Interrupted, Some(e.to_string()), Vec::new())
+        }
         Err(e) => match e.not_applicable() {
             Some(why) => (
                 Verdict::NotApplicable,
@@ -559,5 +565,152 @@ impl<'a> CaseContext<'a> {
     /// Names a kind of evidence the verdict rests on.
     pub fn uses(&self, evidence: &str) {
         self.recorder.uses_evidence(evidence);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{BackendError, BackendKind};
+    use crate::faults::FaultError;
+    use crate::wait::WaitError;
+
+    fn timed_out() -> WaitError {
+        WaitError::TimedOut {
+            object: "backup ns/b".into(),
+            expected: "phase Succeeded".into(),
+            bound: Duration::from_secs(90),
+            last_observed: "phase Running".into(),
+        }
+    }
+
+    fn unsupported() -> BackendError {
+        BackendError::Unsupported {
+            backend: BackendKind::Existing,
+            operation: "restart a container in place".into(),
+            why: "no node access".into(),
+        }
+    }
+
+    fn failed_on(checks: &[(&'static str, bool)], timeouts: Vec<String>) -> CaseError {
+        let mut c = Checks::new();
+        for (id, passed) in checks {
+            c.check(
+                id,
+                *passed,
+                "backup ns/b",
+                "status.phase",
+                "Failed",
+                "Succeeded",
+            );
+        }
+        c.finish_after(timeouts).unwrap_err()
+    }
+
+    #[test]
+    fn every_case_error_kind_maps_to_its_verdict() {
+        let kinds: Vec<(&str, CaseError, Verdict, Vec<&str>)> = vec![
+            (
+                "assertion",
+                CaseError::assertion("o", "f", 1, 2),
+                Verdict::Failed,
+                vec![],
+            ),
+            ("wait", timed_out().into(), Verdict::Failed, vec![]),
+            (
+                "fault wait",
+                CaseError::from(FaultError::from(timed_out())),
+                Verdict::Failed,
+                vec![],
+            ),
+            (
+                "setup",
+                CaseError::Setup("no namespace".into()),
+                Verdict::Failed,
+                vec![],
+            ),
+            (
+                "evidence",
+                BundleError::InvalidName {
+                    what: "case",
+                    name: "..".into(),
+                }
+                .into(),
+                Verdict::Failed,
+                vec![],
+            ),
+            (
+                "absent",
+                CaseError::evidence_absent("agent log", "empty"),
+                Verdict::Failed,
+                vec![],
+            ),
+            (
+                "checks",
+                failed_on(&[("a", true), ("drain", false), ("save-on", false)], vec![]),
+                Verdict::Failed,
+                vec!["drain", "save-on"],
+            ),
+            (
+                "timeout and checks",
+                failed_on(&[("drain", true)], vec!["backup ns/b: timed out".into()]),
+                Verdict::Failed,
+                vec![],
+            ),
+            (
+                "interrupted",
+                CaseError::Interrupted {
+                    signal: "SIGINT".into(),
+                    step: "create backup".into(),
+                },
+                Verdict::Interrupted,
+                vec![],
+            ),
+            (
+                "not applicable",
+                CaseError::from(FaultError::from(unsupported())),
+                Verdict::NotApplicable,
+                vec![],
+            ),
+        ];
+        for (what, error, verdict, checks) in kinds {
+            let message = error.to_string();
+            let (v, reason, failed) = verdict_of(&Err(error));
+            assert_eq!(v, verdict, "{what}");
+            assert_eq!(failed, checks, "{what}");
+            let reason = reason.unwrap_or_else(|| panic!("{what}: a reason"));
+            if v == Verdict::NotApplicable {
+                assert_eq!(reason, format!("not applicable on this cluster: {message}"));
+            } else {
+                assert_eq!(reason, message, "{what}");
+            }
+        }
+        assert_eq!(verdict_of(&Ok(())), (Verdict::Passed, None, Vec::new()));
+    }
+
+    #[test]
+    fn absent_evidence_is_never_not_applicable() {
+        // Only a fault the backend cannot inject excuses a case; evidence that is missing fails it.
+        let e = CaseError::evidence_absent("rcon audit log", "the file is empty");
+        assert_eq!(e.not_applicable(), None);
+        assert_eq!(verdict_of(&Err(e)).0, Verdict::Failed);
+        let e: CaseError = FaultError::from(timed_out()).into();
+        assert_eq!(e.not_applicable(), None);
+    }
+
+    #[test]
+    fn a_passing_assessment_is_ok_and_a_timeout_alone_still_fails() {
+        let mut c = Checks::new();
+        assert!(c.eq("same", "o", "f", 1, 1));
+        assert!(c.all_passed());
+        assert_eq!(c.finish().unwrap().len(), 1);
+        let mut c = Checks::new();
+        c.eq("same", "o", "f", 1, 1);
+        let e = c.finish_after(vec!["w: timed out".into()]).unwrap_err();
+        assert!(e.failed_checks().is_empty());
+        let mut c = Checks::new();
+        assert!(!c.eq("differs", "o", "f", 1, 2));
+        assert!(!c.all_passed());
+        assert_eq!(c.finish().unwrap_err().failed_checks(), vec!["differs"]);
     }
 }

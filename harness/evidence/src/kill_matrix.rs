@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::observation::Verdict;
+
 /// mutant → case → cell.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KillMatrix {
@@ -73,6 +75,30 @@ impl From<CellRepr> for KillCell {
 }
 
 impl KillCell {
+    /// Judges one (mutant, case) pair from how the case ended against the mutant: caught only
+    /// when the case *failed* and `check` — exactly that id, not one that contains it or is
+    /// contained in it — is among its failed checks. A timeout, a setup error, another check
+    /// alone, an interruption or a case that could not run is never a catch; the cell keeps
+    /// every failed check and, when not caught, the case's reason.
+    pub fn judge(
+        check: &str,
+        verdict: Verdict,
+        failed_checks: &[String],
+        reason: Option<&str>,
+    ) -> KillCell {
+        let caught = verdict == Verdict::Failed && failed_checks.iter().any(|c| c == check);
+        KillCell {
+            caught,
+            check: check.to_owned(),
+            failed_checks: failed_checks.to_vec(),
+            reason: if caught {
+                None
+            } else {
+                reason.map(str::to_owned)
+            },
+        }
+    }
+
     /// The cell as one short phrase: "caught on `<check>`", or why not.
     pub fn describe(&self) -> String {
         match (self.caught, self.check.is_empty()) {

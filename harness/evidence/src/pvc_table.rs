@@ -173,6 +173,14 @@ pub struct PvcTable {
     pub rows: Vec<PvcRow>,
 }
 
+/// `pvc-table.json` as the bundle writer writes it (pretty JSON and a newline); the loader
+/// requires these exact bytes.
+pub fn file_bytes(table: &PvcTable) -> Vec<u8> {
+    let mut text = serde_json::to_string_pretty(table).expect("a PVC table serializes");
+    text.push('\n');
+    text.into_bytes()
+}
+
 /// Builds the table from a case's PVC observations, in the order they were recorded.
 pub fn build(observations: impl IntoIterator<Item = PvcObserved>) -> PvcTable {
     let mut rows: BTreeMap<(Role, String), PvcRow> = BTreeMap::new();

@@ -415,15 +415,15 @@ pub fn kill_list() -> Result<KillList, CliError> {
 
 /// Judges one (mutant, case) pair: caught only when the case failed on the targeted check,
 /// never on a timeout, a setup error or another check alone.
+/// (The rule itself is [`KillCell::judge`](crate::evidence::bundle::KillCell::judge), tested
+/// in the evidence crate.)
 pub fn judge(result: &crate::cases::CaseResult, check: &str) -> crate::evidence::bundle::KillCell {
-    let caught =
-        result.verdict == Verdict::Failed && result.failed_checks.iter().any(|c| c == check);
-    crate::evidence::bundle::KillCell {
-        caught,
-        check: check.to_string(),
-        failed_checks: result.failed_checks.clone(),
-        reason: if caught { None } else { result.reason.clone() },
-    }
+    crate::evidence::bundle::KillCell::judge(
+        check,
+        result.verdict,
+        &result.failed_checks,
+        result.reason.as_deref(),
+    )
 }
 
 /// The kill list (mutant → the cases that must catch it, each on its check), narrowed to

@@ -224,9 +224,10 @@ impl CaseRecorder {
                 source,
             }
         })?;
-        let mut text = serde_json::to_string_pretty(&table).expect("table serializes");
-        text.push('\n');
-        write_new(&self.dir().join(PVC_TABLE_FILE), text.as_bytes())
+        write_new(
+            &self.dir().join(PVC_TABLE_FILE),
+            &crate::pvc_table::file_bytes(&table),
+        )
     }
 }
 

@@ -377,8 +377,9 @@ fn checked_pvc_table(
             });
         }
         (false, true) => {
-            let stored: Result<PvcTable, _> = serde_json::from_slice(&read(&table_path)?);
-            if stored.as_ref().ok() != Some(&pvc_table) {
+            // Byte for byte: the writer renders the table exactly so, and a file nobody hashed
+            // must not differ from it even in a byte that would not change its parse.
+            if read(&table_path)? != crate::pvc_table::file_bytes(&pvc_table) {
                 return Err(LoadError::FileMismatch {
                     dir: dir.to_path_buf(),
                     path: table_rel,
