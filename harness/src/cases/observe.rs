@@ -139,9 +139,16 @@ pub async fn audit_log(
         &format!("f=/v/{claim}/{AUDIT_LOG}; if [ -f \"$f\" ]; then cat \"$f\"; else echo REHEARSAL-AUDIT-LOG-MISSING; fi"),
     )
     .await?;
+    parse_audit_log(&ctx.namespace, claim, &out)
+}
+
+/// What the probe pod printed for the audit log of `claim` in `namespace`, judged: the
+/// missing-file marker, a line that is not JSON, or a log without a start line is evidence
+/// absent (naming the claim and the line), never an empty log that would pass.
+pub fn parse_audit_log(namespace: &str, claim: String, out: &str) -> Result<AuditLog, CaseError> {
     if out.trim() == "REHEARSAL-AUDIT-LOG-MISSING" {
         return Err(CaseError::evidence_absent(
-            format!("pvc {}/{claim} {AUDIT_LOG}", ctx.namespace),
+            format!("pvc {namespace}/{claim} {AUDIT_LOG}"),
             "the game's RCON audit log does not exist, so no absence of a command can be shown",
         ));
     }
@@ -152,7 +159,7 @@ pub async fn audit_log(
         }
         let parsed = serde_json::from_str(line).map_err(|e| {
             CaseError::evidence_absent(
-                format!("pvc {}/{claim} {AUDIT_LOG} line {}", ctx.namespace, i + 1),
+                format!("pvc {namespace}/{claim} {AUDIT_LOG} line {}", i + 1),
                 format!("not one JSON object per line ({e}): {line}"),
             )
         })?;
@@ -161,7 +168,7 @@ pub async fn audit_log(
     let log = AuditLog { claim, lines };
     if log.starts().is_empty() {
         return Err(CaseError::evidence_absent(
-            format!("pvc {}/{} {AUDIT_LOG}", ctx.namespace, log.claim),
+            format!("pvc {namespace}/{} {AUDIT_LOG}", log.claim),
             "the audit log holds no start line, so it covers no incarnation",
         ));
     }
@@ -299,4 +306,171 @@ pub fn check_pvcs(
         &comparison,
     );
     comparison
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An audit log as the fixture game writes it: two incarnations, a backup's quiesce and
+    /// cleanup reaching the first, a second quiesce never undone on the second.
+    const LOG: &str = r#"{"event":"start","time":"2026-12-04T10:00:00Z","incarnation":"bwrap://g-1","game_version":"1.0","mode":"survival"}
+{"event":"command","time":"2026-12-04T10:00:01Z","incarnation":"bwrap://g-1","remote":"10.0.0.7:5000","command":"save-off","reply":"ok"}
+{"event":"command","time":"2026-12-04T10:00:02Z","incarnation":"bwrap://g-1","remote":"10.0.0.7:5000","command":"save-all flush","reply":"ok"}
+{"event":"command","time":"2026-12-04T10:00:05Z","incarnation":"bwrap://g-1","remote":"10.0.0.7:5000","command":"save-on","reply":"ok"}
+
+{"event":"start","time":"2026-12-04T10:01:00Z","incarnation":"bwrap://g-2","game_version":"1.0","mode":"survival"}
+{"event":"command","time":"2026-12-04T10:01:01Z","incarnation":"bwrap://g-2","remote":"10.0.0.7:5000","command":"save-off","reply":"ok"}
+"#;
+
+    fn log() -> AuditLog {
+        parse_audit_log("ns", "mc-data".into(), LOG).unwrap()
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_recorded_audit_log_reads_per_incarnation() {
+        let log = log();
+        assert_eq!(log.starts(), strings(&["bwrap://g-1", "bwrap://g-2"]));
+        assert_eq!(
+            log.commands_of("bwrap://g-1"),
+            strings(&["save-off", "save-all flush", "save-on"])
+        );
+        assert_eq!(log.commands_of("bwrap://g-2"), strings(&["save-off"]));
+        assert_eq!(log.all_commands().len(), 4);
+        assert_eq!(
+            log.save_on_after("bwrap://g-1", 0),
+            Some("2026-12-04T10:00:05Z".parse().unwrap())
+        );
+        // No second save-off on the first incarnation; no save-on at all on the second.
+        assert_eq!(log.save_on_after("bwrap://g-1", 1), None);
+        assert_eq!(log.save_on_after("bwrap://g-2", 0), None);
+        assert_eq!(log.nth_newest(0, "x").unwrap(), "bwrap://g-2");
+        assert_eq!(log.nth_newest(1, "x").unwrap(), "bwrap://g-1");
+        let e = log.nth_newest(2, "the original").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the original: 2 incarnation(s) wrote a start line, 3 needed"),
+            "{e}"
+        );
+        assert_eq!(
+            verdict_of_absent(e),
+            crate::evidence::bundle::Verdict::Failed
+        );
+    }
+
+    fn verdict_of_absent(e: CaseError) -> crate::evidence::bundle::Verdict {
+        crate::context::verdict_of(&Err(e)).0
+    }
+
+    #[test]
+    fn a_save_on_counts_only_after_the_save_off_it_answers() {
+        let log = parse_audit_log(
+            "ns",
+            "c".into(),
+            r#"{"event":"start","time":"t","incarnation":"a"}
+{"event":"command","time":"2026-12-04T10:00:00Z","incarnation":"a","command":"save-on"}
+{"event":"command","time":"2026-12-04T10:00:01Z","incarnation":"a","command":"save-off"}
+{"event":"command","time":"2026-12-04T10:00:02Z","incarnation":"b","command":"save-on"}
+{"event":"command","time":"2026-12-04T10:00:03Z","incarnation":"a","command":"save-off"}
+{"event":"command","time":"2026-12-04T10:00:04Z","incarnation":"a","command":"save-on"}
+"#,
+        )
+        .unwrap();
+        // The save-on before the first save-off and the other incarnation's do not answer it;
+        // the one after the second save-off answers the second, not the first.
+        assert_eq!(log.save_on_after("a", 0), None);
+        assert_eq!(
+            log.save_on_after("a", 1),
+            Some("2026-12-04T10:00:04Z".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn cleanup_after_every_quiesce() {
+        let yes = |c: &[&str]| save_on_after_each_save_off(&strings(c));
+        assert!(yes(&["save-off", "save-all", "save-on"]));
+        assert!(yes(&["save-off", "save-on", "save-off", "save-on"]));
+        assert!(!yes(&["save-off", "save-on", "save-off"]));
+        assert!(!yes(&["save-off"]));
+        // No quiesce at all is not "cleaned up after it".
+        assert!(!yes(&[]));
+        assert!(!yes(&["save-on"]));
+        assert_eq!(
+            save_offs(&strings(&["save-off", "x", "save-off", "save-on"])),
+            2
+        );
+        assert_eq!(save_offs(&[]), 0);
+    }
+
+    #[test]
+    fn an_audit_log_that_cannot_speak_is_evidence_absent_never_empty() {
+        for (out, says) in [
+            ("REHEARSAL-AUDIT-LOG-MISSING\n", "does not exist"),
+            ("", "no start line"),
+            ("\n\n", "no start line"),
+            (
+                r#"{"event":"command","time":"t","incarnation":"a","command":"save-off"}"#,
+                "no start line",
+            ),
+            ("{\"event\":\"start\"\nnot json\n", "line 1"),
+        ] {
+            let e = parse_audit_log("ns", "mc-data".into(), out).unwrap_err();
+            assert!(
+                matches!(e, CaseError::EvidenceAbsent { .. }),
+                "{out:?}: {e}"
+            );
+            let msg = e.to_string();
+            assert!(msg.contains(says), "{out:?}: {msg}");
+            assert!(msg.contains("ns/mc-data"), "{out:?}: {msg}");
+            assert_eq!(
+                verdict_of_absent(e),
+                crate::evidence::bundle::Verdict::Failed
+            );
+        }
+        let e = parse_audit_log(
+            "ns",
+            "c".into(),
+            "{\"event\":\"start\",\"time\":\"t\",\"incarnation\":\"a\"}\n\nbroken\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn backup_fields_read_by_pointer_and_condition() {
+        let b: Backup = serde_json::from_value(serde_json::json!({
+            "apiVersion": "gameplane.dev/v1alpha1",
+            "kind": "Backup",
+            "metadata": {"name": "b", "namespace": "ns"},
+            "spec": {"serverRef": {"name": "mc"}},
+            "status": {
+                "phase": "Failed",
+                "consistency": "Invalidated",
+                "conditions": [
+                    {"type": "Quiesced", "status": "False", "reason": "SourceChanged",
+                     "message": "m", "lastTransitionTime": "2026-12-04T10:00:00Z"}
+                ]
+            }
+        }))
+        .unwrap();
+        assert_eq!(backup_phase(&b), "Failed");
+        assert_eq!(
+            backup_field(&b, "/status/consistency").as_deref(),
+            Some("Invalidated")
+        );
+        assert_eq!(backup_field(&b, "/status/nothing"), None);
+        assert_eq!(
+            backup_condition(&b, "Quiesced").as_deref(),
+            Some("False/SourceChanged")
+        );
+        assert_eq!(backup_condition(&b, "Ready"), None);
+        let mut none = b.clone();
+        none.status = None;
+        assert_eq!(backup_phase(&none), "none");
+        assert_eq!(backup_condition(&none, "Quiesced"), None);
+    }
 }
