@@ -318,3 +318,18 @@ fn a_reordered_message_says_where_the_missing_entry_is() {
         "{e}"
     );
 }
+
+#[test]
+fn a_tampered_message_names_the_seq_when_it_can_be_read() {
+    let mut lines = journal(4);
+    lines[2] = edit(&lines[2], "step", Value::String("edited".into()));
+    let e = check(&lines).unwrap_err();
+    assert!(e.to_string().contains("line 3 (seq 2): tampered"), "{e}");
+    // An entry whose seq is gone says so by leaving it out.
+    let mut lines = journal(4);
+    let mut entry = parse(&lines[2]);
+    entry.remove("seq");
+    lines[2] = canonical::to_string(&Value::Object(entry)).into_bytes();
+    let e = check(&lines).unwrap_err();
+    assert!(e.to_string().contains("line 3: tampered"), "{e}");
+}

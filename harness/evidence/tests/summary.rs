@@ -354,3 +354,23 @@ fn a_receipt_of_an_unknown_kind_refuses_the_journal_at_its_line() {
     let e = summarize_killed(&raw.verified()).unwrap_err();
     assert!(e.to_string().contains("line 2"), "{e}");
 }
+
+#[test]
+fn a_malformed_addendum_is_refused_at_its_line() {
+    let raw = Raw::started_run();
+    raw.put(None, run_finished());
+    raw.put(None, kill_matrix_ref());
+    raw.journal
+        .append(
+            None,
+            "kill-matrix",
+            "kill-matrix",
+            serde_json::json!({"path": 1}),
+        )
+        .unwrap();
+    let e = kill_matrix_addendum(&raw.verified()).unwrap_err();
+    assert!(
+        matches!(&e, SummaryError::Observation(_)) && e.to_string().contains("line 4 (seq 3)"),
+        "{e}"
+    );
+}
