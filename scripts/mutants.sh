@@ -7,7 +7,7 @@
 #   scripts/mutants.sh evidence    receipts verify, summary, kill-matrix judge, JUnit, bundle
 #                                  loading, report merging — judged by the rehearsal-evidence
 #                                  crate's own tests (about 200 mutants; shard with
-#                                  `-- --shard k/N`)
+#                                  `-- --shard k/N`, k from 0 to N-1)
 #   scripts/mutants.sh harness     qualify gates and cases/observe — judged by the rehearsal
 #                                  crate's tests and the rollout scenario cases (about 300)
 #   scripts/mutants.sh operator    the reference operator's backup, restore, restic and
@@ -71,7 +71,7 @@ fi
 
 args=()
 for f in "${files[@]}"; do args+=(--file "$f"); done
-# A shard (`-- --shard k/N`) keeps its own outcome files: mutants/<set>/shard-k-of-N/.
+# A shard (`-- --shard k/N`, k from 0 to N-1) keeps its own outcome files: mutants/<set>/shard-k-of-N/.
 part="$set_name"
 for ((i = 0; i < ${#extra[@]}; i++)); do
   shard=""

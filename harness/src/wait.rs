@@ -510,6 +510,40 @@ pub mod conditions {
         })
     }
 
+    /// Container `container` of the pod has started at least once — it runs, or it (or its
+    /// previous instance) terminated — so its log exists and can be read. Pending while it
+    /// waits to start for the first time (`ContainerCreating`, `PodInitializing`): what a
+    /// slow machine shows, never the operator's doing. Terminal: an image pull failure.
+    pub fn container_started(container: impl Into<String>) -> Condition<Pod> {
+        let container = container.into();
+        Condition::new(
+            format!("container `{container}` started (running or terminated)"),
+            move |pod: Option<&Pod>| {
+                let Some(pod) = pod else {
+                    return Progress::Pending;
+                };
+                if let Some(reason) = image_pull_failure(pod) {
+                    return Progress::Terminal(reason);
+                }
+                let started = statuses(pod).into_iter().any(|c| {
+                    c.name == container
+                        && (c
+                            .state
+                            .as_ref()
+                            .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
+                            || c.last_state
+                                .as_ref()
+                                .is_some_and(|s| s.terminated.is_some()))
+                });
+                if started {
+                    Progress::Met
+                } else {
+                    Progress::Pending
+                }
+            },
+        )
+    }
+
     /// A pod of this name exists with a UID other than `old_uid` (the StatefulSet recreated it).
     pub fn pod_replaced(old_uid: impl Into<String>) -> Condition<Pod> {
         let old_uid = old_uid.into();
@@ -684,5 +718,65 @@ pub mod conditions {
                 Progress::Pending
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod condition_tests {
+    use super::{Progress, conditions};
+    use k8s_openapi::api::core::v1::Pod;
+
+    fn pod(agent: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "mc-0", "uid": "u1"},
+            "status": {"containerStatuses": [
+                {"name": "game", "image": "g", "imageID": "", "ready": true, "restartCount": 0,
+                 "state": {"running": {"startedAt": "2026-12-04T10:00:00Z"}}},
+                agent
+            ]}
+        }))
+        .unwrap()
+    }
+
+    fn agent(state: serde_json::Value, last: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({"name": "agent", "image": "a", "imageID": "", "ready": false,
+            "restartCount": 0, "state": state, "lastState": last})
+    }
+
+    #[test]
+    fn a_container_is_readable_once_it_started_never_while_it_is_created() {
+        let c = conditions::container_started("agent");
+        let creating = pod(agent(
+            serde_json::json!({"waiting": {"reason": "ContainerCreating"}}),
+            serde_json::json!({}),
+        ));
+        assert!(matches!(c.check(Some(&creating)), Progress::Pending));
+        assert!(matches!(c.check(None), Progress::Pending));
+        let running = pod(agent(
+            serde_json::json!({"running": {"startedAt": "2026-12-04T10:00:01Z"}}),
+            serde_json::json!({}),
+        ));
+        assert!(matches!(c.check(Some(&running)), Progress::Met));
+        // A crash-looping agent between restarts: its previous instance left a log.
+        let backing_off = pod(agent(
+            serde_json::json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            serde_json::json!({"terminated": {"exitCode": 1}}),
+        ));
+        assert!(matches!(c.check(Some(&backing_off)), Progress::Met));
+        let exited = pod(agent(
+            serde_json::json!({"terminated": {"exitCode": 0}}),
+            serde_json::json!({}),
+        ));
+        assert!(matches!(c.check(Some(&exited)), Progress::Met));
+        // Another container running does not make this one readable.
+        assert!(matches!(
+            conditions::container_started("sidecar").check(Some(&running)),
+            Progress::Pending
+        ));
+        let unpullable = pod(agent(
+            serde_json::json!({"waiting": {"reason": "ImagePullBackOff"}}),
+            serde_json::json!({}),
+        ));
+        assert!(matches!(c.check(Some(&unpullable)), Progress::Terminal(_)));
     }
 }

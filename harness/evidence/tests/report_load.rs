@@ -371,3 +371,58 @@ fn entries_cut_from_or_added_to_a_finished_journal_are_refused() {
     let e = refused(dir.path());
     assert!(e.to_string().contains("after run-finished"), "{e}");
 }
+
+#[test]
+fn snapshots_and_restores_are_read_in_first_seen_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = rehearsal_evidence::bundle::Bundle::create_with_clock(
+        dir.path(),
+        support::meta("run-1", "amd64"),
+        support::clock(2),
+    )
+    .unwrap();
+    let quiet = bundle.case("quiet", "backup").unwrap();
+    let case = bundle.case("restores", "backup").unwrap();
+    let details = serde_json::json!({});
+    case.restic_snapshot("backup", "s1", details.clone())
+        .unwrap();
+    // An empty id (a Backup that never reported one) is no snapshot.
+    case.restic_snapshot("backup without id", "", details.clone())
+        .unwrap();
+    case.restic_snapshot("backup again", "s1", details.clone())
+        .unwrap();
+    let r1 = case
+        .restic_restore("restore", "r1", "s2", details.clone())
+        .unwrap();
+    let r2 = case
+        .restic_restore("restore back", "r2", "s1", details)
+        .unwrap();
+    quiet.finish(Verdict::Passed).unwrap();
+    case.finish(Verdict::Passed).unwrap();
+    bundle.finalize(false).unwrap();
+    let loaded = load(dir.path()).unwrap();
+    let c = loaded
+        .cases
+        .iter()
+        .find(|c| c.summary.name == "restores")
+        .unwrap();
+    assert_eq!(c.snapshots, vec!["s1".to_string(), "s2".to_string()]);
+    let restores: Vec<(&str, &str, usize)> = c
+        .restores
+        .iter()
+        .map(|r| (r.restore_id.as_str(), r.snapshot_id.as_str(), r.line))
+        .collect();
+    assert_eq!(
+        restores,
+        vec![
+            ("r1", "s2", r1.seq as usize + 1),
+            ("r2", "s1", r2.seq as usize + 1)
+        ]
+    );
+    let q = loaded
+        .cases
+        .iter()
+        .find(|c| c.summary.name == "quiet")
+        .unwrap();
+    assert!(q.snapshots.is_empty() && q.restores.is_empty());
+}

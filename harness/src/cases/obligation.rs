@@ -48,6 +48,15 @@ async fn get_backup(ctx: &CaseContext<'_>, name: &str) -> Result<Option<Backup>,
 async fn agent_calls(ctx: &CaseContext<'_>) -> Result<Vec<Value>, CaseError> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let pod = names::pod(SERVER);
+    // A log can be read only once its container started; on a busy machine the agent may
+    // still be ContainerCreating here, which is the machine's speed, not the operator's doing.
+    crate::wait::await_object(
+        &pods,
+        &pod,
+        crate::wait::conditions::container_started(names::containers::AGENT),
+        ctx.bounds.settle,
+    )
+    .await?;
     let params = LogParams {
         container: Some(names::containers::AGENT.into()),
         ..Default::default()
