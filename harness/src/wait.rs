@@ -522,7 +522,14 @@ pub mod conditions {
                 let Some(pod) = pod else {
                     return Progress::Pending;
                 };
-                if let Some(reason) = image_pull_failure(pod) {
+                // Only this container's pull failure: another container of the pod may be
+                // meant never to start (a case's unpullable game beside a running agent).
+                let pull_failure = statuses(pod).into_iter().find_map(|c| {
+                    let reason = c.state.as_ref()?.waiting.as_ref()?.reason.as_deref()?;
+                    (c.name == container && IMAGE_PULL_FAILURES.contains(&reason))
+                        .then(|| format!("container `{}` is {reason} ({})", c.name, c.image))
+                });
+                if let Some(reason) = pull_failure {
                     return Progress::Terminal(reason);
                 }
                 let started = statuses(pod).into_iter().any(|c| {
@@ -778,5 +785,17 @@ mod condition_tests {
             serde_json::json!({}),
         ));
         assert!(matches!(c.check(Some(&unpullable)), Progress::Terminal(_)));
+        // The game's image cannot be pulled (a case that keeps it from ever running) while the
+        // agent runs: the agent's log is readable.
+        let game_unpullable: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "mc-0", "uid": "u1"},
+            "status": {"containerStatuses": [
+                {"name": "game", "image": "g", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"waiting": {"reason": "ImagePullBackOff"}}},
+                agent(serde_json::json!({"running": {}}), serde_json::json!({}))
+            ]}
+        }))
+        .unwrap();
+        assert!(matches!(c.check(Some(&game_unpullable)), Progress::Met));
     }
 }
