@@ -233,12 +233,10 @@ fn a_pvc_table_edited_to_other_valid_content_is_refused() {
     }
 }
 
-#[test]
-fn a_kill_matrix_that_is_not_one_is_refused() {
-    // A kill matrix whose receipt hashes its (wrong) content: the hash holds, the shape does not.
-    let dir2 = tempfile::tempdir().unwrap();
+/// A journal in `dir` holding only its `run-started` receipt (no bundle.json: read as killed).
+fn started_journal(dir: &Path) -> Journal {
     let journal = Journal::create_with_clock(
-        dir2.path().join("receipts.jsonl"),
+        dir.join("receipts.jsonl"),
         "run-1",
         "amd64",
         support::clock(1),
@@ -251,6 +249,14 @@ fn a_kill_matrix_that_is_not_one_is_refused() {
             Observation::RunStarted(RunStarted::new(&support::meta("run-1", "amd64"))),
         )
         .unwrap();
+    journal
+}
+
+#[test]
+fn a_kill_matrix_that_is_not_one_is_refused() {
+    // A kill matrix whose receipt hashes its (wrong) content: the hash holds, the shape does not.
+    let dir2 = tempfile::tempdir().unwrap();
+    let journal = started_journal(dir2.path());
     std::fs::write(dir2.path().join("kill-matrix.json"), b"[]").unwrap();
     journal
         .record(
@@ -275,20 +281,7 @@ fn a_kill_matrix_that_is_not_one_is_refused() {
 fn an_artifact_outside_the_bundle_is_refused() {
     for bad in ["../outside.txt", "cases//x", "cases/../../x"] {
         let dir = tempfile::tempdir().unwrap();
-        let journal = Journal::create_with_clock(
-            dir.path().join("receipts.jsonl"),
-            "run-1",
-            "amd64",
-            support::clock(1),
-        )
-        .unwrap();
-        journal
-            .record(
-                None,
-                "run-started",
-                Observation::RunStarted(RunStarted::new(&support::meta("run-1", "amd64"))),
-            )
-            .unwrap();
+        let journal = started_journal(dir.path());
         journal
             .record(Some("c"), "case-started", support::started("backup"))
             .unwrap();
