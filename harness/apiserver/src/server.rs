@@ -83,6 +83,7 @@ impl ApiServer {
             tls,
             logs: RwLock::new(None),
             streams: RwLock::new(None),
+            hook: RwLock::new(None),
             shutdown: shutdown_rx,
             config,
             addr,
@@ -176,6 +177,14 @@ impl ApiServer {
             .streams
             .write()
             .unwrap_or_else(|p| p.into_inner()) = Some(streams);
+    }
+
+    /// Attaches the exploration hook ([`crate::RequestHook`]): every mutating request passes
+    /// through it before it is applied, and every committed change is reported to it. `None`
+    /// detaches it (held requests already waiting stay held until their futures resolve).
+    pub fn set_hook(&self, hook: Option<Arc<dyn crate::RequestHook>>) {
+        self.shared.state().set_observer(hook.clone());
+        *self.shared.hook.write().unwrap_or_else(|p| p.into_inner()) = hook;
     }
 
     /// Stops accepting, ends every watch and waits (bounded) for open requests to finish.

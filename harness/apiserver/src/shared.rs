@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::hook::RequestHook;
 use crate::logs::PodLogSource;
 use crate::state::State;
 use crate::streams::PodStreams;
@@ -54,6 +55,8 @@ pub(crate) struct Shared {
     pub tls: crate::tls::ServerTls,
     pub logs: RwLock<Option<Arc<dyn PodLogSource>>>,
     pub streams: RwLock<Option<Arc<dyn PodStreams>>>,
+    /// The exploration hook ([`crate::hook`]), when a harness attached one.
+    pub hook: RwLock<Option<Arc<dyn RequestHook>>>,
     pub shutdown: watch::Receiver<bool>,
     pub config: ApiServerConfig,
     pub addr: SocketAddr,
@@ -66,6 +69,11 @@ impl Shared {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The exploration hook, when one is attached.
+    pub fn hook(&self) -> Option<Arc<dyn RequestHook>> {
+        self.hook.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 

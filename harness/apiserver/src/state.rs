@@ -127,6 +127,8 @@ pub struct State {
     next_ip: u32,
     /// Set for the duration of a `dryRun=All` request: writes are computed, not stored.
     dry_run: bool,
+    /// Told of every committed change ([`crate::RequestHook::committed`]).
+    observer: Option<Arc<dyn crate::RequestHook>>,
 }
 
 fn set_meta(obj: &mut Value, key: &str, value: Value) {
@@ -184,6 +186,7 @@ impl State {
             settings,
             next_ip: 0,
             dry_run: false,
+            observer: None,
         };
         let ns_info = state
             .registry
@@ -458,8 +461,23 @@ impl State {
         refs
     }
 
+    /// Attaches (or detaches) the observer of committed changes.
+    pub fn set_observer(&mut self, observer: Option<Arc<dyn crate::RequestHook>>) {
+        self.observer = observer;
+    }
+
     fn emit(&mut self, event: Event) {
         let event = Arc::new(event);
+        if let Some(observer) = &self.observer {
+            observer.committed(crate::Change {
+                resource_version: event.rv,
+                at: jiff::Timestamp::now(),
+                storage: &event.storage,
+                namespace: &event.namespace,
+                kind: event.kind.as_str(),
+                object: &event.object,
+            });
+        }
         self.history.push_back(event.clone());
         while self.history.len() > self.settings.history.max(1) {
             if let Some(old) = self.history.pop_front() {

@@ -321,6 +321,18 @@ impl EmbeddedCluster {
         &self.images
     }
 
+    /// Attaches the API server's exploration hook ([`rehearsal_apiserver::RequestHook`]): every
+    /// mutating request passes through it, every committed change is reported to it. `None`
+    /// detaches it.
+    pub fn set_request_hook(
+        &self,
+        hook: Option<std::sync::Arc<dyn rehearsal_apiserver::RequestHook>>,
+    ) {
+        if let Some(api) = &self.api {
+            api.set_hook(hook);
+        }
+    }
+
     /// PIDs of the outer `bwrap` of every running sandbox.
     pub fn sandbox_pids(&self) -> Vec<u32> {
         self.sandboxes.live_pids()

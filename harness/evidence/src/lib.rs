@@ -15,6 +15,7 @@
 //! - [`summary`] and [`kill_matrix`]: what a bundle's `bundle.json` and `kill-matrix.json` hold.
 //! - [`bundle`]: the per-run directory (`reports/<run-id>/`) and the writer API scenarios use.
 //! - [`qualification`]: what a rollout qualification records (its gates and outcome).
+//! - [`invariants`]: the contract's invariants as functions over one operation's observations.
 //! - [`report`]: reports (Markdown, HTML, JUnit, JSON) rendered from bundles only.
 //!
 //! ```no_run
@@ -31,6 +32,7 @@
 
 pub mod bundle;
 pub mod canonical;
+pub mod invariants;
 pub mod kill_matrix;
 pub mod observation;
 pub mod pvc_table;

@@ -423,6 +423,22 @@ async fn resource(
     if target.namespace.is_none() && info.namespaced && target.name.is_some() {
         return Err(ApiError::no_route());
     }
+    // The exploration hook sees every mutating request before it is applied, and may hold it.
+    let hook = call.shared.hook();
+    if let Some(hook) = hook
+        && let Some(verb) = crate::hook::verb_of(&call.method, target.name.is_some())
+    {
+        hook.before_write(crate::hook::WriteRequest {
+            user: call.user.name.clone(),
+            verb: verb.to_string(),
+            group: info.group.clone(),
+            resource: info.plural.clone(),
+            subresource: target.sub.map(str::to_string),
+            namespace: target.namespace.unwrap_or("").to_string(),
+            name: target.name.map(str::to_string),
+        })
+        .await;
+    }
     if info.create_only() {
         return review(&call, &info, &target, body).await;
     }

@@ -1,0 +1,74 @@
+//! The exploration hook: what lets a harness place a fault at an exact point of an operator's
+//! work without changing the operator.
+//!
+//! [`RequestHook::before_write`] is called for every mutating request (create, update, patch,
+//! delete, and the POSTs of subresources), after it was authenticated and authorised and before
+//! anything is read or stored; the request waits for the future it returns. A hook that holds
+//! the operator's k-th write until a fault has landed makes "the fault lands between the
+//! operator's writes k-1 and k" a deterministic schedule.
+//!
+//! [`RequestHook::committed`] is called for every change the store commits, in commit
+//! (resourceVersion) order, under the store's lock, with the wall-clock time of the commit: one
+//! totally ordered history of what every client (operator, kubelet, controllers, the harness)
+//! made the cluster be, on the same clock as anything else the host writes (a game's audit
+//! log). It must return quickly (record and go).
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+/// A mutating request, as the hook sees it before it is applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteRequest {
+    /// The user the request acts as (after impersonation), e.g.
+    /// `system:serviceaccount:gameplane-system:gameplane`.
+    pub user: String,
+    /// `create`, `update`, `patch`, `delete` or `deletecollection`.
+    pub verb: String,
+    /// The API group (empty for the core group).
+    pub group: String,
+    /// The resource's plural, e.g. `pods`, `backups`.
+    pub resource: String,
+    /// The subresource, e.g. `status`, `eviction`.
+    pub subresource: Option<String>,
+    /// The namespace (empty for cluster-scoped resources).
+    pub namespace: String,
+    /// The object's name (absent for a create or a deletecollection).
+    pub name: Option<String>,
+}
+
+/// One committed change.
+#[derive(Debug, Clone, Copy)]
+pub struct Change<'a> {
+    /// Its resourceVersion: the commit order.
+    pub resource_version: u64,
+    /// When it was committed (the host's clock).
+    pub at: jiff::Timestamp,
+    /// `<group>/<plural>`, e.g. `/pods`, `batch/jobs`, `gameplane.local/backups`.
+    pub storage: &'a str,
+    /// The object's namespace (empty when cluster-scoped).
+    pub namespace: &'a str,
+    /// `ADDED`, `MODIFIED` or `DELETED`.
+    pub kind: &'a str,
+    /// The object as committed (its last state for a deletion).
+    pub object: &'a Value,
+}
+
+/// What a harness attaches with [`crate::ApiServer::set_hook`].
+pub trait RequestHook: Send + Sync + 'static {
+    /// Called before a mutating request is applied; the request waits for the future.
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()>;
+    /// Called for every committed change, in commit order, under the store's lock.
+    fn committed(&self, change: Change<'_>);
+}
+
+/// The verb of a mutating HTTP request: `None` for reads.
+pub(crate) fn verb_of(method: &http::Method, has_name: bool) -> Option<&'static str> {
+    match *method {
+        http::Method::POST => Some("create"),
+        http::Method::PUT => Some("update"),
+        http::Method::PATCH => Some("patch"),
+        http::Method::DELETE if has_name => Some("delete"),
+        http::Method::DELETE => Some("deletecollection"),
+        _ => None,
+    }
+}

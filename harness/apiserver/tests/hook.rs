@@ -1,0 +1,160 @@
+//! The exploration hook over real HTTP: a held write waits until the hook lets it go (and a
+//! read does not pass through it), every mutating verb is seen with its user and target, and
+//! committed changes arrive in resourceVersion order with their commit time.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::{start, within};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use rehearsal_apiserver::{Change, RequestHook, WriteRequest};
+use serde_json::json;
+use tokio::sync::{Notify, oneshot};
+
+/// A committed change as recorded: resourceVersion, time, storage, kind, name.
+type Seen = (u64, jiff::Timestamp, String, String, String);
+
+/// Holds the first write to a ConfigMap named `held` until released; records everything.
+#[derive(Default)]
+struct Recorder {
+    writes: Mutex<Vec<WriteRequest>>,
+    changes: Mutex<Vec<Seen>>,
+    arrived: Mutex<Option<oneshot::Sender<()>>>,
+    release: Arc<Notify>,
+}
+
+impl RequestHook for Recorder {
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()> {
+        let hold = write.name.as_deref() == Some("held") && write.verb == "patch";
+        self.writes.lock().unwrap().push(write);
+        if !hold {
+            return futures::future::ready(()).boxed();
+        }
+        if let Some(tx) = self.arrived.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+        let release = self.release.clone();
+        async move { release.notified().await }.boxed()
+    }
+
+    fn committed(&self, change: Change<'_>) {
+        let name = change.object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.changes.lock().unwrap().push((
+            change.resource_version,
+            change.at,
+            change.storage.to_string(),
+            change.kind.to_string(),
+            name,
+        ));
+    }
+}
+
+fn configmap(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"a": "1"}})).unwrap()
+}
+
+#[tokio::test]
+async fn a_held_write_waits_for_its_release_and_reads_pass() {
+    let (server, client) = start().await;
+    let (tx, arrived) = oneshot::channel();
+    let hook = Arc::new(Recorder {
+        arrived: Mutex::new(Some(tx)),
+        ..Recorder::default()
+    });
+    server.set_hook(Some(hook.clone()));
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    cms.create(&PostParams::default(), &configmap("held"))
+        .await
+        .unwrap();
+    let patching = tokio::spawn({
+        let cms = cms.clone();
+        async move {
+            cms.patch(
+                "held",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"a": "2"}})),
+            )
+            .await
+        }
+    });
+    within("the held patch to reach the hook", arrived)
+        .await
+        .unwrap();
+    // Held: reads pass the hook and still see the old data; the patch has not returned.
+    let seen = within("a read while the write is held", cms.get("held"))
+        .await
+        .unwrap();
+    assert_eq!(seen.data.unwrap()["a"], "1", "the held write was applied");
+    assert!(
+        !patching.is_finished(),
+        "the held patch returned before its release"
+    );
+    hook.release.notify_one();
+    let patched = within("the released patch", patching)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(patched.data.unwrap()["a"], "2");
+    let writes = hook.writes.lock().unwrap().clone();
+    let verbs: Vec<(&str, Option<&str>)> = writes
+        .iter()
+        .map(|w| (w.verb.as_str(), w.name.as_deref()))
+        .collect();
+    assert_eq!(verbs, vec![("create", None), ("patch", Some("held"))]);
+    assert!(writes.iter().all(|w| w.resource == "configmaps"
+        && w.namespace == "default"
+        && w.group.is_empty()
+        && w.user == "kubernetes-admin"));
+}
+
+#[tokio::test]
+async fn committed_changes_arrive_in_order_with_their_time() {
+    let (server, client) = start().await;
+    let hook = Arc::new(Recorder::default());
+    server.set_hook(Some(hook.clone()));
+    let before = jiff::Timestamp::now();
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    cms.create(&PostParams::default(), &configmap("one"))
+        .await
+        .unwrap();
+    cms.patch(
+        "one",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"a": "2"}})),
+    )
+    .await
+    .unwrap();
+    cms.delete("one", &DeleteParams::default()).await.unwrap();
+    let after = jiff::Timestamp::now();
+    let changes: Vec<_> = hook
+        .changes
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.4 == "one")
+        .cloned()
+        .collect();
+    let kinds: Vec<&str> = changes.iter().map(|c| c.3.as_str()).collect();
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+    assert!(changes.iter().all(|c| c.2 == "/configmaps"));
+    assert!(
+        changes
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1)
+    );
+    assert!(changes.iter().all(|c| before <= c.1 && c.1 <= after));
+    // Detached: nothing more is recorded.
+    server.set_hook(None);
+    let n = hook.changes.lock().unwrap().len();
+    cms.create(&PostParams::default(), &configmap("two"))
+        .await
+        .unwrap();
+    assert_eq!(hook.changes.lock().unwrap().len(), n);
+}

@@ -1,0 +1,666 @@
+//! The contract's invariants as code: functions over what one run of an operation observed,
+//! independent of any case and of where a fault was placed.
+//!
+//! A case reads the evidence its author expected at the moment its author chose. An invariant
+//! reads *everything* the run observed — every committed state of the Backup, of the game's pod
+//! and of the copy's worker pods, in commit order with their commit times, and the game's RCON
+//! audit log on the same clock — and states what must hold whatever happened in between. `rehearse
+//! explore` judges every schedule (an operation with one fault at one point) with them, so a bug
+//! that needs the fault one write later than any case placed it still fails the run.
+//!
+//! The reasoning is causal, so a slow machine cannot produce a violation: the copy's reads lie
+//! inside its **window**, from the commit that created its first worker pod to the commit that
+//! showed its last worker pod ended (terminal phase or gone) — a pod cannot read before it exists
+//! or after its end was reported. A correct operator quiesces before it creates the Job (so the
+//! game's `save-off` line is older than the window) and unquiesces after it saw the Job end (so
+//! its `save-on` line is newer). Every violation names the invariant, the evidence it read and
+//! what it found there.
+//!
+//! The invariants of a backup: [`BackupTrace::violations`]. Their ids are the clause kinds
+//! `docs/contract.toml` lists under "Invariants".
+
+use serde::{Deserialize, Serialize};
+
+/// Invariant `consistency`: Succeeded+Quiesced only if one game incarnation was quiesced from
+/// before the copy's window until after it and never changed inside it; Stopped only if no game
+/// ran inside the window; a source change inside the window ends Failed, consistency
+/// `Invalidated`, with a reason.
+pub const CONSISTENCY: &str = "consistency";
+/// Invariant `cleanup`: every `save-off` is followed by exactly one `save-on` to the same
+/// incarnation while it lives, after the copy's window; no `save-on` reaches an incarnation
+/// that was not quiesced.
+pub const CLEANUP: &str = "cleanup";
+/// Invariant `drain`: no copy worker pod runs once its Backup is terminal, and a terminal Backup
+/// keeps no finalizer.
+pub const DRAIN: &str = "drain";
+/// Invariant `liveness`: once faults stop, the Backup reaches a terminal phase within its bound,
+/// with a reason.
+pub const LIVENESS: &str = "liveness";
+
+/// Every invariant a backup schedule is judged by, in report order.
+pub const BACKUP_INVARIANTS: &[&str] = &[CONSISTENCY, CLEANUP, DRAIN, LIVENESS];
+
+/// One broken promise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Violation {
+    /// The invariant ([`CONSISTENCY`], [`CLEANUP`], …).
+    pub invariant: String,
+    /// The evidence read, e.g. `committed states of pod mc-0` or `RCON audit log`.
+    pub evidence: String,
+    /// What was found, one line.
+    pub found: String,
+}
+
+impl Violation {
+    fn new(invariant: &str, evidence: &str, found: String) -> Self {
+        Self {
+            invariant: invariant.to_string(),
+            evidence: evidence.to_string(),
+            found,
+        }
+    }
+}
+
+/// A committed state of the Backup.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackupState {
+    /// `status.phase`.
+    pub phase: Option<String>,
+    /// `status.consistency`.
+    pub consistency: Option<String>,
+    /// `status.source.podUID`.
+    pub source_pod_uid: Option<String>,
+    /// `status.source.gameContainerID`.
+    pub source_container: Option<String>,
+    /// The `Completed` condition's reason.
+    pub completed_reason: Option<String>,
+    /// `metadata.finalizers`.
+    pub finalizers: Vec<String>,
+    /// The object was removed from the store.
+    pub gone: bool,
+}
+
+impl BackupState {
+    /// Succeeded or Failed.
+    pub fn terminal(&self) -> bool {
+        matches!(self.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+}
+
+/// A committed state of the game server's pod.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GamePodState {
+    /// The pod's UID.
+    pub uid: String,
+    /// The game container's ID, once it has one.
+    pub game_container: Option<String>,
+    /// The game container is running (`state.running`).
+    pub game_running: bool,
+    /// The object was removed from the store.
+    pub gone: bool,
+}
+
+/// A committed state of one of the copy Job's worker pods.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CopyPodState {
+    /// The pod's name.
+    pub name: String,
+    /// `status.phase`.
+    pub phase: Option<String>,
+    /// The object was removed from the store.
+    pub gone: bool,
+}
+
+impl CopyPodState {
+    /// Ended: a terminal phase, or removed.
+    pub fn ended(&self) -> bool {
+        self.gone || matches!(self.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+}
+
+/// What a committed change was about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "object")]
+pub enum Subject {
+    /// The Backup under test.
+    Backup(BackupState),
+    /// The game server's pod.
+    GamePod(GamePodState),
+    /// A worker pod of the Backup's copy Job.
+    CopyPod(CopyPodState),
+}
+
+/// One committed change, on the host's clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Committed {
+    /// Its resourceVersion (commit order).
+    pub rv: u64,
+    /// When it was committed.
+    pub at: jiff::Timestamp,
+    /// What changed, as committed.
+    pub subject: Subject,
+}
+
+/// One line of the game's RCON audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditEntry {
+    /// When the game wrote it.
+    pub at: jiff::Timestamp,
+    /// The game process that wrote it.
+    pub incarnation: String,
+    /// `start` (a game process began) or `command` (it received an RCON command).
+    pub event: String,
+    /// The command, for `command` lines.
+    pub command: Option<String>,
+}
+
+/// Everything one backup schedule observed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackupTrace {
+    /// The Backup's name.
+    pub backup: String,
+    /// Whether it asked for quiesce (`spec.quiesce`, true when absent).
+    pub quiesce: bool,
+    /// Committed states of the Backup, the game pod and the copy's worker pods, in commit order.
+    pub changes: Vec<Committed>,
+    /// The game's RCON audit log, in file order (read after the Backup ended, or at the bound).
+    pub audit: Vec<AuditEntry>,
+    /// The audit log could be read (an unread log judges no audit clause).
+    pub audit_read: bool,
+    /// When the last fault of the schedule had landed (liveness counts from here).
+    pub faults_stopped_at: Option<jiff::Timestamp>,
+    /// How long the Backup may take to end once faults stopped, in milliseconds.
+    pub bound_ms: u64,
+    /// When observation ended.
+    pub observed_until: jiff::Timestamp,
+}
+
+/// The copy's window: from its first worker pod's creation to the end of its last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The commit that created the first worker pod.
+    pub start: jiff::Timestamp,
+    /// The commit that showed the last worker pod ended; `None` while one has not.
+    pub end: Option<jiff::Timestamp>,
+}
+
+impl BackupTrace {
+    /// The Backup's committed states, in order.
+    fn backup_states(&self) -> impl Iterator<Item = (&Committed, &BackupState)> {
+        self.changes.iter().filter_map(|c| match &c.subject {
+            Subject::Backup(b) => Some((c, b)),
+            _ => None,
+        })
+    }
+
+    /// The game pod's committed states, in order.
+    fn pod_states(&self) -> impl Iterator<Item = (&Committed, &GamePodState)> {
+        self.changes.iter().filter_map(|c| match &c.subject {
+            Subject::GamePod(p) => Some((c, p)),
+            _ => None,
+        })
+    }
+
+    /// The Backup's last committed state that is not its removal.
+    pub fn final_state(&self) -> Option<&BackupState> {
+        self.backup_states()
+            .map(|(_, b)| b)
+            .filter(|b| !b.gone)
+            .last()
+    }
+
+    /// The first commit at which the Backup was terminal.
+    pub fn terminal_at(&self) -> Option<&Committed> {
+        self.backup_states()
+            .find(|(_, b)| b.terminal())
+            .map(|(c, _)| c)
+    }
+
+    /// The copy's window, when a worker pod was ever created.
+    pub fn window(&self) -> Option<Window> {
+        let mut start = None;
+        let mut open: std::collections::BTreeMap<&str, bool> = std::collections::BTreeMap::new();
+        let mut end = None;
+        for c in &self.changes {
+            let Subject::CopyPod(p) = &c.subject else {
+                continue;
+            };
+            start.get_or_insert(c.at);
+            let was_open = open.insert(&p.name, !p.ended());
+            if p.ended() && was_open != Some(false) {
+                end = Some(c.at);
+            }
+        }
+        let all_ended = open.values().all(|running| !running);
+        start.map(|start| Window {
+            start,
+            end: end.filter(|_| all_ended),
+        })
+    }
+
+    /// Every invariant's violations, in [`BACKUP_INVARIANTS`] order.
+    pub fn violations(&self) -> Vec<Violation> {
+        let mut out = self.consistency();
+        out.extend(self.cleanup());
+        out.extend(self.drain());
+        out.extend(self.liveness());
+        out
+    }
+
+    /// The game pod's states that describe the window: the last one committed before it
+    /// began, and every one committed inside it (to its end, or to the end of observation).
+    fn pod_states_in(&self, w: Window) -> Vec<(&Committed, &GamePodState)> {
+        let before = self.pod_states().filter(|(c, _)| c.at < w.start).last();
+        before
+            .into_iter()
+            .chain(
+                self.pod_states()
+                    .filter(|(c, _)| c.at >= w.start && w.end.is_none_or(|end| c.at <= end)),
+            )
+            .collect()
+    }
+
+    /// Game processes that started strictly inside the window.
+    fn starts_in(&self, w: Window) -> Vec<&AuditEntry> {
+        self.audit
+            .iter()
+            .filter(|a| a.event == "start" && a.at > w.start && w.end.is_none_or(|end| a.at < end))
+            .collect()
+    }
+
+    /// Invariant [`CONSISTENCY`].
+    pub fn consistency(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        let (Some(fin), Some(w)) = (self.final_state(), self.window()) else {
+            return out;
+        };
+        let pods = self.pod_states_in(w);
+        let starts = if self.audit_read {
+            self.starts_in(w)
+        } else {
+            Vec::new()
+        };
+        let succeeded = fin.phase.as_deref() == Some("Succeeded");
+        match fin.consistency.as_deref() {
+            Some("Quiesced") if succeeded => {
+                let (Some(uid), Some(container)) = (&fin.source_pod_uid, &fin.source_container)
+                else {
+                    out.push(Violation::new(
+                        CONSISTENCY,
+                        "Backup status.source",
+                        "Succeeded with consistency Quiesced but no source pod UID and game container ID recorded".into(),
+                    ));
+                    return out;
+                };
+                for (c, p) in &pods {
+                    if p.gone
+                        || p.uid != *uid
+                        || p.game_container.as_ref() != Some(container)
+                        || !p.game_running
+                    {
+                        out.push(Violation::new(
+                            CONSISTENCY,
+                            "committed states of the game pod during the copy",
+                            format!(
+                                "Succeeded with consistency Quiesced from pod {uid} container {container}, but at rv {} ({}) the game was {}",
+                                c.rv, c.at, describe(p)
+                            ),
+                        ));
+                        break;
+                    }
+                }
+                if let Some(s) = starts.first() {
+                    out.push(Violation::new(
+                        CONSISTENCY,
+                        "RCON audit log",
+                        format!(
+                            "Succeeded with consistency Quiesced, but game process {} started at {} inside the copy's window ({} – {})",
+                            s.incarnation, s.at, w.start, fmt_end(w.end)
+                        ),
+                    ));
+                }
+                if self.audit_read
+                    && let Some(why) = self.not_quiesced_across(w)
+                {
+                    out.push(Violation::new(CONSISTENCY, "RCON audit log", why));
+                }
+            }
+            Some("Stopped") if succeeded => {
+                if let Some((c, p)) = pods.iter().find(|(_, p)| !p.gone && p.game_running) {
+                    out.push(Violation::new(
+                        CONSISTENCY,
+                        "committed states of the game pod during the copy",
+                        format!(
+                            "Succeeded with consistency Stopped, but at rv {} ({}) the game was {}",
+                            c.rv,
+                            c.at,
+                            describe(p)
+                        ),
+                    ));
+                }
+                if let Some(s) = starts.first() {
+                    out.push(Violation::new(
+                        CONSISTENCY,
+                        "RCON audit log",
+                        format!(
+                            "Succeeded with consistency Stopped, but game process {} started at {} inside the copy's window",
+                            s.incarnation, s.at
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        out.extend(self.invalidated_on_change(fin, w, &pods, &starts));
+        out
+    }
+
+    /// A source change inside the window must end the Backup Failed, Invalidated, with a
+    /// reason — judged against the source the Backup recorded (a live one, or none).
+    fn invalidated_on_change(
+        &self,
+        fin: &BackupState,
+        w: Window,
+        pods: &[(&Committed, &GamePodState)],
+        starts: &[&AuditEntry],
+    ) -> Option<Violation> {
+        let change = self.change_in_window(fin, w, pods, starts)?;
+        let ok = fin.phase.as_deref() == Some("Failed")
+            && fin.consistency.as_deref() == Some("Invalidated")
+            && fin
+                .completed_reason
+                .as_deref()
+                .is_some_and(|r| !r.is_empty());
+        (!ok && fin.terminal()).then(|| {
+            Violation::new(
+                CONSISTENCY,
+                "Backup status and the game during the copy",
+                format!(
+                    "{change}, yet the Backup ended {} with consistency {} and reason {} (expected Failed, Invalidated, a reason)",
+                    fin.phase.as_deref().unwrap_or("-"),
+                    fin.consistency.as_deref().unwrap_or("-"),
+                    fin.completed_reason.as_deref().unwrap_or("-")
+                ),
+            )
+        })
+    }
+
+    /// What changed the source inside the window (its start excluded), if anything did.
+    fn change_in_window(
+        &self,
+        fin: &BackupState,
+        w: Window,
+        pods: &[(&Committed, &GamePodState)],
+        starts: &[&AuditEntry],
+    ) -> Option<String> {
+        let inside = pods.iter().filter(|(c, _)| c.at >= w.start);
+        match (&fin.source_pod_uid, &fin.source_container) {
+            (Some(uid), Some(container)) => {
+                if let Some((c, p)) = inside.into_iter().find(|(_, p)| {
+                    p.gone
+                        || p.uid != *uid
+                        || p.game_container.as_ref() != Some(container)
+                        || !p.game_running
+                }) {
+                    return Some(format!(
+                        "the recorded source (pod {uid}, container {container}) changed at rv {} ({}): the game was {}",
+                        c.rv,
+                        c.at,
+                        describe(p)
+                    ));
+                }
+                starts.first().map(|s| {
+                    format!(
+                        "game process {} started at {} during the copy",
+                        s.incarnation, s.at
+                    )
+                })
+            }
+            (None, None) if fin.consistency.as_deref() != Some("Unquiesced") && self.quiesce => {
+                // A stopped source: any game that runs inside the window started it.
+                inside
+                    .into_iter()
+                    .find(|(_, p)| !p.gone && p.game_running)
+                    .map(|(c, p)| {
+                        format!(
+                            "the stopped server started during the copy: at rv {} ({}) the game was {}",
+                            c.rv, c.at, describe(p)
+                        )
+                    })
+                    .or_else(|| {
+                        starts.first().map(|s| {
+                            format!("game process {} started at {} during the copy of a stopped server", s.incarnation, s.at)
+                        })
+                    })
+            }
+            _ => None,
+        }
+    }
+
+    /// Why the incarnation running when the copy began was not quiesced across the window.
+    fn not_quiesced_across(&self, w: Window) -> Option<String> {
+        let Some(game) = self
+            .audit
+            .iter()
+            .rev()
+            .find(|a| a.event == "start" && a.at < w.start)
+        else {
+            return Some(format!(
+                "no game process had started before the copy began ({})",
+                w.start
+            ));
+        };
+        let commands: Vec<&AuditEntry> = self
+            .audit
+            .iter()
+            .filter(|a| a.event == "command" && a.incarnation == game.incarnation)
+            .collect();
+        let last_off = commands
+            .iter()
+            .rev()
+            .find(|a| a.command.as_deref() == Some("save-off") && a.at < w.start);
+        let Some(off) = last_off else {
+            return Some(format!(
+                "game process {} received no save-off before the copy began ({})",
+                game.incarnation, w.start
+            ));
+        };
+        commands
+            .iter()
+            .find(|a| {
+                a.command.as_deref() == Some("save-on")
+                    && a.at > off.at
+                    && w.end.is_none_or(|end| a.at < end)
+            })
+            .map(|on| {
+                format!(
+                    "game process {} received save-on at {} while the copy ran (window {} – {})",
+                    game.incarnation,
+                    on.at,
+                    w.start,
+                    fmt_end(w.end)
+                )
+            })
+    }
+
+    /// Invariant [`CLEANUP`]; judged only once the Backup is terminal and the log was read.
+    pub fn cleanup(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        if !self.audit_read || !self.final_state().is_some_and(BackupState::terminal) {
+            return out;
+        }
+        let window_end = self.window().and_then(|w| w.end);
+        let newest = self
+            .audit
+            .iter()
+            .rev()
+            .find(|a| a.event == "start")
+            .map(|a| a.incarnation.clone());
+        let game_alive_at_end = self
+            .pod_states()
+            .last()
+            .is_some_and(|(_, p)| !p.gone && p.game_running);
+        let mut incarnations: Vec<&str> = Vec::new();
+        for a in &self.audit {
+            if !incarnations.contains(&a.incarnation.as_str()) {
+                incarnations.push(&a.incarnation);
+            }
+        }
+        for inc in incarnations {
+            let mut pending: Option<&AuditEntry> = None;
+            for a in self
+                .audit
+                .iter()
+                .filter(|a| a.event == "command" && a.incarnation == inc)
+            {
+                match a.command.as_deref() {
+                    Some("save-off") => pending = pending.or(Some(a)),
+                    Some("save-on") => match pending.take() {
+                        None => out.push(Violation::new(
+                            CLEANUP,
+                            "RCON audit log",
+                            format!(
+                                "save-on reached game process {inc} at {} with no save-off of its own pending (a save-on to an incarnation that was not quiesced, or a second one)",
+                                a.at
+                            ),
+                        )),
+                        Some(_) => {
+                            if let Some(end) = window_end
+                                && a.at < end
+                                && self.window().is_some_and(|w| a.at > w.start)
+                            {
+                                out.push(Violation::new(
+                                    CLEANUP,
+                                    "RCON audit log and the copy's worker pods",
+                                    format!(
+                                        "save-on reached game process {inc} at {}, before the copy's last worker pod ended ({end})",
+                                        a.at
+                                    ),
+                                ));
+                            }
+                        }
+                    },
+                    _ => {}
+                }
+            }
+            if let Some(off) = pending
+                && newest.as_deref() == Some(inc)
+                && game_alive_at_end
+            {
+                out.push(Violation::new(
+                    CLEANUP,
+                    "RCON audit log",
+                    format!(
+                        "game process {inc} received save-off at {} and, still running when the Backup ended, never a save-on",
+                        off.at
+                    ),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Invariant [`DRAIN`].
+    pub fn drain(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        // Its end: the first terminal commit, or its removal when it was deleted before one.
+        let removal = self.backup_states().find(|(_, b)| b.gone).map(|(c, _)| c);
+        let Some(done) = self.terminal_at().or(removal) else {
+            return out;
+        };
+        let mut pods: std::collections::BTreeMap<&str, &CopyPodState> =
+            std::collections::BTreeMap::new();
+        for c in self.changes.iter().filter(|c| c.rv < done.rv) {
+            if let Subject::CopyPod(p) = &c.subject {
+                pods.insert(&p.name, p);
+            }
+        }
+        for (name, p) in pods.into_iter().filter(|(_, p)| !p.ended()) {
+            out.push(Violation::new(
+                DRAIN,
+                "committed states of the copy's worker pods",
+                format!(
+                    "the Backup had ended at rv {} while copy pod {name} was still {}",
+                    done.rv,
+                    p.phase.as_deref().unwrap_or("without a phase")
+                ),
+            ));
+        }
+        if let Some(fin) = self.final_state()
+            && fin.terminal()
+            && !fin.finalizers.is_empty()
+        {
+            out.push(Violation::new(
+                DRAIN,
+                "Backup metadata.finalizers",
+                format!(
+                    "the Backup ended {} and still holds finalizer(s) {}",
+                    fin.phase.as_deref().unwrap_or("-"),
+                    fin.finalizers.join(", ")
+                ),
+            ));
+        }
+        out
+    }
+
+    /// Invariant [`LIVENESS`].
+    pub fn liveness(&self) -> Vec<Violation> {
+        let removed = self.backup_states().last().is_some_and(|(_, b)| b.gone);
+        match self.terminal_at() {
+            Some(_) => {
+                let fin = self.final_state();
+                if fin.is_some_and(|b| b.completed_reason.as_deref().is_none_or(str::is_empty)) {
+                    return vec![Violation::new(
+                        LIVENESS,
+                        "Backup condition Completed",
+                        format!(
+                            "the Backup ended {} without a Completed reason",
+                            fin.and_then(|b| b.phase.as_deref()).unwrap_or("-")
+                        ),
+                    )];
+                }
+                Vec::new()
+            }
+            // Deleted before it ended: the removal is its end (drain judges what it left).
+            None if removed => Vec::new(),
+            None => {
+                let since = self
+                    .faults_stopped_at
+                    .map_or_else(|| "the start".to_string(), |t| t.to_string());
+                vec![Violation::new(
+                    LIVENESS,
+                    "Backup status.phase",
+                    format!(
+                        "not Succeeded or Failed {} ms after faults stopped ({since}); last phase {}",
+                        self.bound_ms,
+                        self.final_state()
+                            .and_then(|b| b.phase.as_deref())
+                            .unwrap_or("none")
+                    ),
+                )]
+            }
+        }
+    }
+}
+
+fn describe(p: &GamePodState) -> String {
+    if p.gone {
+        return format!("gone (pod {} removed)", p.uid);
+    }
+    match (&p.game_container, p.game_running) {
+        (Some(c), true) => format!("running in pod {} container {c}", p.uid),
+        (Some(c), false) => format!("not running in pod {} (container {c})", p.uid),
+        (None, _) => format!("not started in pod {}", p.uid),
+    }
+}
+
+fn fmt_end(end: Option<jiff::Timestamp>) -> String {
+    end.map_or_else(|| "still running".to_string(), |t| t.to_string())
+}

@@ -1,0 +1,448 @@
+//! The backup invariants on recorded shapes of observation: the correct operator's traces hold
+//! every invariant (no false alarm, also with a fault the operator handled), and each broken
+//! promise is named by its invariant — swept over every position of the fault where the answer
+//! depends on the moment.
+
+use rehearsal_evidence::invariants::{
+    AuditEntry, BackupState, BackupTrace, CLEANUP, CONSISTENCY, Committed, CopyPodState, DRAIN,
+    GamePodState, LIVENESS, Subject,
+};
+
+const POD: &str = "pod-uid-1";
+const GAME: &str = "containerd://game-1";
+
+fn at(ms: i64) -> jiff::Timestamp {
+    jiff::Timestamp::from_millisecond(1_700_000_000_000 + ms).unwrap()
+}
+
+/// A trace under construction: changes and audit lines at millisecond offsets.
+struct Build {
+    trace: BackupTrace,
+    rv: u64,
+}
+
+impl Build {
+    fn new() -> Self {
+        Self {
+            trace: BackupTrace {
+                backup: "live".into(),
+                quiesce: true,
+                changes: Vec::new(),
+                audit: Vec::new(),
+                audit_read: true,
+                faults_stopped_at: None,
+                bound_ms: 30_000,
+                observed_until: at(100_000),
+            },
+            rv: 0,
+        }
+    }
+
+    fn change(&mut self, ms: i64, subject: Subject) -> &mut Self {
+        self.rv += 1;
+        self.trace.changes.push(Committed {
+            rv: self.rv,
+            at: at(ms),
+            subject,
+        });
+        self.trace.changes.sort_by_key(|c| c.at);
+        for (i, c) in self.trace.changes.iter_mut().enumerate() {
+            c.rv = i as u64 + 1;
+        }
+        self
+    }
+
+    fn pod(&mut self, ms: i64, uid: &str, container: &str, running: bool) -> &mut Self {
+        self.change(
+            ms,
+            Subject::GamePod(GamePodState {
+                uid: uid.into(),
+                game_container: Some(container.into()),
+                game_running: running,
+                gone: false,
+            }),
+        )
+    }
+
+    fn copy(&mut self, ms: i64, phase: &str) -> &mut Self {
+        self.change(
+            ms,
+            Subject::CopyPod(CopyPodState {
+                name: "live-backup-x".into(),
+                phase: Some(phase.into()),
+                gone: false,
+            }),
+        )
+    }
+
+    fn copy_gone(&mut self, ms: i64) -> &mut Self {
+        self.change(
+            ms,
+            Subject::CopyPod(CopyPodState {
+                name: "live-backup-x".into(),
+                phase: Some("Running".into()),
+                gone: true,
+            }),
+        )
+    }
+
+    fn backup(&mut self, ms: i64, state: BackupState) -> &mut Self {
+        self.change(ms, Subject::Backup(state))
+    }
+
+    fn audit(&mut self, ms: i64, incarnation: &str, command: Option<&str>) -> &mut Self {
+        self.trace.audit.push(AuditEntry {
+            at: at(ms),
+            incarnation: incarnation.into(),
+            event: if command.is_some() {
+                "command"
+            } else {
+                "start"
+            }
+            .into(),
+            command: command.map(str::to_string),
+        });
+        self.trace.audit.sort_by_key(|a| a.at);
+        self
+    }
+
+    fn done(&self) -> BackupTrace {
+        self.trace.clone()
+    }
+}
+
+fn pending() -> BackupState {
+    BackupState {
+        phase: Some("Pending".into()),
+        finalizers: vec!["gameplane.local/backup-cleanup".into()],
+        ..BackupState::default()
+    }
+}
+
+fn bound() -> BackupState {
+    BackupState {
+        source_pod_uid: Some(POD.into()),
+        source_container: Some(GAME.into()),
+        ..pending()
+    }
+}
+
+fn ended(phase: &str, consistency: Option<&str>, reason: &str) -> BackupState {
+    BackupState {
+        phase: Some(phase.into()),
+        consistency: consistency.map(str::to_string),
+        completed_reason: Some(reason.into()),
+        finalizers: Vec::new(),
+        ..bound()
+    }
+}
+
+/// A correct quiesced backup: save-off before the copy pod exists, save-on after it ended,
+/// Succeeded/Quiesced bound to the game that ran throughout. Copy window: 400 – 900.
+fn correct() -> Build {
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(100, pending())
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .audit(210, "inc-1", Some("save-all"))
+        .copy(400, "Pending")
+        .copy(500, "Running")
+        .copy(900, "Succeeded")
+        .audit(1_000, "inc-1", Some("save-on"))
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    b
+}
+
+fn invariants_of(trace: &BackupTrace) -> Vec<String> {
+    let mut ids: Vec<String> = trace
+        .violations()
+        .into_iter()
+        .map(|v| v.invariant)
+        .collect();
+    ids.dedup();
+    ids
+}
+
+#[test]
+fn a_correct_quiesced_backup_holds_every_invariant() {
+    let t = correct().done();
+    assert_eq!(t.violations(), Vec::new());
+    let w = t.window().unwrap();
+    assert_eq!((w.start, w.end), (at(400), Some(at(900))));
+}
+
+#[test]
+fn a_game_restart_during_the_copy_must_fail_the_backup_wherever_it_lands() {
+    // The game restarts in place at every 50 ms from the copy pod's creation to its end; an
+    // operator that still reports Succeeded/Quiesced breaks consistency each time; one that
+    // fails it Invalidated with a reason, and pays no save-on to the new process, holds.
+    for ms in (450..900).step_by(50) {
+        let mut lying = correct();
+        lying
+            .pod(ms, POD, GAME, false)
+            .pod(ms + 10, POD, "containerd://game-2", true)
+            .audit(ms + 20, "inc-2", None);
+        let found = invariants_of(&lying.done());
+        assert!(
+            found.contains(&CONSISTENCY.to_string()),
+            "restart at {ms}: {found:?}"
+        );
+
+        let mut honest = Build::new();
+        honest
+            .audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .backup(100, pending())
+            .backup(150, bound())
+            .audit(200, "inc-1", Some("save-off"))
+            .copy(400, "Pending")
+            .copy(420, "Running")
+            .pod(ms, POD, GAME, false)
+            .pod(ms + 10, POD, "containerd://game-2", true)
+            .audit(ms + 20, "inc-2", None)
+            .copy_gone(ms + 30)
+            .backup(
+                ms + 40,
+                ended("Failed", Some("Invalidated"), "SourceChanged"),
+            );
+        assert_eq!(honest.done().violations(), Vec::new(), "restart at {ms}");
+    }
+}
+
+#[test]
+fn a_restart_after_the_copy_ended_is_no_inconsistency() {
+    let mut b = correct();
+    // After the copy pod's end was committed (900) and after save-on (1000).
+    b.pod(1_050, POD, GAME, false)
+        .pod(1_060, POD, "containerd://game-2", true)
+        .audit(1_070, "inc-2", None);
+    assert_eq!(b.done().violations(), Vec::new());
+}
+
+#[test]
+fn a_source_change_reported_without_invalidated_is_a_violation() {
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(100, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .pod(600, POD, "containerd://game-2", true)
+        .audit(610, "inc-2", None)
+        .copy_gone(700)
+        .backup(800, ended("Failed", None, "CopyFailed"));
+    let v = b.done().consistency();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.contains("expected Failed, Invalidated"),
+        "{}",
+        v[0].found
+    );
+}
+
+#[test]
+fn save_on_while_the_copy_runs_breaks_consistency_and_cleanup() {
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Pending")
+        .audit(450, "inc-1", Some("save-on"))
+        .copy(900, "Succeeded")
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    assert_eq!(invariants_of(&b.done()), [CONSISTENCY, CLEANUP]);
+}
+
+#[test]
+fn no_save_off_before_the_copy_is_not_quiesced() {
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .copy(400, "Pending")
+        .audit(420, "inc-1", Some("save-off"))
+        .copy(900, "Succeeded")
+        .audit(1_000, "inc-1", Some("save-on"))
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    let v = b.done().consistency();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.contains("no save-off before the copy began"),
+        "{}",
+        v[0].found
+    );
+}
+
+#[test]
+fn save_on_to_the_new_incarnation_and_a_lost_save_on_break_cleanup() {
+    // The game restarted during preparation; the operator fails the Backup but sends save-on
+    // to the new process (which was never quiesced).
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .pod(300, POD, "containerd://game-2", true)
+        .audit(310, "inc-2", None)
+        .audit(500, "inc-2", Some("save-on"))
+        .backup(600, ended("Failed", Some("Invalidated"), "SourceChanged"));
+    let v = b.done().cleanup();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("inc-2"), "{}", v[0].found);
+
+    // The same game keeps running and never gets its save-on back.
+    let mut lost = Build::new();
+    lost.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Pending")
+        .copy(900, "Succeeded")
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    assert_eq!(invariants_of(&lost.done()), [CLEANUP]);
+
+    // Two save-ons for one save-off: the second has nothing pending.
+    let mut twice = correct();
+    twice.audit(1_050, "inc-1", Some("save-on"));
+    assert_eq!(invariants_of(&twice.done()), [CLEANUP]);
+}
+
+#[test]
+fn a_process_that_died_owes_no_save_on() {
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .pod(500, POD, "containerd://game-2", true)
+        .audit(510, "inc-2", None)
+        .copy_gone(600)
+        .backup(700, ended("Failed", Some("Invalidated"), "SourceChanged"));
+    assert_eq!(b.done().violations(), Vec::new());
+}
+
+#[test]
+fn a_stopped_backup_with_a_game_running_in_the_window_is_inconsistent() {
+    let stopped = |phase: &str, consistency: &str, reason: &str| BackupState {
+        phase: Some(phase.into()),
+        consistency: Some(consistency.into()),
+        completed_reason: Some(reason.into()),
+        ..BackupState::default()
+    };
+    let mut b = Build::new();
+    b.backup(100, BackupState::default())
+        .copy(400, "Running")
+        .pod(500, POD, GAME, true)
+        .audit(510, "inc-1", None)
+        .copy(900, "Succeeded")
+        .backup(1_000, stopped("Succeeded", "Stopped", "Succeeded"));
+    assert_eq!(invariants_of(&b.done()), [CONSISTENCY]);
+
+    let mut ok = Build::new();
+    ok.backup(100, BackupState::default())
+        .copy(400, "Running")
+        .pod(500, POD, GAME, true)
+        .audit(510, "inc-1", None)
+        .copy_gone(600)
+        .backup(700, stopped("Failed", "Invalidated", "SourceStarted"));
+    assert_eq!(ok.done().violations(), Vec::new());
+
+    // The game ran only after the copy ended: a consistent stopped copy.
+    let mut after = Build::new();
+    after
+        .backup(100, BackupState::default())
+        .copy(400, "Running")
+        .copy(900, "Succeeded")
+        .pod(950, POD, GAME, true)
+        .audit(960, "inc-1", None)
+        .backup(1_000, stopped("Succeeded", "Stopped", "Succeeded"));
+    assert_eq!(after.done().violations(), Vec::new());
+}
+
+#[test]
+fn a_copy_pod_left_running_or_a_finalizer_left_breaks_drain() {
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .pod(500, POD, "containerd://game-2", true)
+        .audit(510, "inc-2", None)
+        .backup(600, ended("Failed", Some("Invalidated"), "SourceChanged"))
+        .copy_gone(700);
+    let v = b.done().drain();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("live-backup-x"), "{}", v[0].found);
+
+    let mut fin = correct();
+    let mut last = ended("Succeeded", Some("Quiesced"), "Succeeded");
+    last.finalizers = vec!["gameplane.local/backup-cleanup".into()];
+    fin.backup(1_200, last);
+    assert_eq!(invariants_of(&fin.done()), [DRAIN]);
+
+    // Deleted mid-copy: gone only after its copy pod was.
+    let gone = BackupState {
+        gone: true,
+        ..bound()
+    };
+    let mut deleted = Build::new();
+    deleted
+        .audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .copy_gone(600)
+        .audit(650, "inc-1", Some("save-on"))
+        .backup(700, gone.clone());
+    assert_eq!(deleted.done().violations(), Vec::new());
+    let mut early = Build::new();
+    early
+        .audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .backup(500, gone)
+        .copy_gone(600);
+    assert!(invariants_of(&early.done()).contains(&DRAIN.to_string()));
+}
+
+#[test]
+fn a_backup_that_never_ends_or_ends_without_a_reason_breaks_liveness() {
+    let mut stuck = Build::new();
+    stuck
+        .audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .copy(400, "Running");
+    let v = stuck.done().liveness();
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0].invariant, LIVENESS);
+    assert!(v[0].found.contains("last phase Pending"), "{}", v[0].found);
+
+    let mut silent = correct();
+    silent.backup(1_200, ended("Succeeded", Some("Quiesced"), ""));
+    assert_eq!(invariants_of(&silent.done()), [LIVENESS]);
+}
+
+#[test]
+fn an_unread_audit_log_judges_no_audit_clause() {
+    let mut b = correct();
+    b.trace.audit.clear();
+    b.trace.audit_read = false;
+    assert_eq!(b.done().violations(), Vec::new());
+}
+
+#[test]
+fn traces_round_trip_through_json() {
+    let t = correct().done();
+    let text = serde_json::to_string(&t).unwrap();
+    let back: BackupTrace = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, t);
+}
