@@ -517,6 +517,30 @@ impl<'a> CaseContext<'a> {
                 .unnamed_checks(self.recorder.name(), checks.results.iter().map(|c| c.check)),
             Err(e) => vec![format!("(the clause matrix is unreadable: {e})")],
         };
+        self.record_assessment(checks, observed, &unnamed)
+    }
+
+    /// [`Self::assess`] for an exploration schedule: its checks are the invariants
+    /// ([`crate::evidence::invariants`]), one per invariant, whatever the schedule.
+    pub fn assess_invariants(&self, checks: Checks, observed: Value) -> Result<(), CaseError> {
+        let known = crate::evidence::invariants::ALL;
+        let mut unnamed: Vec<String> = checks
+            .results
+            .iter()
+            .map(|c| c.check)
+            .filter(|c| !known.contains(c))
+            .map(str::to_string)
+            .collect();
+        unnamed.dedup();
+        self.record_assessment(checks, observed, &unnamed)
+    }
+
+    fn record_assessment(
+        &self,
+        checks: Checks,
+        observed: Value,
+        unnamed: &[String],
+    ) -> Result<(), CaseError> {
         let at_ms = self.started.elapsed().as_millis() as u64;
         let timeouts =
             std::mem::take(&mut *self.timeouts.lock().unwrap_or_else(|p| p.into_inner()));

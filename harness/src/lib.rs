@@ -21,6 +21,7 @@ pub mod cli;
 pub mod context;
 pub mod contract;
 pub mod deploy;
+pub mod explore;
 pub use rehearsal_evidence as evidence;
 pub mod faults;
 pub mod kube_error;

@@ -28,10 +28,11 @@ use serde::{Deserialize, Serialize};
 pub const CONSISTENCY: &str = "consistency";
 /// Invariant `cleanup`: every `save-off` is followed by exactly one `save-on` to the same
 /// incarnation while it lives, after the copy's window; no `save-on` reaches an incarnation
-/// that was not quiesced.
+/// that was neither quiesced nor the one the Backup was bound to, and none is sent twice.
 pub const CLEANUP: &str = "cleanup";
-/// Invariant `drain`: no copy worker pod runs once its Backup is terminal, and a terminal Backup
-/// keeps no finalizer.
+/// Invariant `drain`: no copy worker pod runs once its Backup is terminal (or removed), and a
+/// deleted Backup does not stay behind its finalizer. (A terminal Backup that nobody deleted
+/// may keep its cleanup finalizer: it is what makes a later deletion pay what is owed.)
 pub const DRAIN: &str = "drain";
 /// Invariant `liveness`: once faults stop, the Backup reaches a terminal phase within its bound,
 /// with a reason.
@@ -39,6 +40,9 @@ pub const LIVENESS: &str = "liveness";
 
 /// Every invariant a backup schedule is judged by, in report order.
 pub const BACKUP_INVARIANTS: &[&str] = &[CONSISTENCY, CLEANUP, DRAIN, LIVENESS];
+
+/// Every invariant of every operation.
+pub const ALL: &[&str] = BACKUP_INVARIANTS;
 
 /// One broken promise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +82,9 @@ pub struct BackupState {
     pub completed_reason: Option<String>,
     /// `metadata.finalizers`.
     pub finalizers: Vec<String>,
+    /// Its deletion was requested (`metadata.deletionTimestamp`).
+    #[serde(default)]
+    pub deleting: bool,
     /// The object was removed from the store.
     pub gone: bool,
 }
@@ -170,7 +177,9 @@ pub struct BackupTrace {
     pub quiesce: bool,
     /// Committed states of the Backup, the game pod and the copy's worker pods, in commit order.
     pub changes: Vec<Committed>,
-    /// The game's RCON audit log, in file order (read after the Backup ended, or at the bound).
+    /// The game's RCON audit log, in file order, read after the Backup ended (or at the bound)
+    /// with the server settled: its newest process is the one running when the pod's last
+    /// state shows a running game.
     pub audit: Vec<AuditEntry>,
     /// The audit log could be read (an unread log judges no audit clause).
     pub audit_read: bool,
@@ -490,19 +499,43 @@ impl BackupTrace {
             })
     }
 
-    /// Invariant [`CLEANUP`]; judged only once the Backup is terminal and the log was read.
+    /// The game process the Backup was bound to: the newest one that had started when the
+    /// Backup first recorded its source.
+    fn bound_process(&self) -> Option<&str> {
+        let recorded = self
+            .backup_states()
+            .find(|(_, b)| b.source_pod_uid.is_some())
+            .map(|(c, _)| c.at)?;
+        self.audit
+            .iter()
+            .rev()
+            .find(|a| a.event == "start" && a.at < recorded)
+            .map(|a| a.incarnation.as_str())
+    }
+
+    /// Invariant [`CLEANUP`]; judged once the Backup ended (terminal, or removed after a
+    /// deletion) and the log was read.
+    ///
+    /// Per game process: each `save-off` is paid by one `save-on`, never while the copy runs;
+    /// the process the Backup was bound to may also get one `save-on` with no `save-off` of
+    /// its own (the conservative cleanup of a quiesce whose outcome the operator could not
+    /// know, e.g. its agent restarted mid-call); any other `save-on` — to a process that was
+    /// neither quiesced nor bound, or a second one — breaks the promise. A process still
+    /// running at the end with an unpaid `save-off` was left unable to save.
     pub fn cleanup(&self) -> Vec<Violation> {
         let mut out = Vec::new();
-        if !self.audit_read || !self.final_state().is_some_and(BackupState::terminal) {
+        let removed = self.backup_states().last().is_some_and(|(_, b)| b.gone);
+        if !self.audit_read || !(removed || self.final_state().is_some_and(BackupState::terminal)) {
             return out;
         }
-        let window_end = self.window().and_then(|w| w.end);
+        let window = self.window();
         let newest = self
             .audit
             .iter()
             .rev()
             .find(|a| a.event == "start")
             .map(|a| a.incarnation.clone());
+        let bound = self.bound_process().map(str::to_string);
         let game_alive_at_end = self
             .pod_states()
             .last()
@@ -515,6 +548,7 @@ impl BackupTrace {
         }
         for inc in incarnations {
             let mut pending: Option<&AuditEntry> = None;
+            let mut paid = false;
             for a in self
                 .audit
                 .iter()
@@ -522,31 +556,34 @@ impl BackupTrace {
             {
                 match a.command.as_deref() {
                     Some("save-off") => pending = pending.or(Some(a)),
-                    Some("save-on") => match pending.take() {
-                        None => out.push(Violation::new(
-                            CLEANUP,
-                            "RCON audit log",
-                            format!(
-                                "save-on reached game process {inc} at {} with no save-off of its own pending (a save-on to an incarnation that was not quiesced, or a second one)",
-                                a.at
-                            ),
-                        )),
-                        Some(_) => {
-                            if let Some(end) = window_end
-                                && a.at < end
-                                && self.window().is_some_and(|w| a.at > w.start)
-                            {
-                                out.push(Violation::new(
-                                    CLEANUP,
-                                    "RCON audit log and the copy's worker pods",
-                                    format!(
-                                        "save-on reached game process {inc} at {}, before the copy's last worker pod ended ({end})",
-                                        a.at
-                                    ),
-                                ));
-                            }
+                    Some("save-on") => {
+                        let allowed =
+                            pending.take().is_some() || (!paid && bound.as_deref() == Some(inc));
+                        paid = true;
+                        if !allowed {
+                            out.push(Violation::new(
+                                CLEANUP,
+                                "RCON audit log",
+                                format!(
+                                    "save-on reached game process {inc} at {} with no save-off of its own to pay (a process that was not quiesced, or a second save-on)",
+                                    a.at
+                                ),
+                            ));
+                        } else if let Some(w) = window
+                            && let Some(end) = w.end
+                            && a.at > w.start
+                            && a.at < end
+                        {
+                            out.push(Violation::new(
+                                CLEANUP,
+                                "RCON audit log and the copy's worker pods",
+                                format!(
+                                    "save-on reached game process {inc} at {}, before the copy's last worker pod ended ({end})",
+                                    a.at
+                                ),
+                            ));
                         }
-                    },
+                    }
                     _ => {}
                 }
             }
@@ -593,17 +630,23 @@ impl BackupTrace {
                 ),
             ));
         }
-        if let Some(fin) = self.final_state()
-            && fin.terminal()
-            && !fin.finalizers.is_empty()
+        let deleted = self.backup_states().any(|(_, b)| b.deleting);
+        let removed = self.backup_states().last().is_some_and(|(_, b)| b.gone);
+        if deleted
+            && !removed
+            && let Some(fin) = self.final_state()
         {
             out.push(Violation::new(
                 DRAIN,
-                "Backup metadata.finalizers",
+                "Backup metadata (deletionTimestamp, finalizers)",
                 format!(
-                    "the Backup ended {} and still holds finalizer(s) {}",
+                    "the Backup was deleted and is still there, phase {}, finalizer(s) {}",
                     fin.phase.as_deref().unwrap_or("-"),
-                    fin.finalizers.join(", ")
+                    if fin.finalizers.is_empty() {
+                        "none".to_string()
+                    } else {
+                        fin.finalizers.join(", ")
+                    }
                 ),
             ));
         }

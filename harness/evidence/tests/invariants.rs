@@ -311,6 +311,39 @@ fn save_on_to_the_new_incarnation_and_a_lost_save_on_break_cleanup() {
 }
 
 #[test]
+fn the_bound_process_may_get_one_conservative_save_on() {
+    // The quiesce call failed (its agent restarted): the operator cannot know whether
+    // save-off landed and sends save-on to the process it was bound to. Once is cleanup;
+    // twice is a duplicate.
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(300, "inc-1", Some("save-on"))
+        .backup(400, ended("Failed", None, "QuiesceFailed"));
+    assert_eq!(b.done().violations(), Vec::new());
+    b.audit(350, "inc-1", Some("save-on"));
+    assert_eq!(invariants_of(&b.done()), [CLEANUP]);
+}
+
+#[test]
+fn a_deleted_backup_owes_its_save_on_too() {
+    let gone = BackupState {
+        gone: true,
+        ..bound()
+    };
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .copy_gone(600)
+        .backup(700, gone);
+    assert_eq!(invariants_of(&b.done()), [CLEANUP]);
+}
+
+#[test]
 fn a_process_that_died_owes_no_save_on() {
     let mut b = Build::new();
     b.audit(-5_000, "inc-1", None)
@@ -379,11 +412,15 @@ fn a_copy_pod_left_running_or_a_finalizer_left_breaks_drain() {
     assert_eq!(v.len(), 1, "{v:?}");
     assert!(v[0].found.contains("live-backup-x"), "{}", v[0].found);
 
-    let mut fin = correct();
+    // A terminal Backup nobody deleted may keep its finalizer; a deleted one must go.
+    let mut kept = correct();
     let mut last = ended("Succeeded", Some("Quiesced"), "Succeeded");
     last.finalizers = vec!["gameplane.local/backup-cleanup".into()];
-    fin.backup(1_200, last);
-    assert_eq!(invariants_of(&fin.done()), [DRAIN]);
+    kept.backup(1_200, last.clone());
+    assert_eq!(kept.done().violations(), Vec::new());
+    last.deleting = true;
+    kept.backup(1_300, last);
+    assert_eq!(invariants_of(&kept.done()), [DRAIN]);
 
     // Deleted mid-copy: gone only after its copy pod was.
     let gone = BackupState {

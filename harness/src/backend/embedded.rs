@@ -320,6 +320,14 @@ impl Backend for Embedded {
         self.cluster.client()
     }
 
+    fn set_request_hook(
+        &self,
+        hook: Option<std::sync::Arc<dyn rehearsal_embedded::RequestHook>>,
+    ) -> Result<(), BackendError> {
+        self.cluster.set_request_hook(hook);
+        Ok(())
+    }
+
     fn kubeconfig(&self) -> (&Path, &str) {
         (&self.kubeconfig, CONTEXT)
     }

@@ -269,6 +269,21 @@ pub trait Backend: Send + Sync {
             })
         })
     }
+    /// Attaches the exploration hook to the cluster's API server: every mutating request
+    /// passes through it (and may be held) and every committed change is reported to it
+    /// (`rehearse explore`). Only the embedded cluster owns its API server; elsewhere this is
+    /// [`BackendError::Unsupported`], and an exploration there is not applicable.
+    fn set_request_hook(
+        &self,
+        hook: Option<std::sync::Arc<dyn rehearsal_embedded::RequestHook>>,
+    ) -> Result<(), BackendError> {
+        let _ = hook;
+        Err(BackendError::Unsupported {
+            backend: self.kind(),
+            operation: "hold the operator's requests and record every committed change".into(),
+            why: "only the embedded cluster's API server is the harness's own; explore on the embedded cluster".into(),
+        })
+    }
     /// Makes locally built images available to the cluster's nodes.
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>>;
     /// Writes node/cluster logs into `dir` (part of a failure bundle).

@@ -216,7 +216,7 @@ async fn fault_landed_before_completion(
 }
 
 /// Sets up the fixture and one running server; returns its first observed incarnation.
-pub(super) async fn running_server(
+pub(crate) async fn running_server(
     ctx: &CaseContext<'_>,
     options: FixtureOptions,
 ) -> Result<(fixture::Fixture, GameIncarnation), CaseError> {

@@ -271,17 +271,57 @@ pub async fn run_case(
     case: &'static Case,
     options: &RunOptions,
 ) -> Result<CaseResult, crate::evidence::bundle::BundleError> {
+    let ended = run_body(backend, bundle, case.name, case.bucket, options, |ctx| {
+        Box::pin(body(case, ctx))
+    })
+    .await?;
+    Ok(CaseResult {
+        case: case.name,
+        verdict: ended.verdict,
+        reason: ended.reason,
+        failed_checks: ended.failed_checks,
+        duration: ended.duration,
+    })
+}
+
+/// How a body run by [`run_body`] ended.
+#[derive(Debug, Clone)]
+pub struct BodyEnded {
+    /// The verdict its receipts record.
+    pub verdict: Verdict,
+    /// One line: why it failed, when it did.
+    pub reason: Option<String>,
+    /// The named checks that failed.
+    pub failed_checks: Vec<String>,
+    /// Wall time, from its start through its cleanup.
+    pub duration: Duration,
+}
+
+/// Runs `body` as case `name` of `bucket` against `backend`: its own namespace, the operator's
+/// profile read first, the case bound, artifacts on failure, its verdict recorded in `bundle`,
+/// its namespace removed. `rehearse run` runs the table's cases through it, `rehearse explore`
+/// its schedules.
+pub async fn run_body<F>(
+    backend: &dyn Backend,
+    bundle: &Bundle,
+    name: &str,
+    bucket: &str,
+    options: &RunOptions,
+    body: F,
+) -> Result<BodyEnded, crate::evidence::bundle::BundleError>
+where
+    F: for<'c> FnOnce(&'c CaseContext<'c>) -> futures::future::BoxFuture<'c, Result<(), CaseError>>,
+{
     let started = std::time::Instant::now();
-    let recorder = bundle.case(case.name, case.bucket)?;
+    let recorder = bundle.case(name, bucket)?;
     let client = backend.client();
     let owner = Owner::current(&options.run_id);
-    let ns = match namespaces::create(&client, case.name, &owner).await {
+    let ns = match namespaces::create(&client, name, &owner).await {
         Ok(ns) => ns.metadata.name.unwrap_or_default(),
         Err(e) => {
             let reason = format!("could not create the case namespace: {e}");
             recorder.finish_with_reason(Verdict::Failed, Some(&reason))?;
-            return Ok(CaseResult {
-                case: case.name,
+            return Ok(BodyEnded {
                 verdict: Verdict::Failed,
                 reason: Some(reason),
                 failed_checks: Vec::new(),
@@ -320,7 +360,7 @@ pub async fn run_case(
         Err(e) => Err(e),
         Ok(profile) => {
             ctx.operator = profile;
-            match tokio::time::timeout(options.case_bound, body(case, &ctx)).await {
+            match tokio::time::timeout(options.case_bound, body(&ctx)).await {
                 Ok(r) => r,
                 Err(_) => Err(CaseError::Setup(format!(
                     "the case did not finish within {:?}; its last receipts show the step it was in",
@@ -344,8 +384,7 @@ pub async fn run_case(
             .remove_repository(fixture::repository_name(&ns))
             .await;
     }
-    Ok(CaseResult {
-        case: case.name,
+    Ok(BodyEnded {
         verdict,
         reason,
         failed_checks,

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 pub mod buckets;
 pub mod cluster;
 pub mod contract;
+pub mod explore;
 pub mod probe;
 pub mod profile;
 pub mod qualify;
@@ -82,6 +83,9 @@ pub enum Command {
     Contract(contract::ContractCommand),
     /// Run a local rehearsal (all cases on the embedded cluster by default).
     Run(run::RunArgs),
+    /// Place every fault before every write the operator makes during an operation, each on
+    /// its own embedded cluster, and judge each schedule by the contract's invariants.
+    Explore(explore::ExploreArgs),
     /// Prove each case catches the reference-operator mutant it exists to catch.
     Selftest(run::SelftestArgs),
     /// Rehearse a candidate version and promote a fleet in gated batches (what each gate proves:
@@ -103,6 +107,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Buckets(c) => buckets::run(c).await,
         Command::Contract(c) => contract::run(c).await,
         Command::Run(a) => run::run(a).await,
+        Command::Explore(a) => explore::run(a).await,
         Command::Selftest(a) => run::selftest(a).await,
         Command::Qualify(a) => qualify::run(a).await,
         Command::Bench(a) => run::bench(a).await,

@@ -275,12 +275,12 @@ fn config(
     })
 }
 
-fn run_error(e: run::RunError) -> CliError {
+pub(crate) fn run_error(e: run::RunError) -> CliError {
     CliError::usage(format!("the rehearsal could not run: {e}"))
 }
 
 /// Renders report.md and report.html into the bundle directory.
-fn render_report(dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn render_report(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let loaded = crate::report::load(dir).map_err(|e| e.to_string())?;
     let report = crate::report::Report::merge(vec![loaded], dir).map_err(|e| e.to_string())?;
     crate::report::write(

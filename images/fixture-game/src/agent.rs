@@ -12,7 +12,12 @@
 //! A pod-bound route for a UID that is not this pod's answers 409 with `{"error","podUID",
 //! "requested"}` and sends nothing to the game; so does a pod-bound quiesce or unquiesce
 //! whose optional `?gameIncarnation=` query no longer matches the running game (checked on
-//! the same RCON connection that then carries the commands). The game
+//! the same RCON connection that then carries the commands). A pod-bound unquiesce may name
+//! the obligation it pays (`?obligation=`, e.g. the Backup's UID): the agent remembers each
+//! obligation it paid for a game incarnation and answers a repeated one with 200
+//! `{"quiesced":false,"alreadyPaid":true}` without sending `save-on` again, so an operator that
+//! crashed between the agent's answer and its own record pays the obligation exactly once. The
+//! game
 //! incarnation is learned over RCON (the fixture-only `fixture-incarnation` command), so the
 //! agent needs no access to the data volume. With `--legacy` the pod-bound routes do not
 //! exist (404), like agents from before the identity contract.
@@ -90,6 +95,8 @@ pub enum AgentError {
 }
 
 struct Agent {
+    /// Obligations already paid: (game incarnation named by the caller, obligation).
+    paid: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
     rcon_addr: SocketAddr,
     password: String,
     pod_uid: Option<String>,
@@ -101,6 +108,8 @@ struct Agent {
 struct BoundQuery {
     #[serde(rename = "gameIncarnation")]
     game_incarnation: Option<String>,
+    /// What an unquiesce pays (e.g. the Backup's UID): paid at most once per game incarnation.
+    obligation: Option<String>,
 }
 
 /// Run the agent until the process ends.
@@ -116,6 +125,7 @@ pub async fn run(args: AgentArgs) -> Result<(), AgentError> {
         (None, None) => return Err(AgentError::NoPassword),
     };
     let agent = Arc::new(Agent {
+        paid: std::sync::Mutex::default(),
         rcon_addr: args
             .rcon_addr
             .unwrap_or(SocketAddr::new(args.listen, 25575)),
@@ -305,8 +315,30 @@ async fn bound_unquiesce(
     Path(uid): Path<String>,
     Query(query): Query<BoundQuery>,
 ) -> Result<Response, Upstream> {
+    let key = query.obligation.clone().map(|obligation| {
+        (
+            query.game_incarnation.clone().unwrap_or_default(),
+            obligation,
+        )
+    });
+    let paid = |agent: &Agent| agent.paid.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(key) = &key
+        && agent.refuse_foreign(&uid).is_none()
+        && paid(&agent).contains(key)
+    {
+        return Ok(Json(json!({ "quiesced": false, "alreadyPaid": true })).into_response());
+    }
     Ok(match agent.run_bound(&uid, &query, UNQUIESCE).await? {
         Some(refusal) => refusal,
-        None => Json(json!({ "quiesced": false })).into_response(),
+        None => {
+            if let Some(key) = key {
+                agent
+                    .paid
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key);
+            }
+            Json(json!({ "quiesced": false })).into_response()
+        }
     })
 }

@@ -233,14 +233,23 @@ impl AgentClient {
         self.call(http::Method::POST, url).await.map(drop)
     }
 
-    /// `POST /pods/{uid}/unquiesce`, with the same guards as [`Self::quiesce_bound`].
+    /// `POST /pods/{uid}/unquiesce`, with the same guards as [`Self::quiesce_bound`]; with an
+    /// `obligation` (the Backup's UID) the agent pays it at most once per game incarnation, so a
+    /// retry after a crash between the agent's answer and the operator's record sends no
+    /// second `save-on`.
     pub async fn unquiesce_bound(
         &self,
         host: &str,
         pod_uid: &str,
         game_incarnation: Option<&str>,
+        obligation: Option<&str>,
     ) -> Result<(), AgentError> {
-        let url = bound_url(&self.base(host), pod_uid, "unquiesce", game_incarnation);
+        let mut url = bound_url(&self.base(host), pod_uid, "unquiesce", game_incarnation);
+        if let Some(obligation) = obligation {
+            // UIDs are UUIDs: nothing to escape.
+            let sep = if url.contains('?') { '&' } else { '?' };
+            url = format!("{url}{sep}obligation={obligation}");
+        }
         self.call(http::Method::POST, url).await.map(drop)
     }
 

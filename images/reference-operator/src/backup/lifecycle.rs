@@ -286,7 +286,12 @@ impl Run<'_> {
         match self
             .ctx
             .agent
-            .unquiesce_bound(&live.agent_host, &live.pod_uid, None)
+            .unquiesce_bound(
+                &live.agent_host,
+                &live.pod_uid,
+                None,
+                self.backup.metadata.uid.as_deref(),
+            )
             .await
         {
             Ok(()) => {

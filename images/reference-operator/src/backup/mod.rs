@@ -696,6 +696,10 @@ impl<'a> Run<'a> {
     /// Returns the original game process to save-on, if it was quiesced and still runs.
     /// Never sends save-on to another pod or another game process. `None`: try again later
     /// (the original's agent did not answer yet, bounded by twice the preparation deadline).
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one decision in order: nothing owed, already paid, legacy, the mutants' defects, the original gone (or the quiesced process still there), then save-on with its retries"
+    )]
     async fn unquiesce(&self, ending: Ending) -> Result<Option<(bool, &'static str, String)>> {
         if self.annotation(ann::QUIESCE_ATTEMPTED).is_none() {
             return Ok(Some((
@@ -722,7 +726,7 @@ impl<'a> Run<'a> {
                 return Ok(None);
             };
             return match agent
-                .unquiesce_bound(&now.agent_host, &now.pod_uid, None)
+                .unquiesce_bound(&now.agent_host, &now.pod_uid, None, None)
                 .await
             {
                 Ok(()) => {
@@ -739,6 +743,9 @@ impl<'a> Run<'a> {
         let live = match incarnation::compare(&source, &observed, false) {
             Continuity::Same(live) => live,
             other => {
+                if let Some(paid) = self.unquiesce_quiesced_process(&source, &observed).await? {
+                    return Ok(paid);
+                }
                 let msg = format!(
                     "{}; save-on was not sent to any successor",
                     other.describe(&source)
@@ -763,7 +770,12 @@ impl<'a> Run<'a> {
         }
         let inc = self.annotation(ann::GAME_INCARNATION);
         let mut result = agent
-            .unquiesce_bound(&live.agent_host, &live.pod_uid, inc.as_deref())
+            .unquiesce_bound(
+                &live.agent_host,
+                &live.pod_uid,
+                inc.as_deref(),
+                self.backup.metadata.uid.as_deref(),
+            )
             .await;
         if self.ctx.mutant(Mutant::NoIdentityPreflight)
             && result.as_ref().is_err_and(AgentError::is_missing_route)
@@ -808,6 +820,55 @@ impl<'a> Run<'a> {
     }
 
     /// The `Unquiesced` condition when the quiesced process is gone: nothing to send.
+    /// The pod recorded as the source runs a game container other than the recorded one: the
+    /// process the agent quiesced may still be the one running. A game that restarted just
+    /// before quiesce is quiesced (the agent named it) while the pod status still showed the
+    /// old container (the kubelet had not reported the restart yet); it must get its
+    /// `save-on`. The agent refuses (409) unless the game still runs the quiesced incarnation, so
+    /// this reaches only the process that received `save-off`, never a successor. `None`: it
+    /// does not run (or nothing was recorded): the original exited.
+    async fn unquiesce_quiesced_process(
+        &self,
+        source: &SourceRecord,
+        observed: &Observation,
+    ) -> Result<Option<Option<(bool, &'static str, String)>>> {
+        let (Observation::Running(now), Some(quiesced)) =
+            (observed, self.annotation(ann::GAME_INCARNATION))
+        else {
+            return Ok(None);
+        };
+        if Some(now.pod_uid.as_str()) != source.pod_uid.as_deref() {
+            // A successor pod receives nothing.
+            return Ok(None);
+        }
+        let result = self
+            .ctx
+            .agent
+            .unquiesce_bound(
+                &now.agent_host,
+                &now.pod_uid,
+                Some(&quiesced),
+                self.backup.metadata.uid.as_deref(),
+            )
+            .await;
+        match result {
+            Ok(()) => {
+                self.annotate(BTreeMap::from([(ann::UNQUIESCED_AT, Some(now_rfc3339()))]))
+                    .await?;
+                let msg = format!(
+                    "save-on confirmed by the agent of pod {} for game process {quiesced}, the one quiesced",
+                    now.pod_uid
+                );
+                Ok(Some(Some((true, reasons::UNQUIESCE_SUCCEEDED, msg))))
+            }
+            // Another process runs now: the quiesced one exited.
+            Err(AgentError::Status { status: 409, .. }) => Ok(None),
+            // Its agent may be restarting: ask again.
+            Err(_) if self.elapsed() < 2 * self.ctx.settings.preparation_deadline => Ok(Some(None)),
+            Err(_) => Ok(None),
+        }
+    }
+
     fn original_exited(&self, message: String) -> (bool, &'static str, String) {
         if self.ctx.mutant(Mutant::ExitReportedAsUnquiesced) {
             // The defect: the exit is reported as a confirmed save-on.

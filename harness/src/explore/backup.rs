@@ -1,0 +1,268 @@
+//! The backup operation as an exploration schedule: one running server, one quiesced Backup,
+//! and (unless it is the reference run) one fault placed before one of the operator's writes.
+//! Whatever happens, the schedule ends by judging the run's trace with the backup invariants
+//! ([`crate::evidence::invariants`]).
+
+use std::sync::Arc;
+
+use gameplane_api::backup::Backup;
+use gameplane_api::names;
+use kube::Api;
+use serde_json::{Value, json};
+
+use super::Fault;
+use super::observer::{Observer, Point, Recorded, ReleaseOnDrop};
+use crate::cases::fixture::{self, FixtureOptions};
+use crate::cases::{backup, observe};
+use crate::context::{CaseContext, CaseError, Checks};
+use crate::evidence::invariants::{
+    self, AuditEntry, BackupState, BackupTrace, Committed, CopyPodState, GamePodState, Subject,
+};
+use crate::wait::{Condition, Progress, WaitError, await_condition};
+
+/// The server every backup schedule backs up.
+const SERVER: &str = "mc";
+/// The Backup every backup schedule creates.
+pub const BACKUP: &str = "live";
+/// The operator's writes that are a backup's points: the Backup (finalizers, annotations,
+/// status) and its copy Job.
+pub const POINT_RESOURCES: &[&str] = &["backups", "jobs"];
+
+/// What a schedule did, written into its `assess` receipt.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Placed {
+    /// The point the fault was placed before, as reached in this run.
+    point: Option<Point>,
+    /// The point the schedule asked for was never reached (the operation ended first).
+    point_not_reached: bool,
+    /// What the fault observed when it landed.
+    fault: Value,
+}
+
+/// The operation is over: the Backup is terminal and nobody asked to delete it, or it is gone.
+fn operation_over() -> Condition<Backup> {
+    Condition::new(
+        "Backup terminal (not being deleted), or gone",
+        |b: Option<&Backup>| match b {
+            None => Progress::Met,
+            Some(b) => {
+                let terminal = b
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.phase)
+                    .is_some_and(|p| p.is_terminal());
+                if terminal && b.metadata.deletion_timestamp.is_none() {
+                    Progress::Met
+                } else {
+                    Progress::Pending
+                }
+            }
+        },
+    )
+}
+
+/// Runs one backup schedule: `hold` is the point (an index into the operator's writes) and
+/// fault, `None` for the reference run. The observer must be the cluster's request hook.
+pub async fn schedule(
+    ctx: &CaseContext<'_>,
+    observer: Arc<Observer>,
+    hold: Option<(usize, Fault)>,
+) -> Result<(), CaseError> {
+    observer.watch(&ctx.namespace);
+    backup::running_server(ctx, FixtureOptions::default()).await?;
+    let reached = observer.begin(POINT_RESOURCES, hold.map(|(point, _)| point));
+    let _release = ReleaseOnDrop(observer.clone());
+    ctx.step(
+        "create backup",
+        fixture::create_backup(ctx, BACKUP, SERVER, true),
+    )
+    .await?;
+    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut placed = Placed {
+        point: None,
+        point_not_reached: false,
+        fault: Value::Null,
+    };
+    let mut faults_stopped_at = None;
+    if let Some((index, fault)) = hold {
+        let arrived = ctx
+            .step(&format!("await point {index}"), async {
+                tokio::select! {
+                    point = reached => Ok(point.ok()),
+                    over = await_condition(&backups, BACKUP, operation_over(), ctx.bounds.settle) => {
+                        over?;
+                        Ok(None)
+                    }
+                }
+            })
+            .await?;
+        match arrived {
+            Some(point) => {
+                placed.fault = ctx
+                    .step(
+                        &format!("inject {fault}"),
+                        super::inject(ctx, fault, SERVER, BACKUP),
+                    )
+                    .await?;
+                placed.point = Some(point);
+                faults_stopped_at = Some(jiff::Timestamp::now());
+            }
+            None => placed.point_not_reached = true,
+        }
+        observer.release();
+    }
+    let settled = ctx
+        .step("await backup over", async {
+            match await_condition(&backups, BACKUP, operation_over(), ctx.bounds.settle).await {
+                Ok(_) => Ok(json!({"over": true})),
+                // Liveness judges a Backup that never ends; the trace is read either way.
+                Err(e @ WaitError::TimedOut { .. }) => {
+                    Ok(json!({"over": false, "wait": e.to_string()}))
+                }
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await?;
+    // Writes after this are the server's own upkeep, not the operation's: not points.
+    observer.freeze();
+    // The audit log is read with the server settled (its game running and ready), so the
+    // newest process in the log is the one that runs: what cleanup owes is judged against it.
+    let ready = ctx
+        .step("await server ready", async {
+            Ok(match fixture::await_server_pod_ready(ctx, SERVER).await {
+                Ok(_) => json!({"ready": true}),
+                Err(e) => json!({"ready": false, "why": e.to_string()}),
+            })
+        })
+        .await?;
+    let audit = ctx
+        .step("read RCON audit log", async {
+            Ok(observe::audit_log(ctx, SERVER, "audit-read").await.ok())
+        })
+        .await?;
+    let trace = trace_of(&observer.changes(), audit.as_ref(), faults_stopped_at, ctx);
+    ctx.recorder.artifact(
+        "trace.json",
+        &serde_json::to_vec_pretty(&trace).unwrap_or_default(),
+    )?;
+    let violations = trace.violations();
+    ctx.uses("every committed state of the Backup, the game pod and the copy's worker pods (API server commit order)");
+    ctx.uses("RCON audit log");
+    let mut checks = Checks::new();
+    let object = format!("backup {}/{BACKUP}", ctx.namespace);
+    for id in invariants::BACKUP_INVARIANTS {
+        let broken: Vec<&invariants::Violation> =
+            violations.iter().filter(|v| v.invariant == *id).collect();
+        checks.check(
+            id,
+            broken.is_empty(),
+            &object,
+            &format!("invariant {id} over the schedule's trace"),
+            "holds",
+            &broken,
+        );
+    }
+    ctx.assess_invariants(
+        checks,
+        json!({"placed": placed, "settled": settled, "ready": ready, "points": observer.points(), "violations": violations}),
+    )
+}
+
+/// The invariants' view of what the schedule's cluster committed and the game logged.
+fn trace_of(
+    changes: &[Recorded],
+    audit: Option<&observe::AuditLog>,
+    faults_stopped_at: Option<jiff::Timestamp>,
+    ctx: &CaseContext<'_>,
+) -> BackupTrace {
+    let game_pod = names::pod(SERVER);
+    let copy_job = names::backup_job(BACKUP);
+    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let subjects = changes.iter().filter_map(|c| {
+        let o = &c.object;
+        let name = str_at(o, "/metadata/name").unwrap_or_default();
+        let subject = match c.resource {
+            "backups" if name == BACKUP => {
+                let completed = o
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Completed"))
+                    .and_then(|c| c["reason"].as_str())
+                    .map(str::to_string);
+                Subject::Backup(BackupState {
+                    phase: str_at(o, "/status/phase"),
+                    consistency: str_at(o, "/status/consistency"),
+                    source_pod_uid: str_at(o, "/status/source/podUID"),
+                    source_container: str_at(o, "/status/source/gameContainerID"),
+                    completed_reason: completed,
+                    deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
+                    finalizers: o
+                        .pointer("/metadata/finalizers")
+                        .and_then(Value::as_array)
+                        .map(|f| {
+                            f.iter()
+                                .filter_map(|s| s.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    gone: c.gone,
+                })
+            }
+            "pods" if name == game_pod => {
+                let game = o
+                    .pointer("/status/containerStatuses")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|s| s["name"] == names::containers::GAME));
+                Subject::GamePod(GamePodState {
+                    uid: str_at(o, "/metadata/uid").unwrap_or_default(),
+                    game_container: game
+                        .and_then(|g| g["containerID"].as_str())
+                        .map(str::to_string),
+                    game_running: game.is_some_and(|g| g.pointer("/state/running").is_some()),
+                    gone: c.gone,
+                })
+            }
+            "pods"
+                if str_at(o, "/metadata/labels/job-name").as_deref() == Some(copy_job.as_str()) =>
+            {
+                Subject::CopyPod(CopyPodState {
+                    name,
+                    phase: str_at(o, "/status/phase"),
+                    gone: c.gone,
+                })
+            }
+            _ => return None,
+        };
+        Some(Committed {
+            rv: c.rv,
+            at: c.at,
+            subject,
+        })
+    });
+    let changes: Vec<Committed> = subjects.collect();
+    let audit_entries = audit
+        .map(|log| {
+            log.lines
+                .iter()
+                .filter_map(|l| {
+                    Some(AuditEntry {
+                        at: l.time.parse().ok()?,
+                        incarnation: l.incarnation.clone(),
+                        event: l.event.clone(),
+                        command: l.command.clone(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    BackupTrace {
+        backup: BACKUP.to_string(),
+        quiesce: true,
+        changes,
+        audit: audit_entries,
+        audit_read: audit.is_some(),
+        faults_stopped_at,
+        bound_ms: ctx.bounds.settle.as_millis() as u64,
+        observed_until: jiff::Timestamp::now(),
+    }
+}

@@ -1,0 +1,503 @@
+//! `rehearse explore`: every point of an operation × every fault the cluster can inject,
+//! judged by the contract's invariants rather than by a case's hand-picked checks.
+//!
+//! 1. **Points are learned, never listed.** A reference run of the operation (no fault) records
+//!    every write the operator makes in the schedule's namespace, in order, through the embedded
+//!    API server's request hook ([`observer`]). Each write is a point: "the fault lands after the
+//!    operator's writes before it committed, and before it is applied". A new write in the
+//!    operator becomes a new point by itself.
+//! 2. **Faults are placed deterministically.** A schedule (operation, point, fault) runs the
+//!    operation on its own embedded cluster with the hook holding the operator's write at that
+//!    point; the fault is injected and observed while the operator waits; then the write goes.
+//! 3. **The oracle is the invariants** ([`crate::evidence::invariants`]) over everything the run
+//!    committed and the game logged; each schedule is a case of the bundle (bucket `explore`)
+//!    whose checks are the invariants, so the report, JUnit and `receipts verify` treat it like
+//!    any case. A violation names the invariant, the evidence and the schedule's id, which
+//!    `rehearse explore --replay ID` runs again.
+
+pub mod backup;
+pub mod observer;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::backend::Backend;
+use crate::cases::{BodyEnded, RunOptions, run_body};
+use crate::context::{CaseContext, CaseError};
+use crate::evidence::bundle::{Bundle, BundleMeta, BundleSummary, Verdict};
+use crate::faults;
+use crate::run::{Cluster, RunError, current_commit, start_backend};
+use observer::{Observer, Point};
+
+/// The bucket every schedule is recorded under.
+pub const BUCKET: &str = "explore";
+
+/// A fault a schedule places before one of the operator's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Fault {
+    /// The game container restarted in place (same pod, new container ID).
+    GameRestart,
+    /// The agent container restarted in place; the game is unchanged.
+    AgentRestart,
+    /// The server's pod deleted and recreated by its StatefulSet (new pod UID).
+    PodReplaced,
+    /// The Backup deleted by a user.
+    BackupDeleted,
+    /// The operator killed without grace and started again.
+    OperatorRestart,
+}
+
+impl Fault {
+    /// Every fault, in matrix order.
+    pub const ALL: &[Fault] = &[
+        Fault::GameRestart,
+        Fault::AgentRestart,
+        Fault::PodReplaced,
+        Fault::BackupDeleted,
+        Fault::OperatorRestart,
+    ];
+
+    /// Its name in schedule ids and the matrix.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fault::GameRestart => "game-restart",
+            Fault::AgentRestart => "agent-restart",
+            Fault::PodReplaced => "pod-replaced",
+            Fault::BackupDeleted => "backup-deleted",
+            Fault::OperatorRestart => "operator-restart",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|f| f.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Injects `fault` into server `server`'s namespace and Backup `backup`; returns once the
+/// cluster shows it landed, with what was observed.
+pub(crate) async fn inject(
+    ctx: &CaseContext<'_>,
+    fault: Fault,
+    server: &str,
+    backup: &str,
+) -> Result<Value, CaseError> {
+    let bound = ctx.bounds.settle;
+    let observed = match fault {
+        Fault::GameRestart => {
+            json!(faults::restart_game_container(ctx.backend, &ctx.namespace, server, bound).await?)
+        }
+        Fault::AgentRestart => json!(
+            faults::restart_agent_container(ctx.backend, &ctx.namespace, server, bound).await?
+        ),
+        Fault::PodReplaced => {
+            json!(faults::replace_pod(&ctx.client, &ctx.namespace, server, bound).await?)
+        }
+        Fault::BackupDeleted => {
+            let api: kube::Api<gameplane_api::backup::Backup> =
+                kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            api.delete(backup, &kube::api::DeleteParams::default())
+                .await
+                .map_err(CaseError::kube(
+                    "delete Backup",
+                    format!("{}/{backup}", ctx.namespace),
+                ))?;
+            json!({"deleted": backup})
+        }
+        Fault::OperatorRestart => ctx
+            .backend
+            .restart_operator()
+            .await
+            .map_err(|e| CaseError::Setup(format!("restart the operator: {e}")))?,
+    };
+    Ok(observed)
+}
+
+/// The operations explore covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Operation {
+    /// A quiesced backup of a running server.
+    Backup,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Operation::Backup => "backup",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        (name == "backup").then_some(Operation::Backup)
+    }
+}
+
+/// One schedule: an operation with one fault before one of the operator's writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// The operation.
+    pub operation: Operation,
+    /// The index of the operator's write the fault lands before.
+    pub point: usize,
+    /// The fault.
+    pub fault: Fault,
+}
+
+impl Schedule {
+    /// Its id, also its case name in the bundle: `backup-p03-game-restart`.
+    pub fn id(&self) -> String {
+        format!(
+            "{}-p{:02}-{}",
+            self.operation.as_str(),
+            self.point,
+            self.fault
+        )
+    }
+
+    /// Parses an id written by [`Self::id`]; the error names the expected shape.
+    pub fn parse(id: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "schedule id {id:?} is not <operation>-p<NN>-<fault> (e.g. backup-p03-game-restart); faults: {}",
+                Fault::ALL
+                    .iter()
+                    .map(|f| f.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let (operation, rest) = id.split_once("-p").ok_or_else(bad)?;
+        let (point, fault) = rest.split_once('-').ok_or_else(bad)?;
+        Ok(Self {
+            operation: Operation::parse(operation).ok_or_else(bad)?,
+            point: point.parse().map_err(|_| bad())?,
+            fault: Fault::parse(fault).ok_or_else(bad)?,
+        })
+    }
+}
+
+/// What to explore.
+#[derive(Debug, Clone)]
+pub struct ExploreConfig {
+    /// The operations to explore.
+    pub operations: Vec<Operation>,
+    /// The faults to place (all when empty).
+    pub faults: Vec<Fault>,
+    /// At most this many schedules (after the reference run), spread over every fault.
+    pub limit: Option<usize>,
+    /// Run exactly these schedules (no reference run).
+    pub replay: Vec<Schedule>,
+    /// `reports/`.
+    pub reports: PathBuf,
+    /// The run's id.
+    pub run_id: String,
+    /// Schedules run at once (each on its own embedded cluster).
+    pub parallel: usize,
+    /// Deploy the reference operator with this mutant.
+    pub mutant: Option<String>,
+    /// Each schedule's ceiling.
+    pub case_bound: Duration,
+}
+
+/// How one schedule ended.
+#[derive(Debug, Clone)]
+pub struct ScheduleResult {
+    /// Its id (`reference` rows use `<operation>-reference`).
+    pub id: String,
+    /// The schedule, `None` for a reference run.
+    pub schedule: Option<Schedule>,
+    /// How its case ended.
+    pub ended: BodyEnded,
+}
+
+/// What an exploration produced.
+#[derive(Debug)]
+pub struct ExploreOutcome {
+    /// The finalized bundle.
+    pub bundle_dir: PathBuf,
+    /// Its summary.
+    pub summary: BundleSummary,
+    /// The points each reference run learned, by operation.
+    pub points: Vec<(Operation, Vec<Point>)>,
+    /// Every schedule's result, references first, then in matrix order.
+    pub results: Vec<ScheduleResult>,
+}
+
+impl ExploreOutcome {
+    /// No schedule violated an invariant or failed to run.
+    pub fn passed(&self) -> bool {
+        self.results
+            .iter()
+            .all(|r| matches!(r.ended.verdict, Verdict::Passed | Verdict::NotApplicable))
+    }
+
+    /// The point × fault matrix of `operation` as Markdown: one row per point, one column per
+    /// fault; a cell is `ok`, the violated invariants, or the verdict.
+    pub fn matrix_markdown(&self, operation: Operation) -> String {
+        let points = self
+            .points
+            .iter()
+            .find(|(op, _)| *op == operation)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_default();
+        let faults: Vec<Fault> = {
+            let mut f: Vec<Fault> = self
+                .results
+                .iter()
+                .filter_map(|r| r.schedule.as_ref())
+                .filter(|s| s.operation == operation)
+                .map(|s| s.fault)
+                .collect();
+            f.sort();
+            f.dedup();
+            f
+        };
+        let mut out = format!(
+            "| point | operator write | {} |\n",
+            faults
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        out.push_str(&format!("|---|---|{}\n", "---|".repeat(faults.len())));
+        let rows = points.len().max(
+            self.results
+                .iter()
+                .filter_map(|r| r.schedule.as_ref())
+                .map(|s| s.point + 1)
+                .max()
+                .unwrap_or(0),
+        );
+        for index in 0..rows {
+            let label = points.get(index).map_or("(replayed)", |p| p.label.as_str());
+            let cells: Vec<String> = faults
+                .iter()
+                .map(|fault| {
+                    let found = self.results.iter().find(|r| {
+                        r.schedule.as_ref().is_some_and(|s| {
+                            s.operation == operation && s.point == index && s.fault == *fault
+                        })
+                    });
+                    match found {
+                        None => "·".to_string(),
+                        Some(r) => cell(&r.ended),
+                    }
+                })
+                .collect();
+            out.push_str(&format!(
+                "| p{index:02} | `{label}` | {} |\n",
+                cells.join(" | ")
+            ));
+        }
+        out
+    }
+}
+
+fn cell(ended: &BodyEnded) -> String {
+    match ended.verdict {
+        Verdict::Passed => "ok".to_string(),
+        Verdict::Failed if !ended.failed_checks.is_empty() => {
+            format!("**{}**", ended.failed_checks.join(", "))
+        }
+        other => other.as_str().to_string(),
+    }
+}
+
+/// Runs `body` on a fresh embedded cluster whose request hook is a new [`Observer`].
+async fn on_own_cluster(
+    bundle: &Bundle,
+    name: &str,
+    options: &RunOptions,
+    mutant: Option<&str>,
+    hold: Option<(usize, Fault)>,
+) -> Result<(BodyEnded, Vec<Point>), RunError> {
+    let backend: Box<dyn Backend> = start_backend(&Cluster::Embedded, mutant).await?;
+    let observer = Arc::new(Observer::default());
+    backend.set_request_hook(Some(observer.clone()))?;
+    let ended = run_body(backend.as_ref(), bundle, name, BUCKET, options, |ctx| {
+        let observer = observer.clone();
+        Box::pin(async move { backup::schedule(ctx, observer, hold).await })
+    })
+    .await;
+    let _ = backend.set_request_hook(None);
+    let points = observer.points();
+    let _ = backend.teardown(false).await;
+    Ok((ended?, points))
+}
+
+/// Explores `config`: per operation a reference run, then every (point, fault) schedule.
+pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
+    let dir = Bundle::dir_for(&config.reports, &config.run_id);
+    let operator = match crate::deploy::profile::detect_embedded().await {
+        Ok(found) => crate::evidence::bundle::Operator {
+            name: found.name,
+            version: found.version,
+        },
+        Err(e) => crate::deploy::profile::unread(&e.to_string()),
+    };
+    let version = match &config.mutant {
+        Some(m) => format!("{} (mutant {m})", operator.version),
+        None => operator.version.clone(),
+    };
+    let bundle = Bundle::create(
+        &dir,
+        BundleMeta::new(
+            &config.run_id,
+            &current_commit(),
+            &operator.name,
+            &version,
+            crate::backend::Arch::host().as_str(),
+        ),
+    )?;
+    let options = RunOptions {
+        run_id: config.run_id.clone(),
+        keep_on_failure: false,
+        case_bound: config.case_bound,
+        harness_mutant: None,
+        expected_operator: None,
+    };
+    let mutant = config.mutant.as_deref();
+    let faults = if config.faults.is_empty() {
+        Fault::ALL.to_vec()
+    } else {
+        config.faults.clone()
+    };
+    let mut results = Vec::new();
+    let mut points = Vec::new();
+    let mut schedules = config.replay.clone();
+    if schedules.is_empty() {
+        for &operation in &config.operations {
+            let id = format!("{}-reference", operation.as_str());
+            let (ended, learned) = on_own_cluster(&bundle, &id, &options, mutant, None).await?;
+            println!(
+                "[reference] {:<10} {id}: {} operator writes · {:.1}s",
+                ended.verdict.as_str(),
+                learned.len(),
+                ended.duration.as_secs_f64()
+            );
+            for point in &learned {
+                for &fault in &faults {
+                    schedules.push(Schedule {
+                        operation,
+                        point: point.index,
+                        fault,
+                    });
+                }
+            }
+            results.push(ScheduleResult {
+                id,
+                schedule: None,
+                ended,
+            });
+            points.push((operation, learned));
+        }
+        if let Some(limit) = config.limit {
+            schedules = spread(schedules, limit);
+        }
+    }
+    let done = run_schedules(&bundle, &options, mutant, schedules, config.parallel).await;
+    results.extend(done.0);
+    let summary = bundle.finalize(false)?;
+    if let Some(e) = done.1 {
+        return Err(e);
+    }
+    Ok(ExploreOutcome {
+        bundle_dir: dir,
+        summary,
+        points,
+        results,
+    })
+}
+
+/// Runs `schedules`, `parallel` at once, each on its own cluster; a line per schedule as it
+/// ends. Returns the results in matrix order and the first error that stopped one.
+async fn run_schedules(
+    bundle: &Bundle,
+    options: &RunOptions,
+    mutant: Option<&str>,
+    schedules: Vec<Schedule>,
+    parallel: usize,
+) -> (Vec<ScheduleResult>, Option<RunError>) {
+    let total = schedules.len();
+    let bundle_ref = bundle;
+    let options_ref = options;
+    let mut stream = futures::stream::iter(schedules.into_iter().map(|s| async move {
+        let id = s.id();
+        let r = on_own_cluster(
+            bundle_ref,
+            &id,
+            options_ref,
+            mutant,
+            Some((s.point, s.fault)),
+        )
+        .await;
+        r.map(|(ended, _)| ScheduleResult {
+            id,
+            schedule: Some(s),
+            ended,
+        })
+    }))
+    .buffer_unordered(parallel.max(1));
+    let mut done = Vec::new();
+    let mut first_error = None;
+    while let Some(r) = stream.next().await {
+        match r {
+            Ok(r) => {
+                println!(
+                    "[{}/{total}] {:<10} {} {:.1}s{}",
+                    done.len() + 1,
+                    r.ended.verdict.as_str(),
+                    r.id,
+                    r.ended.duration.as_secs_f64(),
+                    if r.ended.failed_checks.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " · violated: {} · replay: rehearse explore --replay {}",
+                            r.ended.failed_checks.join(", "),
+                            r.id
+                        )
+                    }
+                );
+                done.push(r);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    drop(stream);
+    done.sort_by_key(|r| r.schedule.as_ref().map(|s| (s.point, s.fault)));
+    (done, first_error)
+}
+
+/// At most `limit` of `schedules`, spread so every fault keeps an equal share (the first
+/// faults one more when it does not divide) and each share is taken evenly over the points.
+pub fn spread(schedules: Vec<Schedule>, limit: usize) -> Vec<Schedule> {
+    if limit >= schedules.len() {
+        return schedules;
+    }
+    let mut faults: Vec<Fault> = schedules.iter().map(|s| s.fault).collect();
+    faults.sort();
+    faults.dedup();
+    let mut picked = Vec::new();
+    for (i, fault) in faults.iter().enumerate() {
+        let share = limit / faults.len() + usize::from(i < limit % faults.len());
+        let of_fault: Vec<&Schedule> = schedules.iter().filter(|s| s.fault == *fault).collect();
+        let n = of_fault.len();
+        let take = share.min(n);
+        picked.extend((0..take).map(|k| of_fault[(2 * k + 1) * n / (2 * take)].clone()));
+    }
+    picked.sort_by_key(|s| (s.operation.as_str(), s.point, s.fault));
+    picked
+}

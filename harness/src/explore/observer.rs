@@ -1,0 +1,197 @@
+//! The harness's side of the API server's request hook: it numbers the operator's writes in
+//! a schedule's namespace (the **points** of a schedule), holds the one write a schedule places
+//! its fault before, and keeps every committed change of the objects the invariants read.
+
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rehearsal_embedded::{Change, RequestHook, WriteRequest};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{oneshot, watch};
+
+/// Users whose writes are points: the operator under test authenticates as a ServiceAccount
+/// (the reference operator's and Gameplane's alike); the harness, the kubelet and the
+/// controllers act as the cluster's admin.
+const OPERATOR_USERS: &str = "system:serviceaccount:";
+
+/// One write of the operator: a point a fault can be placed before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Point {
+    /// Its 0-based number among the operator's writes in the schedule's namespace.
+    pub index: usize,
+    /// `<verb> <resource>[/<subresource>] [<name>]`, e.g. `patch backups/status live`.
+    pub label: String,
+}
+
+impl Point {
+    fn of(index: usize, w: &WriteRequest) -> Self {
+        let resource = match &w.subresource {
+            Some(sub) => format!("{}/{sub}", w.resource),
+            None => w.resource.clone(),
+        };
+        let label = match &w.name {
+            Some(name) => format!("{} {resource} {name}", w.verb),
+            None => format!("{} {resource}", w.verb),
+        };
+        Self { index, label }
+    }
+}
+
+/// A committed change of a pod or a Backup in the schedule's namespace.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Its resourceVersion.
+    pub rv: u64,
+    /// When it was committed.
+    pub at: jiff::Timestamp,
+    /// `pods` or `backups`.
+    pub resource: &'static str,
+    /// It removed the object.
+    pub gone: bool,
+    /// The object as committed.
+    pub object: Value,
+}
+
+#[derive(Default)]
+struct Inner {
+    namespace: Option<String>,
+    /// Points are no longer numbered (the operation is over).
+    frozen: bool,
+    /// The resources whose writes are the operation's points (the server's own upkeep —
+    /// claims, services, its status — is not).
+    resources: &'static [&'static str],
+    points: Vec<Point>,
+    hold_at: Option<usize>,
+    reached: Option<oneshot::Sender<Point>>,
+    changes: Vec<Recorded>,
+}
+
+/// The hook one schedule's cluster runs with.
+pub struct Observer {
+    inner: Mutex<Inner>,
+    /// `true` once the held write may go; reset by [`Observer::begin`].
+    released: watch::Sender<bool>,
+}
+
+impl Default for Observer {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::default(),
+            released: watch::Sender::new(false),
+        }
+    }
+}
+
+impl Observer {
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts recording the committed changes of `namespace` (from before the operation's
+    /// server exists, so the trace holds every state of its pod).
+    pub fn watch(&self, namespace: &str) {
+        let mut inner = self.inner();
+        inner.namespace = Some(namespace.to_string());
+        inner.changes.clear();
+        inner.points.clear();
+        inner.resources = &[];
+    }
+
+    /// Starts numbering the operator's writes to `resources` in the watched namespace (the
+    /// points); with `hold_at`, that write waits until [`Self::release`], and the receiver
+    /// says when it arrived.
+    pub fn begin(
+        &self,
+        resources: &'static [&'static str],
+        hold_at: Option<usize>,
+    ) -> oneshot::Receiver<Point> {
+        let (tx, rx) = oneshot::channel();
+        let mut inner = self.inner();
+        inner.points.clear();
+        inner.frozen = false;
+        inner.resources = resources;
+        inner.hold_at = hold_at;
+        inner.reached = Some(tx);
+        self.released.send_replace(false);
+        rx
+    }
+
+    /// Lets the held write go (a no-op when none is held).
+    pub fn release(&self) {
+        self.inner().hold_at = None;
+        self.released.send_replace(true);
+    }
+
+    /// Stops numbering points: the operation is over (its later writes are not its own).
+    pub fn freeze(&self) {
+        self.inner().frozen = true;
+    }
+
+    /// The operator's writes so far.
+    pub fn points(&self) -> Vec<Point> {
+        self.inner().points.clone()
+    }
+
+    /// Every recorded change so far, in commit order.
+    pub fn changes(&self) -> Vec<Recorded> {
+        self.inner().changes.clone()
+    }
+}
+
+/// Releases the held write when dropped: a schedule that ends early (an error, a timeout, a
+/// panic) never leaves the operator waiting on the API server.
+pub struct ReleaseOnDrop(pub Arc<Observer>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+impl RequestHook for Observer {
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()> {
+        let mut inner = self.inner();
+        if inner.namespace.as_deref() != Some(write.namespace.as_str())
+            || !write.user.starts_with(OPERATOR_USERS)
+            || inner.frozen
+            || !inner.resources.contains(&write.resource.as_str())
+        {
+            return futures::future::ready(()).boxed();
+        }
+        let point = Point::of(inner.points.len(), &write);
+        inner.points.push(point.clone());
+        if inner.hold_at != Some(point.index) {
+            return futures::future::ready(()).boxed();
+        }
+        if let Some(tx) = inner.reached.take() {
+            let _ = tx.send(point);
+        }
+        // The flag keeps its value, so a release that comes before the wait cannot be missed.
+        let mut released = self.released.subscribe();
+        async move {
+            let _ = released.wait_for(|go| *go).await;
+        }
+        .boxed()
+    }
+
+    fn committed(&self, change: Change<'_>) {
+        let resource = match change.storage {
+            "/pods" => "pods",
+            "gameplane.local/backups" => "backups",
+            _ => return,
+        };
+        let mut inner = self.inner();
+        if inner.namespace.as_deref() != Some(change.namespace) {
+            return;
+        }
+        inner.changes.push(Recorded {
+            rv: change.resource_version,
+            at: change.at,
+            resource,
+            gone: change.kind == "DELETED",
+            object: change.object.clone(),
+        });
+    }
+}
