@@ -501,3 +501,67 @@ pub fn spread(schedules: Vec<Schedule>, limit: usize) -> Vec<Schedule> {
     picked.sort_by_key(|s| (s.operation.as_str(), s.point, s.fault));
     picked
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(points: usize) -> Vec<Schedule> {
+        (0..points)
+            .flat_map(|point| {
+                Fault::ALL.iter().map(move |&fault| Schedule {
+                    operation: Operation::Backup,
+                    point,
+                    fault,
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn schedule_ids_round_trip_and_bad_ones_name_the_shape() {
+        for s in all(12) {
+            assert_eq!(Schedule::parse(&s.id()).unwrap(), s);
+        }
+        assert_eq!(all(4)[7].id(), "backup-p01-pod-replaced");
+        for bad in [
+            "",
+            "backup",
+            "backup-p1x-game-restart",
+            "restore-p01-game-restart",
+            "backup-p01-fire",
+        ] {
+            let e = Schedule::parse(bad).unwrap_err();
+            assert!(e.contains("<operation>-p<NN>-<fault>"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_limit_keeps_every_fault_and_spreads_over_the_points() {
+        let schedules = all(11);
+        assert_eq!(spread(schedules.clone(), 100), schedules);
+        for limit in 1..schedules.len() {
+            let picked = spread(schedules.clone(), limit);
+            assert_eq!(picked.len(), limit, "limit {limit}");
+            let mut faults: Vec<Fault> = picked.iter().map(|s| s.fault).collect();
+            faults.sort();
+            faults.dedup();
+            assert_eq!(faults.len(), limit.min(Fault::ALL.len()), "limit {limit}");
+            let mut unique = picked.clone();
+            unique.dedup();
+            assert_eq!(
+                unique.len(),
+                picked.len(),
+                "limit {limit}: a schedule twice"
+            );
+        }
+        // Two per fault out of eleven points: neither both at the start nor both at the end.
+        let ten = spread(schedules, 10);
+        let points: Vec<usize> = ten
+            .iter()
+            .filter(|s| s.fault == Fault::GameRestart)
+            .map(|s| s.point)
+            .collect();
+        assert_eq!(points, [2, 8]);
+    }
+}

@@ -63,6 +63,33 @@ async fn quiesce_unquiesce_and_identity_reach_the_game() {
 }
 
 #[tokio::test]
+async fn an_obligation_is_paid_once_per_game_incarnation() {
+    let data = tempfile::tempdir().unwrap();
+    let game = support::serve(data.path(), &[], &[]);
+    let agent = support::agent(game.rcon, &["--pod-uid", POD]);
+    let inc = &game.incarnation;
+    let pay = |obligation: &str| {
+        format!("/pods/{POD}/unquiesce?gameIncarnation={inc}&obligation={obligation}")
+    };
+    let (status, text) = support::http(agent.addr, "POST", &pay("backup-uid-1")).await;
+    assert_eq!((status, body(&text)), (200, json!({"quiesced": false})));
+    // The operator crashed before recording the answer and asks again: no second save-on.
+    let (status, text) = support::http(agent.addr, "POST", &pay("backup-uid-1")).await;
+    assert_eq!(
+        (status, body(&text)),
+        (200, json!({"quiesced": false, "alreadyPaid": true}))
+    );
+    // Another Backup's obligation is its own.
+    let (status, text) = support::http(agent.addr, "POST", &pay("backup-uid-2")).await;
+    assert_eq!((status, body(&text)), (200, json!({"quiesced": false})));
+    let save_ons = audited_commands(data.path())
+        .into_iter()
+        .filter(|c| c == "save-on")
+        .count();
+    assert_eq!(save_ons, 2, "one save-on per obligation");
+}
+
+#[tokio::test]
 async fn foreign_pod_uid_and_stale_incarnation_are_refused_without_touching_the_game() {
     let data = tempfile::tempdir().unwrap();
     let game = support::serve(data.path(), &[], &[]);
