@@ -1,6 +1,6 @@
 //! `rehearse explore` on the embedded cluster against the real reference operator: every
-//! point of a backup × every fault holds every invariant (no false alarm), and a violation a
-//! mutant produces is reproduced by replaying its schedule id.
+//! point × every fault of a backup and of a stopped server's backup holds every invariant (no
+//! false alarm), and a violation a mutant produces is reproduced by replaying its schedule id.
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use rehearsal::explore::{self, ExploreConfig, ExploreOutcome, Fault, Operation, 
 
 fn config(reports: &Path) -> ExploreConfig {
     ExploreConfig {
-        operations: vec![Operation::Backup],
+        operations: Operation::ALL.to_vec(),
         faults: Vec::new(),
         limit: None,
         replay: Vec::new(),
@@ -41,25 +41,29 @@ fn failures(outcome: &ExploreOutcome) -> Vec<(String, Verdict, Vec<String>, Opti
 async fn the_reference_operator_holds_every_invariant_at_every_point() {
     let reports = tempfile::tempdir().unwrap();
     let outcome = explore::run(config(reports.path())).await.unwrap();
-    let points = &outcome.points[0].1;
-    assert!(
-        points.len() >= 8,
-        "a backup's operator writes were not all learned: {points:?}"
-    );
-    assert!(
-        points.iter().any(|p| p.label == "create jobs"),
-        "the copy Job's creation is not a point: {points:?}"
-    );
+    let mut expected = 0;
+    for (operation, points) in &outcome.points {
+        assert!(
+            points.len() >= 6,
+            "{operation:?}: the operator's writes were not all learned: {points:?}"
+        );
+        assert!(
+            points.iter().any(|p| p.label == "create jobs"),
+            "{operation:?}: the copy Job's creation is not a point: {points:?}"
+        );
+        expected += 1 + points.len() * operation.faults().len();
+        let matrix = outcome.matrix_markdown(*operation);
+        for p in points {
+            assert!(matrix.contains(&format!("p{:02}", p.index)), "{matrix}");
+        }
+    }
+    assert_eq!(outcome.points.len(), Operation::ALL.len());
     assert_eq!(
         outcome.results.len(),
-        1 + points.len() * Fault::ALL.len(),
-        "one reference run and one schedule per point and fault"
+        expected,
+        "one reference run per operation and one schedule per point and applicable fault"
     );
     assert_eq!(failures(&outcome), Vec::new(), "false alarms");
-    let matrix = outcome.matrix_markdown(Operation::Backup);
-    for p in points {
-        assert!(matrix.contains(&format!("p{:02}", p.index)), "{matrix}");
-    }
     rehearsal::evidence::receipts::verify(outcome.bundle_dir.join("receipts.jsonl"))
         .expect("the exploration's journal verifies");
 }
@@ -70,6 +74,7 @@ async fn replay_reproduces(mutant: &str, fault: Fault) {
     let reports = tempfile::tempdir().unwrap();
     let mut cfg = config(reports.path());
     cfg.mutant = Some(mutant.to_string());
+    cfg.operations = vec![Operation::Backup];
     cfg.faults = vec![fault];
     let outcome = explore::run(cfg.clone()).await.unwrap();
     let (id, _, violated, _) = failures(&outcome)

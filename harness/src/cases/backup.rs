@@ -694,7 +694,7 @@ pub async fn live_backup_older_agent_without_identity_route(
 }
 
 /// Suspends the server and waits until it is stopped with no pod.
-async fn stop_server(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
+pub(crate) async fn stop_server(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
     faults::set_suspended(&ctx.client, &ctx.namespace, SERVER, true).await?;
     fixture::await_server_phase(ctx, SERVER, "Suspended").await?;
     await_pod_gone(ctx).await?;

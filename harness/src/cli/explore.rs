@@ -46,7 +46,7 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         ));
     }
     let operations = if args.operations.is_empty() {
-        vec![Operation::Backup]
+        Operation::ALL.to_vec()
     } else {
         args.operations.clone()
     };

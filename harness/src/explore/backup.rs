@@ -61,15 +61,20 @@ fn operation_over() -> Condition<Backup> {
     )
 }
 
-/// Runs one backup schedule: `hold` is the point (an index into the operator's writes) and
-/// fault, `None` for the reference run. The observer must be the cluster's request hook.
+/// Runs one backup schedule: of a running server, or with `stopped` of a suspended one (no
+/// pod); `hold` is the point (an index into the operator's writes) and fault, `None` for the
+/// reference run. The observer must be the cluster's request hook.
 pub async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
+    stopped: bool,
     hold: Option<(usize, Fault)>,
 ) -> Result<(), CaseError> {
     observer.watch(&ctx.namespace);
     backup::running_server(ctx, FixtureOptions::default()).await?;
+    if stopped {
+        ctx.step("stop server", backup::stop_server(ctx)).await?;
+    }
     let reached = observer.begin(POINT_RESOURCES, hold.map(|(point, _)| point));
     let _release = ReleaseOnDrop(observer.clone());
     ctx.step(
@@ -127,8 +132,13 @@ pub async fn schedule(
     observer.freeze();
     // The audit log is read with the server settled (its game running and ready), so the
     // newest process in the log is the one that runs: what cleanup owes is judged against it.
+    // A stopped server nobody started stays stopped: nothing to wait for.
+    let expect_running = !stopped || hold.is_some_and(|(_, f)| f == Fault::ServerStarted);
     let ready = ctx
         .step("await server ready", async {
+            if !expect_running {
+                return Ok(json!({"ready": false, "why": "the server is stopped"}));
+            }
             Ok(match fixture::await_server_pod_ready(ctx, SERVER).await {
                 Ok(_) => json!({"ready": true}),
                 Err(e) => json!({"ready": false, "why": e.to_string()}),
@@ -141,9 +151,19 @@ pub async fn schedule(
         })
         .await?;
     let trace = trace_of(&observer.changes(), audit.as_ref(), faults_stopped_at, ctx);
+    judge(
+        ctx,
+        &trace,
+        json!({"placed": placed, "settled": settled, "ready": ready, "points": observer.points()}),
+    )
+}
+
+/// Stores the trace beside the schedule's receipts and assesses one check per invariant, each
+/// with the violations found; `observed` is what the schedule did.
+fn judge(ctx: &CaseContext<'_>, trace: &BackupTrace, mut observed: Value) -> Result<(), CaseError> {
     ctx.recorder.artifact(
         "trace.json",
-        &serde_json::to_vec_pretty(&trace).unwrap_or_default(),
+        &serde_json::to_vec_pretty(trace).unwrap_or_default(),
     )?;
     let violations = trace.violations();
     ctx.uses("every committed state of the Backup, the game pod and the copy's worker pods (API server commit order)");
@@ -162,10 +182,8 @@ pub async fn schedule(
             &broken,
         );
     }
-    ctx.assess_invariants(
-        checks,
-        json!({"placed": placed, "settled": settled, "ready": ready, "points": observer.points(), "violations": violations}),
-    )
+    observed["violations"] = json!(violations);
+    ctx.assess_invariants(checks, observed)
 }
 
 /// The invariants' view of what the schedule's cluster committed and the game logged.

@@ -49,6 +49,8 @@ pub enum Fault {
     BackupDeleted,
     /// The operator killed without grace and started again.
     OperatorRestart,
+    /// A stopped server started (`spec.suspend: false`) while its Backup is under way.
+    ServerStarted,
 }
 
 impl Fault {
@@ -59,6 +61,7 @@ impl Fault {
         Fault::PodReplaced,
         Fault::BackupDeleted,
         Fault::OperatorRestart,
+        Fault::ServerStarted,
     ];
 
     /// Its name in schedule ids and the matrix.
@@ -69,6 +72,7 @@ impl Fault {
             Fault::PodReplaced => "pod-replaced",
             Fault::BackupDeleted => "backup-deleted",
             Fault::OperatorRestart => "operator-restart",
+            Fault::ServerStarted => "server-started",
         }
     }
 
@@ -118,26 +122,66 @@ pub(crate) async fn inject(
             .restart_operator()
             .await
             .map_err(|e| CaseError::Setup(format!("restart the operator: {e}")))?,
+        Fault::ServerStarted => {
+            let resumed = faults::set_suspended(&ctx.client, &ctx.namespace, server, false).await?;
+            // Landed once the server's pod exists again (its game may still be starting).
+            let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+                kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            let pod = crate::wait::await_object(
+                &pods,
+                &gameplane_api::names::pod(server),
+                crate::wait::conditions::exists(),
+                bound,
+            )
+            .await?;
+            json!({"resumed": resumed, "pod_uid": pod.metadata.uid})
+        }
     };
     Ok(observed)
 }
 
 /// The operations explore covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Operation {
     /// A quiesced backup of a running server.
     Backup,
+    /// A backup of a suspended server (no pod): consistency `Stopped`.
+    StoppedBackup,
 }
 
 impl Operation {
-    fn as_str(self) -> &'static str {
+    /// Every operation, in matrix order.
+    pub const ALL: &[Operation] = &[Operation::Backup, Operation::StoppedBackup];
+
+    /// Its name in schedule ids.
+    pub fn as_str(self) -> &'static str {
         match self {
             Operation::Backup => "backup",
+            Operation::StoppedBackup => "stopped-backup",
         }
     }
 
     fn parse(name: &str) -> Option<Self> {
-        (name == "backup").then_some(Operation::Backup)
+        Self::ALL.iter().copied().find(|o| o.as_str() == name)
+    }
+
+    /// The faults that apply to it: a stopped server has no pod to restart or replace, and a
+    /// running one is not started.
+    pub fn faults(self) -> &'static [Fault] {
+        match self {
+            Operation::Backup => &[
+                Fault::GameRestart,
+                Fault::AgentRestart,
+                Fault::PodReplaced,
+                Fault::BackupDeleted,
+                Fault::OperatorRestart,
+            ],
+            Operation::StoppedBackup => &[
+                Fault::ServerStarted,
+                Fault::BackupDeleted,
+                Fault::OperatorRestart,
+            ],
+        }
     }
 }
 
@@ -175,10 +219,14 @@ impl Schedule {
                     .join(", ")
             )
         };
-        let (operation, rest) = id.split_once("-p").ok_or_else(bad)?;
+        // The operation is the prefix before `-p<NN>-` that names one (names hold dashes).
+        let (operation, rest) = id
+            .match_indices("-p")
+            .find_map(|(i, _)| Some((Operation::parse(&id[..i])?, &id[i + 2..])))
+            .ok_or_else(bad)?;
         let (point, fault) = rest.split_once('-').ok_or_else(bad)?;
         Ok(Self {
-            operation: Operation::parse(operation).ok_or_else(bad)?,
+            operation,
             point: point.parse().map_err(|_| bad())?,
             fault: Fault::parse(fault).ok_or_else(bad)?,
         })
@@ -319,6 +367,7 @@ async fn on_own_cluster(
     name: &str,
     options: &RunOptions,
     mutant: Option<&str>,
+    operation: Operation,
     hold: Option<(usize, Fault)>,
 ) -> Result<(BodyEnded, Vec<Point>), RunError> {
     let backend: Box<dyn Backend> = start_backend(&Cluster::Embedded, mutant).await?;
@@ -326,7 +375,9 @@ async fn on_own_cluster(
     backend.set_request_hook(Some(observer.clone()))?;
     let ended = run_body(backend.as_ref(), bundle, name, BUCKET, options, |ctx| {
         let observer = observer.clone();
-        Box::pin(async move { backup::schedule(ctx, observer, hold).await })
+        Box::pin(async move {
+            backup::schedule(ctx, observer, operation == Operation::StoppedBackup, hold).await
+        })
     })
     .await;
     let _ = backend.set_request_hook(None);
@@ -378,7 +429,8 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
     if schedules.is_empty() {
         for &operation in &config.operations {
             let id = format!("{}-reference", operation.as_str());
-            let (ended, learned) = on_own_cluster(&bundle, &id, &options, mutant, None).await?;
+            let (ended, learned) =
+                on_own_cluster(&bundle, &id, &options, mutant, operation, None).await?;
             println!(
                 "[reference] {:<10} {id}: {} operator writes · {:.1}s",
                 ended.verdict.as_str(),
@@ -386,7 +438,7 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
                 ended.duration.as_secs_f64()
             );
             for point in &learned {
-                for &fault in &faults {
+                for &fault in faults.iter().filter(|f| operation.faults().contains(f)) {
                     schedules.push(Schedule {
                         operation,
                         point: point.index,
@@ -438,6 +490,7 @@ async fn run_schedules(
             &id,
             options_ref,
             mutant,
+            s.operation,
             Some((s.point, s.fault)),
         )
         .await;
@@ -477,7 +530,7 @@ async fn run_schedules(
         }
     }
     drop(stream);
-    done.sort_by_key(|r| r.schedule.as_ref().map(|s| (s.point, s.fault)));
+    done.sort_by_key(|r| r.schedule.as_ref().map(|s| (s.operation, s.point, s.fault)));
     (done, first_error)
 }
 
@@ -498,7 +551,7 @@ pub fn spread(schedules: Vec<Schedule>, limit: usize) -> Vec<Schedule> {
         let take = share.min(n);
         picked.extend((0..take).map(|k| of_fault[(2 * k + 1) * n / (2 * take)].clone()));
     }
-    picked.sort_by_key(|s| (s.operation.as_str(), s.point, s.fault));
+    picked.sort_by_key(|s| (s.operation, s.point, s.fault));
     picked
 }
 
@@ -509,11 +562,14 @@ mod tests {
     fn all(points: usize) -> Vec<Schedule> {
         (0..points)
             .flat_map(|point| {
-                Fault::ALL.iter().map(move |&fault| Schedule {
-                    operation: Operation::Backup,
-                    point,
-                    fault,
-                })
+                Operation::Backup
+                    .faults()
+                    .iter()
+                    .map(move |&fault| Schedule {
+                        operation: Operation::Backup,
+                        point,
+                        fault,
+                    })
             })
             .collect()
     }
@@ -523,6 +579,13 @@ mod tests {
         for s in all(12) {
             assert_eq!(Schedule::parse(&s.id()).unwrap(), s);
         }
+        let stopped = Schedule {
+            operation: Operation::StoppedBackup,
+            point: 3,
+            fault: Fault::ServerStarted,
+        };
+        assert_eq!(stopped.id(), "stopped-backup-p03-server-started");
+        assert_eq!(Schedule::parse(&stopped.id()).unwrap(), stopped);
         assert_eq!(all(4)[7].id(), "backup-p01-pod-replaced");
         for bad in [
             "",
@@ -546,7 +609,11 @@ mod tests {
             let mut faults: Vec<Fault> = picked.iter().map(|s| s.fault).collect();
             faults.sort();
             faults.dedup();
-            assert_eq!(faults.len(), limit.min(Fault::ALL.len()), "limit {limit}");
+            assert_eq!(
+                faults.len(),
+                limit.min(Operation::Backup.faults().len()),
+                "limit {limit}"
+            );
             let mut unique = picked.clone();
             unique.dedup();
             assert_eq!(
