@@ -80,6 +80,9 @@ pub struct BackupState {
     pub source_container: Option<String>,
     /// The `Completed` condition's reason.
     pub completed_reason: Option<String>,
+    /// The `Unquiesced` condition's reason (e.g. `UnquiesceSucceeded`: save-on confirmed).
+    #[serde(default)]
+    pub unquiesced_reason: Option<String>,
     /// `metadata.finalizers`.
     pub finalizers: Vec<String>,
     /// Its deletion was requested (`metadata.deletionTimestamp`).
@@ -546,6 +549,7 @@ impl BackupTrace {
                 incarnations.push(&a.incarnation);
             }
         }
+        let mut any_save_on = false;
         for inc in incarnations {
             let mut pending: Option<&AuditEntry> = None;
             let mut paid = false;
@@ -587,6 +591,7 @@ impl BackupTrace {
                     _ => {}
                 }
             }
+            any_save_on |= paid;
             if let Some(off) = pending
                 && newest.as_deref() == Some(inc)
                 && game_alive_at_end
@@ -600,6 +605,17 @@ impl BackupTrace {
                     ),
                 ));
             }
+        }
+        // What the Backup says of its cleanup must be what the game saw.
+        if let Some(fin) = self.final_state()
+            && fin.unquiesced_reason.as_deref() == Some("UnquiesceSucceeded")
+            && !any_save_on
+        {
+            out.push(Violation::new(
+                CLEANUP,
+                "Backup condition Unquiesced and the RCON audit log",
+                "the Backup reports save-on confirmed (Unquiesced reason UnquiesceSucceeded), but no game process received a save-on".to_string(),
+            ));
         }
         out
     }

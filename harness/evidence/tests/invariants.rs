@@ -140,6 +140,10 @@ fn ended(phase: &str, consistency: Option<&str>, reason: &str) -> BackupState {
 /// A correct quiesced backup: save-off before the copy pod exists, save-on after it ended,
 /// Succeeded/Quiesced bound to the game that ran throughout. Copy window: 400 – 900.
 fn correct() -> Build {
+    let done = BackupState {
+        unquiesced_reason: Some("UnquiesceSucceeded".into()),
+        ..ended("Succeeded", Some("Quiesced"), "Succeeded")
+    };
     let mut b = Build::new();
     b.audit(-5_000, "inc-1", None)
         .pod(-4_000, POD, GAME, true)
@@ -151,7 +155,7 @@ fn correct() -> Build {
         .copy(500, "Running")
         .copy(900, "Succeeded")
         .audit(1_000, "inc-1", Some("save-on"))
-        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+        .backup(1_100, done);
     b
 }
 
@@ -324,6 +328,31 @@ fn the_bound_process_may_get_one_conservative_save_on() {
     assert_eq!(b.done().violations(), Vec::new());
     b.audit(350, "inc-1", Some("save-on"));
     assert_eq!(invariants_of(&b.done()), [CLEANUP]);
+}
+
+#[test]
+fn a_save_on_reported_but_never_sent_breaks_cleanup() {
+    // The original exited mid-copy; the operator claims it confirmed save-on.
+    let mut lying = ended("Failed", Some("Invalidated"), "SourceChanged");
+    lying.unquiesced_reason = Some("UnquiesceSucceeded".into());
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .pod(500, POD, "containerd://game-2", true)
+        .audit(510, "inc-2", None)
+        .copy_gone(600)
+        .backup(700, lying);
+    let v = b.done().cleanup();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("UnquiesceSucceeded"), "{}", v[0].found);
+    // Reported as what it was, it holds.
+    let mut honest = ended("Failed", Some("Invalidated"), "SourceChanged");
+    honest.unquiesced_reason = Some("OriginalProcessExited".into());
+    b.backup(800, honest);
+    assert_eq!(b.done().violations(), Vec::new());
 }
 
 #[test]

@@ -201,18 +201,21 @@ fn trace_of(
         let name = str_at(o, "/metadata/name").unwrap_or_default();
         let subject = match c.resource {
             "backups" if name == BACKUP => {
-                let completed = o
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Completed"))
-                    .and_then(|c| c["reason"].as_str())
-                    .map(str::to_string);
+                let reason_of = |kind: &str| {
+                    o.pointer("/status/conditions")
+                        .and_then(Value::as_array)
+                        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+                        .and_then(|c| c["reason"].as_str())
+                        .map(str::to_string)
+                };
+                let completed = reason_of("Completed");
                 Subject::Backup(BackupState {
                     phase: str_at(o, "/status/phase"),
                     consistency: str_at(o, "/status/consistency"),
                     source_pod_uid: str_at(o, "/status/source/podUID"),
                     source_container: str_at(o, "/status/source/gameContainerID"),
                     completed_reason: completed,
+                    unquiesced_reason: reason_of("Unquiesced"),
                     deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
                     finalizers: o
                         .pointer("/metadata/finalizers")
