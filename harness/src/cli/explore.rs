@@ -2,7 +2,7 @@
 //! ([`crate::explore`]).
 
 use super::CliError;
-use super::run::{EMBEDDED_PARALLEL, render_report, run_error};
+use super::run::{EMBEDDED_PARALLEL, print_report, run_error};
 use crate::explore::{self, ExploreConfig, Fault, Operation, Schedule};
 
 /// `rehearse explore`: what to explore.
@@ -66,17 +66,7 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         println!("\n{operation:?}: point × fault\n");
         println!("{}", outcome.matrix_markdown(operation));
     }
-    match render_report(&outcome.bundle_dir) {
-        Ok(files) => {
-            for f in files {
-                println!("report: {}", f.display());
-            }
-        }
-        Err(e) => {
-            eprintln!("rehearse: the bundle was written but the report could not be rendered: {e}")
-        }
-    }
-    println!("bundle: {}", outcome.bundle_dir.display());
+    print_report(&outcome.bundle_dir);
     let failed: Vec<&str> = outcome
         .results
         .iter()

@@ -279,6 +279,22 @@ pub(crate) fn run_error(e: run::RunError) -> CliError {
     CliError::usage(format!("the rehearsal could not run: {e}"))
 }
 
+/// Renders the bundle's reports and prints where they and the bundle are; a report that
+/// cannot be rendered is said on stderr (the bundle stays, whole).
+pub(crate) fn print_report(dir: &Path) {
+    match render_report(dir) {
+        Ok(files) => {
+            for f in files {
+                println!("report: {}", f.display());
+            }
+        }
+        Err(e) => {
+            eprintln!("rehearse: the bundle was written but the report could not be rendered: {e}")
+        }
+    }
+    println!("bundle: {}", dir.display());
+}
+
 /// Renders report.md and report.html into the bundle directory.
 pub(crate) fn render_report(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let loaded = crate::report::load(dir).map_err(|e| e.to_string())?;
@@ -354,17 +370,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     )?;
     let outcome = run::run(cfg).await.map_err(run_error)?;
     print_outcome(&outcome);
-    match render_report(&outcome.bundle_dir) {
-        Ok(files) => {
-            for f in files {
-                println!("report: {}", f.display());
-            }
-        }
-        Err(e) => {
-            eprintln!("rehearse: the bundle was written but the report could not be rendered: {e}")
-        }
-    }
-    println!("bundle: {}", outcome.bundle_dir.display());
+    print_report(&outcome.bundle_dir);
     if outcome.interrupted {
         return Err(CliError::interrupted(format!(
             "interrupted; the bundle at {} records what ran and says it was interrupted",
