@@ -8,6 +8,9 @@
 #                                  loading, report merging — judged by the rehearsal-evidence
 #                                  crate's own tests (about 200 mutants; shard with
 #                                  `-- --shard k/N`, k from 0 to N-1)
+#   scripts/mutants.sh judge       case verdicts, the audit log's proof, the qualification's gate
+#                                  decisions and batch arithmetic, the PVC identity check (the
+#                                  evidence crate's judge module) — judged by its own tests
 #   scripts/mutants.sh harness     qualify gates and cases/observe — judged by the rehearsal
 #                                  crate's tests and the rollout scenario cases (about 300)
 #   scripts/mutants.sh operator    the reference operator's backup, restore, restic and
@@ -44,6 +47,14 @@ evidence)
     harness/evidence/src/report/load.rs harness/evidence/src/report/model.rs)
   tests=(--test-package rehearsal-evidence)
   ;;
+judge)
+  # The harness's judgement outside the receipts and reports, as pure functions in the evidence
+  # crate: case verdicts and check assessment, the RCON audit log's proof, the qualification's
+  # gate decisions and batch arithmetic, and the PVC identity check — judged by the crate's
+  # own tests (harness/evidence/tests/judge_*.rs): seconds per mutant, no cluster.
+  files=('harness/evidence/src/judge/*.rs' harness/evidence/src/pvc_table.rs)
+  tests=(--test-package rehearsal-evidence)
+  ;;
 harness)
   files=('harness/src/qualify/*.rs' harness/src/cases/observe.rs)
   tests=(--test-package rehearsal --test-package rehearsal-scenarios)
@@ -59,7 +70,7 @@ module)
     -- -E 'binary(module) | test(=candidate_module_digest_mismatch)')
   ;;
 *)
-  echo "usage: scripts/mutants.sh evidence|harness|operator|module [-- CARGO-MUTANTS-ARGS]" >&2
+  echo "usage: scripts/mutants.sh evidence|judge|harness|operator|module [-- CARGO-MUTANTS-ARGS]" >&2
   exit 2
   ;;
 esac

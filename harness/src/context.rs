@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 
 use crate::backend::Backend;
 use crate::evidence::bundle::{BundleError, CaseRecorder, Verdict};
+use crate::evidence::judge::audit::Absent;
+pub use crate::evidence::judge::verdict::{CheckResult, Checks, NotPassed};
+use crate::evidence::judge::verdict::{Ending, verdict};
 use crate::evidence::pvc_table::{PvcObservation, PvcPhase};
 pub use crate::mutants::HarnessMutant;
 
@@ -115,14 +118,8 @@ pub enum CaseError {
     /// One or more named checks failed, or a wait reached its bound and the case assessed the
     /// evidence that existed then: the verdict's evidence, matched by the self-test against the
     /// check a mutant targets (a timeout alone names no check).
-    #[error("{}", describe_verdict(failed, timeouts))]
-    Checks {
-        /// The checks that did not hold.
-        failed: Vec<CheckResult>,
-        /// Waits that reached their bound before the assessment (each with the last observed
-        /// state), in the order they ended.
-        timeouts: Vec<String>,
-    },
+    #[error("{0}")]
+    Checks(NotPassed),
     /// The source that would show an absence was not there (a missing or empty log): the case
     /// cannot conclude, so it fails, and never on a check.
     #[error("evidence absent: {what}: {why}")]
@@ -132,28 +129,6 @@ pub enum CaseError {
         /// Why it is absent or cannot speak to the moment in question, and what to do.
         why: String,
     },
-}
-
-fn describe_verdict(failed: &[CheckResult], timeouts: &[String]) -> String {
-    let checks = describe_failed(failed);
-    match (checks.is_empty(), timeouts.is_empty()) {
-        (_, true) => checks,
-        (true, false) => format!("timed out: {}", timeouts.join("; ")),
-        (false, false) => format!("{checks}; timed out: {}", timeouts.join("; ")),
-    }
-}
-
-fn describe_failed(failed: &[CheckResult]) -> String {
-    failed
-        .iter()
-        .map(|c| {
-            format!(
-                "check {}: {}: expected {} {}, observed {}",
-                c.check, c.object, c.field, c.expected, c.observed
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 // Boxed so a `Result<_, CaseError>` stays small; `?` still converts.
@@ -179,20 +154,17 @@ boxed_from!(
 /// A case stopped at a step boundary by SIGINT/SIGTERM is `interrupted` (it reached no
 /// verdict); every other error is `failed`, naming its checks when it failed on checks.
 pub fn verdict_of(outcome: &Result<(), CaseError>) -> (Verdict, Option<String>, Vec<String>) {
-    match outcome {
-        Ok(()) => (Verdict::Passed, None, Vec::new()),
-        Err(e @ CaseError::Interrupted { .. }) => {
-            (Verdict::Interrupted, Some(e.to_string()), Vec::new())
-        }
+    verdict(match outcome {
+        Ok(()) => Ending::Passed,
+        Err(e @ CaseError::Interrupted { .. }) => Ending::Interrupted(e.to_string()),
         Err(e) => match e.not_applicable() {
-            Some(why) => (
-                Verdict::NotApplicable,
-                Some(format!("not applicable on this cluster: {why}")),
-                Vec::new(),
-            ),
-            None => (Verdict::Failed, Some(e.to_string()), e.failed_checks()),
+            Some(why) => Ending::NotApplicable(why),
+            None => Ending::Failed {
+                message: e.to_string(),
+                checks: e.failed_checks(),
+            },
         },
-    }
+    })
 }
 
 impl CaseError {
@@ -200,7 +172,7 @@ impl CaseError {
     /// that timed out, a setup error, absent evidence).
     pub fn failed_checks(&self) -> Vec<String> {
         match self {
-            Self::Checks { failed, .. } => failed.iter().map(|c| c.check.to_string()).collect(),
+            Self::Checks(not_passed) => not_passed.check_ids(),
             _ => Vec::new(),
         }
     }
@@ -286,90 +258,17 @@ pub fn expect(
     }
 }
 
-/// One named check of a case's assessment: what it looked at, what it expected, what it saw.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct CheckResult {
-    /// Stable id (kebab-case); `scenarios/buckets.toml` names it as a mutant's target.
-    pub check: &'static str,
-    /// Whether the check held.
-    pub passed: bool,
-    /// The object looked at, e.g. `backup <namespace>/live`.
-    pub object: String,
-    /// The field or property looked at, e.g. `status.snapshotID`.
-    pub field: String,
-    /// What the check expected, rendered for the receipt.
-    pub expected: String,
-    /// What was observed, `Debug`-rendered.
-    pub observed: String,
+impl From<NotPassed> for CaseError {
+    fn from(e: NotPassed) -> Self {
+        Self::Checks(e)
+    }
 }
 
-/// The assessment of a case: every named check is evaluated (none stops the others), so the
-/// receipt shows each one's verdict and the self-test sees every check a mutant trips.
-#[derive(Debug, Default)]
-pub struct Checks {
-    results: Vec<CheckResult>,
-}
-
-impl Checks {
-    /// An assessment with no checks yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Records check `id`: `passed`, about `object`'s `field`.
-    pub fn check(
-        &mut self,
-        id: &'static str,
-        passed: bool,
-        object: &str,
-        field: &str,
-        expected: impl std::fmt::Display,
-        observed: impl std::fmt::Debug,
-    ) -> bool {
-        self.results.push(CheckResult {
-            check: id,
-            passed,
-            object: object.to_string(),
-            field: field.to_string(),
-            expected: expected.to_string(),
-            observed: format!("{observed:?}"),
-        });
-        passed
-    }
-
-    /// Records check `id`: `observed == expected`.
-    pub fn eq<T: PartialEq + std::fmt::Debug>(
-        &mut self,
-        id: &'static str,
-        object: &str,
-        field: &str,
-        expected: T,
-        observed: T,
-    ) -> bool {
-        let passed = expected == observed;
-        self.check(id, passed, object, field, format!("{expected:?}"), observed)
-    }
-
-    /// Whether every check so far passed.
-    pub fn all_passed(&self) -> bool {
-        self.results.iter().all(|c| c.passed)
-    }
-
-    /// Ends the assessment: every result (for the receipt) or the failed ones as the error.
-    pub fn finish(self) -> Result<Vec<CheckResult>, CaseError> {
-        self.finish_after(Vec::new())
-    }
-
-    /// Ends the assessment of a case whose waits in `timeouts` reached their bound: it fails
-    /// (a timeout is never a pass), listing the failed checks and the timeouts.
-    pub fn finish_after(self, timeouts: Vec<String>) -> Result<Vec<CheckResult>, CaseError> {
-        if self.all_passed() && timeouts.is_empty() {
-            Ok(self.results)
-        } else {
-            Err(CaseError::Checks {
-                failed: self.results.into_iter().filter(|c| !c.passed).collect(),
-                timeouts,
-            })
+impl From<Absent> for CaseError {
+    fn from(e: Absent) -> Self {
+        Self::EvidenceAbsent {
+            what: e.what,
+            why: e.why,
         }
     }
 }
@@ -513,8 +412,10 @@ impl<'a> CaseContext<'a> {
     /// error, so a new check cannot pass unnoticed without the contract saying what it proves.
     pub fn assess(&self, checks: Checks, observed: Value) -> Result<(), CaseError> {
         let unnamed = match crate::contract::Contract::builtin() {
-            Ok(contract) => contract
-                .unnamed_checks(self.recorder.name(), checks.results.iter().map(|c| c.check)),
+            Ok(contract) => contract.unnamed_checks(
+                self.recorder.name(),
+                checks.results().iter().map(|c| c.check),
+            ),
             Err(e) => vec![format!("(the clause matrix is unreadable: {e})")],
         };
         self.record_assessment(checks, observed, &unnamed)
@@ -525,7 +426,7 @@ impl<'a> CaseContext<'a> {
     pub fn assess_invariants(&self, checks: Checks, observed: Value) -> Result<(), CaseError> {
         let known = crate::evidence::invariants::ALL;
         let mut unnamed: Vec<String> = checks
-            .results
+            .results()
             .iter()
             .map(|c| c.check)
             .filter(|c| !known.contains(c))
@@ -545,7 +446,7 @@ impl<'a> CaseContext<'a> {
         let timeouts =
             std::mem::take(&mut *self.timeouts.lock().unwrap_or_else(|p| p.into_inner()));
         let passed = checks.all_passed() && timeouts.is_empty();
-        let results = checks.results.clone();
+        let results = checks.results().to_vec();
         let failed: Vec<&str> = results
             .iter()
             .filter(|c| !c.passed)
@@ -562,7 +463,10 @@ impl<'a> CaseContext<'a> {
                 unnamed.join(", ")
             )));
         }
-        checks.finish_after(timeouts).map(|_| ())
+        checks
+            .finish_after(timeouts)
+            .map(|_| ())
+            .map_err(CaseError::from)
     }
 
     /// Records that a wait reached its bound while the case goes on to judge the evidence that
@@ -628,7 +532,7 @@ mod tests {
                 "Succeeded",
             );
         }
-        c.finish_after(timeouts).unwrap_err()
+        c.finish_after(timeouts).unwrap_err().into()
     }
 
     #[test]
@@ -731,10 +635,10 @@ mod tests {
         let mut c = Checks::new();
         c.eq("same", "o", "f", 1, 1);
         let e = c.finish_after(vec!["w: timed out".into()]).unwrap_err();
-        assert!(e.failed_checks().is_empty());
+        assert!(e.check_ids().is_empty());
         let mut c = Checks::new();
         assert!(!c.eq("differs", "o", "f", 1, 2));
         assert!(!c.all_passed());
-        assert_eq!(c.finish().unwrap_err().failed_checks(), vec!["differs"]);
+        assert_eq!(c.finish().unwrap_err().check_ids(), vec!["differs"]);
     }
 }

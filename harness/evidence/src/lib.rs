@@ -16,6 +16,7 @@
 //! - [`bundle`]: the per-run directory (`reports/<run-id>/`) and the writer API scenarios use.
 //! - [`qualification`]: what a rollout qualification records (its gates and outcome).
 //! - [`invariants`]: the contract's invariants as functions over one operation's observations.
+//! - [`judge`]: verdicts, the audit log's proof and the qualification's gate decisions, pure.
 //! - [`report`]: reports (Markdown, HTML, JUnit, JSON) rendered from bundles only.
 //!
 //! ```no_run
@@ -33,6 +34,7 @@
 pub mod bundle;
 pub mod canonical;
 pub mod invariants;
+pub mod judge;
 pub mod kill_matrix;
 pub mod observation;
 pub mod pvc_table;

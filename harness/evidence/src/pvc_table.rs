@@ -313,6 +313,17 @@ impl PvcComparison {
     pub fn identities_kept(&self) -> bool {
         self.changed.is_empty() && self.vanished.is_empty()
     }
+
+    /// What a case checks of a comparison of `before` with a later observation: claims were
+    /// observed before, every one kept its UID, and the claims that appeared are exactly
+    /// `expected_new`, in any order.
+    pub fn only_expected_new(&self, before: &[PvcObservation], expected_new: &[String]) -> bool {
+        let mut appeared = self.appeared.clone();
+        appeared.sort();
+        let mut wanted = expected_new.to_vec();
+        wanted.sort();
+        self.identities_kept() && appeared == wanted && !before.is_empty()
+    }
 }
 
 /// Compares `before` and `after` claim by claim.

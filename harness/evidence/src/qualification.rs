@@ -132,10 +132,7 @@ impl Plan {
     }
     /// The promotion batches, in order.
     pub fn batches(&self) -> Vec<Vec<String>> {
-        self.fleet
-            .chunks(self.batch_size.max(1))
-            .map(<[String]>::to_vec)
-            .collect()
+        crate::judge::gates::batches(&self.fleet, self.batch_size)
     }
 }
 
@@ -232,7 +229,7 @@ impl TryFrom<GateRecord> for Gate {
 }
 
 /// How a qualification ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     /// Every gate passed and every batch was promoted.

@@ -19,110 +19,10 @@ use crate::context::{CaseContext, CaseError, Checks, HarnessMutant};
 use crate::evidence::pvc_table::{self, PvcComparison, PvcObservation};
 use crate::probe::restic;
 
-/// Where the fixture game keeps its RCON audit log, relative to its world claim.
-pub const AUDIT_LOG: &str = "logs/rcon-audit.jsonl";
-
-/// The game's RCON audit log, as read from its world claim.
-#[derive(Debug, Clone, Serialize)]
-pub struct AuditLog {
-    /// The claim the log was read from.
-    pub claim: String,
-    /// Its JSON lines in file order, one per RCON command or game start the game recorded.
-    pub lines: Vec<fixture_game::audit::AuditLine>,
-}
-
-impl AuditLog {
-    /// The incarnations that started, oldest first (one `start` line each).
-    pub fn starts(&self) -> Vec<String> {
-        self.lines
-            .iter()
-            .filter(|l| l.event == "start")
-            .map(|l| l.incarnation.clone())
-            .collect()
-    }
-
-    /// The RCON commands incarnation `incarnation` received, in order.
-    pub fn commands_of(&self, incarnation: &str) -> Vec<String> {
-        self.lines
-            .iter()
-            .filter(|l| l.event == "command" && l.incarnation == incarnation)
-            .filter_map(|l| l.command.clone())
-            .collect()
-    }
-
-    /// When incarnation `incarnation` received its first `save-on` after its `nth` (0-based)
-    /// `save-off`; `None` when it never did (or a time does not parse).
-    pub fn save_on_after(&self, incarnation: &str, nth: usize) -> Option<jiff::Timestamp> {
-        let mut offs = 0;
-        let mut armed = false;
-        for l in self
-            .lines
-            .iter()
-            .filter(|l| l.event == "command" && l.incarnation == incarnation)
-        {
-            match l.command.as_deref() {
-                Some("save-off") => {
-                    armed = offs == nth;
-                    offs += 1;
-                }
-                Some("save-on") if armed => return l.time.parse().ok(),
-                _ => {}
-            }
-        }
-        None
-    }
-
-    /// Every RCON command any incarnation received.
-    pub fn all_commands(&self) -> Vec<String> {
-        self.lines
-            .iter()
-            .filter(|l| l.event == "command")
-            .filter_map(|l| l.command.clone())
-            .collect()
-    }
-
-    /// The `n`-th newest incarnation (0 = newest), or evidence absent when fewer started.
-    pub fn nth_newest(&self, n: usize, why: &str) -> Result<String, CaseError> {
-        let starts = self.starts();
-        starts
-            .len()
-            .checked_sub(n + 1)
-            .map(|i| starts[i].clone())
-            .ok_or_else(|| {
-                CaseError::evidence_absent(
-                    format!("{} {AUDIT_LOG}", self.claim),
-                    format!(
-                        "{why}: {} incarnation(s) wrote a start line, {} needed",
-                        starts.len(),
-                        n + 1
-                    ),
-                )
-            })
-    }
-}
-
-/// Whether every `save-off` in `commands` was followed by a `save-on` (and there was at least
-/// one `save-off`): cleanup reached this incarnation after each quiesce.
-pub fn save_on_after_each_save_off(commands: &[String]) -> bool {
-    let mut quiesced = 0;
-    let mut pending = false;
-    for c in commands {
-        match c.as_str() {
-            "save-off" => {
-                quiesced += 1;
-                pending = true;
-            }
-            "save-on" => pending = false,
-            _ => {}
-        }
-    }
-    quiesced > 0 && !pending
-}
-
-/// The number of `save-off` commands in `commands`.
-pub fn save_offs(commands: &[String]) -> usize {
-    commands.iter().filter(|c| *c == "save-off").count()
-}
+/// The audit log and its judgement live in the evidence crate (pure, tested there).
+pub use crate::evidence::judge::audit::{
+    AUDIT_LOG, AuditLine, AuditLog, MISSING_MARKER, save_offs, save_on_after_each_save_off,
+};
 
 /// Reads server `server`'s RCON audit log from its world claim with a probe pod named
 /// `pod_name`. A missing or empty log is evidence absent.
@@ -136,43 +36,16 @@ pub async fn audit_log(
         ctx,
         pod_name,
         std::slice::from_ref(&claim),
-        &format!("f=/v/{claim}/{AUDIT_LOG}; if [ -f \"$f\" ]; then cat \"$f\"; else echo REHEARSAL-AUDIT-LOG-MISSING; fi"),
+        &format!("f=/v/{claim}/{AUDIT_LOG}; if [ -f \"$f\" ]; then cat \"$f\"; else echo {MISSING_MARKER}; fi"),
     )
     .await?;
     parse_audit_log(&ctx.namespace, claim, &out)
 }
 
-/// What the probe pod printed for the audit log of `claim` in `namespace`, judged: the
-/// missing-file marker, a line that is not JSON, or a log without a start line is evidence
-/// absent (naming the claim and the line), never an empty log that would pass.
+/// What the probe pod printed for the audit log of `claim` in `namespace`, judged by
+/// [`AuditLog::parse`]: a missing, broken or start-less log is evidence absent.
 pub fn parse_audit_log(namespace: &str, claim: String, out: &str) -> Result<AuditLog, CaseError> {
-    if out.trim() == "REHEARSAL-AUDIT-LOG-MISSING" {
-        return Err(CaseError::evidence_absent(
-            format!("pvc {namespace}/{claim} {AUDIT_LOG}"),
-            "the game's RCON audit log does not exist, so no absence of a command can be shown",
-        ));
-    }
-    let mut lines = Vec::new();
-    for (i, line) in out.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let parsed = serde_json::from_str(line).map_err(|e| {
-            CaseError::evidence_absent(
-                format!("pvc {namespace}/{claim} {AUDIT_LOG} line {}", i + 1),
-                format!("not one JSON object per line ({e}): {line}"),
-            )
-        })?;
-        lines.push(parsed);
-    }
-    let log = AuditLog { claim, lines };
-    if log.starts().is_empty() {
-        return Err(CaseError::evidence_absent(
-            format!("pvc {namespace}/{} {AUDIT_LOG}", log.claim),
-            "the audit log holds no start line, so it covers no incarnation",
-        ));
-    }
-    Ok(log)
+    Ok(AuditLog::parse(namespace, claim, out)?)
 }
 
 /// The files of snapshot `snapshot` in the case's repository, read with `restic ls` in a pod of
@@ -293,13 +166,11 @@ pub fn check_pvcs(
     } else {
         pvc_table::compare(before, after)
     };
-    let mut appeared = comparison.appeared.clone();
-    appeared.sort();
     let mut wanted = expected_new.to_vec();
     wanted.sort();
     checks.check(
         id,
-        comparison.identities_kept() && appeared == wanted && !before.is_empty(),
+        comparison.only_expected_new(before, expected_new),
         &format!("pvcs of namespace {}", ctx.namespace),
         "claims before vs after (by name)",
         format!("every claim kept its UID; new claims exactly {wanted:?}"),
@@ -312,132 +183,68 @@ pub fn check_pvcs(
 mod tests {
     use super::*;
 
-    /// An audit log as the fixture game writes it: two incarnations, a backup's quiesce and
-    /// cleanup reaching the first, a second quiesce never undone on the second.
-    const LOG: &str = r#"{"event":"start","time":"2026-12-04T10:00:00Z","incarnation":"bwrap://g-1","game_version":"1.0","mode":"survival"}
-{"event":"command","time":"2026-12-04T10:00:01Z","incarnation":"bwrap://g-1","remote":"10.0.0.7:5000","command":"save-off","reply":"ok"}
-{"event":"command","time":"2026-12-04T10:00:02Z","incarnation":"bwrap://g-1","remote":"10.0.0.7:5000","command":"save-all flush","reply":"ok"}
-{"event":"command","time":"2026-12-04T10:00:05Z","incarnation":"bwrap://g-1","remote":"10.0.0.7:5000","command":"save-on","reply":"ok"}
-
-{"event":"start","time":"2026-12-04T10:01:00Z","incarnation":"bwrap://g-2","game_version":"1.0","mode":"survival"}
-{"event":"command","time":"2026-12-04T10:01:01Z","incarnation":"bwrap://g-2","remote":"10.0.0.7:5000","command":"save-off","reply":"ok"}
-"#;
-
-    fn log() -> AuditLog {
-        parse_audit_log("ns", "mc-data".into(), LOG).unwrap()
-    }
-
-    fn strings(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
+    // The log's judgement is tested where it lives (harness/evidence/tests/judge_audit.rs);
+    // here, only what binds it to the harness and to the fixture game.
 
     #[test]
-    fn a_recorded_audit_log_reads_per_incarnation() {
-        let log = log();
-        assert_eq!(log.starts(), strings(&["bwrap://g-1", "bwrap://g-2"]));
-        assert_eq!(
-            log.commands_of("bwrap://g-1"),
-            strings(&["save-off", "save-all flush", "save-on"])
-        );
-        assert_eq!(log.commands_of("bwrap://g-2"), strings(&["save-off"]));
-        assert_eq!(log.all_commands().len(), 4);
-        assert_eq!(
-            log.save_on_after("bwrap://g-1", 0),
-            Some("2026-12-04T10:00:05Z".parse().unwrap())
-        );
-        // No second save-off on the first incarnation; no save-on at all on the second.
-        assert_eq!(log.save_on_after("bwrap://g-1", 1), None);
-        assert_eq!(log.save_on_after("bwrap://g-2", 0), None);
-        assert_eq!(log.nth_newest(0, "x").unwrap(), "bwrap://g-2");
-        assert_eq!(log.nth_newest(1, "x").unwrap(), "bwrap://g-1");
-        let e = log.nth_newest(2, "the original").unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("the original: 2 incarnation(s) wrote a start line, 3 needed"),
-            "{e}"
-        );
-        assert_eq!(
-            verdict_of_absent(e),
-            crate::evidence::bundle::Verdict::Failed
-        );
-    }
-
-    fn verdict_of_absent(e: CaseError) -> crate::evidence::bundle::Verdict {
-        crate::context::verdict_of(&Err(e)).0
-    }
-
-    #[test]
-    fn a_save_on_counts_only_after_the_save_off_it_answers() {
-        let log = parse_audit_log(
-            "ns",
-            "c".into(),
-            r#"{"event":"start","time":"t","incarnation":"a"}
-{"event":"command","time":"2026-12-04T10:00:00Z","incarnation":"a","command":"save-on"}
-{"event":"command","time":"2026-12-04T10:00:01Z","incarnation":"a","command":"save-off"}
-{"event":"command","time":"2026-12-04T10:00:02Z","incarnation":"b","command":"save-on"}
-{"event":"command","time":"2026-12-04T10:00:03Z","incarnation":"a","command":"save-off"}
-{"event":"command","time":"2026-12-04T10:00:04Z","incarnation":"a","command":"save-on"}
-"#,
-        )
-        .unwrap();
-        // The save-on before the first save-off and the other incarnation's do not answer it;
-        // the one after the second save-off answers the second, not the first.
-        assert_eq!(log.save_on_after("a", 0), None);
-        assert_eq!(
-            log.save_on_after("a", 1),
-            Some("2026-12-04T10:00:04Z".parse().unwrap())
-        );
-    }
-
-    #[test]
-    fn cleanup_after_every_quiesce() {
-        let yes = |c: &[&str]| save_on_after_each_save_off(&strings(c));
-        assert!(yes(&["save-off", "save-all", "save-on"]));
-        assert!(yes(&["save-off", "save-on", "save-off", "save-on"]));
-        assert!(!yes(&["save-off", "save-on", "save-off"]));
-        assert!(!yes(&["save-off"]));
-        // No quiesce at all is not "cleaned up after it".
-        assert!(!yes(&[]));
-        assert!(!yes(&["save-on"]));
-        assert_eq!(
-            save_offs(&strings(&["save-off", "x", "save-off", "save-on"])),
-            2
-        );
-        assert_eq!(save_offs(&[]), 0);
-    }
-
-    #[test]
-    fn an_audit_log_that_cannot_speak_is_evidence_absent_never_empty() {
-        for (out, says) in [
-            ("REHEARSAL-AUDIT-LOG-MISSING\n", "does not exist"),
-            ("", "no start line"),
-            ("\n\n", "no start line"),
-            (
-                r#"{"event":"command","time":"t","incarnation":"a","command":"save-off"}"#,
-                "no start line",
-            ),
-            ("{\"event\":\"start\"\nnot json\n", "line 1"),
+    fn an_absent_audit_log_fails_the_case_and_is_never_not_applicable() {
+        for out in [
+            format!("{MISSING_MARKER}\n"),
+            String::new(),
+            "broken\n".into(),
         ] {
-            let e = parse_audit_log("ns", "mc-data".into(), out).unwrap_err();
+            let e = parse_audit_log("ns", "mc-data".into(), &out).unwrap_err();
             assert!(
                 matches!(e, CaseError::EvidenceAbsent { .. }),
                 "{out:?}: {e}"
             );
-            let msg = e.to_string();
-            assert!(msg.contains(says), "{out:?}: {msg}");
-            assert!(msg.contains("ns/mc-data"), "{out:?}: {msg}");
+            assert!(e.to_string().contains("ns/mc-data"), "{e}");
             assert_eq!(
-                verdict_of_absent(e),
+                crate::context::verdict_of(&Err(e)).0,
                 crate::evidence::bundle::Verdict::Failed
             );
         }
-        let e = parse_audit_log(
-            "ns",
-            "c".into(),
-            "{\"event\":\"start\",\"time\":\"t\",\"incarnation\":\"a\"}\n\nbroken\n",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn what_the_fixture_game_writes_is_what_the_judgement_reads() {
+        let start = fixture_game::audit::AuditLine {
+            event: "start".into(),
+            time: "2026-12-04T10:00:00Z".into(),
+            incarnation: "bwrap://g-1".into(),
+            remote: None,
+            command: None,
+            reply: None,
+            game_version: Some("1.0".into()),
+            mode: Some("survival".into()),
+        };
+        let command = fixture_game::audit::AuditLine {
+            event: "command".into(),
+            time: "2026-12-04T10:00:01Z".into(),
+            incarnation: "bwrap://g-1".into(),
+            remote: Some("10.0.0.7:5000".into()),
+            command: Some("save-off".into()),
+            reply: Some("Automatic saving is now disabled".into()),
+            game_version: None,
+            mode: None,
+        };
+        let written: String = [&start, &command]
+            .iter()
+            .map(|l| serde_json::to_string(l).unwrap() + "\n")
+            .collect();
+        let log = parse_audit_log("ns", "mc-data".into(), &written).unwrap();
+        // Every field survives the trip: the reader drops nothing the writer records.
+        let back: Vec<String> = log
+            .lines
+            .iter()
+            .map(|l| serde_json::to_string(l).unwrap())
+            .collect();
+        let sent: Vec<String> = [&start, &command]
+            .iter()
+            .map(|l| serde_json::to_string(l).unwrap())
+            .collect();
+        assert_eq!(back, sent);
+        assert_eq!(log.commands_of("bwrap://g-1"), vec!["save-off".to_string()]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use kube::api::{DeleteParams, ListParams, LogParams, ObjectMeta, PostParams};
 
 pub use fixture_game::inspect::{Inspection, Kind as VolumeKind};
 
+use crate::evidence::judge::gates::ClaimRead;
 use crate::wait::{WaitError, await_condition, conditions};
 
 /// The image that carries `fixture-game` (its entrypoint; `inspect …` is passed as args).
@@ -91,6 +92,29 @@ pub struct Readback {
     pub pod: String,
     /// Claim name → inspection.
     pub claims: BTreeMap<String, Inspection>,
+}
+
+impl Readback {
+    /// Each claim as the judgement reads it ([`crate::evidence::judge::gates`]).
+    pub fn claim_reads(&self) -> BTreeMap<String, ClaimRead> {
+        self.claims
+            .iter()
+            .map(|(claim, i)| (claim.clone(), claim_read(i)))
+            .collect()
+    }
+}
+
+/// One inspection as the judgement reads it.
+pub fn claim_read(i: &Inspection) -> ClaimRead {
+    ClaimRead {
+        digest: i.digest.clone(),
+        files: i.files as u64,
+        torn: i.torn,
+        problem: i.problem.clone(),
+        kind: serde_json::json!(i.kind),
+        format: i.format,
+        candidate_marker: i.candidate_marker,
+    }
 }
 
 /// The read-back pod for `claims` (pure; tested without a cluster).

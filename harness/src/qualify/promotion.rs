@@ -4,9 +4,10 @@
 use serde_json::json;
 
 use crate::context::{CaseContext, CaseError, HarnessMutant};
+use crate::evidence::judge::gates as judge;
 use crate::evidence::qualification::{Outcome, Plan, Qualification};
 use crate::qualify::access::{Access, patch_server};
-use crate::qualify::gates::{halt, server_gates};
+use crate::qualify::gates::server_gates;
 
 /// Step 6 of the procedure: moves the fleet to the candidate batch by batch, each member behind
 /// its gates, and halts at the first failed batch (unless the self-test's `BatchHaltIgnored`
@@ -40,24 +41,21 @@ pub(super) async fn promote(
                 Ok(all)
             })
             .await?;
-        let failed = member_gates.iter().find(|g| !g.passed).cloned();
+        let decided = judge::after_batch(&name, &member_gates, promoted);
         ctx.recorder.step(
             &name,
-            json!({"kind": "promotion", "batch": i + 1, "members": batch, "passed": failed.is_none()}),
+            json!({"kind": "promotion", "batch": i + 1, "members": batch, "passed": decided.is_ok()}),
         )?;
         q.promotion_receipts += 1;
         q.gates.extend(member_gates);
-        match failed {
-            None => promoted += 1,
-            Some(_) if ctx.harness_mutant(HarnessMutant::BatchHaltIgnored) => {
+        match decided {
+            Ok(next) => promoted = next,
+            Err(_) if ctx.harness_mutant(HarnessMutant::BatchHaltIgnored) => {
                 // The defect: a failed batch does not stop the rollout.
                 promoted += 1;
             }
-            Some(gate) => {
-                halt(q, &gate, promoted);
-                if let Outcome::Halted { gate: g, .. } = &mut q.outcome {
-                    *g = format!("{name}: {}", gate.name);
-                }
+            Err(halted) => {
+                q.outcome = halted;
                 return Ok(());
             }
         }

@@ -7,6 +7,7 @@ use kube::api::Api;
 use serde_json::json;
 
 use crate::context::{CaseContext, CaseError};
+use crate::evidence::judge::gates as judge;
 use crate::evidence::qualification::{
     Gate, GateEvidence, MemberBaseline, Plan, Rollback, RollbackEvidence,
 };
@@ -79,17 +80,11 @@ pub(super) async fn rollback_clone(
             evidence.restored_snapshot = Some(id);
             // Read while still suspended: nothing but the restore has written the claims.
             let back = read_claims(ctx, plan, "rollback-restored-read", r.claims).await?;
-            for claim in r.claims {
-                let want = r.restored.claims.get(claim).map(|i| i.digest.as_str());
-                let got = back.claims.get(claim).map(|i| i.digest.as_str());
-                if want != got {
-                    problems.push(format!(
-                        "{claim}: digest {} after the rollback restore, not the snapshot's {} (the claim does not hold exactly the snapshot)",
-                        short(got),
-                        short(want)
-                    ));
-                }
-            }
+            problems.extend(judge::restore_mismatches(
+                r.claims,
+                &r.restored.claim_reads(),
+                &back.claim_reads(),
+            ));
             evidence.digests_after_restore = Some(digests_of(&back));
             patch_server(ctx, clone, json!({"spec": {"suspend": false}})).await?;
         }
@@ -151,22 +146,13 @@ pub(super) async fn rollback_clone(
 /// The snapshot seeded every world claim the source holds data in: a clone claim the seeding
 /// restore left empty while the source's claim of the same suffix holds data is a problem.
 pub(super) fn unseeded_claims(plan: &Plan, r: &Rolling<'_>, problems: &mut Vec<String>) {
-    for claim in r.claims {
-        let Some(suffix) = claim.strip_prefix(r.clone) else {
-            continue;
-        };
-        let source_claim = format!("{}{suffix}", plan.source);
-        let source_has_data = r
-            .source_baseline
-            .and_then(|b| b.digests.get(&source_claim))
-            .is_some_and(|d| d != EMPTY_DIGEST);
-        let restored_files = r.restored.claims.get(claim).map(|i| i.files).unwrap_or(0);
-        if source_has_data && restored_files == 0 {
-            problems.push(format!(
-            "{claim}: the snapshot restored no files, but the source's {source_claim} holds data (the backup does not cover it)"
-        ));
-        }
-    }
+    problems.extend(judge::unseeded_claims(
+        r.claims,
+        r.clone,
+        &plan.source,
+        r.source_baseline.map(|b| &b.digests),
+        &r.restored.claim_reads(),
+    ));
 }
 
 /// After the rollback every world claim reads back, is not torn, and holds files where the
@@ -176,30 +162,9 @@ pub(super) fn unsound_after_rollback(
     readback: &Readback,
     problems: &mut Vec<String>,
 ) {
-    for claim in r.claims {
-        match readback.claims.get(claim) {
-            None => problems.push(format!("{claim} was not read after the rollback")),
-            Some(i) if i.torn => problems.push(format!(
-                "{claim} is torn after the rollback: {}",
-                i.problem.as_deref().unwrap_or("the save is inconsistent")
-            )),
-            Some(i)
-                if i.files == 0 && r.restored.claims.get(claim).is_some_and(|w| w.files > 0) =>
-            {
-                problems.push(format!("{claim} holds no files after the rollback"))
-            }
-            Some(_) => {}
-        }
-    }
-}
-
-/// The digest of a claim without any file (SHA-256 of nothing).
-pub(super) const EMPTY_DIGEST: &str =
-    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-
-pub(super) fn short(digest: Option<&str>) -> String {
-    match digest {
-        Some(d) => d.chars().take(12).collect(),
-        None => "(not read)".into(),
-    }
+    problems.extend(judge::unsound_after_rollback(
+        r.claims,
+        &r.restored.claim_reads(),
+        &readback.claim_reads(),
+    ));
 }

@@ -7,15 +7,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 
 use crate::context::{CaseContext, CaseError, HarnessMutant};
+use crate::evidence::judge::gates as judge;
 use crate::evidence::qualification::{Gate, GateEvidence, ImageEvidence, Observed};
 use crate::qualify::access::{get_server, gs_api};
 use crate::qualify::gates::pods::await_pod_of_revision;
 use crate::qualify::gates::{gate, gate_error};
 use crate::wait::{Condition, Progress, await_object, conditions};
-
-pub(in crate::qualify) fn candidate_digest(image: &str) -> &str {
-    image.rsplit_once('@').map(|(_, d)| d).unwrap_or(image)
-}
 
 /// The image gate: once the operator has observed the version change (GameServer
 /// observedGeneration) and the server's pod runs what its StatefulSet now asks for, the game
@@ -79,21 +76,6 @@ pub(in crate::qualify) async fn image_gate(
         .as_ref()
         .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
         .map(|c| c.reason.clone());
-    let digest = candidate_digest(pinned);
-    let matches = !image_id.is_empty() && image_id.ends_with(digest);
-    let skip_digest = ctx.harness_mutant(HarnessMutant::DigestCheckSkipped);
-    let passed = waited.is_ok() && (matches || skip_digest);
-    let reason = match &waited {
-        Err(e) => format!(
-            "the game container did not run: waiting reason {}; GameServer phase {} ({}); {e}",
-            waiting.as_deref().unwrap_or("none"),
-            gs_phase.as_deref().unwrap_or("none"),
-            gs_reason.as_deref().unwrap_or("no Ready reason"),
-        ),
-        Ok(_) => format!(
-            "the game container runs imageID {image_id:?}, not the pinned digest {digest} (pod spec image {wanted})"
-        ),
-    };
     let evidence = ImageEvidence {
         pod_uid: pod.as_ref().and_then(|p| p.metadata.uid.clone()),
         image_id,
@@ -103,11 +85,16 @@ pub(in crate::qualify) async fn image_gate(
         gameserver_phase: gs_phase,
         gameserver_ready_reason: gs_reason,
     };
+    let did_not_run = waited.as_ref().err().map(ToString::to_string);
+    let decision = judge::image(&evidence, did_not_run.as_deref().map_or(Ok(()), Err));
+    // `harness-digest-check-skipped`: a running container passes whatever image it runs.
+    let skip_digest = ctx.harness_mutant(HarnessMutant::DigestCheckSkipped);
+    let passed = decision.passed || (skip_digest && waited.is_ok());
     Ok(gate(
         server,
         GateEvidence::Image(Observed::Read(evidence)),
         passed,
-        Some(reason),
+        Some(decision.reason),
     ))
 }
 

@@ -23,7 +23,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::qualification::{
-    Gate, GateError, GateEvidence, Observed, Outcome, Plan, Qualification, short_reason,
+    Gate, GateError, GateEvidence, Observed, Plan, Qualification, short_reason,
 };
 use crate::probe::readback::Readback;
 use crate::qualify::access::Access;
@@ -66,15 +66,7 @@ impl Timer {
 
 /// Ends the qualification at `gate`, recording how many batches were promoted before it.
 pub(super) fn halt(q: &mut Qualification, gate: &Gate, batches_promoted: usize) {
-    q.outcome = Outcome::Halted {
-        gate: gate.name.clone(),
-        server: (!gate.server.is_empty()).then(|| gate.server.clone()),
-        reason: gate
-            .reason
-            .clone()
-            .unwrap_or_else(|| "the gate failed".into()),
-        batches_promoted,
-    };
+    q.outcome = crate::evidence::judge::gates::halted(gate, batches_promoted);
 }
 
 /// Writes a gate's typed receipt (kind `gate`, step `gate: <name> (<server>)`) and, on the

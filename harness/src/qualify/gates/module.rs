@@ -96,40 +96,11 @@ pub(crate) async fn module_gate(
     } else {
         evidence.pinned.clone()
     };
-    let served_ok = evidence.served.as_deref() == Some(pinned.as_str());
-    let operator_ok = evidence.phase.as_deref() == Some("Ready")
-        && evidence.applied_digest.as_deref() == Some(pinned.as_str());
-    let operator = format!(
-        "the operator's Module {} is {} ({}: {})",
-        evidence.module,
-        evidence.phase.as_deref().unwrap_or("without a phase"),
-        evidence
-            .ready_reason
-            .as_deref()
-            .unwrap_or("no Ready reason"),
-        evidence.ready_message.as_deref().unwrap_or(""),
-    );
-    let reason = if !served_ok {
-        Some(format!(
-            "module bundle {}: the registry serves {}, but the candidate pins {}; {operator}",
-            evidence.reference,
-            evidence.served.as_deref().unwrap_or("no such tag"),
-            evidence.pinned,
-        ))
-    } else if !operator_ok {
-        Some(format!(
-            "module bundle {}: the registry serves the pinned {}, but the operator did not install exactly it (applied {}); {operator}",
-            evidence.reference,
-            evidence.pinned,
-            evidence.applied_digest.as_deref().unwrap_or("nothing"),
-        ))
-    } else {
-        None
-    };
+    let (passed, reason) = crate::evidence::judge::gates::module(&evidence, &pinned);
     Ok(gate(
         server,
         GateEvidence::Module(Observed::Read(evidence)),
-        reason.is_none(),
+        passed,
         reason,
     ))
 }

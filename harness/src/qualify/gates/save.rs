@@ -14,13 +14,14 @@ pub(in crate::qualify) async fn save_gate(
     let saved = rcon(ctx, access, server, &["save-all flush"]).await;
     ctx.uses("RCON reply to save-all");
     let (passed, reason, evidence) = match saved {
-        Ok(replies) => (
-            replies.iter().any(|r| r.contains("Saved the game")),
-            Some(format!(
-                "the game replied {replies:?}, not \"Saved the game\""
-            )),
-            Observed::Read(SaveEvidence { replies }),
-        ),
+        Ok(replies) => {
+            let decision = crate::evidence::judge::gates::save(&replies);
+            (
+                decision.passed,
+                Some(decision.reason),
+                Observed::Read(SaveEvidence { replies }),
+            )
+        }
         Err(e) => (false, Some(e.to_string()), gate_error(&e)),
     };
     gate(server, GateEvidence::Save(evidence), passed, reason)

@@ -1,0 +1,288 @@
+//! The qualification's decisions, as pure functions over what its gates observed: whether each
+//! gate passed and why not, what a rollback left wrong, how the fleet is cut into batches, and
+//! what a batch's gates mean for the rollout. The harness reads the cluster and calls these;
+//! nothing here reaches a cluster, so each decision is tested on recorded observations.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::qualification::{ClaimReadBack, Gate, ImageEvidence, ModuleEvidence, Outcome};
+
+/// A gate's decision: whether it passed, and the reason it gives when it did not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the gate passed.
+    pub passed: bool,
+    /// Why it did not (the gate records it; for a pass it says what a failure would have been).
+    pub reason: String,
+}
+
+/// A world claim as a read-back saw it (the fields the gates judge).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRead {
+    /// Content digest (hex SHA-256 over the claim's files).
+    pub digest: String,
+    /// Number of files in the digest.
+    pub files: u64,
+    /// Whether the save is torn (region and manifest disagree, or one is unreadable).
+    pub torn: bool,
+    /// Why it is torn or unreadable, when it is.
+    pub problem: Option<String>,
+    /// What the read-back tool recognised the data as, as it names it.
+    pub kind: Value,
+    /// The save format, when the tool knows it.
+    pub format: Option<u32>,
+    /// Whether the candidate-only marker is in the data.
+    pub candidate_marker: bool,
+}
+
+/// The digest of a claim without any file (SHA-256 of nothing).
+pub const EMPTY_DIGEST: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+/// The digest part of a digest-pinned image (`repo@sha256:…` → `sha256:…`); the whole string
+/// when it has no `@`.
+pub fn candidate_digest(image: &str) -> &str {
+    image.rsplit_once('@').map(|(_, d)| d).unwrap_or(image)
+}
+
+/// The image gate: the game container ran (`ran`: `Err` with why it did not) and its
+/// `imageID` ends with the digest the candidate is pinned to.
+pub fn image(evidence: &ImageEvidence, ran: Result<(), &str>) -> Decision {
+    let digest = candidate_digest(&evidence.pinned);
+    let matches = !evidence.image_id.is_empty() && evidence.image_id.ends_with(digest);
+    let reason = match ran {
+        Err(e) => format!(
+            "the game container did not run: waiting reason {}; GameServer phase {} ({}); {e}",
+            evidence.waiting_reason.as_deref().unwrap_or("none"),
+            evidence.gameserver_phase.as_deref().unwrap_or("none"),
+            evidence
+                .gameserver_ready_reason
+                .as_deref()
+                .unwrap_or("no Ready reason"),
+        ),
+        Ok(()) => format!(
+            "the game container runs imageID {:?}, not the pinned digest {digest} (pod spec image {})",
+            evidence.image_id, evidence.spec_image
+        ),
+    };
+    Decision {
+        passed: ran.is_ok() && matches,
+        reason,
+    }
+}
+
+/// The save gate: one of the game's RCON replies says "Saved the game".
+pub fn save(replies: &[String]) -> Decision {
+    Decision {
+        passed: replies.iter().any(|r| r.contains("Saved the game")),
+        reason: format!("the game replied {replies:?}, not \"Saved the game\""),
+    }
+}
+
+/// The module gate: the registry serves exactly the pinned digest for the bundle's reference,
+/// and the operator's Module is Ready with exactly that digest applied. `pinned` is the digest
+/// compared against (the evidence's pin, unless the self-test weakens the gate). The reason is
+/// `None` when both hold.
+pub fn module(evidence: &ModuleEvidence, pinned: &str) -> (bool, Option<String>) {
+    let served_ok = evidence.served.as_deref() == Some(pinned);
+    let operator_ok = evidence.phase.as_deref() == Some("Ready")
+        && evidence.applied_digest.as_deref() == Some(pinned);
+    let operator = format!(
+        "the operator's Module {} is {} ({}: {})",
+        evidence.module,
+        evidence.phase.as_deref().unwrap_or("without a phase"),
+        evidence
+            .ready_reason
+            .as_deref()
+            .unwrap_or("no Ready reason"),
+        evidence.ready_message.as_deref().unwrap_or(""),
+    );
+    let reason = if !served_ok {
+        Some(format!(
+            "module bundle {}: the registry serves {}, but the candidate pins {}; {operator}",
+            evidence.reference,
+            evidence.served.as_deref().unwrap_or("no such tag"),
+            evidence.pinned,
+        ))
+    } else if !operator_ok {
+        Some(format!(
+            "module bundle {}: the registry serves the pinned {}, but the operator did not install exactly it (applied {}); {operator}",
+            evidence.reference,
+            evidence.pinned,
+            evidence.applied_digest.as_deref().unwrap_or("nothing"),
+        ))
+    } else {
+        None
+    };
+    (served_ok && operator_ok, reason)
+}
+
+/// The read-back gate: every claim in `claims` was read `now`, is not torn, and holds files
+/// if it held files `before` the candidate ran; and something was read at all. Returns the
+/// decision and each read claim's row for the evidence.
+pub fn read_back(
+    claims: &[String],
+    before: &BTreeMap<String, ClaimRead>,
+    now: &BTreeMap<String, ClaimRead>,
+) -> (Decision, BTreeMap<String, ClaimReadBack>) {
+    let mut bad = Vec::new();
+    let mut rows = BTreeMap::new();
+    for claim in claims {
+        let was = before.get(claim);
+        let Some(read) = now.get(claim) else {
+            bad.push(format!("{claim} was not read"));
+            continue;
+        };
+        if read.files == 0 && was.is_some_and(|w| w.files > 0) {
+            bad.push(format!(
+                "{claim} holds no files under the candidate ({} before)",
+                was.map(|w| w.files).unwrap_or(0)
+            ));
+        }
+        if read.torn {
+            bad.push(format!(
+                "{claim} is torn: {}",
+                read.problem
+                    .as_deref()
+                    .unwrap_or("the save is inconsistent")
+            ));
+        }
+        rows.insert(
+            claim.clone(),
+            ClaimReadBack {
+                digest_before: was.map(|w| w.digest.clone()),
+                files_before: was.map(|w| w.files),
+                digest: read.digest.clone(),
+                files: read.files,
+                changed: was.map(|w| w.digest != read.digest),
+                kind: read.kind.clone(),
+                format: read.format,
+                candidate_marker: read.candidate_marker,
+            },
+        );
+    }
+    let decision = Decision {
+        passed: bad.is_empty() && !now.is_empty(),
+        reason: format!("world claims did not read back: {}", bad.join("; ")),
+    };
+    (decision, rows)
+}
+
+/// A digest shortened for a reason line (`(not read)` when there is none).
+pub fn short(digest: Option<&str>) -> String {
+    match digest {
+        Some(d) => d.chars().take(12).collect(),
+        None => "(not read)".into(),
+    }
+}
+
+/// What the seeding restore left empty: a clone claim (`<clone><suffix>`) that restored no file
+/// while the source's claim of the same suffix holds data (its baseline digest is not the empty
+/// one). `source_digests` is the source's baseline (none: nothing to compare with).
+pub fn unseeded_claims(
+    claims: &[String],
+    clone: &str,
+    source: &str,
+    source_digests: Option<&BTreeMap<String, String>>,
+    restored: &BTreeMap<String, ClaimRead>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for claim in claims {
+        let Some(suffix) = claim.strip_prefix(clone) else {
+            continue;
+        };
+        let source_claim = format!("{source}{suffix}");
+        let source_has_data = source_digests
+            .and_then(|d| d.get(&source_claim))
+            .is_some_and(|d| d != EMPTY_DIGEST);
+        let restored_files = restored.get(claim).map(|i| i.files).unwrap_or(0);
+        if source_has_data && restored_files == 0 {
+            problems.push(format!(
+                "{claim}: the snapshot restored no files, but the source's {source_claim} holds data (the backup does not cover it)"
+            ));
+        }
+    }
+    problems
+}
+
+/// A restore-required rollback: every claim holds exactly the snapshot's digest (`snapshot`:
+/// what the claims held right after the seeding restore; `back`: after the rollback restore).
+pub fn restore_mismatches(
+    claims: &[String],
+    snapshot: &BTreeMap<String, ClaimRead>,
+    back: &BTreeMap<String, ClaimRead>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for claim in claims {
+        let want = snapshot.get(claim).map(|i| i.digest.as_str());
+        let got = back.get(claim).map(|i| i.digest.as_str());
+        if want != got {
+            problems.push(format!(
+                "{claim}: digest {} after the rollback restore, not the snapshot's {} (the claim does not hold exactly the snapshot)",
+                short(got),
+                short(want)
+            ));
+        }
+    }
+    problems
+}
+
+/// After a rollback every claim reads back, is not torn, and holds files where the snapshot
+/// (`restored`) did.
+pub fn unsound_after_rollback(
+    claims: &[String],
+    restored: &BTreeMap<String, ClaimRead>,
+    readback: &BTreeMap<String, ClaimRead>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for claim in claims {
+        match readback.get(claim) {
+            None => problems.push(format!("{claim} was not read after the rollback")),
+            Some(i) if i.torn => problems.push(format!(
+                "{claim} is torn after the rollback: {}",
+                i.problem.as_deref().unwrap_or("the save is inconsistent")
+            )),
+            Some(i) if i.files == 0 && restored.get(claim).is_some_and(|w| w.files > 0) => {
+                problems.push(format!("{claim} holds no files after the rollback"))
+            }
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+/// The fleet in promotion order, cut into batches of `size` members (a size of 0 counts as 1);
+/// the last batch holds the rest.
+pub fn batches(fleet: &[String], size: usize) -> Vec<Vec<String>> {
+    fleet.chunks(size.max(1)).map(<[String]>::to_vec).collect()
+}
+
+/// The qualification halted at `gate` after `batches_promoted` batches were promoted.
+pub fn halted(gate: &Gate, batches_promoted: usize) -> Outcome {
+    Outcome::Halted {
+        gate: gate.name.clone(),
+        server: (!gate.server.is_empty()).then(|| gate.server.clone()),
+        reason: gate
+            .reason
+            .clone()
+            .unwrap_or_else(|| "the gate failed".into()),
+        batches_promoted,
+    }
+}
+
+/// What a promotion batch's gates decide, `promoted` batches having passed before it: every
+/// gate passed, so `promoted + 1` batches are promoted and the rollout goes on (`Ok`); or the
+/// first failed gate halts it (`Err`), named `<batch>: <gate>`, with `promoted` batches promoted.
+pub fn after_batch(batch: &str, gates: &[Gate], promoted: usize) -> Result<usize, Outcome> {
+    match gates.iter().find(|g| !g.passed) {
+        None => Ok(promoted + 1),
+        Some(failed) => {
+            let mut outcome = halted(failed, promoted);
+            if let Outcome::Halted { gate, .. } = &mut outcome {
+                *gate = format!("{batch}: {}", failed.name);
+            }
+            Err(outcome)
+        }
+    }
+}
