@@ -128,6 +128,8 @@ fn cleanup_after_every_quiesce() {
         2
     );
     assert_eq!(save_offs(&[]), 0);
+    assert_eq!(save_offs(&strings(&["save-off", "save-off", "save-on"])), 2);
+    assert_eq!(save_offs(&strings(&["save-on", "list", "save-all"])), 0);
 }
 
 #[test]
