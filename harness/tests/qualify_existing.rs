@@ -846,19 +846,9 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
             "repository Secret games/no-password-repo lacks key(s) password",
         ),
         (
-            "1.1-compat",
-            &["--fleet", "ghost"][..],
-            "GameServer(s) ghost do not exist in namespace games",
-        ),
-        (
             "by-tag",
             &[][..],
             "candidate by-tag image rehearsal.local/fixture-game:1.1-compat is not pinned by digest",
-        ),
-        (
-            "9.9",
-            &[][..],
-            "GameTemplate minecraft-qualify has no version \"9.9\"; add it to spec.versions",
         ),
     ] {
         let refused = qualify(&kubeconfig, &reports, candidate, extra);
@@ -898,6 +888,61 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         );
         assert_tidy(&client, &format!("the refused run of {candidate}")).await;
     }
+
+    // A name the command line gives that does not exist is a usage error: one line, exit 2, no
+    // bundle, nothing touched — like a wrong context, not a failed qualification.
+    let bundles_before = std::fs::read_dir(&reports).map(|d| d.count()).unwrap_or(0);
+    let named = |namespace: &str, template: &str, candidate: &str, fleet: &str| {
+        Command::new(REHEARSE)
+            .args(["qualify", "--cluster", "existing", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(["--context", CONTEXT, "--namespace", namespace])
+            .args([
+                "--template",
+                template,
+                "--source",
+                "survival",
+                "--fleet",
+                fleet,
+            ])
+            .args(["--candidate", candidate, "--reports"])
+            .arg(&reports)
+            .args(["--operator", "reference-operator@embedded-test"])
+            .output()
+            .expect("run rehearse qualify")
+    };
+    for (out, says) in [
+        (
+            named(NS, TEMPLATE, "1.1-compat", "survival,ghost,phantom"),
+            "GameServer(s) ghost, phantom do not exist in namespace games; name the fleet's members with --source and --fleet".to_string(),
+        ),
+        (
+            named(NS, TEMPLATE, "9.9", "survival"),
+            format!("GameTemplate {TEMPLATE} has no version \"9.9\" (it has "),
+        ),
+        (
+            named(NS, "no-such-template", "1.1-compat", "survival"),
+            "GameTemplate no-such-template does not exist (the cluster has ".to_string(),
+        ),
+        (
+            named("no-such-namespace", TEMPLATE, "1.1-compat", "survival"),
+            "namespace no-such-namespace does not exist in this cluster; name the fleet's namespace with --namespace".to_string(),
+        ),
+    ] {
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{says}: {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&says) && stderr.trim().lines().count() == 1,
+            "{says}: {stderr}"
+        );
+        assert!(stdout.trim().is_empty(), "{says}: nothing ran: {stdout}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&reports).map(|d| d.count()).unwrap_or(0),
+        bundles_before,
+        "a usage error writes no bundle"
+    );
+    assert_tidy(&client, "the runs refused for names that do not exist").await;
 
     // Without --operator, the operator is read from its Deployment; without one (the embedded
     // cluster runs it as a process and serves no Deployments), the run is refused.

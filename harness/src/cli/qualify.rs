@@ -104,12 +104,13 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::usage(format!("cannot reach the cluster: {e}")))?;
     let client = backend.client();
     let namespace = args.namespace.clone();
+    let plan = plan_of(&args, &run_id);
+    check_names(&client, &namespace, &plan).await?;
     let operator = match given_operator {
         Some(o) => o,
         None => read_operator(&client, &args.operator_deployment).await?,
     };
     let bound = crate::context::Bounds::default().settle;
-    let plan = plan_of(&args, &run_id);
     let leftovers = clear_namespace(&client, &namespace, &plan, bound).await?;
     let dir: PathBuf = Bundle::dir_for(&args.target.reports, &run_id);
     let operator_version = operator_version(&operator);
@@ -425,6 +426,107 @@ fn plan_of(args: &QualifyArgs, run_id: &str) -> Plan {
         repo_secret: args.repo_secret.clone(),
         // Checked by clap's value parser ([`module_pin`]).
         module: args.module_bundle.as_deref().and_then(|p| p.parse().ok()),
+    }
+}
+
+/// What the command line names must exist before anything is recorded: the namespace, the
+/// template, the candidate version in it, the source and every fleet member. A name that does
+/// not is a usage error (exit 2, no bundle), like a wrong context: nothing was qualified.
+async fn check_names(client: &kube::Client, namespace: &str, plan: &Plan) -> Result<(), CliError> {
+    use gameplane_api::gameserver::GameServer;
+    use gameplane_api::gametemplate::GameTemplate;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::Api;
+
+    let cannot_read = |what: String| {
+        move |e: kube::Error| {
+            CliError::usage(format!(
+                "cannot read {what}: {}",
+                crate::kube_error::line(&e)
+            ))
+        }
+    };
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    if namespaces
+        .get_opt(namespace)
+        .await
+        .map_err(cannot_read(format!("namespace {namespace}")))?
+        .is_none()
+    {
+        return Err(CliError::usage(format!(
+            "namespace {namespace} does not exist in this cluster; name the fleet's namespace with --namespace"
+        )));
+    }
+    let templates: Api<GameTemplate> = Api::all(client.clone());
+    let Some(template) = templates
+        .get_opt(&plan.template)
+        .await
+        .map_err(cannot_read(format!("GameTemplate {}", plan.template)))?
+    else {
+        let known: Vec<String> = templates
+            .list(&Default::default())
+            .await
+            .map(|l| {
+                l.items
+                    .into_iter()
+                    .filter_map(|t| t.metadata.name)
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Err(CliError::usage(format!(
+            "GameTemplate {} does not exist (the cluster has {}); name the fleet's template with --template",
+            plan.template,
+            listed(&known)
+        )));
+    };
+    if !template
+        .spec
+        .versions
+        .iter()
+        .any(|v| v.id == plan.candidate)
+    {
+        let ids: Vec<String> = template
+            .spec
+            .versions
+            .iter()
+            .map(|v| v.id.clone())
+            .collect();
+        return Err(CliError::usage(format!(
+            "GameTemplate {} has no version {:?} (it has {}); name one with --candidate, or add it to the template's spec.versions",
+            plan.template,
+            plan.candidate,
+            listed(&ids)
+        )));
+    }
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), namespace);
+    let mut wanted = vec![plan.source.clone()];
+    wanted.extend(plan.fleet.iter().filter(|m| **m != plan.source).cloned());
+    let mut missing = Vec::new();
+    for name in &wanted {
+        if servers
+            .get_opt(name)
+            .await
+            .map_err(cannot_read(format!("GameServer {namespace}/{name}")))?
+            .is_none()
+        {
+            missing.push(name.clone());
+        }
+    }
+    if !missing.is_empty() {
+        return Err(CliError::usage(format!(
+            "GameServer(s) {} do not exist in namespace {namespace}; name the fleet's members with --source and --fleet",
+            missing.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// `a, b, c`, or `none`.
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
     }
 }
 

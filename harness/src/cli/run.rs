@@ -123,6 +123,25 @@ pub struct BenchArgs {
     /// Consecutive full rehearsals to run (the flake check wants 20).
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
+    /// Run the rehearsals on a busy machine: N CPU-burning processes (busy shell loops) started
+    /// before the first run and ended after the last, so what a loaded CI runner does to the
+    /// verdicts is measured (the target is still 0 runs with a failed case).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub load: usize,
+}
+
+/// `n` CPU-burning processes (`sh -c 'while :; do :; done'`), each ended when its guard drops
+/// (and with the harness, by `PR_SET_PDEATHSIG`).
+fn cpu_burners(n: usize) -> Result<Vec<crate::process::ChildGuard>, CliError> {
+    let log = crate::process::ProcessLog::default();
+    (0..n)
+        .map(|_| {
+            crate::process::Cmd::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn(std::path::Path::new("/dev/null"), &log)
+                .map_err(|e| CliError::usage(format!("cannot start a CPU burner for --load: {e}")))
+        })
+        .collect()
 }
 
 /// Picks the cases named by buckets and cases (all when neither is given).
@@ -569,31 +588,45 @@ pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The embedded cluster's start-up with the reference operator, five times: median and max.
+async fn bench_startup(cluster: &Cluster) -> Result<(), CliError> {
+    let mut ups = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let backend = run::start_backend(cluster, None)
+            .await
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        ups.push(t.elapsed());
+        let _ = backend.teardown(false).await;
+    }
+    // The first start also starts the process' shared REST server (as a run's first case
+    // does); the others attach to it, as every later case of a run does.
+    let first = ups[0];
+    ups.sort();
+    println!(
+        "embedded cluster + reference operator up: median {:.0} ms, max {:.0} ms over {} starts; the first (which starts the shared REST server) {:.0} ms (target ≤ 100 ms median)",
+        ups[ups.len() / 2].as_secs_f64() * 1000.0,
+        ups[ups.len() - 1].as_secs_f64() * 1000.0,
+        ups.len(),
+        first.as_secs_f64() * 1000.0
+    );
+    Ok(())
+}
+
 /// Runs the rehearsal `--runs` times and prints start-up, per-case and total times, the step
-/// profile, and how many runs had a failed case (any exits 1).
+/// profile, and how many runs had a failed case (any exits 1); `--load N` runs them beside N CPU burners.
 pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
     let cluster = cluster(&args.target)?;
     check_reports_dir(&args.target.reports)?;
     if matches!(cluster, Cluster::Embedded) {
-        let mut ups = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            let backend = run::start_backend(&cluster, None)
-                .await
-                .map_err(|e| CliError::usage(e.to_string()))?;
-            ups.push(t.elapsed());
-            let _ = backend.teardown(false).await;
-        }
-        // The first start also starts the process' shared REST server (as a run's first case
-        // does); the others attach to it, as every later case of a run does.
-        let first = ups[0];
-        ups.sort();
+        bench_startup(&cluster).await?;
+    }
+    let burners = cpu_burners(args.load)?;
+    if !burners.is_empty() {
         println!(
-            "embedded cluster + reference operator up: median {:.0} ms, max {:.0} ms over {} starts; the first (which starts the shared REST server) {:.0} ms (target ≤ 100 ms median)",
-            ups[ups.len() / 2].as_secs_f64() * 1000.0,
-            ups[ups.len() - 1].as_secs_f64() * 1000.0,
-            ups.len(),
-            first.as_secs_f64() * 1000.0
+            "under load: {} CPU-burning process(es) on {} core(s), until the last run ends",
+            burners.len(),
+            std::thread::available_parallelism().map_or(1, |n| n.get())
         );
     }
     let mut flakes = 0;
@@ -652,9 +685,15 @@ pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
         walls[walls.len() - 1].as_secs_f64()
     );
     print!("{}", profile.render());
+    drop(burners);
     println!(
-        "runs with a failed case: {flakes} of {} (target 0)",
-        args.runs.max(1)
+        "runs with a failed case: {flakes} of {}{} (target 0)",
+        args.runs.max(1),
+        if args.load > 0 {
+            format!(" under --load {}", args.load)
+        } else {
+            String::new()
+        }
     );
     if flakes > 0 {
         return Err(CliError::failed(format!(
