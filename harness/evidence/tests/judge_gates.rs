@@ -412,3 +412,107 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_preflight_refuses_a_fleet_it_cannot_qualify_naming_the_members() {
+    use gates::{Member, fleet_refusal};
+    let m = |v: &[(&str, Member)]| -> Vec<(String, Member)> {
+        v.iter().map(|(n, m)| (n.to_string(), m.clone())).collect()
+    };
+    let pins = |v: &str| Member::Pins(v.into());
+    assert_eq!(
+        fleet_refusal(
+            "games",
+            "2.0",
+            &m(&[("a", pins("1.0")), ("b", pins("1.0"))]),
+            false
+        ),
+        None
+    );
+    assert_eq!(
+        fleet_refusal(
+            "games",
+            "2.0",
+            &m(&[
+                ("a", Member::Missing),
+                ("b", pins("")),
+                ("c", Member::Missing)
+            ]),
+            false
+        )
+        .unwrap(),
+        "GameServer(s) a, c do not exist in namespace games; name the fleet's members with --fleet and --source",
+        "a missing member comes first"
+    );
+    let floating = m(&[("a", pins("1.0")), ("b", pins("")), ("c", pins(""))]);
+    assert_eq!(
+        fleet_refusal("games", "2.0", &floating, false).unwrap(),
+        "fleet member(s) b, c track the template's default version and would adopt the candidate automatically; pin spec.version on each"
+    );
+    assert_eq!(fleet_refusal("games", "2.0", &floating, true), None);
+    assert_eq!(
+        fleet_refusal(
+            "games",
+            "2.0",
+            &m(&[("a", pins("2.0")), ("b", pins("2.0"))]),
+            false
+        )
+        .unwrap(),
+        "nothing to promote: every fleet member (a, b) already runs version 2.0; a candidate must differ from the version the fleet runs"
+    );
+    assert_eq!(
+        fleet_refusal(
+            "games",
+            "2.0",
+            &m(&[("a", pins("1.0")), ("b", pins("2.0"))]),
+            false
+        )
+        .unwrap(),
+        "fleet member(s) b already run version 2.0 (the candidate): a rollback to it or a promotion to it proves nothing; leave them out of --fleet and pick a --source on the version the fleet runs"
+    );
+    // The empty version is "tracks the default", never "on the candidate".
+    assert_eq!(
+        fleet_refusal("games", "", &m(&[("a", pins(""))]), true),
+        None
+    );
+    assert_eq!(fleet_refusal("games", "2.0", &[], false), None);
+}
+
+#[test]
+fn the_preflight_wants_a_repository_reached_over_the_network() {
+    use gates::repository_refusal;
+    let s = "games/repo";
+    assert_eq!(
+        repository_refusal(s, Some("rest:http://10.0.0.1:8000/r"), Some("pw")),
+        None
+    );
+    assert_eq!(
+        repository_refusal(s, Some("rest:https://h/r"), Some("pw")),
+        None
+    );
+    assert_eq!(
+        repository_refusal(s, None, None).unwrap(),
+        "repository Secret games/repo lacks key(s) repo, password: it needs repo (rest:http://HOST:PORT/PATH) and password"
+    );
+    assert_eq!(
+        repository_refusal(s, Some("rest:http://h/r"), Some("")).unwrap(),
+        "repository Secret games/repo lacks key(s) password: it needs repo (rest:http://HOST:PORT/PATH) and password"
+    );
+    assert_eq!(
+        repository_refusal(s, Some(""), Some("pw")).unwrap(),
+        "repository Secret games/repo lacks key(s) repo: it needs repo (rest:http://HOST:PORT/PATH) and password"
+    );
+    for repo in [
+        "/var/lib/restic",
+        "s3:http://h/b",
+        "rest:ftp://h",
+        "http://h/r",
+    ] {
+        assert_eq!(
+            repository_refusal(s, Some(repo), Some("pw")).unwrap(),
+            format!(
+                "repository Secret games/repo has repo {repo:?}, not a restic REST URL: the copy Jobs reach the repository over the network; use rest:http://HOST:PORT/PATH"
+            )
+        );
+    }
+}

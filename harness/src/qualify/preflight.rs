@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 
 use crate::context::{CaseContext, CaseError, HarnessMutant};
+use crate::evidence::judge::gates::{self as judge, Member};
 use crate::evidence::qualification::{Plan, PreflightEvidence};
 use crate::qualify::access::{Access, get_server, get_server_opt};
 
@@ -24,45 +25,29 @@ pub(super) async fn preflight(
     ctx: &CaseContext<'_>,
     plan: &Plan,
 ) -> Result<Result<(PreflightEvidence, Access, String), Refusal>, CaseError> {
-    let mut missing = Vec::new();
-    let mut floating = Vec::new();
-    let mut on_candidate = Vec::new();
     let mut servers = plan.fleet.clone();
     if !servers.contains(&plan.source) {
         servers.push(plan.source.clone());
     }
+    let mut members = Vec::new();
     for member in &servers {
-        match get_server_opt(ctx, member).await? {
-            None => missing.push(member.clone()),
-            Some(gs) if gs.spec.version.as_deref().unwrap_or("").is_empty() => {
-                floating.push(member.clone())
-            }
-            Some(gs) if gs.spec.version.as_deref() == Some(plan.candidate.as_str()) => {
-                on_candidate.push(member.clone())
-            }
-            Some(_) => {}
-        }
+        let read = match get_server_opt(ctx, member).await? {
+            None => Member::Missing,
+            Some(gs) => Member::Pins(gs.spec.version.unwrap_or_default()),
+        };
+        members.push((member.clone(), read));
     }
-    if !missing.is_empty() {
-        return Ok(Err(Refusal(format!(
-            "GameServer(s) {} do not exist in namespace {}; name the fleet's members with --fleet and --source",
-            missing.join(", "),
-            ctx.namespace
-        ))));
+    let tracking_allowed = ctx.harness_mutant(HarnessMutant::DefaultTrackingAllowed);
+    if let Some(refusal) =
+        judge::fleet_refusal(&ctx.namespace, &plan.candidate, &members, tracking_allowed)
+    {
+        return Ok(Err(Refusal(refusal)));
     }
-    if !floating.is_empty() && !ctx.harness_mutant(HarnessMutant::DefaultTrackingAllowed) {
-        return Ok(Err(Refusal(format!(
-            "fleet member(s) {} track the template's default version and would adopt the candidate automatically; pin spec.version on each",
-            floating.join(", ")
-        ))));
-    }
-    if !on_candidate.is_empty() {
-        return Ok(Err(on_candidate_refusal(
-            plan,
-            &on_candidate,
-            servers.len(),
-        )));
-    }
+    let floating: Vec<String> = members
+        .iter()
+        .filter(|(_, m)| matches!(m, Member::Pins(v) if v.is_empty()))
+        .map(|(n, _)| n.clone())
+        .collect();
     if let Err(refusal) = check_repository(ctx, plan).await? {
         return Ok(Err(refusal));
     }
@@ -121,28 +106,6 @@ pub(super) async fn preflight(
     )))
 }
 
-/// The refusal of members that already run the candidate: "nothing to promote" when that is
-/// the whole fleet, else the members to leave out.
-pub(super) fn on_candidate_refusal(
-    plan: &Plan,
-    on_candidate: &[String],
-    members: usize,
-) -> Refusal {
-    Refusal(if on_candidate.len() == members {
-        format!(
-            "nothing to promote: every fleet member ({}) already runs version {}; a candidate must differ from the version the fleet runs",
-            on_candidate.join(", "),
-            plan.candidate
-        )
-    } else {
-        format!(
-            "fleet member(s) {} already run version {} (the candidate): a rollback to it or a promotion to it proves nothing; leave them out of --fleet and pick a --source on the version the fleet runs",
-            on_candidate.join(", "),
-            plan.candidate
-        )
-    })
-}
-
 /// The repository Secret the source's backup needs (`--repo-secret`): present in the fleet's
 /// namespace with the keys `repo` and `password`, and `repo` a restic REST URL (the copy Jobs
 /// reach the repository over the network; a local path only works where pods share the host).
@@ -171,25 +134,13 @@ pub(super) async fn check_repository(
             .or_else(|| secret.string_data.as_ref().and_then(|d| d.get(k)).cloned())
             .filter(|v| !v.is_empty())
     };
-    let missing: Vec<&str> = ["repo", "password"]
-        .into_iter()
-        .filter(|k| value(k).is_none())
-        .collect();
-    if !missing.is_empty() {
-        return Ok(Err(Refusal(format!(
-            "repository Secret {}/{name} lacks key(s) {}: it needs repo (rest:http://HOST:PORT/PATH) and password",
-            ctx.namespace,
-            missing.join(", ")
-        ))));
-    }
-    let repo = value("repo").unwrap_or_default();
-    if !(repo.starts_with("rest:http://") || repo.starts_with("rest:https://")) {
-        return Ok(Err(Refusal(format!(
-            "repository Secret {}/{name} has repo {repo:?}, not a restic REST URL: the copy Jobs reach the repository over the network; use rest:http://HOST:PORT/PATH",
-            ctx.namespace
-        ))));
-    }
-    Ok(Ok(()))
+    let (repo, password) = (value("repo"), value("password"));
+    let refusal = judge::repository_refusal(
+        &format!("{}/{name}", ctx.namespace),
+        repo.as_deref(),
+        password.as_deref(),
+    );
+    Ok(refusal.map_or(Ok(()), |r| Err(Refusal(r))))
 }
 
 /// What the gates need from the fleet's template, or why it lacks it: the game port (the port

@@ -252,6 +252,92 @@ pub fn unsound_after_rollback(
     problems
 }
 
+/// A fleet member as the preflight read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Member {
+    /// No such GameServer.
+    Missing,
+    /// It pins this version (`spec.version`); empty when it tracks the template's default.
+    Pins(String),
+}
+
+/// The preflight's refusal of the fleet (`members`: each server of the fleet and the source,
+/// as read), or `None`: a member that does not exist; a member that tracks the template's
+/// default version (it would adopt the candidate by itself) unless `tracking_allowed` (the
+/// self-test's weakened gate); members already on the candidate ("nothing to promote" when
+/// that is every member).
+pub fn fleet_refusal(
+    namespace: &str,
+    candidate: &str,
+    members: &[(String, Member)],
+    tracking_allowed: bool,
+) -> Option<String> {
+    let names = |want: &dyn Fn(&Member) -> bool| -> Vec<String> {
+        members
+            .iter()
+            .filter(|(_, m)| want(m))
+            .map(|(n, _)| n.clone())
+            .collect()
+    };
+    let missing = names(&|m| *m == Member::Missing);
+    if !missing.is_empty() {
+        return Some(format!(
+            "GameServer(s) {} do not exist in namespace {namespace}; name the fleet's members with --fleet and --source",
+            missing.join(", ")
+        ));
+    }
+    let floating = names(&|m| matches!(m, Member::Pins(v) if v.is_empty()));
+    if !floating.is_empty() && !tracking_allowed {
+        return Some(format!(
+            "fleet member(s) {} track the template's default version and would adopt the candidate automatically; pin spec.version on each",
+            floating.join(", ")
+        ));
+    }
+    let on_candidate = names(&|m| matches!(m, Member::Pins(v) if !v.is_empty() && v == candidate));
+    if on_candidate.is_empty() {
+        None
+    } else if on_candidate.len() == members.len() {
+        Some(format!(
+            "nothing to promote: every fleet member ({}) already runs version {candidate}; a candidate must differ from the version the fleet runs",
+            on_candidate.join(", ")
+        ))
+    } else {
+        Some(format!(
+            "fleet member(s) {} already run version {candidate} (the candidate): a rollback to it or a promotion to it proves nothing; leave them out of --fleet and pick a --source on the version the fleet runs",
+            on_candidate.join(", ")
+        ))
+    }
+}
+
+/// The preflight's refusal of the repository Secret `secret` (`repo` and `password`: its keys'
+/// values, `None` when absent or empty), or `None`: both keys present and `repo` a restic REST
+/// URL (the copy Jobs reach the repository over the network).
+pub fn repository_refusal(
+    secret: &str,
+    repo: Option<&str>,
+    password: Option<&str>,
+) -> Option<String> {
+    let missing: Vec<&str> = [("repo", repo), ("password", password)]
+        .into_iter()
+        .filter(|(_, v)| v.is_none_or(str::is_empty))
+        .map(|(k, _)| k)
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "repository Secret {secret} lacks key(s) {}: it needs repo (rest:http://HOST:PORT/PATH) and password",
+            missing.join(", ")
+        ));
+    }
+    let repo = repo.unwrap_or_default();
+    if repo.starts_with("rest:http://") || repo.starts_with("rest:https://") {
+        None
+    } else {
+        Some(format!(
+            "repository Secret {secret} has repo {repo:?}, not a restic REST URL: the copy Jobs reach the repository over the network; use rest:http://HOST:PORT/PATH"
+        ))
+    }
+}
+
 /// The fleet in promotion order, cut into batches of `size` members (a size of 0 counts as 1);
 /// the last batch holds the rest.
 pub fn batches(fleet: &[String], size: usize) -> Vec<Vec<String>> {
