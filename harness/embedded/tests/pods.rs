@@ -576,3 +576,43 @@ async fn failed_init_container_fails_a_never_restarting_pod_without_starting_the
     assert_eq!(log, "no\n");
     cluster.shutdown().await;
 }
+
+/// A real kubelet publishes app container statuses sorted by name (init containers in spec
+/// order): an operator that reads the game's status by position would look right only on a
+/// node that kept spec order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn container_statuses_are_sorted_by_name_as_a_real_kubelet_publishes_them() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "order"},
+        "spec": {"restartPolicy": "Never",
+            "initContainers": [
+                {"name": "zz-first", "image": "busybox:1.36", "command": ["true"]},
+                {"name": "aa-second", "image": "busybox:1.36", "command": ["true"]}
+            ],
+            "containers": [
+                {"name": "game", "image": "busybox:1.36", "command": ["sleep", "3600"]},
+                {"name": "agent", "image": "busybox:1.36", "command": ["sleep", "3600"]},
+                {"name": "sidecar", "image": "busybox:1.36", "command": ["sleep", "3600"]}
+            ]}
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let ready = common::wait_for(&pods, "order", "pod Ready", common::pod_ready()).await;
+    let status = ready.status.unwrap();
+    let names = |s: Option<Vec<k8s_openapi::api::core::v1::ContainerStatus>>| -> Vec<String> {
+        s.unwrap().into_iter().map(|c| c.name).collect()
+    };
+    assert_eq!(
+        names(status.container_statuses),
+        vec!["agent", "game", "sidecar"]
+    );
+    assert_eq!(
+        names(status.init_container_statuses),
+        vec!["zz-first", "aa-second"]
+    );
+    pods.delete("order", &Default::default()).await.unwrap();
+    common::wait_deleted(&pods, "order", "pod deleted").await;
+    cluster.shutdown().await;
+}

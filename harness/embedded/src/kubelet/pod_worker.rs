@@ -1133,7 +1133,7 @@ impl Worker {
             qos_class: Some(qos_class(&self.pod)),
             init_container_statuses: (!self.init.is_empty())
                 .then(|| self.init.iter().map(Ctr::status).collect()),
-            container_statuses: Some(self.apps.iter().map(Ctr::status).collect()),
+            container_statuses: Some(sorted_by_name(self.apps.iter().map(Ctr::status).collect())),
             ..Default::default()
         }
     }
@@ -1292,4 +1292,12 @@ fn kill(run: &mut Instance, grace: Duration) {
     tokio::spawn(async move {
         handle.stop(grace).await;
     });
+}
+
+/// App container statuses as a real kubelet publishes them: sorted by container name, not in
+/// spec order (init container statuses keep spec order). An operator that finds a container's
+/// status by position instead of by name is wrong on a real cluster, so it is wrong here too.
+fn sorted_by_name(mut statuses: Vec<ContainerStatus>) -> Vec<ContainerStatus> {
+    statuses.sort_by(|a, b| a.name.cmp(&b.name));
+    statuses
 }
