@@ -130,10 +130,6 @@ impl Plan {
         }
         servers
     }
-    /// The promotion batches, in order.
-    pub fn batches(&self) -> Vec<Vec<String>> {
-        crate::judge::gates::batches(&self.fleet, self.batch_size)
-    }
 }
 
 /// The gates, by name (CONTRACT C.2, C.4, C.5).

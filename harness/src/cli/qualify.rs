@@ -137,7 +137,7 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         plan.template,
         plan.source,
         plan.fleet.join(","),
-        plan.batches().len(),
+        crate::evidence::judge::gates::batches(&plan.fleet, plan.batch_size).len(),
         dir.display()
     );
     qualify::set_progress(true);

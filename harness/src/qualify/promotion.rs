@@ -20,7 +20,10 @@ pub(super) async fn promote(
     candidate_image: &str,
 ) -> Result<(), CaseError> {
     let mut promoted = 0;
-    for (i, batch) in plan.batches().iter().enumerate() {
+    for (i, batch) in judge::batches(&plan.fleet, plan.batch_size)
+        .iter()
+        .enumerate()
+    {
         let name = format!("promotion batch {}", i + 1);
         let member_gates = ctx
             .step(&name, async {
@@ -72,7 +75,10 @@ pub(super) fn premature_promotion_receipt(
     q: &mut Qualification,
 ) -> Result<(), CaseError> {
     if ctx.harness_mutant(HarnessMutant::CanaryPromotionReceipt) {
-        let batch = plan.batches().into_iter().next().unwrap_or_default();
+        let batch = judge::batches(&plan.fleet, plan.batch_size)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
         ctx.recorder.step(
             "promotion batch 1",
             json!({"kind": "promotion", "batch": 1, "members": batch, "passed": true}),

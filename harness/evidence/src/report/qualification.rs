@@ -280,7 +280,7 @@ impl QualificationReport {
             source: q.plan.source.clone(),
             clone: q.clone.clone(),
             fleet: q.plan.fleet.clone(),
-            batches: q.plan.batches(),
+            batches: crate::judge::gates::batches(&q.plan.fleet, q.plan.batch_size),
             snapshot: q.snapshot.clone().filter(|s| !s.is_empty()),
             gates,
             failing,
