@@ -363,13 +363,34 @@ impl<'a> CaseContext<'a> {
     }
 
     /// Runs the named unit `name` and writes a receipt with what it observed (its return value)
-    /// or the error that ended it.
+    /// or the error that ended it; refused once an interrupt was requested ([`boundary`]).
     pub async fn step<T, F>(&self, name: &str, unit: F) -> Result<T, CaseError>
     where
         T: Serialize,
         F: Future<Output = Result<T, CaseError>>,
     {
         boundary(name)?;
+        self.run_step(name, unit).await
+    }
+
+    /// A step that puts back what an unfinished step changed: like [`Self::step`], but it runs
+    /// after an interrupt too (an interrupt stops the procedure, never the repair of the fleet).
+    pub async fn repair_step<T, F>(&self, name: &str, unit: F) -> Result<T, CaseError>
+    where
+        T: Serialize,
+        F: Future<Output = Result<T, CaseError>>,
+    {
+        if STEP_PROGRESS.load(std::sync::atomic::Ordering::SeqCst) {
+            println!("  start   {name}");
+        }
+        self.run_step(name, unit).await
+    }
+
+    async fn run_step<T, F>(&self, name: &str, unit: F) -> Result<T, CaseError>
+    where
+        T: Serialize,
+        F: Future<Output = Result<T, CaseError>>,
+    {
         let started = Instant::now();
         let (outcome, waits) = crate::wait::logged(unit).await;
         let elapsed_ms = started.elapsed().as_millis() as u64;

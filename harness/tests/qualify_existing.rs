@@ -1071,15 +1071,23 @@ async fn an_interrupted_qualification_leaves_a_verifiable_bundle_and_a_tidy_flee
     );
     let (stdout, _) = text(&full);
     assert!(full.status.success(), "{stdout}");
-    let before_promotion = stdout
-        .lines()
-        .filter(|l| l.starts_with("  "))
+    let progress: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  ")).collect();
+    let before_promotion = progress
+        .iter()
         .take_while(|l| !l.contains("promotion batch"))
         .count();
     assert!(
         before_promotion >= 20,
         "{before_promotion} points: {stdout}"
     );
+    // Every point up to the promotion batch's last gate: the batch moves the member, gates
+    // it, and an interrupt anywhere in it puts the member back. (A signal sent once the last
+    // gate's line is out may arrive after the batch was decided: no sweep point there.)
+    let batch_end = progress
+        .iter()
+        .position(|l| l.starts_with("  step    promotion batch 1"))
+        .unwrap_or_else(|| panic!("no promotion batch line: {stdout}"));
+    assert!(batch_end > before_promotion + 1, "{stdout}");
     // The fleet back on its version for the interrupted runs.
     let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
     servers
@@ -1091,7 +1099,7 @@ async fn an_interrupted_qualification_leaves_a_verifiable_bundle_and_a_tidy_flee
         .await
         .unwrap();
 
-    for point in 1..=before_promotion {
+    for point in 1..batch_end {
         let (signal, ignored) = match point % 3 {
             0 => (Signal::SIGTERM, false),
             1 => (Signal::SIGINT, point == 1),
@@ -1158,10 +1166,16 @@ async fn an_interrupted_qualification_leaves_a_verifiable_bundle_and_a_tidy_flee
         assert!(md.to_lowercase().contains("interrupted"), "{what}: {md}");
         assert_tidy(&client, &what).await;
         let survival = servers.get("survival").await.unwrap();
-        assert_eq!(
-            survival.spec.version.as_deref(),
-            Some("1.0"),
-            "{what}: the fleet was promoted"
-        );
+        let version = survival.spec.version.as_deref();
+        assert_eq!(version, Some("1.0"), "{what}: the fleet was promoted: {md}");
+        let put_back = md.contains("| 1 | survival | interrupted by ");
+        if point > before_promotion + 1 {
+            // The batch had moved the member: the report says it was moved and put back.
+            assert!(put_back, "{what}: no put-back row: {md}");
+            assert!(md.contains("| put back on 1.0 |"), "{what}: {md}");
+            assert!(!md.contains("NOT put back"), "{what}: {md}");
+        }
+        // The fleet's pod and claims are read at the end, even after an interrupt.
+        assert!(!md.contains("| gone |"), "{what}: {md}");
     }
 }

@@ -236,6 +236,7 @@ fn promoted() -> Qualification {
         clone_pvcs_before: clone_pvcs(),
         clone_pvcs_after: clone_pvcs(),
         promotion_receipts: 2,
+        put_back: vec![],
         outcome: Outcome::Promoted { batches: 2 },
     }
 }
@@ -278,6 +279,7 @@ fn halted() -> Qualification {
         clone_pvcs_before: clone_pvcs(),
         clone_pvcs_after: vec![],
         promotion_receipts: 0,
+        put_back: vec![],
         outcome: Outcome::Halted {
             gate: gates::JOIN.into(),
             server: Some("survival-canary".into()),
@@ -443,6 +445,51 @@ fn a_procedure_error_is_not_a_decision_to_promote() {
         "{}",
         r.decision
     );
+}
+
+#[test]
+fn members_put_back_are_listed_with_what_became_of_them() {
+    use rehearsal::evidence::qualification::PutBack;
+    let mut q = promoted();
+    q.outcome = Outcome::Promoted { batches: 1 };
+    q.put_back = vec![
+        PutBack {
+            batch: 2,
+            server: "creative".into(),
+            version: "1.0".into(),
+            why: "interrupted by SIGINT".into(),
+            error: None,
+        },
+        PutBack {
+            batch: 2,
+            server: "lobby".into(),
+            version: "1.0".into(),
+            why: "interrupted by SIGINT".into(),
+            error: Some("patch GameServer games/lobby: conflict".into()),
+        },
+    ];
+    let r = QualificationReport::new(meta(), &q, Some("interrupted by SIGINT"));
+    let md = qualification::markdown(&r);
+    assert!(md.contains("## Members moved and put back"), "{md}");
+    assert!(
+        md.contains("| 2 | creative | interrupted by SIGINT | put back on 1.0 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 2 | lobby | interrupted by SIGINT | NOT put back on 1.0: patch GameServer games/lobby: conflict |"),
+        "{md}"
+    );
+    let html = qualification::html(&r);
+    assert!(
+        html.contains("<td>creative</td><td>interrupted by SIGINT</td><td>put back on 1.0</td>"),
+        "{html}"
+    );
+    // The JSON carries them, and a report without any leaves the section out.
+    let json: serde_json::Value = serde_json::from_str(&qualification::json(&r)).unwrap();
+    assert_eq!(json["put_back"][1]["server"], "lobby");
+    let plain = report(&promoted());
+    assert!(!qualification::markdown(&plain).contains("put back"));
+    assert!(!qualification::json(&plain).contains("put_back"));
 }
 
 #[test]

@@ -377,8 +377,29 @@ pub struct Qualification {
     pub clone_pvcs_after: Vec<PvcObservation>,
     /// Promotion receipts written (one per batch promoted or attempted).
     pub promotion_receipts: usize,
+    /// Members a promotion batch moved to the candidate and then put back on their version
+    /// because the batch did not complete (interrupted, or its procedure failed), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub put_back: Vec<PutBack>,
     /// How it ended.
     pub outcome: Outcome,
+}
+
+/// A member of an unfinished promotion batch, moved to the candidate and put back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PutBack {
+    /// The promotion batch (1-based).
+    pub batch: usize,
+    /// The GameServer's name.
+    pub server: String,
+    /// The version it was put back on (the one it ran before the batch).
+    pub version: String,
+    /// Why the batch did not complete, in one line (`interrupted by SIGINT`, an error).
+    pub why: String,
+    /// Why putting it back failed, if it did: the member may still run the candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One server at the start (or the end) of a qualification.

@@ -51,6 +51,7 @@ pub fn start(plan: &Plan) -> Qualification {
         clone_pvcs_before: vec![],
         clone_pvcs_after: vec![],
         promotion_receipts: 0,
+        put_back: vec![],
         outcome: Outcome::Promoted { batches: 0 },
     }
 }
@@ -63,10 +64,8 @@ pub async fn qualify_into(
     q: &mut Qualification,
 ) -> Option<CaseError> {
     let error = procedure(ctx, plan, q).await.err();
-    if matches!(error, Some(CaseError::Interrupted { .. })) {
-        // Reading the members again would only add steps an interrupt refuses.
-        return error;
-    }
+    // Read after an interrupt too (plain reads, no step an interrupt refuses): the report shows
+    // the fleet as it is, never "gone" for objects that exist.
     let mut servers = plan.observed();
     servers.push(q.clone.clone());
     match members(ctx, plan, &servers, false).await {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::escape::escape;
 use super::model::format_duration;
 use crate::qualification::{
-    Gate, GateEvidence, Observed, Outcome, Qualification, RollbackEvidence, short_reason,
+    Gate, GateEvidence, Observed, Outcome, PutBack, Qualification, RollbackEvidence, short_reason,
 };
 
 /// The Markdown report's file name inside the bundle.
@@ -196,6 +196,9 @@ pub struct QualificationReport {
     pub decision: String,
     /// Whether every batch was promoted.
     pub promoted: bool,
+    /// Members of an unfinished batch that were moved to the candidate and put back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub put_back: Vec<PutBack>,
 }
 
 impl QualificationReport {
@@ -288,7 +291,57 @@ impl QualificationReport {
             pvcs,
             decision,
             promoted,
+            put_back: q.put_back.clone(),
         }
+    }
+}
+
+/// The Markdown section listing the members put back (empty when none was).
+fn put_back_markdown(r: &QualificationReport) -> String {
+    let mut out = String::new();
+    if r.put_back.is_empty() {
+        return out;
+    }
+    out.push_str("\n## Members moved and put back\n\nThe batch did not complete, so every member it had moved to the candidate was put back on the version it ran before.\n\n| Batch | Member | Why | Outcome |\n|---|---|---|---|\n");
+    for p in &r.put_back {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            p.batch,
+            cell(&p.server),
+            cell(&p.why),
+            cell(&put_back_outcome(p))
+        );
+    }
+    out
+}
+
+/// The HTML section listing the members put back (empty when none was).
+fn put_back_html(r: &QualificationReport) -> String {
+    let mut out = String::new();
+    if r.put_back.is_empty() {
+        return out;
+    }
+    out.push_str("<h2>Members moved and put back</h2>\n<p>The batch did not complete, so every member it had moved to the candidate was put back on the version it ran before.</p>\n<table class=\"put-back\">\n<tr><th>Batch</th><th>Member</th><th>Why</th><th>Outcome</th></tr>\n");
+    for p in &r.put_back {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            p.batch,
+            escape(&p.server),
+            escape(&p.why),
+            escape(&put_back_outcome(p))
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// What became of a member put back: `put back on <version>` or why that failed.
+fn put_back_outcome(p: &PutBack) -> String {
+    match &p.error {
+        None => format!("put back on {}", p.version),
+        Some(e) => format!("NOT put back on {}: {e}", p.version),
     }
 }
 
@@ -543,6 +596,7 @@ pub fn markdown(r: &QualificationReport) -> String {
             serde_json::to_string_pretty(&g.detail).unwrap_or_default()
         );
     }
+    out.push_str(&put_back_markdown(r));
     out.push_str("\n## Pod UIDs before and after\n\n| Server | Before | After | Change |\n|---|---|---|---|\n");
     for p in &r.pods {
         let _ = writeln!(
@@ -729,6 +783,7 @@ pub fn html(r: &QualificationReport) -> String {
             escape(&serde_json::to_string_pretty(&g.detail).unwrap_or_default())
         );
     }
+    out.push_str(&put_back_html(r));
     out.push_str("<h2>Pod UIDs before and after</h2>\n<table class=\"pods\">\n<tr><th>Server</th><th>Before</th><th>After</th><th>Change</th></tr>\n");
     for p in &r.pods {
         let _ = writeln!(
