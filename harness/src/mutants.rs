@@ -20,6 +20,8 @@ pub enum HarnessMutant {
     JoinPortOpen,
     /// A failed gate in a promotion batch does not halt the rollout.
     BatchHaltIgnored,
+    /// A failed promotion batch halts, but its members are left on the candidate.
+    FailedBatchKept,
     /// The preflight accepts fleet members that track the template's default version.
     DefaultTrackingAllowed,
     /// The image gate accepts the pod once it runs, without comparing its imageID with the digest
@@ -42,11 +44,12 @@ pub enum HarnessMutant {
 
 impl HarnessMutant {
     /// Every harness mutant, in the self-test's order.
-    pub const ALL: [HarnessMutant; 11] = [
+    pub const ALL: [HarnessMutant; 12] = [
         HarnessMutant::JoinStatusOnly,
         HarnessMutant::JoinLoginOnly,
         HarnessMutant::JoinPortOpen,
         HarnessMutant::BatchHaltIgnored,
+        HarnessMutant::FailedBatchKept,
         HarnessMutant::DefaultTrackingAllowed,
         HarnessMutant::DigestCheckSkipped,
         HarnessMutant::PvcCompareZip,
@@ -63,6 +66,7 @@ impl HarnessMutant {
             HarnessMutant::JoinLoginOnly => "harness-join-login-only",
             HarnessMutant::JoinPortOpen => "harness-join-port-open",
             HarnessMutant::BatchHaltIgnored => "harness-batch-halt-ignored",
+            HarnessMutant::FailedBatchKept => "harness-failed-batch-kept",
             HarnessMutant::DefaultTrackingAllowed => "harness-default-tracking-allowed",
             HarnessMutant::DigestCheckSkipped => "harness-digest-check-skipped",
             HarnessMutant::PvcCompareZip => "harness-pvc-compare-zip",

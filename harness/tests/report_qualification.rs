@@ -45,6 +45,7 @@ fn plan(candidate: &str, rollback: Rollback) -> Plan {
         run_id: "qualify-20261201-1".into(),
         repo_secret: "restic-repo".into(),
         module: None,
+        keep_failed_batch: false,
     }
 }
 

@@ -42,6 +42,10 @@ pub struct Plan {
     /// the module bundle gate before the candidate reaches the clone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<ModulePin>,
+    /// Leave the members of a failed promotion batch on the candidate, for inspection
+    /// (`--no-rollback`); by default they are put back on their version.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_failed_batch: bool,
 }
 
 /// A module bundle pinned by digest: module `module` of ModuleSource `source` at `version`,
@@ -378,14 +382,14 @@ pub struct Qualification {
     /// Promotion receipts written (one per batch promoted or attempted).
     pub promotion_receipts: usize,
     /// Members a promotion batch moved to the candidate and then put back on their version
-    /// because the batch did not complete (interrupted, or its procedure failed), in order.
+    /// because the batch failed a gate, was interrupted or could not complete, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub put_back: Vec<PutBack>,
     /// How it ended.
     pub outcome: Outcome,
 }
 
-/// A member of an unfinished promotion batch, moved to the candidate and put back.
+/// A member of a failed or unfinished promotion batch, moved to the candidate and put back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PutBack {
@@ -395,7 +399,7 @@ pub struct PutBack {
     pub server: String,
     /// The version it was put back on (the one it ran before the batch).
     pub version: String,
-    /// Why the batch did not complete, in one line (`interrupted by SIGINT`, an error).
+    /// Why the batch was undone, in one line (`interrupted by SIGINT`, the halt, an error).
     pub why: String,
     /// Why putting it back failed, if it did: the member may still run the candidate.
     #[serde(default, skip_serializing_if = "Option::is_none")]

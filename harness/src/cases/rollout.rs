@@ -262,6 +262,7 @@ pub(super) fn plan(
         run_id: ctx.namespace.clone(),
         repo_secret: fixture::REPO_SECRET.into(),
         module: None,
+        keep_failed_batch: false,
     }
 }
 
@@ -658,8 +659,9 @@ pub async fn member_tracking_default_version(ctx: &CaseContext<'_>) -> Result<()
 }
 
 /// Halt at a later batch: the canary and batch 1 pass; the batch-2 member keeps running its
-/// own image override, so its image gate fails; batch 1 stays promoted, the batch-3 member is
-/// untouched, and the journal records the failing member's evidence and 1 batch promoted.
+/// own image override, so its image gate fails and it is put back on its version; batch 1
+/// stays promoted, the batch-3 member is untouched, and the journal records the failing
+/// member's evidence and 1 batch promoted.
 pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let members = [SOURCE, OTHER, THIRD];
     let before = fleet(
@@ -711,6 +713,23 @@ pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError>
         "spec.version",
         Some(fixture::VERSION_COMPAT.to_string()),
         versions.get(SOURCE).cloned().flatten(),
+    );
+    // The failed batch is put back whole: its member runs its own version again, and the
+    // qualification records it as put back.
+    let put_back: Vec<_> = q
+        .put_back
+        .iter()
+        .map(|p| (p.batch, p.server.clone(), p.error.clone()))
+        .collect();
+    checks.eq(
+        "failed-batch-put-back",
+        &format!("gameserver {}/{OTHER}", ctx.namespace),
+        "spec.version, and the put-back record (batch, member, error)",
+        (
+            Some(fixture::VERSION_STABLE.to_string()),
+            vec![(2, OTHER.to_string(), None)],
+        ),
+        (versions.get(OTHER).cloned().flatten(), put_back),
     );
     checks.eq(
         "later-members-untouched",

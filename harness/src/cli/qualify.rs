@@ -68,6 +68,11 @@ pub struct QualifyArgs {
     /// and the snapshot forgotten at the end.
     #[arg(long)]
     pub keep: bool,
+    /// Leave the members of a failed promotion batch on the candidate, to inspect them; by
+    /// default every member the failed batch moved is put back on the version it ran before.
+    /// (An interrupted batch is always put back.)
+    #[arg(long)]
+    pub no_rollback: bool,
     /// The operator under test as NAME@VERSION (default: read from --operator-deployment).
     #[arg(long)]
     pub operator: Option<String>,
@@ -426,6 +431,7 @@ fn plan_of(args: &QualifyArgs, run_id: &str) -> Plan {
         repo_secret: args.repo_secret.clone(),
         // Checked by clap's value parser ([`module_pin`]).
         module: args.module_bundle.as_deref().and_then(|p| p.parse().ok()),
+        keep_failed_batch: args.no_rollback,
     }
 }
 

@@ -11,13 +11,18 @@ use serde_json::json;
 use crate::context::{CaseContext, CaseError, HarnessMutant, interrupt_requested};
 use crate::evidence::judge::gates as judge;
 use crate::evidence::qualification::{Outcome, Plan, PutBack, Qualification};
-use crate::qualify::access::{Access, await_server_phase, get_server, patch_server, version_image};
+use crate::qualify::access::{Access, await_server_phase, get_server, patch_server};
 use crate::qualify::gates::pods::await_pod_running_image;
 use crate::qualify::gates::server_gates;
 
-/// A member a batch moved: its name and the version it ran before (`None`: it tracked the
-/// template's default).
-type Moved = (String, Option<String>);
+/// A member a batch moved, as it was before.
+struct Moved {
+    member: String,
+    /// The version it ran (`None`: it tracked the template's default).
+    version: Option<String>,
+    /// The image its game container ran, when it had a pod: what it must run again.
+    image: Option<String>,
+}
 
 /// Step 6 of the procedure: moves the fleet to the candidate batch by batch, each member behind
 /// its gates, and halts at the first failed batch (unless the self-test's `BatchHaltIgnored`
@@ -42,11 +47,16 @@ pub(super) async fn promote(
             .step(&name, async {
                 let mut generations = Vec::new();
                 for member in batch {
-                    let before = get_server(ctx, member).await?.spec.version;
+                    let version = get_server(ctx, member).await?.spec.version;
+                    let image = game_image(ctx, member).await?;
                     let generation =
                         patch_server(ctx, member, json!({"spec": {"version": plan.candidate}}))
                             .await?;
-                    lock(&moved).push((member.clone(), before));
+                    lock(&moved).push(Moved {
+                        member: member.clone(),
+                        version,
+                        image,
+                    });
                     generations.push(generation);
                 }
                 let mut all = Vec::new();
@@ -65,7 +75,10 @@ pub(super) async fn promote(
         let member_gates = match ran {
             Ok(gates) => gates,
             Err(e) => {
-                put_back(ctx, plan, q, i + 1, &moved, &unfinished(&e)).await?;
+                let interrupted = matches!(e, CaseError::Interrupted { .. });
+                if interrupted || !plan.keep_failed_batch {
+                    put_back(ctx, q, i + 1, &moved, &unfinished(&e)).await?;
+                }
                 return Err(e);
             }
         };
@@ -74,15 +87,7 @@ pub(super) async fn promote(
         // it half done).
         if let Some(signal) = interrupt_requested() {
             q.gates.extend(member_gates);
-            put_back(
-                ctx,
-                plan,
-                q,
-                i + 1,
-                &moved,
-                &format!("interrupted by {signal}"),
-            )
-            .await?;
+            put_back(ctx, q, i + 1, &moved, &format!("interrupted by {signal}")).await?;
             return Err(CaseError::Interrupted {
                 signal,
                 step: format!("the decision on {name}"),
@@ -102,6 +107,10 @@ pub(super) async fn promote(
                 promoted += 1;
             }
             Err(halted) => {
+                // The failed batch goes back, whole (`harness-failed-batch-kept`: it stays).
+                if !plan.keep_failed_batch && !ctx.harness_mutant(HarnessMutant::FailedBatchKept) {
+                    put_back(ctx, q, i + 1, &moved, &halted.line()).await?;
+                }
                 q.outcome = halted;
                 return Ok(());
             }
@@ -123,14 +132,13 @@ fn unfinished(e: &CaseError) -> String {
     }
 }
 
-/// Puts every member an unfinished batch moved back on the version it ran before, all at
-/// once, and waits for each to run that version's image again (a suspended member: for the
-/// spec alone). Runs after an interrupt too ([`CaseContext::repair_step`]). Records one
-/// `put back batch N` receipt and a [`PutBack`] per member; a member that could not be put
-/// back is recorded with why, never dropped.
+/// Puts every member a failed or unfinished batch moved back on the version it ran before, all
+/// at once, and waits for each to run the image it ran before again (a member without a pod
+/// then: for the spec alone). Runs after an interrupt too ([`CaseContext::repair_step`]).
+/// Records one `put back batch N` receipt and a [`PutBack`] per member; a member that could
+/// not be put back is recorded with why, never dropped.
 async fn put_back(
     ctx: &CaseContext<'_>,
-    plan: &Plan,
     q: &mut Qualification,
     batch: usize,
     moved: &[Moved],
@@ -142,15 +150,13 @@ async fn put_back(
     let name = format!("put back batch {batch}");
     let outcomes = ctx
         .repair_step(&name, async {
-            let each = moved.iter().map(|(member, version)| async move {
-                let error = put_back_one(ctx, plan, member, version.as_deref())
-                    .await
-                    .err()
-                    .map(|e| e.to_string());
+            let each = moved.iter().map(|m| async move {
+                let error = put_back_one(ctx, m).await.err().map(|e| e.to_string());
                 PutBack {
                     batch,
-                    server: member.clone(),
-                    version: version
+                    server: m.member.clone(),
+                    version: m
+                        .version
                         .clone()
                         .unwrap_or_else(|| "the template's default".into()),
                     why: why.to_string(),
@@ -164,28 +170,37 @@ async fn put_back(
     Ok(())
 }
 
-/// Re-pins one member on `version` and waits until it runs it.
-async fn put_back_one(
-    ctx: &CaseContext<'_>,
-    plan: &Plan,
-    member: &str,
-    version: Option<&str>,
-) -> Result<(), CaseError> {
-    let gs = get_server(ctx, member).await?;
-    if gs.spec.version.as_deref() != version {
-        patch_server(ctx, member, json!({"spec": {"version": version}})).await?;
+/// Re-pins one member on the version it ran and waits until its pod runs the image it ran.
+async fn put_back_one(ctx: &CaseContext<'_>, m: &Moved) -> Result<(), CaseError> {
+    let gs = get_server(ctx, &m.member).await?;
+    if gs.spec.version != m.version {
+        patch_server(ctx, &m.member, json!({"spec": {"version": m.version}})).await?;
     }
-    if gs.spec.suspend == Some(true) {
-        return Ok(());
-    }
-    let Some(version) = version else {
+    let Some(image) = &m.image else {
         return Ok(());
     };
-    let image = version_image(ctx, &plan.template, version).await?;
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    await_pod_running_image(ctx, &pods, &names::pod(member), &image).await?;
-    await_server_phase(ctx, member, "Running").await?;
+    await_pod_running_image(ctx, &pods, &names::pod(&m.member), image).await?;
+    await_server_phase(ctx, &m.member, "Running").await?;
     Ok(())
+}
+
+/// The image `member`'s game container runs, if it has a pod.
+async fn game_image(ctx: &CaseContext<'_>, member: &str) -> Result<Option<String>, CaseError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let name = names::pod(member);
+    let pod = pods.get_opt(&name).await.map_err(CaseError::kube(
+        "get Pod",
+        format!("{}/{name}", ctx.namespace),
+    ))?;
+    Ok(pod
+        .and_then(|p| p.spec)
+        .and_then(|s| {
+            s.containers
+                .into_iter()
+                .find(|c| c.name == names::containers::GAME)
+        })
+        .and_then(|c| c.image))
 }
 
 /// The `harness-canary-promotion-receipt` defect: the first batch's promotion decision is

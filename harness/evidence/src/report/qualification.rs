@@ -302,7 +302,7 @@ fn put_back_markdown(r: &QualificationReport) -> String {
     if r.put_back.is_empty() {
         return out;
     }
-    out.push_str("\n## Members moved and put back\n\nThe batch did not complete, so every member it had moved to the candidate was put back on the version it ran before.\n\n| Batch | Member | Why | Outcome |\n|---|---|---|---|\n");
+    out.push_str("\n## Members moved and put back\n\nThe batch failed or did not complete, so every member it had moved to the candidate was put back on the version it ran before.\n\n| Batch | Member | Why | Outcome |\n|---|---|---|---|\n");
     for p in &r.put_back {
         let _ = writeln!(
             out,
@@ -322,7 +322,7 @@ fn put_back_html(r: &QualificationReport) -> String {
     if r.put_back.is_empty() {
         return out;
     }
-    out.push_str("<h2>Members moved and put back</h2>\n<p>The batch did not complete, so every member it had moved to the candidate was put back on the version it ran before.</p>\n<table class=\"put-back\">\n<tr><th>Batch</th><th>Member</th><th>Why</th><th>Outcome</th></tr>\n");
+    out.push_str("<h2>Members moved and put back</h2>\n<p>The batch failed or did not complete, so every member it had moved to the candidate was put back on the version it ran before.</p>\n<table class=\"put-back\">\n<tr><th>Batch</th><th>Member</th><th>Why</th><th>Outcome</th></tr>\n");
     for p in &r.put_back {
         let _ = writeln!(
             out,
