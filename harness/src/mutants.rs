@@ -22,6 +22,9 @@ pub enum HarnessMutant {
     BatchHaltIgnored,
     /// A failed promotion batch halts, but its members are left on the candidate.
     FailedBatchKept,
+    /// A failed batch of a format-changing candidate is put back by re-pinning alone, without
+    /// restoring the members' pre-promotion backups.
+    PutBackRepinsOnly,
     /// The preflight accepts fleet members that track the template's default version.
     DefaultTrackingAllowed,
     /// The image gate accepts the pod once it runs, without comparing its imageID with the digest
@@ -44,12 +47,13 @@ pub enum HarnessMutant {
 
 impl HarnessMutant {
     /// Every harness mutant, in the self-test's order.
-    pub const ALL: [HarnessMutant; 12] = [
+    pub const ALL: [HarnessMutant; 13] = [
         HarnessMutant::JoinStatusOnly,
         HarnessMutant::JoinLoginOnly,
         HarnessMutant::JoinPortOpen,
         HarnessMutant::BatchHaltIgnored,
         HarnessMutant::FailedBatchKept,
+        HarnessMutant::PutBackRepinsOnly,
         HarnessMutant::DefaultTrackingAllowed,
         HarnessMutant::DigestCheckSkipped,
         HarnessMutant::PvcCompareZip,
@@ -67,6 +71,7 @@ impl HarnessMutant {
             HarnessMutant::JoinPortOpen => "harness-join-port-open",
             HarnessMutant::BatchHaltIgnored => "harness-batch-halt-ignored",
             HarnessMutant::FailedBatchKept => "harness-failed-batch-kept",
+            HarnessMutant::PutBackRepinsOnly => "harness-put-back-repins-only",
             HarnessMutant::DefaultTrackingAllowed => "harness-default-tracking-allowed",
             HarnessMutant::DigestCheckSkipped => "harness-digest-check-skipped",
             HarnessMutant::PvcCompareZip => "harness-pvc-compare-zip",

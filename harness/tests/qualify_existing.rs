@@ -753,6 +753,25 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
             read["detail"]["claims"]["survival-canary-data"]["changed"], true,
             "the candidate changed the world it migrated: {read}"
         );
+        // The promoted member's backup from before its batch moved is its way back: named in
+        // the report, the Backup kept (no longer the run's), its snapshot not forgotten.
+        let way_back = &json["way_back"];
+        assert_eq!(way_back[0]["server"], fleet[0], "{json}");
+        let backup = way_back[0]["backup"].as_str().unwrap().to_string();
+        let kept = Api::<gameplane_api::backup::Backup>::namespaced(client.clone(), NS)
+            .get(&backup)
+            .await
+            .unwrap();
+        assert_eq!(
+            kept.status.and_then(|s| s.snapshot_id).as_deref(),
+            way_back[0]["snapshot"].as_str(),
+            "{backup}"
+        );
+        let tag = format!("rehearsal-backup={backup}");
+        assert!(
+            snapshot_tags(&repo, None).iter().any(|t| t.contains(&tag)),
+            "the way back's snapshot is kept"
+        );
         assert_tidy(
             &client,
             &format!("the restore-required run for {}", fleet[0]),
@@ -783,8 +802,14 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
         );
     }
     assert_tidy(&client, "the downgrade run").await;
-    // Every qualification forgot what it took; the fleet's own backup is still there.
+    // Every qualification forgot what it took, except the promoted members' ways back; the
+    // fleet's own backup is still there.
     assert_eq!(qualification_snapshots(&repo), Vec::<Vec<String>>::new());
+    let kept = snapshot_tags(&repo, None)
+        .into_iter()
+        .filter(|t| t.contains(&"pre-promotion".to_string()))
+        .count();
+    assert_eq!(kept, 2, "one way back per restore-required promotion");
     let all = snapshot_tags(&repo, None);
     assert!(
         all.iter().any(|t| t.contains(&"fleet-own".to_string())),

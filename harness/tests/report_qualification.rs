@@ -238,6 +238,7 @@ fn promoted() -> Qualification {
         clone_pvcs_after: clone_pvcs(),
         promotion_receipts: 2,
         put_back: vec![],
+        way_back: vec![],
         outcome: Outcome::Promoted { batches: 2 },
     }
 }
@@ -281,6 +282,7 @@ fn halted() -> Qualification {
         clone_pvcs_after: vec![],
         promotion_receipts: 0,
         put_back: vec![],
+        way_back: vec![],
         outcome: Outcome::Halted {
             gate: gates::JOIN.into(),
             server: Some("survival-canary".into()),
@@ -490,7 +492,33 @@ fn members_put_back_are_listed_with_what_became_of_them() {
     assert_eq!(json["put_back"][1]["server"], "lobby");
     let plain = report(&promoted());
     assert!(!qualification::markdown(&plain).contains("put back"));
+    assert!(!qualification::markdown(&plain).contains("Way back"));
     assert!(!qualification::json(&plain).contains("put_back"));
+}
+
+#[test]
+fn a_promoted_restore_required_candidate_names_each_members_way_back() {
+    use rehearsal::evidence::qualification::WayBack;
+    let mut q = promoted();
+    q.way_back = vec![WayBack {
+        server: "survival".into(),
+        backup: "qualify-survival-pre-run-1".into(),
+        snapshot: "0a1b2c3d".into(),
+    }];
+    let r = report(&q);
+    let md = qualification::markdown(&r);
+    assert!(md.contains("## Way back"), "{md}");
+    assert!(
+        md.contains("| survival | qualify-survival-pre-run-1 | 0a1b2c3d |"),
+        "{md}"
+    );
+    let html = qualification::html(&r);
+    assert!(
+        html.contains("<td>survival</td><td><code>qualify-survival-pre-run-1</code></td><td><code>0a1b2c3d</code></td>"),
+        "{html}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&qualification::json(&r)).unwrap();
+    assert_eq!(json["way_back"][0]["snapshot"], "0a1b2c3d");
 }
 
 #[test]

@@ -43,6 +43,11 @@ fn halt_at_later_batch() {
 }
 
 #[test]
+fn failed_format_batch_restored_from_its_backups() {
+    rehearse("failed_format_batch_restored_from_its_backups");
+}
+
+#[test]
 fn candidate_refuses_login() {
     rehearse("candidate_refuses_login");
 }

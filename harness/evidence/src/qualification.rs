@@ -117,6 +117,16 @@ impl Plan {
     pub fn backup_name(&self) -> String {
         format!("qualify-{}", self.source)
     }
+    /// The Backup of `member` taken before its promotion batch moves it (restore-required
+    /// candidates): named after the run (a short hash of its id), since a promoted member's is
+    /// kept after it.
+    pub fn pre_promotion_backup(&self, member: &str) -> String {
+        format!("qualify-{member}-pre-{}", dns_part(&self.run_id))
+    }
+    /// The Restore that puts `member` back from its pre-promotion backup.
+    pub fn put_back_restore(&self, member: &str) -> String {
+        format!("qualify-{member}-put-back-{}", dns_part(&self.run_id))
+    }
     /// The Restore that seeds the clone, and the one that rolls it back.
     pub fn restore_names(&self) -> [String; 2] {
         [
@@ -385,6 +395,10 @@ pub struct Qualification {
     /// because the batch failed a gate, was interrupted or could not complete, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub put_back: Vec<PutBack>,
+    /// For a restore-required candidate: each promoted member's backup taken before its batch
+    /// moved, kept after the run as its way back to the previous save format.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub way_back: Vec<WayBack>,
     /// How it ended.
     pub outcome: Outcome,
 }
@@ -406,6 +420,18 @@ pub struct PutBack {
     pub error: Option<String>,
 }
 
+/// A promoted member's backup from before its batch moved, kept as its way back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct WayBack {
+    /// The GameServer's name.
+    pub server: String,
+    /// The Backup object (kept in the namespace, no longer labelled with the run).
+    pub backup: String,
+    /// The restic snapshot it took.
+    pub snapshot: String,
+}
+
 /// One server at the start (or the end) of a qualification.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MemberBaseline {
@@ -419,6 +445,14 @@ pub struct MemberBaseline {
     pub pvcs: BTreeMap<String, String>,
     /// World claim → content digest (empty when not read).
     pub digests: BTreeMap<String, String>,
+}
+
+/// A run id as part of an object name: the first 8 hex digits of its SHA-256 (a run id can be
+/// 63 characters, and what the operator derives from a Backup's name must stay a valid label).
+fn dns_part(run_id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(run_id.as_bytes());
+    digest.iter().take(4).map(|b| format!("{b:02x}")).collect()
 }
 
 /// The clone of `source` the candidate is rehearsed on.

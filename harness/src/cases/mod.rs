@@ -155,6 +155,11 @@ pub const CASES: &[Case] = &[
         proves: "halt at a later batch: the canary and batch 1 pass, a batch-2 member fails its gate; batch 1 stays promoted, later members untouched, the journal records the failing member's evidence and 1 batch promoted",
     },
     Case {
+        name: "failed_format_batch_restored_from_its_backups",
+        bucket: "rollout",
+        proves: "a format-changing candidate whose batch fails on one member: every member of the batch is restored from the backup taken before the batch moved and re-pinned, and runs its own version again",
+    },
+    Case {
         name: "candidate_refuses_login",
         bucket: "rollout",
         proves: "candidate that answers status but refuses login: the join gate fails at login, not at status; halted, no promotion receipt",
@@ -214,6 +219,9 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         }
         "member_tracking_default_version" => rollout::member_tracking_default_version(ctx).await,
         "halt_at_later_batch" => rollout::halt_at_later_batch(ctx).await,
+        "failed_format_batch_restored_from_its_backups" => {
+            rollout::failed_format_batch_restored_from_its_backups(ctx).await
+        }
         "candidate_refuses_login" => rollout::candidate_refuses_login(ctx).await,
         "candidate_stalls_configuration" => rollout::candidate_stalls_configuration(ctx).await,
         other => Err(CaseError::Setup(format!(

@@ -750,6 +750,76 @@ pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError>
     )
 }
 
+/// A format-changing candidate whose first batch fails: the canary passes; batch 1 moves two
+/// members, the first migrates its world to the new format, the second keeps running its own
+/// image override so its image gate fails. The batch is put back whole, each member suspended,
+/// restored from the backup taken of it before the batch moved and re-pinned: both run their
+/// own version again (the migrated one could not, re-pinned alone) and nothing is kept as a
+/// way back, since nothing was promoted.
+pub async fn failed_format_batch_restored_from_its_backups(
+    ctx: &CaseContext<'_>,
+) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER];
+    fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_FORMAT],
+            members: &members,
+            image_override: &[OTHER],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let mut p = plan(
+        ctx,
+        &members,
+        fixture::VERSION_FORMAT,
+        Rollback::RestoreRequired,
+    );
+    p.batch_size = 2;
+    let q = run(ctx, &p).await?;
+    let versions = fleet_versions(ctx, &members).await?;
+    let mut checks = Checks::new();
+    let o = qualification_object(ctx);
+    checks.check(
+        "halted-at-gate",
+        matches!(halted_at(&q), Some((g, Some(s), _, 0)) if g == format!("promotion batch 1: {}", gates::IMAGE) && s == OTHER),
+        &o,
+        "outcome",
+        format!("halted at promotion batch 1 ({}) on {OTHER}, nothing promoted", gates::IMAGE),
+        &q.outcome,
+    );
+    let put_back: Vec<_> = q
+        .put_back
+        .iter()
+        .map(|p| (p.batch, p.server.clone(), p.error.clone()))
+        .collect();
+    checks.eq(
+        "batch-restored-and-put-back",
+        &o,
+        "each member's spec.version, and the put-back records (batch, member, error)",
+        (
+            members
+                .iter()
+                .map(|m| (m.to_string(), Some(fixture::VERSION_STABLE.to_string())))
+                .collect::<BTreeMap<_, _>>(),
+            vec![(1, SOURCE.to_string(), None), (1, OTHER.to_string(), None)],
+        ),
+        (versions.clone(), put_back),
+    );
+    checks.eq(
+        "no-way-back-kept",
+        &o,
+        "pre-promotion backups kept as a way back (nothing was promoted)",
+        0,
+        q.way_back.len(),
+    );
+    ctx.assess(
+        checks,
+        json!({"outcome": q.outcome, "put_back": q.put_back, "fleet_versions": versions}),
+    )
+}
+
 /// A candidate whose join must fail at `stage` having reached `reached`.
 async fn join_depth_candidate(
     ctx: &CaseContext<'_>,

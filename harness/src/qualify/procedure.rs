@@ -52,6 +52,7 @@ pub fn start(plan: &Plan) -> Qualification {
         clone_pvcs_after: vec![],
         promotion_receipts: 0,
         put_back: vec![],
+        way_back: vec![],
         outcome: Outcome::Promoted { batches: 0 },
     }
 }

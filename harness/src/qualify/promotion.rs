@@ -10,10 +10,13 @@ use serde_json::json;
 
 use crate::context::{CaseContext, CaseError, HarnessMutant, interrupt_requested};
 use crate::evidence::judge::gates as judge;
-use crate::evidence::qualification::{Outcome, Plan, PutBack, Qualification};
+use crate::evidence::qualification::{Outcome, Plan, PutBack, Qualification, Rollback, WayBack};
 use crate::qualify::access::{Access, await_server_phase, get_server, patch_server};
 use crate::qualify::gates::pods::await_pod_running_image;
 use crate::qualify::gates::server_gates;
+use crate::qualify::seed::{back_up, restore};
+use crate::qualify::tidy;
+use crate::wait::{await_condition, conditions};
 
 /// A member a batch moved, as it was before.
 struct Moved {
@@ -22,6 +25,10 @@ struct Moved {
     version: Option<String>,
     /// The image its game container ran, when it had a pod: what it must run again.
     image: Option<String>,
+    /// Whether it was suspended (`spec.suspend`), to leave it so.
+    suspend: Option<bool>,
+    /// Its pre-promotion Backup (restore-required candidates): restored before it is re-pinned.
+    backup: Option<String>,
 }
 
 /// Step 6 of the procedure: moves the fleet to the candidate batch by batch, each member behind
@@ -43,19 +50,30 @@ pub(super) async fn promote(
         // Who this batch has moved so far, kept outside the step: an unfinished batch puts
         // exactly these back.
         let moved: Mutex<Vec<Moved>> = Mutex::new(Vec::new());
+        // A candidate that changes the save format: each member backed up before it moves,
+        // the only way back once the candidate has rewritten its world.
+        let backups = match plan.rollback {
+            Rollback::RestoreRequired => back_up_batch(ctx, plan, i + 1, batch).await?,
+            Rollback::Compatible => Vec::new(),
+        };
         let ran = ctx
             .step(&name, async {
                 let mut generations = Vec::new();
                 for member in batch {
-                    let version = get_server(ctx, member).await?.spec.version;
+                    let gs = get_server(ctx, member).await?;
                     let image = game_image(ctx, member).await?;
                     let generation =
                         patch_server(ctx, member, json!({"spec": {"version": plan.candidate}}))
                             .await?;
                     lock(&moved).push(Moved {
                         member: member.clone(),
-                        version,
+                        version: gs.spec.version,
                         image,
+                        suspend: gs.spec.suspend,
+                        backup: backups
+                            .iter()
+                            .find(|w| &w.server == member)
+                            .map(|w| w.backup.clone()),
                     });
                     generations.push(generation);
                 }
@@ -77,7 +95,7 @@ pub(super) async fn promote(
             Err(e) => {
                 let interrupted = matches!(e, CaseError::Interrupted { .. });
                 if interrupted || !plan.keep_failed_batch {
-                    put_back(ctx, q, i + 1, &moved, &unfinished(&e)).await?;
+                    put_back(ctx, plan, q, i + 1, &moved, &unfinished(&e)).await?;
                 }
                 return Err(e);
             }
@@ -87,7 +105,15 @@ pub(super) async fn promote(
         // it half done).
         if let Some(signal) = interrupt_requested() {
             q.gates.extend(member_gates);
-            put_back(ctx, q, i + 1, &moved, &format!("interrupted by {signal}")).await?;
+            put_back(
+                ctx,
+                plan,
+                q,
+                i + 1,
+                &moved,
+                &format!("interrupted by {signal}"),
+            )
+            .await?;
             return Err(CaseError::Interrupted {
                 signal,
                 step: format!("the decision on {name}"),
@@ -101,7 +127,10 @@ pub(super) async fn promote(
         q.promotion_receipts += 1;
         q.gates.extend(member_gates);
         match decided {
-            Ok(next) => promoted = next,
+            Ok(next) => {
+                promoted = next;
+                keep_way_back(ctx, plan, q, backups).await?;
+            }
             Err(_) if ctx.harness_mutant(HarnessMutant::BatchHaltIgnored) => {
                 // The defect: a failed batch does not stop the rollout.
                 promoted += 1;
@@ -109,7 +138,7 @@ pub(super) async fn promote(
             Err(halted) => {
                 // The failed batch goes back, whole (`harness-failed-batch-kept`: it stays).
                 if !plan.keep_failed_batch && !ctx.harness_mutant(HarnessMutant::FailedBatchKept) {
-                    put_back(ctx, q, i + 1, &moved, &halted.line()).await?;
+                    put_back(ctx, plan, q, i + 1, &moved, &halted.line()).await?;
                 }
                 q.outcome = halted;
                 return Ok(());
@@ -139,6 +168,7 @@ fn unfinished(e: &CaseError) -> String {
 /// not be put back is recorded with why, never dropped.
 async fn put_back(
     ctx: &CaseContext<'_>,
+    plan: &Plan,
     q: &mut Qualification,
     batch: usize,
     moved: &[Moved],
@@ -151,7 +181,10 @@ async fn put_back(
     let outcomes = ctx
         .repair_step(&name, async {
             let each = moved.iter().map(|m| async move {
-                let error = put_back_one(ctx, m).await.err().map(|e| e.to_string());
+                let error = put_back_one(ctx, plan, m)
+                    .await
+                    .err()
+                    .map(|e| e.to_string());
                 PutBack {
                     batch,
                     server: m.member.clone(),
@@ -170,18 +203,111 @@ async fn put_back(
     Ok(())
 }
 
-/// Re-pins one member on the version it ran and waits until its pod runs the image it ran.
-async fn put_back_one(ctx: &CaseContext<'_>, m: &Moved) -> Result<(), CaseError> {
-    let gs = get_server(ctx, &m.member).await?;
-    if gs.spec.version != m.version {
-        patch_server(ctx, &m.member, json!({"spec": {"version": m.version}})).await?;
+/// Puts one member back on the version it ran — for a restore-required candidate, suspended
+/// and restored from its pre-promotion backup first, since the previous version cannot read
+/// what the candidate wrote — and waits until its pod runs the image it ran before.
+async fn put_back_one(ctx: &CaseContext<'_>, plan: &Plan, m: &Moved) -> Result<(), CaseError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pod_name = names::pod(&m.member);
+    // `harness-put-back-repins-only` defect: a format-changing candidate is only re-pinned.
+    let backup = m
+        .backup
+        .as_ref()
+        .filter(|_| !ctx.harness_mutant(HarnessMutant::PutBackRepinsOnly));
+    if let Some(backup) = backup {
+        patch_server(
+            ctx,
+            &m.member,
+            json!({"spec": {"version": m.version, "suspend": true}}),
+        )
+        .await?;
+        await_server_phase(ctx, &m.member, "Suspended").await?;
+        await_condition(&pods, &pod_name, conditions::deleted(), ctx.bounds.settle).await?;
+        restore(
+            ctx,
+            plan,
+            &plan.put_back_restore(&m.member),
+            backup,
+            &m.member,
+        )
+        .await?;
+        patch_server(ctx, &m.member, json!({"spec": {"suspend": m.suspend}})).await?;
+    } else {
+        let gs = get_server(ctx, &m.member).await?;
+        if gs.spec.version != m.version {
+            patch_server(ctx, &m.member, json!({"spec": {"version": m.version}})).await?;
+        }
     }
     let Some(image) = &m.image else {
         return Ok(());
     };
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    await_pod_running_image(ctx, &pods, &names::pod(&m.member), image).await?;
+    await_pod_running_image(ctx, &pods, &pod_name, image).await?;
     await_server_phase(ctx, &m.member, "Running").await?;
+    Ok(())
+}
+
+/// Backs up every member of batch `batch` at once before it moves (step `back up batch N`,
+/// one restic-snapshot receipt per member); returns each member's Backup and snapshot.
+async fn back_up_batch(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    batch: usize,
+    members: &[String],
+) -> Result<Vec<WayBack>, CaseError> {
+    let name = format!("back up batch {batch}");
+    let taken = ctx
+        .step(&name, async {
+            let each = members.iter().map(|m| async move {
+                let backup = plan.pre_promotion_backup(m);
+                let tags = tidy::pre_promotion_tags(&plan.run_id, &backup);
+                let snapshot = back_up(ctx, plan, &backup, m, tags).await?;
+                Ok::<_, CaseError>(WayBack {
+                    server: m.clone(),
+                    backup,
+                    snapshot,
+                })
+            });
+            futures::future::try_join_all(each).await
+        })
+        .await?;
+    for w in &taken {
+        ctx.recorder.restic_snapshot(
+            &name,
+            &w.snapshot,
+            json!({"backup": w.backup, "server": w.server}),
+        )?;
+    }
+    Ok(taken)
+}
+
+/// A promoted batch's pre-promotion Backups are kept as its members' way back: no longer
+/// labelled with the run (so the tidy-up leaves the object, and their own snapshot tags keep
+/// the restic snapshot), recorded in the qualification.
+async fn keep_way_back(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut Qualification,
+    backups: Vec<WayBack>,
+) -> Result<(), CaseError> {
+    let api: Api<gameplane_api::backup::Backup> =
+        Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    for w in backups {
+        let patch = json!({"metadata": {"labels": {
+            tidy::RUN_LABEL: null,
+            "rehearsal.local/way-back-of": plan.run_id,
+        }}});
+        api.patch(
+            &w.backup,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .map_err(CaseError::kube(
+            "label Backup as a way back",
+            format!("{}/{}", ctx.namespace, w.backup),
+        ))?;
+        q.way_back.push(w);
+    }
     Ok(())
 }
 

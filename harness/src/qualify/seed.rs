@@ -59,39 +59,16 @@ pub(super) async fn seed_clone(
     let backup_name = plan.backup_name();
     let [clone_restore, _] = plan.restore_names();
     let snapshot = ctx
-        .step("back up the source", async {
-            let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-            let mut backup = Backup::new(
+        .step(
+            "back up the source",
+            back_up(
+                ctx,
+                plan,
                 &backup_name,
-                BackupSpec {
-                    server_ref: ServerRef {
-                        name: plan.source.clone(),
-                    },
-                    repo_ref: Some(RepoRef {
-                        name: plan.repo_secret.clone(),
-                        key: "repo".into(),
-                    }),
-                    strategy: None,
-                    quiesce: Some(true),
-                    tags: tidy::snapshot_tags(&plan.run_id),
-                },
-            );
-            backup.metadata.labels = Some(tidy::labels(&plan.run_id));
-            api.create(&Default::default(), &backup)
-                .await
-                .map_err(CaseError::kube(
-                    "create Backup",
-                    format!("{}/{backup_name}", ctx.namespace),
-                ))?;
-            let b = await_object(
-                &api,
-                &backup_name,
-                conditions::succeeded(),
-                ctx.bounds.settle,
-            )
-            .await?;
-            Ok(b.status.and_then(|s| s.snapshot_id).unwrap_or_default())
-        })
+                &plan.source,
+                tidy::snapshot_tags(&plan.run_id),
+            ),
+        )
         .await?;
     ctx.recorder.restic_snapshot(
         "back up the source",
@@ -140,40 +117,86 @@ pub(super) async fn restore_into(
     ctx: &CaseContext<'_>,
     plan: &Plan,
     step: &str,
-    restore: &str,
+    restore_name: &str,
     backup: &str,
     server: &str,
 ) -> Result<String, CaseError> {
     let id = ctx
-        .step(step, async {
-            let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-            let mut r = Restore::new(
-                restore,
-                RestoreSpec {
-                    backup_ref: BackupRef {
-                        name: backup.into(),
-                    },
-                    server_ref: ServerRef {
-                        name: server.into(),
-                    },
-                },
-            );
-            r.metadata.labels = Some(tidy::labels(&plan.run_id));
-            api.create(&Default::default(), &r)
-                .await
-                .map_err(CaseError::kube(
-                    "create Restore",
-                    format!("{}/{restore}", ctx.namespace),
-                ))?;
-            let r = await_object(&api, restore, conditions::succeeded(), ctx.bounds.settle).await?;
-            Ok(r.status.and_then(|s| s.snapshot_id).unwrap_or_default())
-        })
+        .step(step, restore(ctx, plan, restore_name, backup, server))
         .await?;
     ctx.recorder.restic_restore(
         step,
-        restore,
+        restore_name,
         &id,
         json!({"backup": backup, "server": server}),
     )?;
     Ok(id)
+}
+
+/// Creates Backup `name` of `server` (quiesced, into the plan's repository, its snapshot
+/// tagged `tags`, labelled with the run) and waits until it succeeded; returns its snapshot.
+pub(super) async fn back_up(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    name: &str,
+    server: &str,
+    tags: Vec<String>,
+) -> Result<String, CaseError> {
+    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut backup = Backup::new(
+        name,
+        BackupSpec {
+            server_ref: ServerRef {
+                name: server.to_string(),
+            },
+            repo_ref: Some(RepoRef {
+                name: plan.repo_secret.clone(),
+                key: "repo".into(),
+            }),
+            strategy: None,
+            quiesce: Some(true),
+            tags,
+        },
+    );
+    backup.metadata.labels = Some(tidy::labels(&plan.run_id));
+    api.create(&Default::default(), &backup)
+        .await
+        .map_err(CaseError::kube(
+            "create Backup",
+            format!("{}/{name}", ctx.namespace),
+        ))?;
+    let b = await_object(&api, name, conditions::succeeded(), ctx.bounds.settle).await?;
+    Ok(b.status.and_then(|s| s.snapshot_id).unwrap_or_default())
+}
+
+/// Creates Restore `name` of Backup `backup` into `server` (labelled with the run) and waits
+/// until it succeeded; returns the snapshot it restored.
+pub(super) async fn restore(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    name: &str,
+    backup: &str,
+    server: &str,
+) -> Result<String, CaseError> {
+    let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut r = Restore::new(
+        name,
+        RestoreSpec {
+            backup_ref: BackupRef {
+                name: backup.into(),
+            },
+            server_ref: ServerRef {
+                name: server.into(),
+            },
+        },
+    );
+    r.metadata.labels = Some(tidy::labels(&plan.run_id));
+    api.create(&Default::default(), &r)
+        .await
+        .map_err(CaseError::kube(
+            "create Restore",
+            format!("{}/{name}", ctx.namespace),
+        ))?;
+    let r = await_object(&api, name, conditions::succeeded(), ctx.bounds.settle).await?;
+    Ok(r.status.and_then(|s| s.snapshot_id).unwrap_or_default())
 }

@@ -337,6 +337,19 @@ pub fn snapshot_tags(run_id: &str) -> Vec<String> {
     ]
 }
 
+/// The restic tags of the snapshot pre-promotion Backup `backup` of run `run_id` takes: the
+/// Backup's own (never the run's `qualify` tag), so forgetting the run's snapshots leaves a
+/// promoted member's kept backup alone, and forgetting a leftover pre-promotion Backup's
+/// snapshot touches no other.
+pub fn pre_promotion_tags(run_id: &str, backup: &str) -> Vec<String> {
+    vec![
+        "rehearsal".into(),
+        "pre-promotion".into(),
+        format!("rehearsal-run={run_id}"),
+        format!("rehearsal-backup={backup}"),
+    ]
+}
+
 /// What became of the restic snapshots the runs of some Backups took.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Snapshots {
@@ -362,8 +375,10 @@ pub async fn snapshots(
 ) -> Result<Snapshots, TidyError> {
     use crate::probe::restic;
     let api = Api::<Backup>::namespaced(client.clone(), namespace);
-    // Repository Secret → the runs whose Backups named it.
-    let mut by_secret: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Repository Secret → the runs whose Backups named it, and the tags each Backup gave its
+    // snapshot (a pre-promotion backup's differ from the source's: see
+    // [`pre_promotion_tags`]).
+    let mut by_secret: BTreeMap<String, (Vec<String>, Vec<Vec<String>>)> = BTreeMap::new();
     for object in objects.iter().filter(|o| o.kind == "Backup") {
         let backup = api
             .get_opt(&object.name)
@@ -373,20 +388,30 @@ pub async fn snapshots(
                 namespace: namespace.to_string(),
                 source: Box::new(e),
             })?;
-        let Some(secret) = backup.and_then(|b| b.spec.repo_ref).map(|r| r.name) else {
+        let Some(backup) = backup else {
             continue;
         };
-        let runs = by_secret.entry(secret).or_default();
+        let Some(secret) = backup.spec.repo_ref.map(|r| r.name) else {
+            continue;
+        };
+        let (runs, groups) = by_secret.entry(secret).or_default();
         if !runs.contains(&object.run) {
             runs.push(object.run.clone());
+        }
+        let tags = if backup.spec.tags.is_empty() {
+            snapshot_tags(&object.run)
+        } else {
+            backup.spec.tags
+        };
+        if !groups.contains(&tags) {
+            groups.push(tags);
         }
     }
     let mut out = Snapshots {
         forgotten: forget,
         ..Default::default()
     };
-    for (i, (secret, runs)) in by_secret.iter().enumerate() {
-        let groups: Vec<Vec<String>> = runs.iter().map(|r| snapshot_tags(r)).collect();
+    for (i, (secret, (runs, groups))) in by_secret.iter().enumerate() {
         let verb = if forget { "forget" } else { "list" };
         let failed = |reason: String| TidyError::Snapshots {
             verb,
@@ -403,7 +428,7 @@ pub async fn snapshots(
                 by.to_lowercase().replace(['_', '.'], "-")
             ),
             secret,
-            &restic::snapshots_script(&groups, forget),
+            &restic::snapshots_script(groups, forget),
             &labels(by),
         );
         let output = restic::run(client, namespace, &pod, bound)

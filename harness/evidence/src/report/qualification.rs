@@ -16,7 +16,8 @@ use serde_json::Value;
 use super::escape::escape;
 use super::model::format_duration;
 use crate::qualification::{
-    Gate, GateEvidence, Observed, Outcome, PutBack, Qualification, RollbackEvidence, short_reason,
+    Gate, GateEvidence, Observed, Outcome, PutBack, Qualification, RollbackEvidence, WayBack,
+    short_reason,
 };
 
 /// The Markdown report's file name inside the bundle.
@@ -199,6 +200,9 @@ pub struct QualificationReport {
     /// Members of an unfinished batch that were moved to the candidate and put back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub put_back: Vec<PutBack>,
+    /// For a restore-required candidate: the promoted members' pre-promotion backups, kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub way_back: Vec<WayBack>,
 }
 
 impl QualificationReport {
@@ -292,6 +296,7 @@ impl QualificationReport {
             decision,
             promoted,
             put_back: q.put_back.clone(),
+            way_back: q.way_back.clone(),
         }
     }
 }
@@ -331,6 +336,55 @@ fn put_back_html(r: &QualificationReport) -> String {
             escape(&p.server),
             escape(&p.why),
             escape(&put_back_outcome(p))
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// What the way-back sections say above their table.
+const WAY_BACK_TEXT: &str = "The candidate changes the save format, so pinning the previous version again is not enough: each promoted member was backed up before its batch moved, and that backup is kept as its way back (restore it with a Restore naming the Backup, then pin the previous version).";
+
+/// The Markdown section naming the promoted members' kept backups (empty when none was).
+fn way_back_markdown(r: &QualificationReport) -> String {
+    let mut out = String::new();
+    if r.way_back.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\n## Way back\n\n{WAY_BACK_TEXT}\n\n| Member | Backup | Snapshot |\n|---|---|---|"
+    );
+    for w in &r.way_back {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            cell(&w.server),
+            cell(&w.backup),
+            cell(&w.snapshot)
+        );
+    }
+    out
+}
+
+/// The HTML section naming the promoted members' kept backups (empty when none was).
+fn way_back_html(r: &QualificationReport) -> String {
+    let mut out = String::new();
+    if r.way_back.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "<h2>Way back</h2>\n<p>{}</p>\n<table class=\"way-back\">\n<tr><th>Member</th><th>Backup</th><th>Snapshot</th></tr>",
+        escape(WAY_BACK_TEXT)
+    );
+    for w in &r.way_back {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
+            escape(&w.server),
+            escape(&w.backup),
+            escape(&w.snapshot)
         );
     }
     out.push_str("</table>\n");
@@ -597,6 +651,7 @@ pub fn markdown(r: &QualificationReport) -> String {
         );
     }
     out.push_str(&put_back_markdown(r));
+    out.push_str(&way_back_markdown(r));
     out.push_str("\n## Pod UIDs before and after\n\n| Server | Before | After | Change |\n|---|---|---|---|\n");
     for p in &r.pods {
         let _ = writeln!(
@@ -784,6 +839,7 @@ pub fn html(r: &QualificationReport) -> String {
         );
     }
     out.push_str(&put_back_html(r));
+    out.push_str(&way_back_html(r));
     out.push_str("<h2>Pod UIDs before and after</h2>\n<table class=\"pods\">\n<tr><th>Server</th><th>Before</th><th>After</th><th>Change</th></tr>\n");
     for p in &r.pods {
         let _ = writeln!(
