@@ -1178,20 +1178,40 @@ async fn an_interrupted_qualification_leaves_a_verifiable_bundle_and_a_tidy_flee
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
         let stdout = seen.join("\n");
         let what = format!("point {point} ({signal:?}, inherited ignored: {ignored})");
-        assert_eq!(status.code(), Some(130), "{what}: {stdout}\n{stderr}");
         let bundle = bundle_of(&stdout);
         rehearsal::evidence::receipts::verify(bundle.join("receipts.jsonl"))
             .unwrap_or_else(|e| panic!("{what}: the bundle does not verify: {e}"));
+        let (md, _, json) = report(&bundle);
+        assert_tidy(&client, &what).await;
+        let survival = servers.get("survival").await.unwrap();
+        let version = survival.spec.version.as_deref();
+        if point > before_promotion && version == Some("1.1-compat") {
+            // Only a signal that reached the process after the batch was decided (a test
+            // descheduled between reading the line and sending it, on a busy machine) leaves
+            // the member promoted: then the record says promoted, with nothing put back.
+            assert!(
+                matches!(status.code(), Some(0 | 130)),
+                "{what}: {stdout}\n{stderr}"
+            );
+            assert_eq!(json["promoted"], true, "{what}: {md}");
+            assert!(!md.contains("put back"), "{what}: {md}");
+            servers
+                .patch(
+                    "survival",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(json!({"spec": {"version": "1.0"}})),
+                )
+                .await
+                .unwrap();
+            continue;
+        }
+        assert_eq!(status.code(), Some(130), "{what}: {stdout}\n{stderr}");
         let journal = std::fs::read_to_string(bundle.join("receipts.jsonl")).unwrap();
         assert!(
             journal.contains("\"interrupted\""),
             "{what}: no interrupt receipt"
         );
-        let (md, _, _) = report(&bundle);
         assert!(md.to_lowercase().contains("interrupted"), "{what}: {md}");
-        assert_tidy(&client, &what).await;
-        let survival = servers.get("survival").await.unwrap();
-        let version = survival.spec.version.as_deref();
         assert_eq!(version, Some("1.0"), "{what}: the fleet was promoted: {md}");
         let put_back = md.contains("| 1 | survival | interrupted by ");
         if point > before_promotion + 1 {
