@@ -297,6 +297,14 @@ fn halted_at(q: &Qualification) -> Option<(&str, Option<&str>, &str, usize)> {
     }
 }
 
+/// Each member the qualification put back, as (batch, member, why putting it back failed).
+fn put_back_records(q: &Qualification) -> Vec<(usize, String, Option<String>)> {
+    q.put_back
+        .iter()
+        .map(|p| (p.batch, p.server.clone(), p.error.clone()))
+        .collect()
+}
+
 /// The failed gate `name` on `server`, if the qualification recorded one.
 fn failed_gate<'q>(q: &'q Qualification, name: &str, server: &str) -> Option<&'q qualify::Gate> {
     q.gates
@@ -716,11 +724,7 @@ pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError>
     );
     // The failed batch is put back whole: its member runs its own version again, and the
     // qualification records it as put back.
-    let put_back: Vec<_> = q
-        .put_back
-        .iter()
-        .map(|p| (p.batch, p.server.clone(), p.error.clone()))
-        .collect();
+    let put_back = put_back_records(&q);
     checks.eq(
         "failed-batch-put-back",
         &format!("gameserver {}/{OTHER}", ctx.namespace),
@@ -789,11 +793,7 @@ pub async fn failed_format_batch_restored_from_its_backups(
         format!("halted at promotion batch 1 ({}) on {OTHER}, nothing promoted", gates::IMAGE),
         &q.outcome,
     );
-    let put_back: Vec<_> = q
-        .put_back
-        .iter()
-        .map(|p| (p.batch, p.server.clone(), p.error.clone()))
-        .collect();
+    let put_back = put_back_records(&q);
     checks.eq(
         "batch-restored-and-put-back",
         &o,
