@@ -43,11 +43,14 @@ pub enum HarnessMutant {
     /// The module bundle gate trusts the bundle's tag: the canary Module carries no digest and
     /// whatever the tag serves is accepted as the pin.
     ModuleGateTrustsTag,
+    /// A member's world claims are read from its own `storage.extra` only: extra worlds its
+    /// template declares are never baselined, seeded-checked or compared after a rollback.
+    WorldClaimsServerOnly,
 }
 
 impl HarnessMutant {
     /// Every harness mutant, in the self-test's order.
-    pub const ALL: [HarnessMutant; 13] = [
+    pub const ALL: [HarnessMutant; 14] = [
         HarnessMutant::JoinStatusOnly,
         HarnessMutant::JoinLoginOnly,
         HarnessMutant::JoinPortOpen,
@@ -61,6 +64,7 @@ impl HarnessMutant {
         HarnessMutant::CanaryPromotionReceipt,
         HarnessMutant::CandidateOnSource,
         HarnessMutant::ModuleGateTrustsTag,
+        HarnessMutant::WorldClaimsServerOnly,
     ];
 
     /// The `--mutant` name (prefixed `harness-` so it never collides with an operator mutant).
@@ -79,6 +83,7 @@ impl HarnessMutant {
             HarnessMutant::CanaryPromotionReceipt => "harness-canary-promotion-receipt",
             HarnessMutant::CandidateOnSource => "harness-candidate-on-source",
             HarnessMutant::ModuleGateTrustsTag => "harness-module-gate-trusts-tag",
+            HarnessMutant::WorldClaimsServerOnly => "harness-world-claims-server-only",
         }
     }
 

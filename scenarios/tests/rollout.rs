@@ -38,6 +38,11 @@ fn member_tracking_default_version() {
 }
 
 #[test]
+fn extra_world_declared_on_template() {
+    rehearse("extra_world_declared_on_template");
+}
+
+#[test]
 fn halt_at_later_batch() {
     rehearse("halt_at_later_batch");
 }

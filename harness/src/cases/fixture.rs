@@ -11,7 +11,7 @@ use gameplane_api::gameserver::{
 };
 use gameplane_api::gametemplate::{
     AgentSpec, GamePort, GameTemplate, GameTemplateSpec, GameVersion, QuiesceCapability, RconSpec,
-    SecretKeyRef, TemplateCapabilities, TemplateProbes,
+    SecretKeyRef, TemplateCapabilities, TemplateProbes, TemplateStorage,
 };
 use gameplane_api::names;
 use gameplane_api::restore::{BackupRef, Restore, RestoreSpec};
@@ -84,6 +84,9 @@ pub struct FixtureOptions {
     /// which injects its own agent and talks to it over mutual TLS: the template then provides
     /// only the game container. [`install`] sets it from the operator the cluster runs.
     pub provides_agent: bool,
+    /// The template declares the extra world (`storage.extra`), for servers that declare none
+    /// of their own (the operator falls back to the template's).
+    pub extra_on_template: bool,
 }
 
 impl Default for FixtureOptions {
@@ -92,6 +95,7 @@ impl Default for FixtureOptions {
             agent: AgentKind::Current,
             pinned: BTreeMap::new(),
             provides_agent: true,
+            extra_on_template: false,
         }
     }
 }
@@ -231,7 +235,10 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
                 container_port: 25565,
                 protocol: Some("TCP".into()),
             }],
-            storage: None,
+            storage: options.extra_on_template.then(|| TemplateStorage {
+                extra: vec![extra_world()],
+                ..Default::default()
+            }),
             rcon: Some(RconSpec {
                 protocol: Some("source".into()),
                 port: Some(25575),
@@ -267,6 +274,16 @@ pub fn template(name: &str, options: &FixtureOptions) -> GameTemplate {
     )
 }
 
+/// The fixture's extra world ([`EXTRA_WORLD`] at [`EXTRA_MOUNT`]), as a server or template
+/// declares it.
+fn extra_world() -> ExtraVolume {
+    ExtraVolume {
+        name: EXTRA_WORLD.into(),
+        mount_path: EXTRA_MOUNT.into(),
+        size: Quantity("1Gi".into()),
+    }
+}
+
 /// A GameServer pinned to `version`, with one extra world, seeded with `markers`.
 pub fn server(
     name: &str,
@@ -288,11 +305,7 @@ pub fn server(
                 size: Some(Quantity("1Gi".into())),
                 storage_class_name: None,
                 mount_path: None,
-                extra: vec![ExtraVolume {
-                    name: EXTRA_WORLD.into(),
-                    mount_path: EXTRA_MOUNT.into(),
-                    size: Quantity("1Gi".into()),
-                }],
+                extra: vec![extra_world()],
             }),
             env: vec![
                 env("FIXTURE_WORLD_MARKER", &markers.primary),

@@ -150,6 +150,11 @@ pub const CASES: &[Case] = &[
         proves: "member tracking the default version: the preflight refuses the rollout before any backup or clone, naming the member; nothing is touched",
     },
     Case {
+        name: "extra_world_declared_on_template",
+        bucket: "rollout",
+        proves: "an extra world declared only on the template: a format-changing candidate's backup, read-back and restore-required rollback cover it on every member and the clone, and the fleet is promoted",
+    },
+    Case {
         name: "halt_at_later_batch",
         bucket: "rollout",
         proves: "halt at a later batch: the canary and batch 1 pass, a batch-2 member fails its gate; batch 1 stays promoted, later members untouched, the journal records the failing member's evidence and 1 batch promoted",
@@ -218,6 +223,7 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
             rollout::format_change_restore_required_rollback(ctx).await
         }
         "member_tracking_default_version" => rollout::member_tracking_default_version(ctx).await,
+        "extra_world_declared_on_template" => rollout::extra_world_declared_on_template(ctx).await,
         "halt_at_later_batch" => rollout::halt_at_later_batch(ctx).await,
         "failed_format_batch_restored_from_its_backups" => {
             rollout::failed_format_batch_restored_from_its_backups(ctx).await

@@ -137,6 +137,8 @@ pub(super) struct FleetSpec<'a> {
     /// Members whose `spec.image` overrides the template's (they keep running it whatever
     /// version they pin).
     pub(super) image_override: &'a [&'a str],
+    /// The extra world is declared on the template only: the members declare none.
+    pub(super) extra_on_template: bool,
 }
 
 impl Default for FleetSpec<'_> {
@@ -146,6 +148,7 @@ impl Default for FleetSpec<'_> {
             members: &[SOURCE, OTHER],
             tracking_default: &[],
             image_override: &[],
+            extra_on_template: false,
         }
     }
 }
@@ -168,6 +171,7 @@ pub(super) async fn fleet(
     };
     let options = FixtureOptions {
         pinned,
+        extra_on_template: spec.extra_on_template,
         ..Default::default()
     };
     let fx = ctx
@@ -181,6 +185,11 @@ pub(super) async fn fleet(
             let mut gs = fixture::server(s, &fx.template, fixture::VERSION_STABLE, &markers, false);
             if spec.tracking_default.contains(s) {
                 gs.spec.version = None;
+            }
+            if spec.extra_on_template
+                && let Some(storage) = &mut gs.spec.storage
+            {
+                storage.extra.clear();
             }
             if spec.image_override.contains(s) {
                 gs.spec.image = Some(format!(
@@ -583,6 +592,63 @@ pub async fn format_change_restore_required_rollback(
         "world format under the candidate",
         "format 2 with the candidate-only marker",
         read.map(|g| &g.evidence),
+    );
+    let observed = check_promoted(ctx, &mut checks, &q, 2);
+    ctx.assess(checks, observed)
+}
+
+/// An extra world declared only on the template: the members declare none, so the operator
+/// gives each the template's (`<gs>-extra-nether`). A format-changing candidate then needs every
+/// one of those claims in the backup that seeds the clone, in the read-back and in the rollback
+/// comparison: the qualification baselines each member's extra world, the clone's read-back
+/// covers its own, the restore-required rollback returns every claim, and the fleet is promoted.
+pub async fn extra_world_declared_on_template(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER];
+    fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_FORMAT],
+            extra_on_template: true,
+            ..Default::default()
+        },
+    )
+    .await?;
+    let q = run(
+        ctx,
+        &plan(
+            ctx,
+            &members,
+            fixture::VERSION_FORMAT,
+            Rollback::RestoreRequired,
+        ),
+    )
+    .await?;
+    let mut checks = Checks::new();
+    let extra = |server: &str| names::extra_pvc(server, fixture::EXTRA_WORLD);
+    let baselined: BTreeMap<&str, bool> = members
+        .iter()
+        .map(|m| {
+            (
+                *m,
+                q.baseline
+                    .iter()
+                    .any(|b| b.server == *m && b.digests.contains_key(&extra(m))),
+            )
+        })
+        .collect();
+    let read = q
+        .gates
+        .iter()
+        .find(|g| g.name == gates::READ_BACK && g.server == q.clone);
+    let clone_read = read
+        .and_then(|g| g.evidence.read_back())
+        .is_some_and(|e| e.claims.contains_key(&extra(&q.clone)));
+    checks.eq(
+        "template-extra-world-covered",
+        &qualification_object(ctx),
+        "each member's baseline and the clone's read-back hold the extra world the template declares",
+        (members.iter().map(|m| (*m, true)).collect(), true),
+        (baselined, clone_read),
     );
     let observed = check_promoted(ctx, &mut checks, &q, 2);
     ctx.assess(checks, observed)

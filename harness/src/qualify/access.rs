@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::tidy;
 use crate::backend::BackendKind;
-use crate::context::{CaseContext, CaseError};
+use crate::context::{CaseContext, CaseError, HarnessMutant};
 use crate::evidence::pvc_table::PvcObservation;
 use crate::evidence::qualification::{AccessEvidence, ClaimDigest, MemberBaseline, Plan};
 use crate::probe::minecraft::{self, Depth};
@@ -155,20 +155,46 @@ pub async fn server_pvcs(
     Ok(rows)
 }
 
-/// The world claims of a server as its spec declares them: the primary world claim and one
-/// per `storage.extra` entry (the claims a backup covers; rebuildable mods are not).
-pub(super) fn world_claims(gs: &GameServer) -> Vec<String> {
+/// The world claims of a server as the operator resolves them: the primary world claim and one
+/// per extra world, the server's own `storage.extra` or, when it declares none, its template's
+/// (the claims a backup covers; rebuildable mods are not).
+pub(super) fn world_claims(gs: &GameServer, template: Option<&GameTemplate>) -> Vec<String> {
     let name = gs.metadata.name.clone().unwrap_or_default();
-    let mut claims = vec![names::data_pvc(&name)];
-    if let Some(storage) = &gs.spec.storage {
-        claims.extend(
-            storage
-                .extra
-                .iter()
-                .map(|e| names::extra_pvc(&name, &e.name)),
-        );
+    let own = gs
+        .spec
+        .storage
+        .as_ref()
+        .map(|s| s.extra.as_slice())
+        .unwrap_or_default();
+    let extra = if own.is_empty() {
+        template
+            .and_then(|t| t.spec.storage.as_ref())
+            .map(|s| s.extra.as_slice())
+            .unwrap_or_default()
+    } else {
+        own
+    };
+    std::iter::once(names::data_pvc(&name))
+        .chain(extra.iter().map(|e| names::extra_pvc(&name, &e.name)))
+        .collect()
+}
+
+/// [`world_claims`] with the server's template read from the cluster (a template that does not
+/// exist declares no extra worlds). The `harness-world-claims-server-only` defect never reads
+/// the template.
+pub(super) async fn world_claims_of(
+    ctx: &CaseContext<'_>,
+    gs: &GameServer,
+) -> Result<Vec<String>, CaseError> {
+    if ctx.harness_mutant(HarnessMutant::WorldClaimsServerOnly) {
+        return Ok(world_claims(gs, None));
     }
-    claims
+    let name = &gs.spec.template_ref.name;
+    let template = Api::<GameTemplate>::all(ctx.client.clone())
+        .get_opt(name)
+        .await
+        .map_err(CaseError::kube("get GameTemplate", name.clone()))?;
+    Ok(world_claims(gs, template.as_ref()))
 }
 
 /// Reads the content digest of each of `claims` through a short-lived read-back pod labelled
@@ -328,12 +354,17 @@ pub(super) async fn members(
         };
         let pvcs = server_pvcs(ctx, member).await?;
         let digests = if read {
-            read_claims(ctx, plan, &format!("baseline-{i}"), &world_claims(&gs))
-                .await?
-                .claims
-                .into_iter()
-                .map(|(c, i)| (c, i.digest))
-                .collect()
+            read_claims(
+                ctx,
+                plan,
+                &format!("baseline-{i}"),
+                &world_claims_of(ctx, &gs).await?,
+            )
+            .await?
+            .claims
+            .into_iter()
+            .map(|(c, i)| (c, i.digest))
+            .collect()
         } else {
             BTreeMap::new()
         };
@@ -372,4 +403,71 @@ pub(super) async fn version_image(
                 "absent",
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use gameplane_api::gameserver::{ExtraVolume, GameServerSpec, StorageSpec, TemplateRef};
+    use gameplane_api::gametemplate::{GameTemplateSpec, TemplateStorage};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    use super::*;
+
+    fn extra(name: &str) -> ExtraVolume {
+        ExtraVolume {
+            name: name.into(),
+            mount_path: format!("/worlds/{name}"),
+            size: Quantity("1Gi".into()),
+        }
+    }
+
+    fn server(extras: &[&str]) -> GameServer {
+        GameServer::new(
+            "mc",
+            GameServerSpec {
+                template_ref: TemplateRef { name: "t".into() },
+                storage: Some(StorageSpec {
+                    extra: extras.iter().map(|e| extra(e)).collect(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+    }
+
+    fn template(extras: &[&str]) -> GameTemplate {
+        GameTemplate::new(
+            "t",
+            GameTemplateSpec {
+                storage: Some(TemplateStorage {
+                    extra: extras.iter().map(|e| extra(e)).collect(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn a_servers_own_extra_worlds_win_over_its_templates() {
+        assert_eq!(
+            world_claims(&server(&["nether"]), Some(&template(&["end"]))),
+            ["mc-data", "mc-extra-nether"]
+        );
+    }
+
+    #[test]
+    fn a_server_without_extra_worlds_has_its_templates() {
+        assert_eq!(
+            world_claims(&server(&[]), Some(&template(&["nether", "end"]))),
+            ["mc-data", "mc-extra-nether", "mc-extra-end"]
+        );
+        assert_eq!(world_claims(&server(&[]), None), ["mc-data"]);
+        let mut bare = server(&[]);
+        bare.spec.storage = None;
+        assert_eq!(
+            world_claims(&bare, Some(&template(&["end"]))),
+            ["mc-data", "mc-extra-end"]
+        );
+    }
 }

@@ -9,7 +9,7 @@ use crate::evidence::pvc_table::PvcPhase;
 use crate::evidence::qualification::{
     Gate, GateEvidence, MemberBaseline, Outcome, Plan, Qualification, clone_name,
 };
-use crate::qualify::access::{get_server, members, patch_server, server_pvcs, world_claims};
+use crate::qualify::access::{get_server, members, patch_server, server_pvcs, world_claims_of};
 use crate::qualify::gates::module::module_gate;
 use crate::qualify::gates::{Timer, finish, halt, record, server_gates};
 use crate::qualify::preflight::preflight;
@@ -115,7 +115,7 @@ pub(super) async fn procedure(
     let source = get_server(ctx, &plan.source).await?;
     let previous = source.spec.version.clone().unwrap_or_default();
     q.previous = Some(previous.clone());
-    let claims = world_claims(&clone_of(&source, &clone, &previous, &plan.run_id));
+    let claims = world_claims_of(ctx, &clone_of(&source, &clone, &previous, &plan.run_id)).await?;
 
     // 3. Back up the source, clone it, restore the backup into the clone.
     let restored = seed_clone(ctx, plan, q, &source, &previous, &claims).await?;

@@ -22,6 +22,8 @@ pub enum Mutant {
     RestoreRecreatesPvc,
     /// Copies only the world claim, not the extra claims.
     BackupSkipsExtras,
+    /// Copies the extra claims the server declares, never the ones its template declares.
+    BackupExtrasFromServerOnly,
     /// Reports a Backup Succeeded (consistency Quiesced) when the copy Job failed.
     SucceedOnFailedCopy,
     /// Skips the read-only identity preflight and falls back to the unbound `/quiesce` route.
@@ -106,13 +108,14 @@ pub enum Mutant {
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 44] = [
+    pub const ALL: [Mutant; 45] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
         Mutant::RestoreOverlays,
         Mutant::RestoreRecreatesPvc,
         Mutant::BackupSkipsExtras,
+        Mutant::BackupExtrasFromServerOnly,
         Mutant::SucceedOnFailedCopy,
         Mutant::NoIdentityPreflight,
         Mutant::WrongFailureReason,
@@ -180,7 +183,7 @@ impl Mutant {
 /// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
 /// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
 /// never observes against the correct operator.
-const CATALOGUE: [(Mutant, &str, &str, &str); 44] = [
+const CATALOGUE: [(Mutant, &str, &str, &str); 45] = [
     (
         Mutant::IgnoreIncarnation,
         "ignore-incarnation",
@@ -216,6 +219,12 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 44] = [
         "backup-skips-extras",
         "format-changing update, restore-required rollback",
         "the snapshot lacks the extra world, so after a restore the extra claim keeps its newer value (correct: the extra value returns)",
+    ),
+    (
+        Mutant::BackupExtrasFromServerOnly,
+        "backup-extras-from-server-only",
+        "extra world declared only on the template",
+        "a server whose extra world comes from its template's storage.extra is backed up without it, so a clone seeded from the snapshot has an empty extra world (correct: the snapshot holds every claim the server mounts)",
     ),
     (
         Mutant::SucceedOnFailedCopy,

@@ -24,6 +24,7 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "restore-overlays",
             "restore-recreates-pvc",
             "backup-skips-extras",
+            "backup-extras-from-server-only",
             "succeed-on-failed-copy",
             "no-identity-preflight",
             "wrong-failure-reason",

@@ -435,7 +435,12 @@ impl<'a> Run<'a> {
     async fn start_copy(&self, server: &GameServer, repo: &Repo) -> Result<()> {
         let templates: Api<GameTemplate> = Api::all(self.ctx.client.clone());
         let template = get_opt(&templates, "", &server.spec.template_ref.name).await?;
-        let extras = extra_names(server, template.as_ref());
+        let extras = if self.ctx.mutant(Mutant::BackupExtrasFromServerOnly) {
+            // The defect: the template's `storage.extra` fallback is forgotten.
+            server.extra_names()
+        } else {
+            extra_names(server, template.as_ref())
+        };
         let mut claims = restic::claims(
             &self.server,
             &extras,
