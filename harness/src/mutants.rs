@@ -46,11 +46,14 @@ pub enum HarnessMutant {
     /// A member's world claims are read from its own `storage.extra` only: extra worlds its
     /// template declares are never baselined, seeded-checked or compared after a rollback.
     WorldClaimsServerOnly,
+    /// A promotion batch's members are gated one after another, whatever `--gate-concurrency`
+    /// says (a batch of 20 takes 20 members' gates end to end).
+    BatchGatedOneByOne,
 }
 
 impl HarnessMutant {
     /// Every harness mutant, in the self-test's order.
-    pub const ALL: [HarnessMutant; 14] = [
+    pub const ALL: [HarnessMutant; 15] = [
         HarnessMutant::JoinStatusOnly,
         HarnessMutant::JoinLoginOnly,
         HarnessMutant::JoinPortOpen,
@@ -65,6 +68,7 @@ impl HarnessMutant {
         HarnessMutant::CandidateOnSource,
         HarnessMutant::ModuleGateTrustsTag,
         HarnessMutant::WorldClaimsServerOnly,
+        HarnessMutant::BatchGatedOneByOne,
     ];
 
     /// The `--mutant` name (prefixed `harness-` so it never collides with an operator mutant).
@@ -84,6 +88,7 @@ impl HarnessMutant {
             HarnessMutant::CandidateOnSource => "harness-candidate-on-source",
             HarnessMutant::ModuleGateTrustsTag => "harness-module-gate-trusts-tag",
             HarnessMutant::WorldClaimsServerOnly => "harness-world-claims-server-only",
+            HarnessMutant::BatchGatedOneByOne => "harness-batch-gated-one-by-one",
         }
     }
 

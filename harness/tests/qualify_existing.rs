@@ -19,7 +19,7 @@ use std::time::Duration;
 use gameplane_api::gameserver::GameServer;
 use gameplane_api::gametemplate::GameTemplate;
 use gameplane_api::restore::Restore;
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
@@ -969,11 +969,39 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
     );
     assert_tidy(&client, "the runs refused for names that do not exist").await;
 
-    // Without --operator, the operator is read from its Deployment; without one (the embedded
-    // cluster runs it as a process and serves no Deployments), the run is refused.
+    // Without --operator, the operator is read from its Deployment; the embedded cluster runs
+    // it as a process and records it where the Deployment would be (a ConfigMap with the
+    // binary's own --version), so the README's example runs as printed.
+    let found = qualify_as(&kubeconfig, &reports, "unpullable", &[]);
+    let (stdout, stderr) = text(&found);
+    assert_eq!(found.status.code(), Some(1), "halted: {stdout}\n{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle_of(&stdout).join("bundle.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        summary["operator"]["name"], "reference-operator",
+        "{summary}"
+    );
+    assert_eq!(
+        summary["operator"]["version"],
+        env!("CARGO_PKG_VERSION"),
+        "the running binary's --version: {summary}"
+    );
+    assert_tidy(&client, "the run that found the embedded operator").await;
+    let bundles_before = std::fs::read_dir(&reports).map(|d| d.count()).unwrap_or(0);
+    // With neither a Deployment nor the embedded cluster's record, the run is refused.
+    Api::<ConfigMap>::namespaced(client.clone(), "gameplane-system")
+        .delete("reference-operator", &Default::default())
+        .await
+        .unwrap();
     let refused = qualify_as(&kubeconfig, &reports, "unpullable", &[]);
     let (_, stderr) = text(&refused);
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(&reports).map(|d| d.count()).unwrap_or(0),
+        bundles_before,
+        "a refused run writes no bundle"
+    );
     assert!(
         stderr.contains("no Deployment gameplane-system/reference-operator")
             && stderr.contains("--operator NAME@VERSION")

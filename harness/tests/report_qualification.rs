@@ -46,6 +46,7 @@ fn plan(candidate: &str, rollback: Rollback) -> Plan {
         repo_secret: "restic-repo".into(),
         module: None,
         keep_failed_batch: false,
+        gate_concurrency: 1,
     }
 }
 

@@ -53,6 +53,16 @@ fn failed_format_batch_restored_from_its_backups() {
 }
 
 #[test]
+fn batch_of_three_gated_together() {
+    rehearse("batch_of_three_gated_together");
+}
+
+#[test]
+fn batch_member_join_failure_put_back() {
+    rehearse("batch_member_join_failure_put_back");
+}
+
+#[test]
 fn candidate_refuses_login() {
     rehearse("candidate_refuses_login");
 }

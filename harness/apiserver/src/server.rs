@@ -84,6 +84,7 @@ impl ApiServer {
             logs: RwLock::new(None),
             streams: RwLock::new(None),
             hook: RwLock::new(None),
+            requests: std::sync::atomic::AtomicU64::new(0),
             shutdown: shutdown_rx,
             config,
             addr,
@@ -99,6 +100,14 @@ impl ApiServer {
     /// The address the server listens on (with the port the OS picked for port 0).
     pub fn addr(&self) -> SocketAddr {
         self.shared.addr
+    }
+
+    /// How many HTTP requests the server has received since it started (every verb, watches
+    /// and streams included): what a workload costs the API server, for benchmarks.
+    pub fn requests(&self) -> u64 {
+        self.shared
+            .requests
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `https://127.0.0.1:PORT`.
@@ -267,6 +276,9 @@ async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     };
     let service = service_fn(move |req| {
         let shared = shared.clone();
+        shared
+            .requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         async move { Ok::<_, Infallible>(crate::handler::handle(shared, req).await) }
     });
     let conn = http1::Builder::new()

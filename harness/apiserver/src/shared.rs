@@ -57,6 +57,8 @@ pub(crate) struct Shared {
     pub streams: RwLock<Option<Arc<dyn PodStreams>>>,
     /// The exploration hook ([`crate::hook`]), when a harness attached one.
     pub hook: RwLock<Option<Arc<dyn RequestHook>>>,
+    /// HTTP requests received since the server started (every verb, watches and streams too).
+    pub requests: std::sync::atomic::AtomicU64,
     pub shutdown: watch::Receiver<bool>,
     pub config: ApiServerConfig,
     pub addr: SocketAddr,

@@ -321,6 +321,12 @@ impl EmbeddedCluster {
         &self.images
     }
 
+    /// How many HTTP requests the cluster's API server has received since it started
+    /// (`None` without one).
+    pub fn api_requests(&self) -> Option<u64> {
+        self.api.as_ref().map(|a| a.requests())
+    }
+
     /// Attaches the API server's exploration hook ([`rehearsal_apiserver::RequestHook`]): every
     /// mutating request passes through it, every committed change is reported to it. `None`
     /// detaches it.

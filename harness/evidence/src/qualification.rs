@@ -46,6 +46,14 @@ pub struct Plan {
     /// (`--no-rollback`); by default they are put back on their version.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_failed_batch: bool,
+    /// How many members of a promotion batch are gated at once (at least 1). A plan recorded
+    /// before batches were gated together reads as 1, as they were.
+    #[serde(default = "one")]
+    pub gate_concurrency: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// A module bundle pinned by digest: module `module` of ModuleSource `source` at `version`,

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use rehearsal_evidence::judge::gates::{
     self, ClaimRead, EMPTY_DIGEST, after_batch, batches, candidate_digest, halted,
 };
+use rehearsal_evidence::qualification::gates as gates_names;
 use rehearsal_evidence::qualification::{
     Gate, GateEvidence, ImageEvidence, ModuleEvidence, Observed, Outcome, SaveEvidence,
 };
@@ -319,25 +320,99 @@ fn gate(server: &str, passed: bool, reason: Option<&str>) -> Gate {
     g
 }
 
+const SAVE: &[&str] = &[gates_names::SAVE];
+
 #[test]
 fn the_first_failed_gate_of_a_batch_halts_the_rollout() {
+    let two = names(&["mc-1", "mc-2"]);
     let passed = [gate("mc-1", true, None), gate("mc-2", true, None)];
-    assert_eq!(after_batch("promotion batch 1", &passed, 0), Ok(1));
-    assert_eq!(after_batch("promotion batch 3", &passed, 2), Ok(3));
-    assert_eq!(after_batch("promotion batch 1", &[], 0), Ok(1));
+    assert_eq!(
+        after_batch("promotion batch 1", &two, SAVE, &passed, 0),
+        Ok(1)
+    );
+    assert_eq!(
+        after_batch("promotion batch 3", &two, SAVE, &passed, 2),
+        Ok(3)
+    );
+    assert_eq!(after_batch("promotion batch 1", &[], SAVE, &[], 0), Ok(1));
     let failed = [
         gate("mc-1", true, None),
         gate("mc-2", false, Some("no save")),
         gate("mc-3", false, Some("later")),
     ];
     assert_eq!(
-        after_batch("promotion batch 2", &failed, 1),
+        after_batch(
+            "promotion batch 2",
+            &names(&["mc-1", "mc-2", "mc-3"]),
+            SAVE,
+            &failed,
+            1
+        ),
         Err(Outcome::Halted {
             gate: "promotion batch 2: a save succeeds".into(),
             server: Some("mc-2".into()),
             reason: "no save".into(),
             batches_promoted: 1,
         })
+    );
+}
+
+#[test]
+fn a_batch_member_that_was_never_gated_is_not_promoted() {
+    // mc-2's gates were stopped (or skipped) although nothing failed: the batch halts on it.
+    let only_one = [gate("mc-1", true, None)];
+    assert_eq!(
+        after_batch(
+            "promotion batch 1",
+            &names(&["mc-1", "mc-2"]),
+            SAVE,
+            &only_one,
+            0
+        ),
+        Err(Outcome::Halted {
+            gate: "promotion batch 1: a save succeeds".into(),
+            server: Some("mc-2".into()),
+            reason: "mc-2 was not gated: its gate \"a save succeeds\" never ran".into(),
+            batches_promoted: 0,
+        })
+    );
+    // A gate passed on another server does not count for this one.
+    assert!(
+        after_batch(
+            "promotion batch 1",
+            &names(&["mc-1"]),
+            SAVE,
+            &[gate("mc-9", true, None)],
+            0
+        )
+        .is_err()
+    );
+    // Every required gate is needed: a member with only its save gate lacks its image gate.
+    assert!(
+        after_batch(
+            "promotion batch 1",
+            &names(&["mc-1"]),
+            &[gates_names::IMAGE, gates_names::SAVE],
+            &only_one,
+            0
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn a_failed_gate_halts_before_unrun_gates_are_named() {
+    // mc-1 failed while mc-2's gates were stopped: the halt is mc-1's failure.
+    let halt = after_batch(
+        "promotion batch 1",
+        &names(&["mc-1", "mc-2"]),
+        SAVE,
+        &[gate("mc-1", false, Some("no save"))],
+        0,
+    );
+    assert!(
+        matches!(&halt, Err(Outcome::Halted { server: Some(s), reason, .. }) if s == "mc-1" && reason == "no save"),
+        "{halt:?}"
     );
     assert_eq!(
         halted(&gate("", false, None), 0),
@@ -386,7 +461,8 @@ proptest! {
                 .enumerate()
                 .map(|(j, p)| gate(&format!("mc-{i}-{j}"), *p, (!p).then_some("bad")))
                 .collect();
-            match after_batch(&format!("promotion batch {}", i + 1), &gates, promoted) {
+            let members: Vec<String> = gates.iter().map(|g| g.server.clone()).collect();
+            match after_batch(&format!("promotion batch {}", i + 1), &members, SAVE, &gates, promoted) {
                 Ok(next) => {
                     prop_assert_eq!(next, promoted + 1);
                     promoted = next;

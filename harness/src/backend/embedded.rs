@@ -332,6 +332,10 @@ impl Backend for Embedded {
         (&self.kubeconfig, CONTEXT)
     }
 
+    fn api_requests(&self) -> Option<u64> {
+        self.cluster.api_requests()
+    }
+
     fn restart_container<'a>(
         &'a self,
         namespace: &'a str,

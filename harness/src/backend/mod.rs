@@ -208,6 +208,12 @@ pub trait Backend: Send + Sync {
     fn client(&self) -> kube::Client;
     /// The kubeconfig file that `kubectl`/`helm` should use, and the context to pin.
     fn kubeconfig(&self) -> (&Path, &str);
+
+    /// How many HTTP requests the cluster's API server has received, where the harness owns
+    /// it (the embedded cluster); `None` elsewhere. For benchmarks.
+    fn api_requests(&self) -> Option<u64> {
+        None
+    }
     /// The nodes' architecture (from the Node object, else the host's).
     fn arch(&self) -> BoxFuture<'_, Result<Arch, BackendError>> {
         let client = self.client();

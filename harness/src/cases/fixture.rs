@@ -134,7 +134,7 @@ impl Markers {
     }
 }
 
-fn env(name: &str, value: &str) -> EnvVar {
+pub(super) fn env(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.into(),
         value: Some(value.into()),

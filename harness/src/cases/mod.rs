@@ -165,6 +165,16 @@ pub const CASES: &[Case] = &[
         proves: "a format-changing candidate whose batch fails on one member: every member of the batch is restored from the backup taken before the batch moved and re-pinned, and runs its own version again",
     },
     Case {
+        name: "batch_of_three_gated_together",
+        bucket: "rollout",
+        proves: "a batch of three gated together: every member passes image, join and save on its own server, their gates overlap in time, and the batch is promoted",
+    },
+    Case {
+        name: "batch_member_join_failure_put_back",
+        bucket: "rollout",
+        proves: "a format-changing candidate's batch of three whose second member fails its join gate: the batch halts, and every member is restored from its pre-promotion backup and put back on its version",
+    },
+    Case {
         name: "candidate_refuses_login",
         bucket: "rollout",
         proves: "candidate that answers status but refuses login: the join gate fails at login, not at status; halted, no promotion receipt",
@@ -227,6 +237,10 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         "halt_at_later_batch" => rollout::halt_at_later_batch(ctx).await,
         "failed_format_batch_restored_from_its_backups" => {
             rollout::failed_format_batch_restored_from_its_backups(ctx).await
+        }
+        "batch_of_three_gated_together" => rollout::batch_of_three_gated_together(ctx).await,
+        "batch_member_join_failure_put_back" => {
+            rollout::batch_member_join_failure_put_back(ctx).await
         }
         "candidate_refuses_login" => rollout::candidate_refuses_login(ctx).await,
         "candidate_stalls_configuration" => rollout::candidate_stalls_configuration(ctx).await,

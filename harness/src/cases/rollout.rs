@@ -22,6 +22,9 @@ use crate::wait::{await_object, conditions};
 pub(super) const SOURCE: &str = "mc-a";
 pub(super) const OTHER: &str = "mc-b";
 const THIRD: &str = "mc-c";
+/// The fixture game's own version in the format-changing candidate's image (what
+/// `FIXTURE_REFUSE_LOGIN_UNDER` names).
+const FORMAT_GAME_VERSION: &str = "2.0";
 
 /// Resolves the fixture game's tags to digest-pinned references. The digest comes from the
 /// image's source (the catalogue or registry the nodes pull from, [`Backend::image_digest`]),
@@ -139,6 +142,9 @@ pub(super) struct FleetSpec<'a> {
     pub(super) image_override: &'a [&'a str],
     /// The extra world is declared on the template only: the members declare none.
     pub(super) extra_on_template: bool,
+    /// Members that refuse every login when they run the given fixture game version (the
+    /// game's own version, e.g. `2.0`): an incompatibility of that server alone.
+    pub(super) refuse_login_under: &'a [(&'a str, &'a str)],
 }
 
 impl Default for FleetSpec<'_> {
@@ -149,6 +155,7 @@ impl Default for FleetSpec<'_> {
             tracking_default: &[],
             image_override: &[],
             extra_on_template: false,
+            refuse_login_under: &[],
         }
     }
 }
@@ -190,6 +197,11 @@ pub(super) async fn fleet(
                 && let Some(storage) = &mut gs.spec.storage
             {
                 storage.extra.clear();
+            }
+            for (_, version) in spec.refuse_login_under.iter().filter(|(m, _)| m == s) {
+                gs.spec
+                    .env
+                    .push(fixture::env("FIXTURE_REFUSE_LOGIN_UNDER", version));
             }
             if spec.image_override.contains(s) {
                 gs.spec.image = Some(format!(
@@ -272,6 +284,7 @@ pub(super) fn plan(
         repo_secret: fixture::REPO_SECRET.into(),
         module: None,
         keep_failed_batch: false,
+        gate_concurrency: 4,
     }
 }
 
@@ -884,6 +897,218 @@ pub async fn failed_format_batch_restored_from_its_backups(
         checks,
         json!({"outcome": q.outcome, "put_back": q.put_back, "fleet_versions": versions}),
     )
+}
+
+/// A batch of three gated together: a compatible candidate, the whole fleet in one batch; the
+/// three members' gates run at once (each member's image gate starts before any member's save
+/// gate ends), every member passes image, join and save on its own server, and the batch is
+/// promoted.
+pub async fn batch_of_three_gated_together(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER, THIRD];
+    fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_COMPAT],
+            members: &members,
+            ..Default::default()
+        },
+    )
+    .await?;
+    let mut p = plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
+    p.batch_size = 3;
+    let q = run(ctx, &p).await?;
+    let versions = fleet_versions(ctx, &members).await?;
+    let mut checks = Checks::new();
+    let o = qualification_object(ctx);
+    checks.check(
+        "promoted",
+        matches!(q.outcome, Outcome::Promoted { batches: 1 }),
+        &o,
+        "outcome",
+        "promoted in 1 batch",
+        &q.outcome,
+    );
+    let member_gates = |m: &str| -> Vec<(&str, bool)> {
+        q.gates
+            .iter()
+            .filter(|g| g.server == m)
+            .map(|g| (g.name.as_str(), g.passed))
+            .collect()
+    };
+    checks.eq(
+        "every-member-gated",
+        &o,
+        "each member's gates (name, passed) and spec.version",
+        members
+            .iter()
+            .map(|m| {
+                (
+                    m.to_string(),
+                    vec![
+                        (gates::IMAGE, true),
+                        (gates::JOIN, true),
+                        (gates::SAVE, true),
+                    ],
+                    Some(fixture::VERSION_COMPAT.to_string()),
+                )
+            })
+            .collect::<Vec<_>>(),
+        members
+            .iter()
+            .map(|m| {
+                (
+                    m.to_string(),
+                    member_gates(m),
+                    versions.get(*m).cloned().flatten(),
+                )
+            })
+            .collect(),
+    );
+    // Gated together: the last image gate to start started before the first save gate to end
+    // ended (one at a time, a member's image gate starts only after the previous member's save).
+    let of = |name: &str| -> Vec<&qualify::Gate> {
+        q.gates
+            .iter()
+            .filter(|g| g.name == name && members.contains(&g.server.as_str()))
+            .collect()
+    };
+    let last_image_start = of(gates::IMAGE).iter().map(|g| g.started_unix_ms).max();
+    let first_save_end = of(gates::SAVE)
+        .iter()
+        .map(|g| g.started_unix_ms + g.duration_ms)
+        .min();
+    checks.check(
+        "gated-together",
+        matches!((last_image_start, first_save_end), (Some(i), Some(e)) if i < e),
+        &o,
+        "the last member image gate's start and the first member save gate's end (Unix ms)",
+        "the start before the end",
+        (last_image_start, first_save_end),
+    );
+    ctx.assess(
+        checks,
+        json!({"outcome": q.outcome, "gates": q.gates, "fleet_versions": versions}),
+    )
+}
+
+/// A format-changing candidate, the whole fleet of three in one batch: the canary passes; the
+/// batch's second member cannot take a login under the candidate (an incompatibility of that
+/// server alone), so its join gate fails. The batch stops its remaining gates and is put back
+/// whole: every member suspended, restored from the backup taken of it before the batch moved,
+/// re-pinned, and running its previous version again (which refuses a migrated world).
+pub async fn batch_member_join_failure_put_back(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER, THIRD];
+    fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_FORMAT],
+            members: &members,
+            refuse_login_under: &[(OTHER, FORMAT_GAME_VERSION)],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let mut p = plan(
+        ctx,
+        &members,
+        fixture::VERSION_FORMAT,
+        Rollback::RestoreRequired,
+    );
+    p.batch_size = 3;
+    let q = run(ctx, &p).await?;
+    let versions = fleet_versions(ctx, &members).await?;
+    let mut checks = Checks::new();
+    let o = qualification_object(ctx);
+    checks.check(
+        "halted-at-gate",
+        matches!(halted_at(&q), Some((g, Some(s), _, 0)) if g == format!("promotion batch 1: {}", gates::JOIN) && s == OTHER),
+        &o,
+        "outcome",
+        format!("halted at promotion batch 1 ({}) on {OTHER}, nothing promoted", gates::JOIN),
+        &q.outcome,
+    );
+    checks.eq(
+        "batch-put-back",
+        &o,
+        "each member's spec.version, and the put-back records (batch, member, error)",
+        (
+            members
+                .iter()
+                .map(|m| (m.to_string(), Some(fixture::VERSION_STABLE.to_string())))
+                .collect::<BTreeMap<_, _>>(),
+            members
+                .iter()
+                .map(|m| (1, m.to_string(), None))
+                .collect::<Vec<_>>(),
+        ),
+        (versions.clone(), put_back_records(&q)),
+    );
+    ctx.assess(
+        checks,
+        json!({"outcome": q.outcome, "put_back": q.put_back, "fleet_versions": versions}),
+    )
+}
+
+/// What one fleet-scale qualification cost ([`fleet_scale`], `rehearse bench --fleet`).
+#[derive(Debug, Clone, Default)]
+pub struct FleetCost {
+    /// Members qualified.
+    pub members: usize,
+    /// Setting the fleet up (template, Secrets, every member Running).
+    pub setup: std::time::Duration,
+    /// The qualification itself, preflight to promotion.
+    pub qualify: std::time::Duration,
+    /// How it ended, in one line.
+    pub outcome: String,
+}
+
+/// `members` GameServers (`mc-000` …) on the fixture's template, qualified on a compatible
+/// candidate in batches of `batch` gated `gate_concurrency` at once; what it cost is left in
+/// `cost`. Fails unless every batch was promoted. Not a rehearsal case: `rehearse bench
+/// --fleet` runs it on its own embedded cluster.
+pub async fn fleet_scale(
+    ctx: &CaseContext<'_>,
+    members: usize,
+    batch: usize,
+    gate_concurrency: usize,
+    cost: &std::sync::Mutex<FleetCost>,
+) -> Result<(), CaseError> {
+    let names: Vec<String> = (0..members).map(|i| format!("mc-{i:03}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let started = std::time::Instant::now();
+    fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_COMPAT],
+            members: &refs,
+            ..Default::default()
+        },
+    )
+    .await?;
+    let setup = started.elapsed();
+    let mut p = plan(ctx, &refs, fixture::VERSION_COMPAT, Rollback::Compatible);
+    p.source = names[0].clone();
+    p.batch_size = batch.max(1);
+    p.gate_concurrency = gate_concurrency.max(1);
+    let started = std::time::Instant::now();
+    let q = run(ctx, &p).await?;
+    let qualify = started.elapsed();
+    let expected = members.div_ceil(batch.max(1));
+    *cost
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = FleetCost {
+        members,
+        setup,
+        qualify,
+        outcome: q.outcome.line(),
+    };
+    match q.outcome {
+        Outcome::Promoted { batches } if batches == expected => Ok(()),
+        other => Err(CaseError::Setup(format!(
+            "the fleet of {members} was not promoted in {expected} batches: {}",
+            other.line()
+        ))),
+    }
 }
 
 /// A candidate whose join must fail at `stage` having reached `reached`.

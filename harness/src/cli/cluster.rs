@@ -145,6 +145,35 @@ async fn up_embedded(args: UpArgs) -> Result<(), CliError> {
     let backend = Embedded::up(options)
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
+    // `rehearse qualify` finds the operator under test by the Deployment where it would run;
+    // this one runs as a host process, so the cluster records it there instead.
+    if !args.no_operator {
+        let found = crate::deploy::profile::detect_embedded()
+            .await
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        let operator = crate::qualify::identity::OperatorIdentity {
+            name: found.name,
+            version: found.version,
+            digest: None,
+            source: match args.mutant.as_deref() {
+                Some(m) => format!("{} (mutant {m})", found.source),
+                None => found.source,
+            },
+        };
+        crate::qualify::identity::publish_embedded(
+            &backend.client(),
+            crate::deploy::SYSTEM_NAMESPACE,
+            "reference-operator",
+            &operator,
+        )
+        .await
+        .map_err(|e| {
+            CliError::usage(format!(
+                "cannot record the reference operator in the embedded cluster: {}",
+                crate::kube_error::line(&e)
+            ))
+        })?;
+    }
     let (source, context) = backend.kubeconfig();
     if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)

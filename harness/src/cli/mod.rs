@@ -7,6 +7,7 @@ pub mod buckets;
 pub mod cluster;
 pub mod contract;
 pub mod explore;
+pub mod fleet_bench;
 pub mod probe;
 pub mod profile;
 pub mod qualify;

@@ -46,6 +46,10 @@ pub struct QualifyArgs {
     /// Members per promotion batch.
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
+    /// How many members of a batch are gated at once (image, join, save). The first failed
+    /// gate stops the batch's gates that have not started; the batch is then put back.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub gate_concurrency: u16,
     /// How to roll the clone back after the candidate ran: re-pin the previous version, or
     /// restore the pre-candidate snapshot first.
     #[arg(long, value_enum, default_value = "compatible")]
@@ -432,6 +436,7 @@ fn plan_of(args: &QualifyArgs, run_id: &str) -> Plan {
         // Checked by clap's value parser ([`module_pin`]).
         module: args.module_bundle.as_deref().and_then(|p| p.parse().ok()),
         keep_failed_batch: args.no_rollback,
+        gate_concurrency: usize::from(args.gate_concurrency.max(1)),
     }
 }
 
@@ -670,7 +675,12 @@ async fn read_operator(
             "--operator-deployment {deployment:?} is not NAMESPACE/NAME; name the operator's Deployment, or pass --operator NAME@VERSION"
         )));
     };
-    match identity::from_deployment(client, ns, name).await {
+    let read = match identity::from_deployment(client, ns, name).await {
+        // An embedded cluster runs its operator without a Deployment and records it instead.
+        Ok(None) => identity::from_embedded_record(client, ns, name).await,
+        other => other,
+    };
+    match read {
         Ok(Some(o)) => Ok(o),
         Ok(None) => Err(CliError::usage(format!(
             "no Deployment {ns}/{name} runs the operator under test; name it with --operator-deployment NAMESPACE/NAME, or pass --operator NAME@VERSION"

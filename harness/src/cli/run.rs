@@ -1,7 +1,7 @@
 //! `rehearse run`, `rehearse selftest` and `rehearse bench`: local rehearsals.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
@@ -128,6 +128,17 @@ pub struct BenchArgs {
     /// verdicts is measured (the target is still 0 runs with a failed case).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub load: usize,
+    /// Instead of rehearsals, qualify fleets of these sizes (e.g. `10,50,100`), each on its own
+    /// embedded cluster, and print the qualification's wall time, time per member, peak memory
+    /// and API requests.
+    #[arg(long, value_delimiter = ',', value_name = "SIZES", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub fleet: Vec<u16>,
+    /// Members per promotion batch for --fleet.
+    #[arg(long, default_value_t = 10, requires = "fleet")]
+    pub batch_size: usize,
+    /// Members of a batch gated at once for --fleet.
+    #[arg(long, default_value_t = 4, requires = "fleet")]
+    pub gate_concurrency: usize,
 }
 
 /// `n` CPU-burning processes (`sh -c 'while :; do :; done'`), each ended when its guard drops
@@ -613,11 +624,33 @@ async fn bench_startup(cluster: &Cluster) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `bench --fleet`: the fleet-scale qualification benchmark ([`super::fleet_bench`]).
+async fn bench_fleet(args: &BenchArgs, cluster: &Cluster) -> Result<(), CliError> {
+    if !matches!(cluster, Cluster::Embedded) {
+        return Err(CliError::usage(
+            "bench --fleet runs on the embedded cluster only (it starts one per size); drop --cluster",
+        ));
+    }
+    let sizes: Vec<usize> = args.fleet.iter().map(|&n| usize::from(n)).collect();
+    let _burners = cpu_burners(args.load)?;
+    super::fleet_bench::bench_fleet(
+        &args.target.reports,
+        &sizes,
+        args.batch_size.max(1),
+        args.gate_concurrency.max(1),
+        Duration::from_secs(1200),
+    )
+    .await
+}
+
 /// Runs the rehearsal `--runs` times and prints start-up, per-case and total times, the step
 /// profile, and how many runs had a failed case (any exits 1); `--load N` runs them beside N CPU burners.
 pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
     let cluster = cluster(&args.target)?;
     check_reports_dir(&args.target.reports)?;
+    if !args.fleet.is_empty() {
+        return bench_fleet(&args, &cluster).await;
+    }
     if matches!(cluster, Cluster::Embedded) {
         bench_startup(&cluster).await?;
     }

@@ -92,6 +92,75 @@ pub async fn from_deployment(
     }))
 }
 
+/// The label of the ConfigMap an embedded cluster (`rehearse cluster up --embedded`) writes
+/// where the operator's Deployment would be: it runs the reference operator as a host process,
+/// with no Deployment or pods to read, so it records the binary's own `--version` there.
+pub const EMBEDDED_RECORD_LABEL: &str = "rehearsal.local/embedded-operator";
+
+/// Writes (or replaces) ConfigMap `namespace/name` recording the operator an embedded cluster
+/// runs: keys `name`, `version` and `source` (how it was read), labelled
+/// [`EMBEDDED_RECORD_LABEL`]. Creates the namespace if needed.
+pub async fn publish_embedded(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    operator: &OperatorIdentity,
+) -> Result<(), kube::Error> {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+    use kube::api::{Patch, PatchParams};
+    let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+    let params = PatchParams::apply("rehearsal").force();
+    Api::<Namespace>::all(client.clone())
+        .patch(namespace, &params, &Patch::Apply(&ns))
+        .await?;
+    let cm = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": {EMBEDDED_RECORD_LABEL: "true"}},
+        "data": {"name": operator.name, "version": operator.version, "source": operator.source},
+    });
+    Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .patch(name, &params, &Patch::Apply(&cm))
+        .await?;
+    Ok(())
+}
+
+/// Reads the operator an embedded cluster recorded in ConfigMap `namespace/name`
+/// ([`publish_embedded`]). `Ok(None)`: no such ConfigMap, or one without the label.
+pub async fn from_embedded_record(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<OperatorIdentity>, kube::Error> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let Some(cm) = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let labelled = cm
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|l| l.get(EMBEDDED_RECORD_LABEL).is_some_and(|v| v == "true"));
+    let data = cm.data.unwrap_or_default();
+    let (Some(op), Some(version), true) = (data.get("name"), data.get("version"), labelled) else {
+        return Ok(None);
+    };
+    Ok(Some(OperatorIdentity {
+        name: op.clone(),
+        version: version.clone(),
+        digest: None,
+        source: format!(
+            "embedded cluster record configmap {namespace}/{name} ({})",
+            data.get("source")
+                .map(String::as_str)
+                .unwrap_or("no source")
+        ),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -149,6 +149,7 @@ pub(super) async fn procedure(
         &candidate_image,
         generation,
         before,
+        None,
     )
     .await?;
     let failed = gates.iter().find(|g| !g.passed).cloned();

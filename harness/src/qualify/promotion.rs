@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 
+use futures::{StreamExt, TryStreamExt};
 use gameplane_api::names;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
@@ -10,13 +11,18 @@ use serde_json::json;
 
 use crate::context::{CaseContext, CaseError, HarnessMutant, interrupt_requested};
 use crate::evidence::judge::gates as judge;
-use crate::evidence::qualification::{Outcome, Plan, PutBack, Qualification, Rollback, WayBack};
+use crate::evidence::qualification::{
+    Gate, Outcome, Plan, PutBack, Qualification, Rollback, WayBack, gates,
+};
 use crate::qualify::access::{Access, await_server_phase, get_server, patch_server};
 use crate::qualify::gates::pods::await_pod_running_image;
-use crate::qualify::gates::server_gates;
+use crate::qualify::gates::{BatchStop, server_gates};
 use crate::qualify::seed::{back_up, restore};
 use crate::qualify::tidy;
 use crate::wait::{await_condition, conditions};
+
+/// The gates every member of a promoted batch must have passed.
+const PROMOTION_GATES: &[&str] = &[gates::IMAGE, gates::JOIN, gates::SAVE];
 
 /// A member a batch moved, as it was before.
 struct Moved {
@@ -57,35 +63,10 @@ pub(super) async fn promote(
             Rollback::Compatible => Vec::new(),
         };
         let ran = ctx
-            .step(&name, async {
-                let mut generations = Vec::new();
-                for member in batch {
-                    let gs = get_server(ctx, member).await?;
-                    let image = game_image(ctx, member).await?;
-                    let generation =
-                        patch_server(ctx, member, json!({"spec": {"version": plan.candidate}}))
-                            .await?;
-                    lock(&moved).push(Moved {
-                        member: member.clone(),
-                        version: gs.spec.version,
-                        image,
-                        suspend: gs.spec.suspend,
-                        backup: backups
-                            .iter()
-                            .find(|w| &w.server == member)
-                            .map(|w| w.backup.clone()),
-                    });
-                    generations.push(generation);
-                }
-                let mut all = Vec::new();
-                for (member, generation) in batch.iter().zip(generations) {
-                    all.extend(
-                        server_gates(ctx, plan, access, member, candidate_image, generation, None)
-                            .await?,
-                    );
-                }
-                Ok(all)
-            })
+            .step(
+                &name,
+                move_and_gate(ctx, plan, access, candidate_image, batch, &moved, &backups),
+            )
             .await;
         let moved = moved
             .into_inner()
@@ -119,7 +100,7 @@ pub(super) async fn promote(
                 step: format!("the decision on {name}"),
             });
         }
-        let decided = judge::after_batch(&name, &member_gates, promoted);
+        let decided = judge::after_batch(&name, batch, PROMOTION_GATES, &member_gates, promoted);
         ctx.recorder.step(
             &name,
             json!({"kind": "promotion", "batch": i + 1, "members": batch, "passed": decided.is_ok()}),
@@ -147,6 +128,67 @@ pub(super) async fn promote(
     }
     q.outcome = Outcome::Promoted { batches: promoted };
     Ok(())
+}
+
+/// Moves `batch` to the candidate (each member recorded in `moved` as it was before), then
+/// gates its members together, at most `plan.gate_concurrency` at once, in the batch's order;
+/// the first failed gate stops the gates not yet started. An error (an interrupt) ends the
+/// batch at once: the members' gates still running are dropped.
+async fn move_and_gate(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    access: &Access,
+    candidate_image: &str,
+    batch: &[String],
+    moved: &Mutex<Vec<Moved>>,
+    backups: &[WayBack],
+) -> Result<Vec<Gate>, CaseError> {
+    let mut generations = Vec::new();
+    for member in batch {
+        let gs = get_server(ctx, member).await?;
+        let image = game_image(ctx, member).await?;
+        let generation =
+            patch_server(ctx, member, json!({"spec": {"version": plan.candidate}})).await?;
+        lock(moved).push(Moved {
+            member: member.clone(),
+            version: gs.spec.version,
+            image,
+            suspend: gs.spec.suspend,
+            backup: backups
+                .iter()
+                .find(|w| &w.server == member)
+                .map(|w| w.backup.clone()),
+        });
+        generations.push(generation);
+    }
+    let stop = BatchStop::default();
+    let each: Vec<_> = batch
+        .iter()
+        .zip(generations)
+        .map(|(member, generation)| {
+            server_gates(
+                ctx,
+                plan,
+                access,
+                member,
+                candidate_image,
+                generation,
+                None,
+                Some(&stop),
+            )
+        })
+        .collect();
+    // `harness-batch-gated-one-by-one` defect: the concurrency is ignored.
+    let concurrency = if ctx.harness_mutant(HarnessMutant::BatchGatedOneByOne) {
+        1
+    } else {
+        plan.gate_concurrency.max(1)
+    };
+    let per_member: Vec<Vec<Gate>> = futures::stream::iter(each)
+        .buffered(concurrency)
+        .try_collect()
+        .await?;
+    Ok(per_member.into_iter().flatten().collect())
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

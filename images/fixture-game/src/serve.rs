@@ -98,6 +98,11 @@ pub struct ServeArgs {
     /// The fixture game's own version (the template version id, e.g. 1.0).
     #[arg(long, env = "FIXTURE_GAME_VERSION", default_value = "1.0")]
     pub game_version: String,
+    /// Refuse every login (as `refuse-login` does) when running one of these game versions: a
+    /// server-specific incompatibility with a version, e.g. a plugin it cannot load, set on one
+    /// server while the template's versions stay the same for all.
+    #[arg(long, env = "FIXTURE_REFUSE_LOGIN_UNDER", value_delimiter = ',')]
+    pub refuse_login_under: Vec<String>,
     /// Marker value a new primary world is seeded with.
     #[arg(long, env = "FIXTURE_WORLD_MARKER", default_value = "world-seed")]
     pub world_marker: String,
@@ -310,6 +315,7 @@ pub async fn serve(args: ServeArgs) -> Result<Stopped, ServeError> {
             args.game_version, args.mode
         );
         let join = match args.mode {
+            _ if args.refuse_login_under.contains(&args.game_version) => Join::RefuseLogin,
             Mode::RefuseLogin => Join::RefuseLogin,
             Mode::StallConfiguration => Join::StallConfiguration,
             _ => Join::Complete,

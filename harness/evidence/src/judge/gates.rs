@@ -358,17 +358,38 @@ pub fn halted(gate: &Gate, batches_promoted: usize) -> Outcome {
 }
 
 /// What a promotion batch's gates decide, `promoted` batches having passed before it: every
-/// gate passed, so `promoted + 1` batches are promoted and the rollout goes on (`Ok`); or the
-/// first failed gate halts it (`Err`), named `<batch>: <gate>`, with `promoted` batches promoted.
-pub fn after_batch(batch: &str, gates: &[Gate], promoted: usize) -> Result<usize, Outcome> {
-    match gates.iter().find(|g| !g.passed) {
-        None => Ok(promoted + 1),
-        Some(failed) => {
-            let mut outcome = halted(failed, promoted);
-            if let Outcome::Halted { gate, .. } = &mut outcome {
-                *gate = format!("{batch}: {}", failed.name);
+/// member of the batch passed every `required` gate, so `promoted + 1` batches are promoted and
+/// the rollout goes on (`Ok`). Otherwise it halts (`Err`), `<batch>: <gate>` naming the first
+/// failed gate in `gates` or, when none failed, the first required gate a member never passed
+/// (a member whose gates were stopped or skipped is not promoted ungated).
+pub fn after_batch(
+    batch: &str,
+    members: &[String],
+    required: &[&str],
+    gates: &[Gate],
+    promoted: usize,
+) -> Result<usize, Outcome> {
+    if let Some(failed) = gates.iter().find(|g| !g.passed) {
+        let mut outcome = halted(failed, promoted);
+        if let Outcome::Halted { gate, .. } = &mut outcome {
+            *gate = format!("{batch}: {}", failed.name);
+        }
+        return Err(outcome);
+    }
+    for member in members {
+        for name in required {
+            if !gates
+                .iter()
+                .any(|g| &g.server == member && g.name == *name && g.passed)
+            {
+                return Err(Outcome::Halted {
+                    gate: format!("{batch}: {name}"),
+                    server: Some(member.clone()),
+                    reason: format!("{member} was not gated: its gate \"{name}\" never ran"),
+                    batches_promoted: promoted,
+                });
             }
-            Err(outcome)
         }
     }
+    Ok(promoted + 1)
 }

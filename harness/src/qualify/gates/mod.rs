@@ -131,7 +131,9 @@ pub(super) fn finish(timer: Timer, mut g: Gate) -> Gate {
 /// A server's gates after it was moved to the candidate: the pinned image runs, a real join
 /// reaches play, a save succeeds, and (on the clone, given the digests read `before` the
 /// candidate ran) the world claims read back whole. Each writes a receipt; the first failure
-/// stops the rest (they would only repeat it).
+/// stops the rest (they would only repeat it). Members of a batch gated together share `batch`:
+/// a failure raises it, and a member that sees it raised starts no further gate.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn server_gates(
     ctx: &CaseContext<'_>,
     plan: &Plan,
@@ -140,41 +142,60 @@ pub(super) async fn server_gates(
     image: &str,
     generation: Option<i64>,
     before: Option<(&Readback, &[String])>,
+    batch: Option<&BatchStop>,
 ) -> Result<Vec<Gate>, CaseError> {
     let mut out = Vec::new();
-    let at = |gate: &str| crate::context::boundary(&format!("gate: {gate} ({server})"));
-    at("image")?;
+    // Whether to start `gate`: not after an interrupt (an error), nor once the batch failed.
+    let at = |gate: &str| -> Result<bool, CaseError> {
+        crate::context::boundary(&format!("gate: {gate} ({server})"))?;
+        Ok(!batch.is_some_and(BatchStop::raised))
+    };
+    let judged = |out: &mut Vec<Gate>, g: Gate| -> Result<bool, CaseError> {
+        record(ctx, &g)?;
+        let passed = g.passed;
+        if !passed && let Some(b) = batch {
+            b.raise();
+        }
+        out.push(g);
+        Ok(passed)
+    };
+    if !at("image")? {
+        return Ok(out);
+    }
     let timer = Timer::start();
     let g = finish(timer, image_gate(ctx, server, image, generation).await?);
-    record(ctx, &g)?;
-    let passed = g.passed;
-    out.push(g);
-    if !passed {
+    if !judged(&mut out, g)? || !at("join")? {
         return Ok(out);
     }
-
-    at("join")?;
     let g = join_gate(ctx, access, server).await?;
-    record(ctx, &g)?;
-    let passed = g.passed;
-    out.push(g);
-    if !passed {
+    if !judged(&mut out, g)? || !at("save")? {
         return Ok(out);
     }
-
-    at("save")?;
     let timer = Timer::start();
     let g = finish(timer, save_gate(ctx, access, server).await);
-    record(ctx, &g)?;
-    let passed = g.passed;
-    out.push(g);
+    let passed = judged(&mut out, g)?;
     let Some((restored, claims)) = before.filter(|_| passed) else {
         return Ok(out);
     };
-
-    at("read-back")?;
+    if !at("read-back")? {
+        return Ok(out);
+    }
     let g = read_back_gate(ctx, plan, access, server, restored, claims).await;
-    record(ctx, &g)?;
-    out.push(g);
+    judged(&mut out, g)?;
     Ok(out)
+}
+
+/// Shared by the members of a batch gated together: raised by the first failed gate, after
+/// which no member starts another gate (the batch is decided and put back).
+#[derive(Debug, Default)]
+pub(super) struct BatchStop(std::sync::atomic::AtomicBool);
+
+impl BatchStop {
+    fn raise(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn raised(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
