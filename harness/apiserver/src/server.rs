@@ -279,6 +279,7 @@ async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         shared
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::trace!(target: "rehearsal_apiserver::requests", method = %req.method(), uri = %req.uri(), agent = ?req.headers().get(http::header::USER_AGENT));
         async move { Ok::<_, Infallible>(crate::handler::handle(shared, req).await) }
     });
     let conn = http1::Builder::new()

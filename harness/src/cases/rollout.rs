@@ -145,6 +145,8 @@ pub(super) struct FleetSpec<'a> {
     /// Members that refuse every login when they run the given fixture game version (the
     /// game's own version, e.g. `2.0`): an incompatibility of that server alone.
     pub(super) refuse_login_under: &'a [(&'a str, &'a str)],
+    /// Environment every member's game gets (e.g. a slower autosave for a large fleet).
+    pub(super) env: &'a [(&'a str, &'a str)],
 }
 
 impl Default for FleetSpec<'_> {
@@ -156,6 +158,7 @@ impl Default for FleetSpec<'_> {
             image_override: &[],
             extra_on_template: false,
             refuse_login_under: &[],
+            env: &[],
         }
     }
 }
@@ -197,6 +200,9 @@ pub(super) async fn fleet(
                 && let Some(storage) = &mut gs.spec.storage
             {
                 storage.extra.clear();
+            }
+            for (name, value) in spec.env {
+                gs.spec.env.push(fixture::env(name, value));
             }
             for (_, version) in spec.refuse_login_under.iter().filter(|(m, _)| m == s) {
                 gs.spec
@@ -1081,6 +1087,9 @@ pub async fn fleet_scale(
         &FleetSpec {
             candidates: &[fixture::VERSION_COMPAT],
             members: &refs,
+            // A real Minecraft server autosaves every 5 minutes; the fixture's 500 ms (made to
+            // tear copies) would have a hundred idle members saving 200 times a second.
+            env: &[("FIXTURE_AUTOSAVE_INTERVAL_MS", "5000")],
             ..Default::default()
         },
     )

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::runtime::watcher::ExponentialBackoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::images::ImageCatalogue;
 use crate::node::Backoff;
@@ -178,9 +178,11 @@ pub(crate) struct Node {
     /// Pods this node terminated and deleted; later events for them (finalizers still
     /// pending) must not start them again.
     finished: Mutex<std::collections::HashSet<String>>,
-    /// Bumped on every PersistentVolumeClaim change: a pod worker waiting for its claims to
-    /// bind wakes on it instead of polling.
-    pub claims_changed: watch::Sender<u64>,
+    /// Every PersistentVolumeClaim change, as the claim's (namespace, name), or `None` when
+    /// any may have changed (the watch relisted): a pod worker waiting for its claims to bind
+    /// wakes on a change of one of *its* claims instead of polling, and never on others' (a
+    /// hundred pods waking on every claim of the fleet made O(pods × claims) API reads).
+    pub claims_changed: broadcast::Sender<Option<ClaimKey>>,
 }
 
 impl Node {
@@ -190,6 +192,15 @@ impl Node {
             .unwrap_or_else(|e| e.into_inner())
             .insert(uid.to_string());
     }
+}
+
+/// A PersistentVolumeClaim by namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimKey {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
 }
 
 /// The kubelet of the embedded node.
@@ -227,7 +238,7 @@ impl Kubelet {
                 logs: LogIndex::default(),
                 pods: Mutex::new(HashMap::new()),
                 finished: Mutex::default(),
-                claims_changed: watch::Sender::new(0),
+                claims_changed: broadcast::Sender::new(1024),
             }),
         }
     }
@@ -249,14 +260,23 @@ impl Kubelet {
             .default_backoff()
             .boxed();
         while let Some(event) = events.next().await {
-            match event {
-                Ok(_) => {
-                    self.node
-                        .claims_changed
-                        .send_modify(|n| *n = n.wrapping_add(1));
+            let changed = match event {
+                Ok(
+                    watcher::Event::Apply(pvc)
+                    | watcher::Event::Delete(pvc)
+                    | watcher::Event::InitApply(pvc),
+                ) => Some(ClaimKey {
+                    namespace: pvc.metadata.namespace.unwrap_or_default(),
+                    name: pvc.metadata.name.unwrap_or_default(),
+                }),
+                Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+                Err(error) => {
+                    tracing::warn!(%error, "kubelet claim watch failed; retrying");
+                    continue;
                 }
-                Err(error) => tracing::warn!(%error, "kubelet claim watch failed; retrying"),
-            }
+            };
+            // No worker waiting is not an error.
+            let _ = self.node.claims_changed.send(changed);
         }
     }
 

@@ -19,7 +19,7 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::utils::Backoff as _;
 use kube::runtime::watcher::ExponentialBackoff;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::container_spec::{self, ConfigError};
@@ -287,6 +287,7 @@ pub(super) async fn run(
     });
     let (exits, mut exits_rx) = mpsc::unbounded_channel();
     let mut claims = node.claims_changed.subscribe();
+    let mut claims_closed = false;
     let mut worker = Worker {
         conditions: Conditions::seed(&pod),
         start_time: pod
@@ -341,9 +342,15 @@ pub(super) async fn run(
                 }
             }
             Some(exit) = exits_rx.recv() => worker.on_exit(exit),
-            // A claim changed (bound, created) while the volumes wait for one: retry now.
-            Ok(()) = claims.changed(), if worker.volumes.is_none() => {
-                worker.volume_retry = None;
+            // One of this pod's claims changed (bound, created) while its volumes wait for
+            // it: retry now. Other pods' claims are not this worker's business; a missed
+            // change (lagged) or a relist retries to be safe.
+            changed = claims.recv(), if worker.volumes.is_none() && !claims_closed => {
+                match changed {
+                    Ok(Some(key)) if !worker.waits_for(&key) => {}
+                    Err(broadcast::error::RecvError::Closed) => claims_closed = true,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => worker.volume_retry = None,
+                }
             }
             command = commands.recv() => match command {
                 Some(PodCommand::Restart { container, reply }) => worker.restart(&container, reply),
@@ -998,6 +1005,18 @@ impl Worker {
                 Some(_) => {}
             }
         }
+    }
+
+    /// Whether `claim` is one of the claims this pod's volumes mount.
+    fn waits_for(&self, claim: &super::ClaimKey) -> bool {
+        claim.namespace == self.namespace
+            && self
+                .pod
+                .spec
+                .iter()
+                .flat_map(|s| s.volumes.iter().flatten())
+                .filter_map(|v| v.persistent_volume_claim.as_ref())
+                .any(|c| c.claim_name == claim.name)
     }
 
     fn next_deadline(&self) -> Instant {
