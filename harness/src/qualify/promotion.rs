@@ -298,8 +298,10 @@ async fn put_back_one(ctx: &CaseContext<'_>, plan: &Plan, m: &Moved) -> Result<(
     Ok(())
 }
 
-/// Backs up every member of batch `batch` at once before it moves (step `back up batch N`,
-/// one restic-snapshot receipt per member); returns each member's Backup and snapshot.
+/// Backs up every member of batch `batch`, one at a time, before it moves (step `back up batch
+/// N`, one restic-snapshot receipt per member); returns each member's Backup and snapshot.
+/// One at a time: concurrent copy Jobs into one repository were seen failing while saving their
+/// snapshot (and concurrent restores taking 43 s).
 async fn back_up_batch(
     ctx: &CaseContext<'_>,
     plan: &Plan,
@@ -309,17 +311,18 @@ async fn back_up_batch(
     let name = format!("back up batch {batch}");
     let taken = ctx
         .step(&name, async {
-            let each = members.iter().map(|m| async move {
+            let mut taken = Vec::new();
+            for m in members {
                 let backup = plan.pre_promotion_backup(m);
                 let tags = tidy::pre_promotion_tags(&plan.run_id, &backup);
                 let snapshot = back_up(ctx, plan, &backup, m, tags).await?;
-                Ok::<_, CaseError>(WayBack {
+                taken.push(WayBack {
                     server: m.clone(),
                     backup,
                     snapshot,
-                })
-            });
-            futures::future::try_join_all(each).await
+                });
+            }
+            Ok(taken)
         })
         .await?;
     for w in &taken {
