@@ -91,6 +91,11 @@ pub(in crate::qualify) async fn await_pod_running_image(
     let condition = Condition::new(
         format!("game container image {wanted} and Ready"),
         move |pod: Option<&Pod>| {
+            // A pod being deleted is the one being replaced (its containers end as they are
+            // stopped, its phase may turn Failed): wait for its successor, never judge it.
+            if pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some()) {
+                return Progress::Pending;
+            }
             let image = pod
                 .and_then(|p| p.spec.as_ref())
                 .and_then(|s| {
