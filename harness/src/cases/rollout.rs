@@ -859,38 +859,17 @@ pub async fn failed_format_batch_restored_from_its_backups(
         },
     )
     .await?;
-    let mut p = plan(
-        ctx,
-        &members,
-        fixture::VERSION_FORMAT,
-        Rollback::RestoreRequired,
-    );
-    p.batch_size = 2;
-    let q = run(ctx, &p).await?;
-    let versions = fleet_versions(ctx, &members).await?;
+    let (q, versions) = one_batch_format_run(ctx, &members).await?;
     let mut checks = Checks::new();
     let o = qualification_object(ctx);
-    checks.check(
-        "halted-at-gate",
-        matches!(halted_at(&q), Some((g, Some(s), _, 0)) if g == format!("promotion batch 1: {}", gates::IMAGE) && s == OTHER),
+    check_halted_in_batch_one(&mut checks, &o, &q, gates::IMAGE);
+    check_batch_put_back(
+        &mut checks,
         &o,
-        "outcome",
-        format!("halted at promotion batch 1 ({}) on {OTHER}, nothing promoted", gates::IMAGE),
-        &q.outcome,
-    );
-    let put_back = put_back_records(&q);
-    checks.eq(
         "batch-restored-and-put-back",
-        &o,
-        "each member's spec.version, and the put-back records (batch, member, error)",
-        (
-            members
-                .iter()
-                .map(|m| (m.to_string(), Some(fixture::VERSION_STABLE.to_string())))
-                .collect::<BTreeMap<_, _>>(),
-            vec![(1, SOURCE.to_string(), None), (1, OTHER.to_string(), None)],
-        ),
-        (versions.clone(), put_back),
+        &members,
+        &versions,
+        &q,
     );
     checks.eq(
         "no-way-back-kept",
@@ -903,6 +882,64 @@ pub async fn failed_format_batch_restored_from_its_backups(
         checks,
         json!({"outcome": q.outcome, "put_back": q.put_back, "fleet_versions": versions}),
     )
+}
+
+/// Qualifies the format-changing candidate on `members` as one batch; returns the
+/// qualification and each member's `spec.version` afterwards.
+async fn one_batch_format_run(
+    ctx: &CaseContext<'_>,
+    members: &[&str],
+) -> Result<(Qualification, BTreeMap<String, Option<String>>), CaseError> {
+    let mut p = plan(
+        ctx,
+        members,
+        fixture::VERSION_FORMAT,
+        Rollback::RestoreRequired,
+    );
+    p.batch_size = members.len();
+    let q = run(ctx, &p).await?;
+    let versions = fleet_versions(ctx, members).await?;
+    Ok((q, versions))
+}
+
+/// `halted-at-gate`: halted at promotion batch 1's `gate` on [`OTHER`], nothing promoted.
+fn check_halted_in_batch_one(checks: &mut Checks, o: &str, q: &Qualification, gate: &str) {
+    checks.check(
+        "halted-at-gate",
+        matches!(halted_at(q), Some((g, Some(s), _, 0)) if g == format!("promotion batch 1: {gate}") && s == OTHER),
+        o,
+        "outcome",
+        format!("halted at promotion batch 1 ({gate}) on {OTHER}, nothing promoted"),
+        &q.outcome,
+    );
+}
+
+/// Check `id`: every member of batch 1 runs its own version again and is recorded as put back
+/// without an error, in the batch's order.
+fn check_batch_put_back(
+    checks: &mut Checks,
+    o: &str,
+    id: &'static str,
+    members: &[&str],
+    versions: &BTreeMap<String, Option<String>>,
+    q: &Qualification,
+) {
+    checks.eq(
+        id,
+        o,
+        "each member's spec.version, and the put-back records (batch, member, error)",
+        (
+            members
+                .iter()
+                .map(|m| (m.to_string(), Some(fixture::VERSION_STABLE.to_string())))
+                .collect::<BTreeMap<_, _>>(),
+            members
+                .iter()
+                .map(|m| (1, m.to_string(), None))
+                .collect::<Vec<_>>(),
+        ),
+        (versions.clone(), put_back_records(q)),
+    );
 }
 
 /// A batch of three gated together: a compatible candidate, the whole fleet in one batch; the
@@ -1014,41 +1051,11 @@ pub async fn batch_member_join_failure_put_back(ctx: &CaseContext<'_>) -> Result
         },
     )
     .await?;
-    let mut p = plan(
-        ctx,
-        &members,
-        fixture::VERSION_FORMAT,
-        Rollback::RestoreRequired,
-    );
-    p.batch_size = 3;
-    let q = run(ctx, &p).await?;
-    let versions = fleet_versions(ctx, &members).await?;
+    let (q, versions) = one_batch_format_run(ctx, &members).await?;
     let mut checks = Checks::new();
     let o = qualification_object(ctx);
-    checks.check(
-        "halted-at-gate",
-        matches!(halted_at(&q), Some((g, Some(s), _, 0)) if g == format!("promotion batch 1: {}", gates::JOIN) && s == OTHER),
-        &o,
-        "outcome",
-        format!("halted at promotion batch 1 ({}) on {OTHER}, nothing promoted", gates::JOIN),
-        &q.outcome,
-    );
-    checks.eq(
-        "batch-put-back",
-        &o,
-        "each member's spec.version, and the put-back records (batch, member, error)",
-        (
-            members
-                .iter()
-                .map(|m| (m.to_string(), Some(fixture::VERSION_STABLE.to_string())))
-                .collect::<BTreeMap<_, _>>(),
-            members
-                .iter()
-                .map(|m| (1, m.to_string(), None))
-                .collect::<Vec<_>>(),
-        ),
-        (versions.clone(), put_back_records(&q)),
-    );
+    check_halted_in_batch_one(&mut checks, &o, &q, gates::JOIN);
+    check_batch_put_back(&mut checks, &o, "batch-put-back", &members, &versions, &q);
     ctx.assess(
         checks,
         json!({"outcome": q.outcome, "put_back": q.put_back, "fleet_versions": versions}),

@@ -143,6 +143,8 @@ impl MemorySampler {
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(async move {
             let mut peaks = (0, 0);
+            // A sampling rate, not a wait: peaks between two samples are missed.
+            let mut every = tokio::time::interval(Duration::from_millis(200));
             loop {
                 let (own, descendants) = tokio::task::spawn_blocking(sample)
                     .await
@@ -151,7 +153,7 @@ impl MemorySampler {
                 peaks.1 = peaks.1.max(descendants);
                 tokio::select! {
                     _ = stopped.changed() => break,
-                    _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                    _ = every.tick() => {}
                 }
             }
             peaks
