@@ -1099,12 +1099,8 @@ async fn a_fault_the_cluster_cannot_inject_is_not_applicable() {
 /// verifies and its report renders with the interrupt recorded, nothing it created is left and
 /// the fleet keeps its version.
 #[tokio::test(flavor = "multi_thread")]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one sweep: a reference run names the points, then one interrupted run per point"
-)]
 async fn an_interrupted_qualification_leaves_a_verifiable_bundle_and_a_tidy_fleet() {
-    use nix::sys::signal::{Signal, kill};
+    use nix::sys::signal::Signal;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     let reports = dir.path().join("reports");
@@ -1158,53 +1154,14 @@ async fn an_interrupted_qualification_leaves_a_verifiable_bundle_and_a_tidy_flee
             1 => (Signal::SIGINT, point == 1),
             _ => (Signal::SIGINT, false),
         };
-        let mut cmd = if ignored {
-            // A job started from a script: SIGINT inherited as ignored.
-            let mut c = Command::new("sh");
-            c.args(["-c", "trap '' INT; exec \"$@\"", "sh", REHEARSE]);
-            c
-        } else {
-            Command::new(REHEARSE)
-        };
-        let mut child = cmd
-            .args(["qualify", "--cluster", "existing", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .args([
-                "--context",
-                CONTEXT,
-                "--namespace",
-                NS,
-                "--template",
-                TEMPLATE,
-            ])
-            .args(["--source", "survival", "--fleet", "survival"])
-            .args(["--candidate", "1.1-compat", "--reports"])
-            .arg(&reports)
-            .args(["--operator", "reference-operator@embedded-test"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut seen = Vec::new();
-        let mut progress = 0;
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if line.starts_with("  ") {
-                progress += 1;
-            }
-            seen.push(line);
-            if progress == point {
-                kill(pid, signal).unwrap();
-                break;
-            }
-        }
-        seen.extend(lines.map_while(Result::ok));
-        let status = child.wait().unwrap();
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-        let stdout = seen.join("\n");
+        let (status, stdout, stderr) = interrupted_run(
+            &kubeconfig,
+            &reports,
+            &["--candidate", "1.1-compat"],
+            point,
+            signal,
+            ignored,
+        );
         let what = format!("point {point} ({signal:?}, inherited ignored: {ignored})");
         let bundle = bundle_of(&stdout);
         rehearsal::evidence::receipts::verify(bundle.join("receipts.jsonl"))
@@ -1251,4 +1208,323 @@ async fn an_interrupted_qualification_leaves_a_verifiable_bundle_and_a_tidy_flee
         // The fleet's pod and claims are read at the end, even after an interrupt.
         assert!(!md.contains("| gone |"), "{what}: {md}");
     }
+}
+
+/// `rehearse qualify` of `survival` (source and fleet) with `args` in the background, its
+/// output piped (with `ignored`, started from a script that inherits SIGINT as ignored).
+fn spawn_qualify(kubeconfig: &Path, reports: &Path, args: &[&str], ignored: bool) -> Child {
+    let mut cmd = if ignored {
+        // A job started from a script: SIGINT inherited as ignored.
+        let mut c = Command::new("sh");
+        c.args(["-c", "trap '' INT; exec \"$@\"", "sh", REHEARSE]);
+        c
+    } else {
+        Command::new(REHEARSE)
+    };
+    cmd.args(["qualify", "--cluster", "existing", "--kubeconfig"])
+        .arg(kubeconfig)
+        .args([
+            "--context",
+            CONTEXT,
+            "--namespace",
+            NS,
+            "--template",
+            TEMPLATE,
+        ])
+        .args(["--source", "survival", "--fleet", "survival"])
+        .args(args)
+        .arg("--reports")
+        .arg(reports)
+        .args(["--operator", "reference-operator@embedded-test"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child` to end after `lines` (what it printed so far, the rest still to read):
+/// its exit status, everything it printed, and its standard error.
+fn finish(
+    mut child: Child,
+    mut seen: Vec<String>,
+    lines: impl Iterator<Item = std::io::Result<String>>,
+) -> (std::process::ExitStatus, String, String) {
+    seen.extend(lines.map_while(Result::ok));
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    (status, seen.join("\n"), stderr)
+}
+
+/// [`spawn_qualify`], sent `signal` once it printed `point` progress lines.
+fn interrupted_run(
+    kubeconfig: &Path,
+    reports: &Path,
+    args: &[&str],
+    point: usize,
+    signal: nix::sys::signal::Signal,
+    ignored: bool,
+) -> (std::process::ExitStatus, String, String) {
+    let mut child = spawn_qualify(kubeconfig, reports, args, ignored);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut progress = 0;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.starts_with("  ") {
+            progress += 1;
+        }
+        seen.push(line);
+        if progress == point {
+            nix::sys::signal::kill(pid, signal).unwrap();
+            break;
+        }
+    }
+    finish(child, seen, lines)
+}
+
+/// [`spawn_qualify`], sent SIGINT as soon as the pre-promotion Backup of `survival` exists:
+/// the member is stopped for it and has not moved.
+async fn interrupted_during_backup(
+    client: &kube::Client,
+    kubeconfig: &Path,
+    reports: &Path,
+    args: &[&str],
+) -> (std::process::ExitStatus, String, String) {
+    use futures::StreamExt;
+    use kube::runtime::WatchStreamExt;
+    let mut child = spawn_qualify(kubeconfig, reports, args, false);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    });
+    let backups: Api<gameplane_api::backup::Backup> = Api::namespaced(client.clone(), NS);
+    let created = kube::runtime::watcher(backups, kube::runtime::watcher::Config::default())
+        .applied_objects()
+        .filter(|b| {
+            // Labelled with a run: not a way back an earlier run kept.
+            std::future::ready(b.as_ref().is_ok_and(|b| {
+                b.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("qualify-survival-pre-"))
+                    && b.metadata
+                        .labels
+                        .as_ref()
+                        .is_some_and(|l| l.contains_key(RUN_LABEL))
+            }))
+        });
+    tokio::time::timeout(BOUND, std::pin::pin!(created).next())
+        .await
+        .unwrap_or_else(|_| panic!("a pre-promotion Backup of survival within {BOUND:?}"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let seen = reader.join().unwrap();
+    finish(child, seen, std::iter::empty())
+}
+
+/// A restore-required candidate interrupted at every point of its promotion batch — while the
+/// member is stopped for its pre-promotion backup, while it moves, while it is gated: each run
+/// exits 130 with the member on its version, running again, its bundle verifies, and the
+/// report says it was put back; once the member had run the candidate, it was restored from
+/// its own backup, so every world claim's digest after the put-back equals the one read before
+/// the batch (and its PVC UIDs are the same).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupted_restore_required_batch_puts_the_member_back_with_its_world() {
+    use nix::sys::signal::Signal;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let reports = dir.path().join("reports");
+    let cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    let repo = format!("{}/qualify-fleet", cluster.repo_base);
+    let client = rehearsal::backend::pinned_client(&kubeconfig, CONTEXT)
+        .await
+        .unwrap();
+    set_up_fleet(&client, &repo).await;
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    let args = [
+        "--candidate",
+        "2.0-format",
+        "--rollback",
+        "restore-required",
+    ];
+    let full = qualify(
+        &kubeconfig,
+        &reports,
+        args[1],
+        &[&args[2..], &["--fleet", "survival"]].concat(),
+    );
+    let (stdout, stderr) = text(&full);
+    assert!(full.status.success(), "{stdout}\n{stderr}");
+    let progress: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  ")).collect();
+    // From the last line before the batch's backup ends (the backup is running) to the
+    // batch's last gate.
+    let backup = progress
+        .iter()
+        .position(|l| l.contains("back up batch 1"))
+        .unwrap_or_else(|| panic!("no back-up line: {stdout}"));
+    let batch_end = progress
+        .iter()
+        .position(|l| l.starts_with("  step    promotion batch 1"))
+        .unwrap_or_else(|| panic!("no promotion batch line: {stdout}"));
+    assert!(batch_end > backup + 2, "{stdout}");
+    // Back on 1.0, from the way back the promoted run kept.
+    let (md, _, _) = report(&bundle_of(&stdout));
+    restore_way_back(&client, &md).await;
+    await_running(&servers, "survival").await;
+
+    // The first point is while the member is stopped for its backup; then every line.
+    let mut restored = 0;
+    for point in (backup..batch_end).map(Some).chain([None]).rev() {
+        let signal = if point.is_some_and(|p| p % 2 == 1) {
+            Signal::SIGTERM
+        } else {
+            Signal::SIGINT
+        };
+        let (status, stdout, stderr) = match point {
+            Some(point) => interrupted_run(&kubeconfig, &reports, &args, point, signal, false),
+            None => interrupted_during_backup(&client, &kubeconfig, &reports, &args).await,
+        };
+        let what = format!("point {point:?} ({signal:?})");
+        assert!(
+            stdout.contains("bundle: "),
+            "{what}: {status}: {stdout}\n{stderr}"
+        );
+        let bundle = bundle_of(&stdout);
+        rehearsal::evidence::receipts::verify(bundle.join("receipts.jsonl"))
+            .unwrap_or_else(|e| panic!("{what}: the bundle does not verify: {e}"));
+        let (md, _, json) = report(&bundle);
+        assert_tidy(&client, &what).await;
+        let survival = servers.get("survival").await.unwrap();
+        if survival.spec.version.as_deref() == Some("2.0-format") {
+            // The signal reached the process after the batch was decided: promoted, nothing
+            // put back (see the compatible sweep). Not expected here, where the batch is long.
+            panic!("{what}: promoted despite the interrupt: {md}");
+        }
+        assert_eq!(status.code(), Some(130), "{what}: {stdout}\n{stderr}");
+        assert_eq!(
+            survival.spec.version.as_deref(),
+            Some("1.0"),
+            "{what}: {md}"
+        );
+        assert_ne!(
+            survival.spec.suspend,
+            Some(true),
+            "{what}: left suspended: {md}"
+        );
+        if md.contains("before step \"back up batch 1\"") {
+            // The signal arrived before the batch began: nothing was moved.
+            assert!(!md.contains("put back"), "{what}: {md}");
+            assert!(point.is_some(), "{what}: the backup had begun: {md}");
+            continue;
+        }
+        assert!(
+            md.contains("| 1 | survival | interrupted by "),
+            "{what}: no put-back row: {md}"
+        );
+        assert!(!md.contains("NOT put back"), "{what}: {md}");
+        if put_back_with_world(&what, &md, &json) {
+            restored += 1;
+        }
+        assert!(!md.contains("| gone |"), "{what}: {md}");
+        await_running(&servers, "survival").await;
+    }
+    // Points after the move: the member ran the candidate and was restored.
+    assert!(restored >= 3, "{restored} points restored the member");
+}
+
+/// The Backup the report's way-back table names for `survival`.
+fn way_back_backup(md: &str) -> String {
+    md.lines()
+        .find_map(|l| l.strip_prefix("| survival | "))
+        .and_then(|rest| rest.split(" | ").next())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no way-back row for survival: {md}"))
+}
+
+async fn await_running(servers: &Api<GameServer>, name: &str) {
+    tokio::time::timeout(
+        BOUND,
+        await_condition(servers.clone(), name, |gs: Option<&GameServer>| {
+            gs.and_then(|g| g.status.as_ref()?.phase)
+                .is_some_and(|p| p.as_str() == "Running")
+        }),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("GameServer {NS}/{name} Running within {BOUND:?}"))
+    .unwrap();
+}
+
+/// Puts `survival` back on 1.0 from the way back a promoted restore-required run kept (the
+/// report `md` names its Backup): suspended, restored, re-pinned, running.
+async fn restore_way_back(client: &kube::Client, md: &str) {
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    assert!(md.contains("## Way back"), "{md}");
+    let way_back = "qualify-survival-restore-way-back";
+    let restore: Restore = from_json(json!({
+        "metadata": {"name": way_back},
+        "spec": {"backupRef": {"name": way_back_backup(md)}, "serverRef": {"name": "survival"}},
+    }));
+    servers
+        .patch(
+            "survival",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"suspend": true}})),
+        )
+        .await
+        .unwrap();
+    let restores: Api<Restore> = Api::namespaced(client.clone(), NS);
+    restores
+        .create(&PostParams::default(), &restore)
+        .await
+        .unwrap();
+    tokio::time::timeout(
+        BOUND,
+        await_condition(restores.clone(), way_back, |r: Option<&Restore>| {
+            r.and_then(|r| r.status.as_ref()?.phase)
+                == Some(gameplane_api::restore::RestorePhase::Succeeded)
+        }),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("Restore {NS}/{way_back} Succeeded within {BOUND:?}"))
+    .unwrap();
+    servers
+        .patch(
+            "survival",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"version": "1.0", "suspend": null}})),
+        )
+        .await
+        .unwrap();
+    await_running(&servers, "survival").await;
+}
+
+/// The report's put-back record of `survival` (`json`, `md`): when it had run the candidate,
+/// restored from its own backup with every world digest as before (`true`); its PVC UIDs
+/// unchanged either way.
+fn put_back_with_world(what: &str, md: &str, json: &serde_json::Value) -> bool {
+    let put_back = &json["put_back"][0];
+    let restored = !put_back["on_candidate"].is_null();
+    if restored {
+        // It ran the candidate: restored from its own backup, its world as before.
+        assert_eq!(
+            put_back["after"]["digests"], put_back["before"]["digests"],
+            "{what}: {put_back}"
+        );
+        assert!(
+            put_back["before"]["digests"]
+                .as_object()
+                .is_some_and(|d| d.len() == 2),
+            "{what}: both world claims read: {put_back}"
+        );
+        assert!(md.contains("same as before"), "{what}: {md}");
+    }
+    for (claim, uid) in put_back["before"]["pvcs"].as_object().unwrap() {
+        assert_eq!(&put_back["after"]["pvcs"][claim], uid, "{what}: {put_back}");
+    }
+    restored
 }

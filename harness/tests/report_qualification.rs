@@ -463,6 +463,9 @@ fn members_put_back_are_listed_with_what_became_of_them() {
             version: "1.0".into(),
             why: "interrupted by SIGINT".into(),
             error: None,
+            before: Some(state("pod-aaaa-1", "u-1", "d0d0d0d0d0d0d0")),
+            on_candidate: Some(state("pod-bbbb-2", "u-1", "c1c1c1c1c1c1c1")),
+            after: Some(state("pod-cccc-3", "u-1", "d0d0d0d0d0d0d0")),
         },
         PutBack {
             batch: 2,
@@ -470,6 +473,9 @@ fn members_put_back_are_listed_with_what_became_of_them() {
             version: "1.0".into(),
             why: "interrupted by SIGINT".into(),
             error: Some("patch GameServer games/lobby: conflict".into()),
+            before: None,
+            on_candidate: None,
+            after: None,
         },
     ];
     let r = QualificationReport::new(meta(), &q, Some("interrupted by SIGINT"));
@@ -483,9 +489,20 @@ fn members_put_back_are_listed_with_what_became_of_them() {
         md.contains("| 2 | lobby | interrupted by SIGINT | NOT put back on 1.0: patch GameServer games/lobby: conflict |"),
         "{md}"
     );
+    // The member's pod, claims and world digests before, on the candidate and after; the
+    // member never read (lobby) has no row.
+    assert!(
+        md.contains("| creative | pod-aaaa → pod-bbbb → pod-cccc | data-creative | u-1 | `d0d0d0d0d0d0` | `c1c1c1c1c1c1` | `d0d0d0d0d0d0` | same as before |"),
+        "{md}"
+    );
+    assert!(!md.contains("| lobby | —"), "{md}");
     let html = qualification::html(&r);
     assert!(
         html.contains("<td>creative</td><td>interrupted by SIGINT</td><td>put back on 1.0</td>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<td><code>c1c1c1c1c1c1</code></td><td><code>d0d0d0d0d0d0</code></td><td>same as before</td>"),
         "{html}"
     );
     // The JSON carries them, and a report without any leaves the section out.
@@ -495,6 +512,17 @@ fn members_put_back_are_listed_with_what_became_of_them() {
     assert!(!qualification::markdown(&plain).contains("put back"));
     assert!(!qualification::markdown(&plain).contains("Way back"));
     assert!(!qualification::json(&plain).contains("put_back"));
+}
+
+/// A member's pod UID, one claim's PVC UID and its digest.
+fn state(pod: &str, pvc: &str, digest: &str) -> rehearsal::evidence::qualification::MemberBaseline {
+    rehearsal::evidence::qualification::MemberBaseline {
+        server: "creative".into(),
+        version: Some("1.0".into()),
+        pod_uid: Some(pod.into()),
+        pvcs: [("data-creative".to_string(), pvc.to_string())].into(),
+        digests: [("data-creative".to_string(), digest.to_string())].into(),
+    }
 }
 
 #[test]

@@ -426,6 +426,18 @@ pub struct PutBack {
     /// Why putting it back failed, if it did: the member may still run the candidate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Its pod UID, PVC UIDs and world digests before the batch moved it: for a
+    /// restore-required candidate read while it was stopped for its pre-promotion backup (so
+    /// exactly what that backup holds), else the baseline's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<MemberBaseline>,
+    /// The same on the candidate, read before it was put back (`None`: it never ran it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_candidate: Option<MemberBaseline>,
+    /// The same after it was put back: for a restore-required candidate the world digests are
+    /// read right after the restore, before its game starts again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<MemberBaseline>,
 }
 
 /// A promoted member's backup from before its batch moved, kept as its way back.

@@ -592,3 +592,121 @@ fn the_preflight_wants_a_repository_reached_over_the_network() {
         );
     }
 }
+
+fn member(
+    digests: &[(&str, &str)],
+    pvcs: &[(&str, &str)],
+) -> rehearsal_evidence::qualification::MemberBaseline {
+    rehearsal_evidence::qualification::MemberBaseline {
+        server: "mc".into(),
+        version: Some("1.0".into()),
+        pod_uid: Some("pod".into()),
+        pvcs: pvcs
+            .iter()
+            .map(|(c, u)| (c.to_string(), u.to_string()))
+            .collect(),
+        digests: digests
+            .iter()
+            .map(|(c, d)| (c.to_string(), d.to_string()))
+            .collect(),
+    }
+}
+
+fn put_back(
+    before: Option<rehearsal_evidence::qualification::MemberBaseline>,
+    after: Option<rehearsal_evidence::qualification::MemberBaseline>,
+) -> rehearsal_evidence::qualification::PutBack {
+    rehearsal_evidence::qualification::PutBack {
+        batch: 1,
+        server: "mc".into(),
+        version: "1.0".into(),
+        why: "halted".into(),
+        error: None,
+        before,
+        on_candidate: None,
+        after,
+    }
+}
+
+#[test]
+fn a_world_is_put_back_only_when_every_claim_and_pvc_is_as_before() {
+    let pvcs = [("data-mc", "u1"), ("world-mc-nether", "u2")];
+    let digests = [("data-mc", "aaaa"), ("world-mc-nether", "bbbb")];
+    let before = member(&digests, &pvcs);
+    assert_eq!(
+        gates::world_put_back(&put_back(Some(before.clone()), Some(before.clone()))),
+        Ok(())
+    );
+    // One claim's digest differs: named.
+    let changed = member(&[("data-mc", "aaaa"), ("world-mc-nether", "cccc")], &pvcs);
+    let e = gates::world_put_back(&put_back(Some(before.clone()), Some(changed))).unwrap_err();
+    assert!(e.contains("world-mc-nether") && e.contains("cccc"), "{e}");
+    // A claim not read after the put-back.
+    let missing = member(&[("data-mc", "aaaa")], &pvcs);
+    let e = gates::world_put_back(&put_back(Some(before.clone()), Some(missing))).unwrap_err();
+    assert!(
+        e.contains("world-mc-nether") && e.contains("(not read)"),
+        "{e}"
+    );
+    // A claim read after but not before.
+    let more = member(
+        &[("data-mc", "aaaa"), ("world-mc-nether", "bbbb"), ("x", "d")],
+        &pvcs,
+    );
+    let e = gates::world_put_back(&put_back(Some(before.clone()), Some(more))).unwrap_err();
+    assert!(e.contains("claim x"), "{e}");
+    // A recreated PVC.
+    let recreated = member(&digests, &[("data-mc", "u9"), ("world-mc-nether", "u2")]);
+    let e = gates::world_put_back(&put_back(Some(before.clone()), Some(recreated))).unwrap_err();
+    assert!(
+        e.contains("PVC UIDs changed") && e.contains("data-mc was u1, is u9"),
+        "{e}"
+    );
+    let gone = member(&digests, &[("world-mc-nether", "u2")]);
+    let e = gates::world_put_back(&put_back(Some(before.clone()), Some(gone))).unwrap_err();
+    assert!(e.contains("data-mc was u1, is gone"), "{e}");
+    // The candidate's own new claim (its mods) may stay.
+    let added = member(
+        &digests,
+        &[
+            ("data-mc", "u1"),
+            ("world-mc-nether", "u2"),
+            ("mods-mc-2", "u3"),
+        ],
+    );
+    assert_eq!(
+        gates::world_put_back(&put_back(Some(before.clone()), Some(added))),
+        Ok(())
+    );
+    // Never read, or read with no claim: not proof.
+    assert!(
+        gates::world_put_back(&put_back(None, Some(before.clone())))
+            .unwrap_err()
+            .contains("before")
+    );
+    assert!(
+        gates::world_put_back(&put_back(Some(before.clone()), None))
+            .unwrap_err()
+            .contains("after")
+    );
+    let empty = member(&[], &pvcs);
+    assert!(gates::world_put_back(&put_back(Some(empty.clone()), Some(empty))).is_err());
+}
+
+proptest! {
+    /// Any single changed digest is a difference; the same digests are none.
+    #[test]
+    fn any_changed_claim_digest_is_seen(
+        digests in proptest::collection::btree_map("[a-z]{1,6}", "[0-9a-f]{8}", 1..6),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let pairs: Vec<(&str, &str)> = digests.iter().map(|(c, d)| (c.as_str(), d.as_str())).collect();
+        let before = member(&pairs, &[]);
+        prop_assert_eq!(gates::world_put_back(&put_back(Some(before.clone()), Some(before.clone()))), Ok(()));
+        let mut after = before.clone();
+        let claim = pick.get(&pairs).0.to_string();
+        after.digests.insert(claim.clone(), "changed".into());
+        let e = gates::world_put_back(&put_back(Some(before), Some(after))).unwrap_err();
+        prop_assert!(e.contains(&claim));
+    }
+}

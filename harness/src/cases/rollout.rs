@@ -871,6 +871,7 @@ pub async fn failed_format_batch_restored_from_its_backups(
         &versions,
         &q,
     );
+    check_worlds_as_before(&mut checks, &o, &members, &q);
     checks.eq(
         "no-way-back-kept",
         &o,
@@ -939,6 +940,30 @@ fn check_batch_put_back(
                 .collect::<Vec<_>>(),
         ),
         (versions.clone(), put_back_records(q)),
+    );
+}
+
+/// Check `worlds-as-before`: every member put back from its pre-promotion backup holds exactly
+/// the world it had before its batch moved (every world claim's digest, read while it was
+/// stopped for its backup and again right after the restore) on the same PVCs.
+fn check_worlds_as_before(checks: &mut Checks, o: &str, members: &[&str], q: &Qualification) {
+    checks.eq(
+        "worlds-as-before",
+        o,
+        "each put-back member: its world claims' digests and PVC UIDs after the put-back as before the batch",
+        members
+            .iter()
+            .map(|m| (m.to_string(), Ok(())))
+            .collect::<Vec<_>>(),
+        q.put_back
+            .iter()
+            .map(|p| {
+                (
+                    p.server.clone(),
+                    crate::evidence::judge::gates::world_put_back(p),
+                )
+            })
+            .collect::<Vec<_>>(),
     );
 }
 
@@ -1056,6 +1081,7 @@ pub async fn batch_member_join_failure_put_back(ctx: &CaseContext<'_>) -> Result
     let o = qualification_object(ctx);
     check_halted_in_batch_one(&mut checks, &o, &q, gates::JOIN);
     check_batch_put_back(&mut checks, &o, "batch-put-back", &members, &versions, &q);
+    check_worlds_as_before(&mut checks, &o, &members, &q);
     ctx.assess(
         checks,
         json!({"outcome": q.outcome, "put_back": q.put_back, "fleet_versions": versions}),

@@ -360,7 +360,7 @@ pub(super) async fn members(
     let each: Vec<_> = servers
         .iter()
         .enumerate()
-        .map(|(i, member)| member_baseline(ctx, plan, i, member, read, &pvcs))
+        .map(|(i, member)| member_baseline(ctx, plan, format!("baseline-{i}"), member, read, &pvcs))
         .collect();
     futures::stream::iter(each)
         .buffered(READ_CONCURRENCY)
@@ -371,11 +371,24 @@ pub(super) async fn members(
 /// How many members [`members`] reads at once.
 const READ_CONCURRENCY: usize = 8;
 
-/// One member for [`members`]; `i` names its read-back pod.
+/// One member as it is now (its version, pod UID, PVC UIDs and, with `read`, world-claim
+/// digests read by read-back pod `read_as`): what a put-back records before and after.
+pub(super) async fn member_state(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    member: &str,
+    read_as: String,
+    read: bool,
+) -> Result<MemberBaseline, CaseError> {
+    let pvcs = list_pvcs(ctx).await?;
+    member_baseline(ctx, plan, read_as, member, read, &pvcs).await
+}
+
+/// One member for [`members`]; `read_as` names its read-back pod.
 async fn member_baseline(
     ctx: &CaseContext<'_>,
     plan: &Plan,
-    i: usize,
+    read_as: String,
     member: &str,
     read: bool,
     pvcs: &[PersistentVolumeClaim],
@@ -391,17 +404,12 @@ async fn member_baseline(
     };
     let pvcs = owned_pvcs(&gs, pvcs);
     let digests = if read {
-        read_claims(
-            ctx,
-            plan,
-            &format!("baseline-{i}"),
-            &world_claims_of(ctx, &gs).await?,
-        )
-        .await?
-        .claims
-        .into_iter()
-        .map(|(c, i)| (c, i.digest))
-        .collect()
+        read_claims(ctx, plan, &read_as, &world_claims_of(ctx, &gs).await?)
+            .await?
+            .claims
+            .into_iter()
+            .map(|(c, i)| (c, i.digest))
+            .collect()
     } else {
         BTreeMap::new()
     };

@@ -12,9 +12,11 @@ use serde_json::json;
 use crate::context::{CaseContext, CaseError, HarnessMutant, interrupt_requested};
 use crate::evidence::judge::gates as judge;
 use crate::evidence::qualification::{
-    Gate, Outcome, Plan, PutBack, Qualification, Rollback, WayBack, gates,
+    Gate, MemberBaseline, Outcome, Plan, PutBack, Qualification, Rollback, WayBack, gates,
 };
-use crate::qualify::access::{Access, await_server_phase, get_server, patch_server};
+use crate::qualify::access::{
+    Access, await_server_phase, get_server, member_state, patch_server, pod_uid,
+};
 use crate::qualify::gates::pods::await_pod_running_image;
 use crate::qualify::gates::{BatchStop, server_gates};
 use crate::qualify::seed::{back_up, restore};
@@ -35,6 +37,30 @@ struct Moved {
     suspend: Option<bool>,
     /// Its pre-promotion Backup (restore-required candidates): restored before it is re-pinned.
     backup: Option<String>,
+    /// Its pod UID, PVC UIDs and world digests read while it was stopped for that backup.
+    before: Option<MemberBaseline>,
+    /// Whether the candidate was pinned on it (set before the patch is sent): a member only
+    /// stopped for its backup is started again, not restored.
+    on_candidate: bool,
+    /// Whether the batch suspended it (for its backup): the move starts it again.
+    suspended_here: bool,
+}
+
+impl Moved {
+    /// `member` as it is now, before the batch changes anything.
+    async fn as_it_is(ctx: &CaseContext<'_>, member: &str) -> Result<Moved, CaseError> {
+        let gs = get_server(ctx, member).await?;
+        Ok(Moved {
+            member: member.to_string(),
+            version: gs.spec.version,
+            image: game_image(ctx, member).await?,
+            suspend: gs.spec.suspend,
+            backup: None,
+            before: None,
+            on_candidate: false,
+            suspended_here: false,
+        })
+    }
 }
 
 /// Step 6 of the procedure: moves the fleet to the candidate batch by batch, each member behind
@@ -59,7 +85,17 @@ pub(super) async fn promote(
         // A candidate that changes the save format: each member backed up before it moves,
         // the only way back once the candidate has rewritten its world.
         let backups = match plan.rollback {
-            Rollback::RestoreRequired => back_up_batch(ctx, plan, i + 1, batch).await?,
+            Rollback::RestoreRequired => {
+                match back_up_batch(ctx, plan, i + 1, batch, &moved).await {
+                    Ok(backups) => backups,
+                    Err(e) => {
+                        // Members stopped for their backups are started again as they were.
+                        let moved = take(moved);
+                        put_back(ctx, plan, q, i + 1, &moved, &unfinished(&e)).await?;
+                        return Err(e);
+                    }
+                }
+            }
             Rollback::Compatible => Vec::new(),
         };
         let ran = ctx
@@ -68,9 +104,7 @@ pub(super) async fn promote(
                 move_and_gate(ctx, plan, access, candidate_image, batch, &moved, &backups),
             )
             .await;
-        let moved = moved
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let moved = take(moved);
         let member_gates = match ran {
             Ok(gates) => gates,
             Err(e) => {
@@ -145,21 +179,32 @@ async fn move_and_gate(
 ) -> Result<Vec<Gate>, CaseError> {
     let mut generations = Vec::new();
     for member in batch {
-        let gs = get_server(ctx, member).await?;
-        let image = game_image(ctx, member).await?;
-        let generation =
-            patch_server(ctx, member, json!({"spec": {"version": plan.candidate}})).await?;
-        lock(moved).push(Moved {
-            member: member.clone(),
-            version: gs.spec.version,
-            image,
-            suspend: gs.spec.suspend,
-            backup: backups
+        let known = lock(moved).iter().position(|m| &m.member == member);
+        let at = match known {
+            Some(at) => at,
+            None => {
+                let m = Moved::as_it_is(ctx, member).await?;
+                let mut moved = lock(moved);
+                moved.push(m);
+                moved.len() - 1
+            }
+        };
+        // Marked before the patch is sent: a patch cut short by an interrupt may have landed.
+        let patch = {
+            let mut moved = lock(moved);
+            let m = &mut moved[at];
+            m.on_candidate = true;
+            m.backup = backups
                 .iter()
                 .find(|w| &w.server == member)
-                .map(|w| w.backup.clone()),
-        });
-        generations.push(generation);
+                .map(|w| w.backup.clone());
+            if m.suspended_here {
+                json!({"spec": {"version": plan.candidate, "suspend": m.suspend}})
+            } else {
+                json!({"spec": {"version": plan.candidate}})
+            }
+        };
+        generations.push(patch_server(ctx, member, patch).await?);
     }
     let stop = BatchStop::default();
     let each: Vec<_> = batch
@@ -195,6 +240,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+fn take<T>(m: Mutex<T>) -> T {
+    m.into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Why a batch did not complete, in one line.
 fn unfinished(e: &CaseError) -> String {
     match e {
@@ -220,13 +270,19 @@ async fn put_back(
         return Ok(());
     }
     let name = format!("put back batch {batch}");
+    let baseline = &q.baseline;
     let outcomes = ctx
         .repair_step(&name, async {
             let each = moved.iter().map(|m| async move {
-                let error = put_back_one(ctx, plan, m)
+                let mut read = Read::default();
+                let error = put_back_one(ctx, plan, m, &mut read)
                     .await
                     .err()
                     .map(|e| e.to_string());
+                let before = m
+                    .before
+                    .clone()
+                    .or_else(|| baseline.iter().find(|b| b.server == m.member).cloned());
                 PutBack {
                     batch,
                     server: m.member.clone(),
@@ -236,6 +292,9 @@ async fn put_back(
                         .unwrap_or_else(|| "the template's default".into()),
                     why: why.to_string(),
                     error,
+                    before,
+                    on_candidate: read.on_candidate,
+                    after: read.after,
                 }
             });
             // Restores from the members' backups run one at a time: concurrent restic runs
@@ -255,17 +314,38 @@ async fn put_back(
     Ok(())
 }
 
+/// What a put-back read of one member: on the candidate, and after.
+#[derive(Default)]
+struct Read {
+    on_candidate: Option<MemberBaseline>,
+    after: Option<MemberBaseline>,
+}
+
 /// Puts one member back on the version it ran — for a restore-required candidate, suspended
 /// and restored from its pre-promotion backup first, since the previous version cannot read
-/// what the candidate wrote — and waits until its pod runs the image it ran before.
-async fn put_back_one(ctx: &CaseContext<'_>, plan: &Plan, m: &Moved) -> Result<(), CaseError> {
+/// what the candidate wrote — and waits until its pod runs the image it ran before. A member
+/// the batch only stopped for its backup is started again. Its pod, claims and world digests
+/// are read on the candidate and after (for a restored member, the digests right after the
+/// restore, before its game starts) into `read`, kept when a later step fails.
+async fn put_back_one(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    m: &Moved,
+    read: &mut Read,
+) -> Result<(), CaseError> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let pod_name = names::pod(&m.member);
+    let read_as = |what: &str| format!("rb-{}-{what}", m.member);
+    if m.on_candidate {
+        read.on_candidate =
+            Some(member_state(ctx, plan, &m.member, read_as("candidate"), true).await?);
+    }
     // `harness-put-back-repins-only` defect: a format-changing candidate is only re-pinned.
     let backup = m
         .backup
         .as_ref()
-        .filter(|_| !ctx.harness_mutant(HarnessMutant::PutBackRepinsOnly));
+        .filter(|_| m.on_candidate && !ctx.harness_mutant(HarnessMutant::PutBackRepinsOnly));
+    let mut restored = None;
     if let Some(backup) = backup {
         patch_server(
             ctx,
@@ -283,39 +363,76 @@ async fn put_back_one(ctx: &CaseContext<'_>, plan: &Plan, m: &Moved) -> Result<(
             &m.member,
         )
         .await?;
+        // What the restore put back, before the game can save over it.
+        let state = member_state(ctx, plan, &m.member, read_as("restored"), true).await?;
+        restored = Some(state.digests.clone());
+        read.after = Some(state);
         patch_server(ctx, &m.member, json!({"spec": {"suspend": m.suspend}})).await?;
     } else {
         let gs = get_server(ctx, &m.member).await?;
-        if gs.spec.version != m.version {
-            patch_server(ctx, &m.member, json!({"spec": {"version": m.version}})).await?;
+        if gs.spec.version != m.version || gs.spec.suspend != m.suspend {
+            patch_server(
+                ctx,
+                &m.member,
+                json!({"spec": {"version": m.version, "suspend": m.suspend}}),
+            )
+            .await?;
         }
     }
-    let Some(image) = &m.image else {
-        return Ok(());
-    };
-    await_pod_running_image(ctx, &pods, &pod_name, image).await?;
-    await_server_phase(ctx, &m.member, "Running").await?;
+    if let Some(image) = &m.image {
+        await_pod_running_image(ctx, &pods, &pod_name, image).await?;
+        await_server_phase(ctx, &m.member, "Running").await?;
+    }
+    let mut now = member_state(ctx, plan, &m.member, read_as("after"), restored.is_none()).await?;
+    if let Some(digests) = restored {
+        now.digests = digests;
+    }
+    read.after = Some(now);
     Ok(())
 }
 
 /// Backs up every member of batch `batch`, one at a time, before it moves (step `back up batch
 /// N`, one restic-snapshot receipt per member); returns each member's Backup and snapshot.
-/// One at a time: concurrent copy Jobs into one repository were seen failing while saving their
+/// Each member is stopped for its backup and stays stopped until the batch moves it (the move
+/// restarts it anyway): a backup of a stopped server holds exactly what is on its claims, read
+/// just before, so the put-back can show the restore returned that very world. Recorded in
+/// `moved` as it was before anything changed, so an unfinished step starts it again. One at a
+/// time: concurrent copy Jobs into one repository were seen failing while saving their
 /// snapshot (and concurrent restores taking 43 s).
 async fn back_up_batch(
     ctx: &CaseContext<'_>,
     plan: &Plan,
     batch: usize,
     members: &[String],
+    moved: &Mutex<Vec<Moved>>,
 ) -> Result<Vec<WayBack>, CaseError> {
     let name = format!("back up batch {batch}");
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let taken = ctx
         .step(&name, async {
             let mut taken = Vec::new();
             for m in members {
+                let mut was = Moved::as_it_is(ctx, m).await?;
+                let uid = pod_uid(ctx, m).await?;
+                was.suspended_here = true;
+                lock(moved).push(was);
+                patch_server(ctx, m, json!({"spec": {"suspend": true}})).await?;
+                await_server_phase(ctx, m, "Suspended").await?;
+                await_condition(
+                    &pods,
+                    &names::pod(m),
+                    conditions::deleted(),
+                    ctx.bounds.settle,
+                )
+                .await?;
+                let mut before = member_state(ctx, plan, m, format!("rb-{m}-before"), true).await?;
+                before.pod_uid = uid;
                 let backup = plan.pre_promotion_backup(m);
                 let tags = tidy::pre_promotion_tags(&plan.run_id, &backup);
                 let snapshot = back_up(ctx, plan, &backup, m, tags).await?;
+                if let Some(was) = lock(moved).iter_mut().find(|w| &w.member == m) {
+                    was.before = Some(before);
+                }
                 taken.push(WayBack {
                     server: m.clone(),
                     backup,

@@ -393,3 +393,58 @@ pub fn after_batch(
     }
     Ok(promoted + 1)
 }
+
+/// Whether a member put back from its pre-promotion backup holds exactly the world it had
+/// before its batch moved: the same PVC UIDs for every claim it had (never recreated; a claim
+/// the candidate added, such as its mods, may stay), and every world claim's digest
+/// after the put-back equal to the one read before (while it was stopped for its backup).
+/// `Err` names the first difference, or what was never read.
+pub fn world_put_back(p: &crate::qualification::PutBack) -> Result<(), String> {
+    let (Some(before), Some(after)) = (&p.before, &p.after) else {
+        return Err(format!(
+            "{}: its world was not read {} the put-back",
+            p.server,
+            if p.before.is_none() {
+                "before"
+            } else {
+                "after"
+            }
+        ));
+    };
+    if before.digests.is_empty() {
+        return Err(format!("{}: no world claim was read before", p.server));
+    }
+    // A claim the candidate added (its mods) may stay; none the member had may change.
+    for (claim, uid) in &before.pvcs {
+        let now = after.pvcs.get(claim);
+        if now != Some(uid) {
+            return Err(format!(
+                "{}: PVC UIDs changed: claim {claim} was {uid}, is {}",
+                p.server,
+                now.map_or("gone", String::as_str)
+            ));
+        }
+    }
+    for (claim, digest) in &before.digests {
+        let now = after.digests.get(claim);
+        if now != Some(digest) {
+            return Err(format!(
+                "{}: claim {claim} holds {} after the put-back, {} before",
+                p.server,
+                short(now.map(String::as_str)),
+                short(Some(digest))
+            ));
+        }
+    }
+    if let Some(extra) = after
+        .digests
+        .keys()
+        .find(|c| !before.digests.contains_key(*c))
+    {
+        return Err(format!(
+            "{}: claim {extra} was read after the put-back but not before",
+            p.server
+        ));
+    }
+    Ok(())
+}

@@ -342,6 +342,142 @@ fn put_back_html(r: &QualificationReport) -> String {
     out
 }
 
+/// What the put-back worlds sections say above their table.
+const PUT_BACK_WORLDS_TEXT: &str = "Each member's pod UID, PVC UIDs and world digests before its batch moved, on the candidate, and after it was put back. A candidate that changes the save format is undone by restoring the member's own pre-promotion backup: *before* is read while the member was stopped for that backup and *after* right after the restore, before its game starts, so the two must be equal. A compatible candidate is undone by pinning the previous version again, and the game has saved since, so its digests differ. PVC UIDs never change.";
+
+/// One row of the put-back worlds table: a member's claim.
+struct WorldRow {
+    member: String,
+    pods: String,
+    claim: String,
+    pvc: String,
+    before: String,
+    candidate: String,
+    after: String,
+    same: &'static str,
+}
+
+/// The put-back worlds table's rows: one per member and world claim (claims from any reading).
+fn world_rows(r: &QualificationReport) -> Vec<WorldRow> {
+    let mut rows = Vec::new();
+    for p in &r.put_back {
+        let states = [&p.before, &p.on_candidate, &p.after];
+        if states.iter().all(|s| s.is_none()) {
+            continue;
+        }
+        let uid = |s: &Option<crate::qualification::MemberBaseline>| {
+            s.as_ref()
+                .and_then(|m| m.pod_uid.as_deref())
+                .map_or_else(|| "—".to_string(), |u| u.chars().take(8).collect())
+        };
+        let pods = format!(
+            "{} → {} → {}",
+            uid(&p.before),
+            uid(&p.on_candidate),
+            uid(&p.after)
+        );
+        let claims: BTreeSet<&String> = states
+            .iter()
+            .filter_map(|s| s.as_ref())
+            .flat_map(|m| m.digests.keys().chain(m.pvcs.keys()))
+            .collect();
+        for claim in claims {
+            let digest = |s: &Option<crate::qualification::MemberBaseline>| {
+                s.as_ref()
+                    .and_then(|m| m.digests.get(claim))
+                    .map_or_else(|| "—".to_string(), |d| d.chars().take(12).collect())
+            };
+            let pvc = |s: &Option<crate::qualification::MemberBaseline>| {
+                s.as_ref().and_then(|m| m.pvcs.get(claim)).cloned()
+            };
+            let pvc = match (pvc(&p.before), pvc(&p.after)) {
+                (Some(a), Some(b)) if a == b => a,
+                (a, b) => format!(
+                    "{} → {}",
+                    a.as_deref().unwrap_or("—"),
+                    b.as_deref().unwrap_or("—")
+                ),
+            };
+            let before = p.before.as_ref().and_then(|m| m.digests.get(claim));
+            let after = p.after.as_ref().and_then(|m| m.digests.get(claim));
+            let same = match (before, after) {
+                (Some(a), Some(b)) if a == b => "same as before",
+                (Some(_), Some(_)) => "changed",
+                _ => "—",
+            };
+            rows.push(WorldRow {
+                member: p.server.clone(),
+                pods: pods.clone(),
+                claim: claim.clone(),
+                pvc,
+                before: digest(&p.before),
+                candidate: digest(&p.on_candidate),
+                after: digest(&p.after),
+                same,
+            });
+        }
+    }
+    rows
+}
+
+/// The Markdown table of the put-back members' worlds (empty when none was read).
+fn put_back_worlds_markdown(r: &QualificationReport) -> String {
+    let rows = world_rows(r);
+    let mut out = String::new();
+    if rows.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\n### Worlds before, on the candidate and after the put-back\n\n{PUT_BACK_WORLDS_TEXT}\n\n| Member | Pod UID (before → candidate → after) | Claim | PVC UID | Before | On the candidate | After | |\n|---|---|---|---|---|---|---|---|"
+    );
+    for w in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | `{}` | `{}` | `{}` | {} |",
+            cell(&w.member),
+            cell(&w.pods),
+            cell(&w.claim),
+            cell(&w.pvc),
+            w.before,
+            w.candidate,
+            w.after,
+            w.same
+        );
+    }
+    out
+}
+
+/// The HTML table of the put-back members' worlds (empty when none was read).
+fn put_back_worlds_html(r: &QualificationReport) -> String {
+    let rows = world_rows(r);
+    let mut out = String::new();
+    if rows.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "<h3>Worlds before, on the candidate and after the put-back</h3>\n<p>{}</p>\n<table class=\"put-back-worlds\">\n<tr><th>Member</th><th>Pod UID (before → candidate → after)</th><th>Claim</th><th>PVC UID</th><th>Before</th><th>On the candidate</th><th>After</th><th></th></tr>",
+        escape(PUT_BACK_WORLDS_TEXT)
+    );
+    for w in rows {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
+            escape(&w.member),
+            escape(&w.pods),
+            escape(&w.claim),
+            escape(&w.pvc),
+            escape(&w.before),
+            escape(&w.candidate),
+            escape(&w.after),
+            w.same
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 /// What the way-back sections say above their table.
 const WAY_BACK_TEXT: &str = "The candidate changes the save format, so pinning the previous version again is not enough: each promoted member was backed up before its batch moved, and that backup is kept as its way back (restore it with a Restore naming the Backup, then pin the previous version).";
 
@@ -651,6 +787,7 @@ pub fn markdown(r: &QualificationReport) -> String {
         );
     }
     out.push_str(&put_back_markdown(r));
+    out.push_str(&put_back_worlds_markdown(r));
     out.push_str(&way_back_markdown(r));
     out.push_str("\n## Pod UIDs before and after\n\n| Server | Before | After | Change |\n|---|---|---|---|\n");
     for p in &r.pods {
@@ -839,6 +976,7 @@ pub fn html(r: &QualificationReport) -> String {
         );
     }
     out.push_str(&put_back_html(r));
+    out.push_str(&put_back_worlds_html(r));
     out.push_str(&way_back_html(r));
     out.push_str("<h2>Pod UIDs before and after</h2>\n<table class=\"pods\">\n<tr><th>Server</th><th>Before</th><th>After</th><th>Change</th></tr>\n");
     for p in &r.pods {
