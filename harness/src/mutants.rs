@@ -49,11 +49,14 @@ pub enum HarnessMutant {
     /// A promotion batch's members are gated one after another, whatever `--gate-concurrency`
     /// says (a batch of 20 takes 20 members' gates end to end).
     BatchGatedOneByOne,
+    /// A restore-required batch's members are moved and gated while their pre-promotion
+    /// backups still run: the harness waits for the backups only after the batch's gates.
+    GatedBeforeBackupEnded,
 }
 
 impl HarnessMutant {
     /// Every harness mutant, in the self-test's order.
-    pub const ALL: [HarnessMutant; 15] = [
+    pub const ALL: [HarnessMutant; 16] = [
         HarnessMutant::JoinStatusOnly,
         HarnessMutant::JoinLoginOnly,
         HarnessMutant::JoinPortOpen,
@@ -69,6 +72,7 @@ impl HarnessMutant {
         HarnessMutant::ModuleGateTrustsTag,
         HarnessMutant::WorldClaimsServerOnly,
         HarnessMutant::BatchGatedOneByOne,
+        HarnessMutant::GatedBeforeBackupEnded,
     ];
 
     /// The `--mutant` name (prefixed `harness-` so it never collides with an operator mutant).
@@ -89,6 +93,7 @@ impl HarnessMutant {
             HarnessMutant::ModuleGateTrustsTag => "harness-module-gate-trusts-tag",
             HarnessMutant::WorldClaimsServerOnly => "harness-world-claims-server-only",
             HarnessMutant::BatchGatedOneByOne => "harness-batch-gated-one-by-one",
+            HarnessMutant::GatedBeforeBackupEnded => "harness-gated-before-backup-ended",
         }
     }
 

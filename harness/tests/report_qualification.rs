@@ -240,6 +240,7 @@ fn promoted() -> Qualification {
         promotion_receipts: 2,
         put_back: vec![],
         way_back: vec![],
+        backed_up: vec![],
         outcome: Outcome::Promoted { batches: 2 },
     }
 }
@@ -284,6 +285,7 @@ fn halted() -> Qualification {
         promotion_receipts: 0,
         put_back: vec![],
         way_back: vec![],
+        backed_up: vec![],
         outcome: Outcome::Halted {
             gate: gates::JOIN.into(),
             server: Some("survival-canary".into()),
@@ -533,6 +535,7 @@ fn a_promoted_restore_required_candidate_names_each_members_way_back() {
         server: "survival".into(),
         backup: "qualify-survival-pre-run-1".into(),
         snapshot: "0a1b2c3d".into(),
+        succeeded_unix_ms: Some(1_700_000_000_000),
     }];
     let r = report(&q);
     let md = qualification::markdown(&r);

@@ -63,6 +63,11 @@ fn batch_member_join_failure_put_back() {
 }
 
 #[test]
+fn format_batch_two_member_cannot_read_its_world() {
+    rehearse("format_batch_two_member_cannot_read_its_world");
+}
+
+#[test]
 fn candidate_refuses_login() {
     rehearse("candidate_refuses_login");
 }

@@ -407,6 +407,10 @@ pub struct Qualification {
     /// moved, kept after the run as its way back to the previous save format.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub way_back: Vec<WayBack>,
+    /// For a restore-required candidate: every member's backup taken before its batch moved
+    /// (promoted, put back or not), with when the harness saw it succeed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backed_up: Vec<WayBack>,
     /// How it ended.
     pub outcome: Outcome,
 }
@@ -450,6 +454,10 @@ pub struct WayBack {
     pub backup: String,
     /// The restic snapshot it took.
     pub snapshot: String,
+    /// When the harness saw the Backup succeed (Unix ms; `None`: it did not succeed). The
+    /// member must not have moved before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub succeeded_unix_ms: Option<u64>,
 }
 
 /// One server at the start (or the end) of a qualification.

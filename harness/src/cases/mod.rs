@@ -175,6 +175,11 @@ pub const CASES: &[Case] = &[
         proves: "a format-changing candidate's batch of three whose second member fails its join gate: the batch halts, and every member is restored from its pre-promotion backup and put back on its version",
     },
     Case {
+        name: "format_batch_two_member_cannot_read_its_world",
+        bucket: "rollout",
+        proves: "a format-changing candidate whose batch-2 member cannot read its own world: batch 1 stays promoted with its way back, the member is restored from its own backup (its world digests as before) and put back, the batch-3 member is untouched; every moved member was backed up before it was gated",
+    },
+    Case {
         name: "candidate_refuses_login",
         bucket: "rollout",
         proves: "candidate that answers status but refuses login: the join gate fails at login, not at status; halted, no promotion receipt",
@@ -241,6 +246,9 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         "batch_of_three_gated_together" => rollout::batch_of_three_gated_together(ctx).await,
         "batch_member_join_failure_put_back" => {
             rollout::batch_member_join_failure_put_back(ctx).await
+        }
+        "format_batch_two_member_cannot_read_its_world" => {
+            rollout::format_batch_two_member_cannot_read_its_world(ctx).await
         }
         "candidate_refuses_login" => rollout::candidate_refuses_login(ctx).await,
         "candidate_stalls_configuration" => rollout::candidate_stalls_configuration(ctx).await,

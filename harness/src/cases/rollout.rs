@@ -145,6 +145,9 @@ pub(super) struct FleetSpec<'a> {
     /// Members that refuse every login when they run the given fixture game version (the
     /// game's own version, e.g. `2.0`): an incompatibility of that server alone.
     pub(super) refuse_login_under: &'a [(&'a str, &'a str)],
+    /// Members whose own world the given fixture game version cannot read (it refuses to
+    /// start on it, writing nothing).
+    pub(super) unreadable_world_under: &'a [(&'a str, &'a str)],
     /// Environment every member's game gets (e.g. a slower autosave for a large fleet).
     pub(super) env: &'a [(&'a str, &'a str)],
 }
@@ -158,6 +161,7 @@ impl Default for FleetSpec<'_> {
             image_override: &[],
             extra_on_template: false,
             refuse_login_under: &[],
+            unreadable_world_under: &[],
             env: &[],
         }
     }
@@ -208,6 +212,11 @@ pub(super) async fn fleet(
                 gs.spec
                     .env
                     .push(fixture::env("FIXTURE_REFUSE_LOGIN_UNDER", version));
+            }
+            for (_, version) in spec.unreadable_world_under.iter().filter(|(m, _)| m == s) {
+                gs.spec
+                    .env
+                    .push(fixture::env("FIXTURE_UNREADABLE_WORLD_UNDER", version));
             }
             if spec.image_override.contains(s) {
                 gs.spec.image = Some(format!(
@@ -883,6 +892,120 @@ pub async fn failed_format_batch_restored_from_its_backups(
         checks,
         json!({"outcome": q.outcome, "put_back": q.put_back, "fleet_versions": versions}),
     )
+}
+
+/// A format-changing candidate in batches of one whose batch-2 member cannot read its own
+/// world under it: the canary and batch 1 pass, and batch 1 keeps its pre-promotion backup as
+/// its way back; the batch-2 member's game refuses to start on its world, so its image gate
+/// fails (the container crash-loops); it is restored from its own backup (every world digest as
+/// read while it was stopped for that backup) and runs its version again; the batch-3 member is
+/// untouched. Every moved member's backup had succeeded before its first gate began.
+pub async fn format_batch_two_member_cannot_read_its_world(
+    ctx: &CaseContext<'_>,
+) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER, THIRD];
+    let before = fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_FORMAT],
+            members: &members,
+            unreadable_world_under: &[(OTHER, FORMAT_GAME_VERSION)],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let p = plan(
+        ctx,
+        &members,
+        fixture::VERSION_FORMAT,
+        Rollback::RestoreRequired,
+    );
+    let q = run(ctx, &p).await?;
+    let after = fleet_pod_uids(ctx, &members).await?;
+    let versions = fleet_versions(ctx, &members).await?;
+    let mut checks = Checks::new();
+    let o = qualification_object(ctx);
+    checks.check(
+        "halted-at-gate",
+        matches!(halted_at(&q), Some((g, Some(s), _, 1)) if g == format!("promotion batch 2: {}", gates::IMAGE) && s == OTHER),
+        &o,
+        "outcome",
+        format!("halted at promotion batch 2 ({}) on {OTHER} after 1 batch", gates::IMAGE),
+        &q.outcome,
+    );
+    checks.eq(
+        "batch-one-kept-with-way-back",
+        &o,
+        "batch 1's member's spec.version, and the members whose backup is kept as a way back",
+        (
+            Some(fixture::VERSION_FORMAT.to_string()),
+            vec![SOURCE.to_string()],
+        ),
+        (
+            versions.get(SOURCE).cloned().flatten(),
+            q.way_back
+                .iter()
+                .map(|w| w.server.clone())
+                .collect::<Vec<_>>(),
+        ),
+    );
+    checks.eq(
+        "member-restored-and-put-back",
+        &format!("gameserver {}/{OTHER}", ctx.namespace),
+        "spec.version, and the put-back record (batch, member, error)",
+        (
+            Some(fixture::VERSION_STABLE.to_string()),
+            vec![(2, OTHER.to_string(), None)],
+        ),
+        (versions.get(OTHER).cloned().flatten(), put_back_records(&q)),
+    );
+    check_worlds_as_before(&mut checks, &o, &[OTHER], &q);
+    checks.eq(
+        "later-members-untouched",
+        &format!("gameserver {}/{THIRD}", ctx.namespace),
+        "pod UID and spec.version",
+        (
+            before.get(THIRD).cloned().flatten(),
+            Some(fixture::VERSION_STABLE.to_string()),
+        ),
+        (
+            after.get(THIRD).cloned().flatten(),
+            versions.get(THIRD).cloned().flatten(),
+        ),
+    );
+    let backed_up_first = |m: &str| backed_up_before_gated(&q, m);
+    checks.eq(
+        "backed-up-before-gated",
+        &o,
+        "each moved member: its pre-promotion backup seen succeeded before its first gate started",
+        vec![(SOURCE, true), (OTHER, true)],
+        vec![
+            (SOURCE, backed_up_first(SOURCE)),
+            (OTHER, backed_up_first(OTHER)),
+        ],
+    );
+    ctx.assess(
+        checks,
+        json!({"outcome": q.outcome, "put_back": q.put_back, "backed_up": q.backed_up,
+               "way_back": q.way_back, "fleet_pod_uids": after, "fleet_versions": versions}),
+    )
+}
+
+/// Whether `member`'s pre-promotion backup was seen succeeded before its first gate on the
+/// candidate began.
+fn backed_up_before_gated(q: &Qualification, member: &str) -> bool {
+    let succeeded = q
+        .backed_up
+        .iter()
+        .find(|w| w.server == member)
+        .and_then(|w| w.succeeded_unix_ms);
+    let first_gate = q
+        .gates
+        .iter()
+        .filter(|g| g.server == member)
+        .map(|g| g.started_unix_ms)
+        .min();
+    matches!((succeeded, first_gate), (Some(s), Some(g)) if s <= g)
 }
 
 /// Qualifies the format-changing candidate on `members` as one batch; returns the

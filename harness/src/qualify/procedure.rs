@@ -53,6 +53,7 @@ pub fn start(plan: &Plan) -> Qualification {
         promotion_receipts: 0,
         put_back: vec![],
         way_back: vec![],
+        backed_up: vec![],
         outcome: Outcome::Promoted { batches: 0 },
     }
 }

@@ -18,8 +18,9 @@ use crate::qualify::access::{
     Access, await_server_phase, get_server, member_state, patch_server, pod_uid,
 };
 use crate::qualify::gates::pods::await_pod_running_image;
+use crate::qualify::gates::unix_ms;
 use crate::qualify::gates::{BatchStop, server_gates};
-use crate::qualify::seed::{back_up, restore};
+use crate::qualify::seed::{await_backup, back_up, create_backup, restore};
 use crate::qualify::tidy;
 use crate::wait::{await_condition, conditions};
 
@@ -105,6 +106,8 @@ pub(super) async fn promote(
             )
             .await;
         let moved = take(moved);
+        let backups = backups_ended(ctx, backups).await;
+        q.backed_up.extend(backups.iter().cloned());
         let member_gates = match ran {
             Ok(gates) => gates,
             Err(e) => {
@@ -429,7 +432,16 @@ async fn back_up_batch(
                 before.pod_uid = uid;
                 let backup = plan.pre_promotion_backup(m);
                 let tags = tidy::pre_promotion_tags(&plan.run_id, &backup);
-                let snapshot = back_up(ctx, plan, &backup, m, tags).await?;
+                // `harness-gated-before-backup-ended` defect: the backup is only started; the
+                // batch moves while it runs and it is waited for after the gates.
+                let (snapshot, succeeded_unix_ms) =
+                    if ctx.harness_mutant(HarnessMutant::GatedBeforeBackupEnded) {
+                        create_backup(ctx, plan, &backup, m, tags).await?;
+                        (String::new(), None)
+                    } else {
+                        let snapshot = back_up(ctx, plan, &backup, m, tags).await?;
+                        (snapshot, Some(unix_ms()))
+                    };
                 if let Some(was) = lock(moved).iter_mut().find(|w| &w.member == m) {
                     was.before = Some(before);
                 }
@@ -437,12 +449,13 @@ async fn back_up_batch(
                     server: m.clone(),
                     backup,
                     snapshot,
+                    succeeded_unix_ms,
                 });
             }
             Ok(taken)
         })
         .await?;
-    for w in &taken {
+    for w in taken.iter().filter(|w| w.succeeded_unix_ms.is_some()) {
         ctx.recorder.restic_snapshot(
             &name,
             &w.snapshot,
@@ -450,6 +463,19 @@ async fn back_up_batch(
         )?;
     }
     Ok(taken)
+}
+
+/// The batch's pre-promotion backups, each waited for if it was not yet (only the
+/// `harness-gated-before-backup-ended` defect leaves one running while its member moves); a
+/// backup that did not succeed keeps no time and no snapshot.
+async fn backups_ended(ctx: &CaseContext<'_>, mut backups: Vec<WayBack>) -> Vec<WayBack> {
+    for w in backups.iter_mut().filter(|w| w.succeeded_unix_ms.is_none()) {
+        if let Ok(snapshot) = await_backup(ctx, &w.backup).await {
+            w.snapshot = snapshot;
+            w.succeeded_unix_ms = Some(unix_ms());
+        }
+    }
+    backups
 }
 
 /// A promoted batch's pre-promotion Backups are kept as its members' way back: no longer

@@ -142,6 +142,18 @@ pub(super) async fn back_up(
     server: &str,
     tags: Vec<String>,
 ) -> Result<String, CaseError> {
+    create_backup(ctx, plan, name, server, tags).await?;
+    await_backup(ctx, name).await
+}
+
+/// Creates Backup `name` of `server` (see [`back_up`]) without waiting for it.
+pub(super) async fn create_backup(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    name: &str,
+    server: &str,
+    tags: Vec<String>,
+) -> Result<(), CaseError> {
     let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let mut backup = Backup::new(
         name,
@@ -165,6 +177,12 @@ pub(super) async fn back_up(
             "create Backup",
             format!("{}/{name}", ctx.namespace),
         ))?;
+    Ok(())
+}
+
+/// Waits until Backup `name` succeeded; returns its snapshot.
+pub(super) async fn await_backup(ctx: &CaseContext<'_>, name: &str) -> Result<String, CaseError> {
+    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let b = await_object(&api, name, conditions::succeeded(), ctx.bounds.settle).await?;
     Ok(b.status.and_then(|s| s.snapshot_id).unwrap_or_default())
 }

@@ -103,6 +103,11 @@ pub struct ServeArgs {
     /// server while the template's versions stay the same for all.
     #[arg(long, env = "FIXTURE_REFUSE_LOGIN_UNDER", value_delimiter = ',')]
     pub refuse_login_under: Vec<String>,
+    /// Fail to start, reading this server's primary world, when running one of these game
+    /// versions (exit 2, nothing written): a world only this server has that a version cannot
+    /// read, e.g. a chunk its migration does not know, while other servers' worlds load.
+    #[arg(long, env = "FIXTURE_UNREADABLE_WORLD_UNDER", value_delimiter = ',')]
+    pub unreadable_world_under: Vec<String>,
     /// Marker value a new primary world is seeded with.
     #[arg(long, env = "FIXTURE_WORLD_MARKER", default_value = "world-seed")]
     pub world_marker: String,
@@ -155,6 +160,16 @@ pub enum ServeError {
     /// A world is newer than this version reads.
     #[error("{0}")]
     NewerFormat(WorldError),
+    /// This server's world cannot be read by this version (`FIXTURE_UNREADABLE_WORLD_UNDER`).
+    #[error(
+        "{path}: this world cannot be read by game version {version} (a chunk its loader does not know); run the version that wrote it, or restore a backup"
+    )]
+    Unreadable {
+        /// The primary world's directory.
+        path: PathBuf,
+        /// The game version that cannot read it.
+        version: String,
+    },
     /// A world could not be read or written.
     #[error(transparent)]
     World(#[from] WorldError),
@@ -225,6 +240,13 @@ async fn bind(what: &'static str, ip: IpAddr, port: u16) -> Result<TcpListener, 
 }
 
 async fn open_worlds(args: &ServeArgs) -> Result<Vec<World>, ServeError> {
+    let primary = args.data_dir.join(PRIMARY_WORLD_DIR);
+    if args.unreadable_world_under.contains(&args.game_version) && primary.exists() {
+        return Err(ServeError::Unreadable {
+            path: primary,
+            version: args.game_version.clone(),
+        });
+    }
     let mut specs = vec![(
         PRIMARY_WORLD_DIR.to_owned(),
         args.data_dir.join(PRIMARY_WORLD_DIR),

@@ -96,6 +96,41 @@ async fn format_version_migrates_and_older_versions_refuse_it() {
     assert_eq!(untouched[0].digest, after[0].digest);
 }
 
+/// A world one server has that a version cannot read: that version refuses to start on it
+/// (exit 2, one line naming the world and the version), touches nothing, and the version
+/// that wrote it still loads it.
+#[tokio::test]
+async fn a_version_that_cannot_read_this_world_refuses_it_untouched() {
+    let data = tempfile::tempdir().unwrap();
+    let unreadable = ["--unreadable-world-under", "2.0,3.0"];
+    run_version(
+        data.path(),
+        &[&unreadable[..], &["--game-version", "1.0"]].concat(),
+    )
+    .await;
+    let before = support::inspect(&[data.path()]);
+    let (code, stderr) = run_to_exit(
+        data.path(),
+        &[
+            &unreadable[..],
+            &["--game-version", "2.0", "--mode", "format"],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, Some(2), "stderr: {stderr}");
+    assert!(
+        stderr.contains("this world cannot be read by game version 2.0"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert_eq!(support::inspect(&[data.path()])[0].digest, before[0].digest);
+    run_version(
+        data.path(),
+        &[&unreadable[..], &["--game-version", "1.0"]].concat(),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn compatible_upgrade_keeps_format_1() {
     let data = tempfile::tempdir().unwrap();

@@ -42,7 +42,7 @@ pub fn set_progress(on: bool) {
     crate::context::set_step_progress(on);
 }
 
-pub(super) fn unix_ms() -> u64 {
+pub(in crate::qualify) fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
