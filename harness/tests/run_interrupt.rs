@@ -49,6 +49,26 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
     out
 }
 
+/// Each of `pids` as `/proc` shows it: its state, parent and command line (which process a
+/// run left behind, and why it may not have ended).
+fn describe(pids: &[u32]) -> String {
+    pids.iter()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`: the fields after the command's closing parenthesis.
+            let after: Vec<&str> = stat
+                .rsplit_once(')')
+                .map(|(_, rest)| rest.split_whitespace().take(2).collect())
+                .unwrap_or_default();
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            format!("[{pid} state {after:?}: {}]", cmd.trim())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[test]
 fn ctrl_c_mid_run_cleans_up_and_leaves_an_interrupted_bundle() {
     let reports = tempfile::tempdir().unwrap();
@@ -118,7 +138,7 @@ fn ctrl_c_mid_run_cleans_up_and_leaves_an_interrupted_bundle() {
             let left = processes_mentioning(&state_marker);
             (
                 left.is_empty().then_some(()),
-                format!("still running: {left:?}"),
+                format!("still running: {}", describe(&left)),
             )
         },
     );
@@ -252,7 +272,7 @@ fn check_interrupted_bundle(what: &str, pid: u32, dir: &Path, out: &Path, comple
             let left = processes_mentioning(&marker);
             (
                 left.is_empty().then_some(()),
-                format!("{what}: still running: {left:?}"),
+                format!("{what}: still running: {}", describe(&left)),
             )
         },
     );
