@@ -785,14 +785,7 @@ pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError>
     let versions = fleet_versions(ctx, &members).await?;
     let mut checks = Checks::new();
     let o = qualification_object(ctx);
-    checks.check(
-        "halted-at-gate",
-        matches!(halted_at(&q), Some((g, Some(s), _, 1)) if g == format!("promotion batch 2: {}", gates::IMAGE) && s == OTHER),
-        &o,
-        "outcome",
-        format!("halted at promotion batch 2 ({}) on {OTHER} after 1 batch", gates::IMAGE),
-        &q.outcome,
-    );
+    check_halted_in_batch_two(&mut checks, &o, &q);
     let g = failed_gate(&q, gates::IMAGE, OTHER);
     checks.check(
         "failing-member-evidence",
@@ -829,19 +822,7 @@ pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError>
         ),
         (versions.get(OTHER).cloned().flatten(), put_back),
     );
-    checks.eq(
-        "later-members-untouched",
-        &format!("gameserver {}/{THIRD}", ctx.namespace),
-        "pod UID and spec.version",
-        (
-            before.get(THIRD).cloned().flatten(),
-            Some(fixture::VERSION_STABLE.to_string()),
-        ),
-        (
-            after.get(THIRD).cloned().flatten(),
-            versions.get(THIRD).cloned().flatten(),
-        ),
-    );
+    check_third_untouched(&mut checks, ctx, &before, &after, &versions);
     ctx.assess(
         checks,
         json!({"outcome": q.outcome, "fleet_pod_uids": after, "fleet_versions": versions}),
@@ -925,14 +906,7 @@ pub async fn format_batch_two_member_cannot_read_its_world(
     let versions = fleet_versions(ctx, &members).await?;
     let mut checks = Checks::new();
     let o = qualification_object(ctx);
-    checks.check(
-        "halted-at-gate",
-        matches!(halted_at(&q), Some((g, Some(s), _, 1)) if g == format!("promotion batch 2: {}", gates::IMAGE) && s == OTHER),
-        &o,
-        "outcome",
-        format!("halted at promotion batch 2 ({}) on {OTHER} after 1 batch", gates::IMAGE),
-        &q.outcome,
-    );
+    check_halted_in_batch_two(&mut checks, &o, &q);
     checks.eq(
         "batch-one-kept-with-way-back",
         &o,
@@ -960,19 +934,7 @@ pub async fn format_batch_two_member_cannot_read_its_world(
         (versions.get(OTHER).cloned().flatten(), put_back_records(&q)),
     );
     check_worlds_as_before(&mut checks, &o, &[OTHER], &q);
-    checks.eq(
-        "later-members-untouched",
-        &format!("gameserver {}/{THIRD}", ctx.namespace),
-        "pod UID and spec.version",
-        (
-            before.get(THIRD).cloned().flatten(),
-            Some(fixture::VERSION_STABLE.to_string()),
-        ),
-        (
-            after.get(THIRD).cloned().flatten(),
-            versions.get(THIRD).cloned().flatten(),
-        ),
-    );
+    check_third_untouched(&mut checks, ctx, &before, &after, &versions);
     let backed_up_first = |m: &str| backed_up_before_gated(&q, m);
     checks.eq(
         "backed-up-before-gated",
@@ -989,6 +951,42 @@ pub async fn format_batch_two_member_cannot_read_its_world(
         json!({"outcome": q.outcome, "put_back": q.put_back, "backed_up": q.backed_up,
                "way_back": q.way_back, "fleet_pod_uids": after, "fleet_versions": versions}),
     )
+}
+
+/// `halted-at-gate`: halted at promotion batch 2's image gate on [`OTHER`], after 1 batch.
+fn check_halted_in_batch_two(checks: &mut Checks, o: &str, q: &Qualification) {
+    checks.check(
+        "halted-at-gate",
+        matches!(halted_at(q), Some((g, Some(s), _, 1)) if g == format!("promotion batch 2: {}", gates::IMAGE) && s == OTHER),
+        o,
+        "outcome",
+        format!("halted at promotion batch 2 ({}) on {OTHER} after 1 batch", gates::IMAGE),
+        &q.outcome,
+    );
+}
+
+/// `later-members-untouched`: [`THIRD`] keeps its pod (UID `before` and `after` the run) and
+/// its version.
+fn check_third_untouched(
+    checks: &mut Checks,
+    ctx: &CaseContext<'_>,
+    before: &BTreeMap<String, Option<String>>,
+    after: &BTreeMap<String, Option<String>>,
+    versions: &BTreeMap<String, Option<String>>,
+) {
+    checks.eq(
+        "later-members-untouched",
+        &format!("gameserver {}/{THIRD}", ctx.namespace),
+        "pod UID and spec.version",
+        (
+            before.get(THIRD).cloned().flatten(),
+            Some(fixture::VERSION_STABLE.to_string()),
+        ),
+        (
+            after.get(THIRD).cloned().flatten(),
+            versions.get(THIRD).cloned().flatten(),
+        ),
+    );
 }
 
 /// Whether `member`'s pre-promotion backup was seen succeeded before its first gate on the
