@@ -10,6 +10,8 @@
 
 use std::path::Path;
 
+mod podman_support;
+
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptions, RemoveContainerOptionsBuilder,
@@ -408,15 +410,13 @@ async fn testcontainers_service_on_host_network_serves_the_marker() {
     let script = format!(
         "httpd -p 127.0.0.1:{port} -h /www && until wget -q -O /dev/null http://127.0.0.1:{port}/marker; do usleep 20000; done; echo READY; exec sleep 3600"
     );
-    let service = rehearsal::backend::host_service::HostService::start(
-        &rehearsal::backend::host_service::HostServiceSpec {
-            repository: repo.to_string(),
-            tag: tag.clone(),
-            cmd: vec!["sh".into(), "-c".into(), script.clone()],
-            ready_line: "READY".into(),
-            port,
-        },
-    )
+    let service = podman_support::HostService::start(&podman_support::HostServiceSpec {
+        repository: repo.to_string(),
+        tag: tag.clone(),
+        cmd: vec!["sh".into(), "-c".into(), script.clone()],
+        ready_line: "READY".into(),
+        port,
+    })
     .await
     .expect("start the service through testcontainers");
     let addr = service.addr();

@@ -77,7 +77,7 @@ fn owner_alive(pid: u32, start: u64) -> bool {
 }
 
 /// Whether `pid` is a `bwrap` we started for `state_dir` (its command line carries the marker).
-fn is_our_sandbox(pid: u32, state_dir: &Path) -> bool {
+pub(crate) fn is_our_sandbox(pid: u32, state_dir: &Path) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };
@@ -101,6 +101,19 @@ fn sandbox_state_dir(pid: u32) -> Option<PathBuf> {
         .windows(2)
         .find(|w| w[0] == STATE_MARKER_ENV.as_bytes())?[1];
     Some(PathBuf::from(String::from_utf8_lossy(value).into_owned()))
+}
+
+/// Every live process carrying `state_dir`'s marker: the outer `bwrap` of each sandbox and
+/// exec probe of that node, and each namespace init (a fork of `bwrap`, same command line).
+pub(crate) fn marked_processes(state_dir: &Path) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| sandbox_state_dir(*pid).as_deref() == Some(state_dir))
+        .collect()
 }
 
 /// Kills every marked sandbox process whose cluster is dead: the PID-namespace inits a dead

@@ -104,6 +104,9 @@ pub enum SandboxError {
     /// The container command is empty.
     #[error("container has no command: neither the image nor the pod spec gives one")]
     NoCommand,
+    /// The node is shutting down: every sandbox has been ended and none may start.
+    #[error("the node is shutting down: no sandbox may start")]
+    Closed,
 }
 
 /// The result of a command run to completion (exec probes).
@@ -119,7 +122,17 @@ pub struct ExecOutput {
 #[derive(Clone, Debug)]
 pub struct Sandboxes {
     state_dir: PathBuf,
-    live: Arc<Mutex<HashSet<u32>>>,
+    live: Arc<Mutex<Live>>,
+}
+
+/// The outer `bwrap` PIDs of running sandboxes and exec probes, and whether the node has
+/// closed: once [`Sandboxes::kill_all`] has run, nothing new starts. Starting and recording
+/// happen under one lock, so a sandbox is either recorded before `kill_all` takes the set (and
+/// killed by it) or refused.
+#[derive(Debug, Default)]
+struct Live {
+    pids: HashSet<u32>,
+    closed: bool,
 }
 
 /// A running sandbox. Dropping the handle does not stop it; [`Sandboxes::kill_all`] does.
@@ -241,15 +254,32 @@ impl Sandboxes {
 
     /// PIDs of the outer `bwrap` of every live sandbox.
     pub fn live_pids(&self) -> Vec<u32> {
-        let mut pids: Vec<u32> = self
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .copied()
-            .collect();
+        let mut pids: Vec<u32> = self.lock().pids.iter().copied().collect();
         pids.sort();
         pids
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Spawns `cmd` and records its PID, under the lock `kill_all` takes (see [`Live`]).
+    fn start(
+        &self,
+        cmd: &mut tokio::process::Command,
+        argv: &[String],
+    ) -> Result<(tokio::process::Child, u32), SandboxError> {
+        let mut live = self.lock();
+        if live.closed {
+            return Err(SandboxError::Closed);
+        }
+        let child = cmd.spawn().map_err(|source| SandboxError::Spawn {
+            argv: argv.to_vec(),
+            source,
+        })?;
+        let pid = child.id().unwrap_or_default();
+        live.pids.insert(pid);
+        Ok((child, pid))
     }
 
     fn command(&self, spec: &SandboxSpec) -> Result<tokio::process::Command, SandboxError> {
@@ -352,17 +382,9 @@ impl Sandboxes {
             source,
         })?;
         cmd.stdout(out).stderr(err);
-        let mut child = cmd.spawn().map_err(|source| SandboxError::Spawn {
-            argv: spec.argv.clone(),
-            source,
-        })?;
-        let pid = child.id().unwrap_or_default();
+        let (mut child, pid) = self.start(&mut cmd, &spec.argv)?;
         let record = self.state_dir.join("sandboxes").join(pid.to_string());
         let _ = std::fs::write(&record, spec.argv.join(" "));
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(pid);
         let (tx, rx) = watch::channel(None);
         let live = self.live.clone();
         tokio::spawn(async move {
@@ -370,7 +392,10 @@ impl Sandboxes {
                 Ok(status) => exit_code(status),
                 Err(_) => 137,
             };
-            live.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+            live.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pids
+                .remove(&pid);
             let _ = std::fs::remove_file(&record);
             let _ = tx.send(Some(code));
         });
@@ -386,12 +411,19 @@ impl Sandboxes {
     ) -> Result<ExecOutput, SandboxError> {
         let mut cmd = self.command(spec)?;
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        cmd.kill_on_drop(true);
-        let child = cmd.spawn().map_err(|source| SandboxError::Spawn {
-            argv: spec.argv.clone(),
-            source,
-        })?;
-        match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        // Not tokio's kill-on-drop: it would SIGKILL only the outer `bwrap`, and its namespace
+        // init does not reliably die with it. The guard kills the tree (init first).
+        cmd.kill_on_drop(false);
+        let (child, pid) = self.start(&mut cmd, &spec.argv)?;
+        let mut guard = ProbeGuard {
+            pid,
+            live: self.live.clone(),
+            reaped: false,
+        };
+        let waited = tokio::time::timeout(timeout, child.wait_with_output()).await;
+        guard.reaped = matches!(waited, Ok(Ok(_)));
+        drop(guard);
+        match waited {
             Ok(Ok(output)) => {
                 let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
                 text.push_str(&String::from_utf8_lossy(&output.stderr));
@@ -404,7 +436,7 @@ impl Sandboxes {
                 argv: spec.argv.clone(),
                 source,
             }),
-            // Dropping the future drops the child, which kill_on_drop ends.
+            // The guard has killed the tree.
             Err(_) => Ok(ExecOutput {
                 exit_code: None,
                 output: format!("command timed out after {timeout:?}"),
@@ -487,11 +519,53 @@ impl Sandboxes {
         })
     }
 
-    /// SIGKILLs every live sandbox now (Drop of the cluster; no grace).
+    /// SIGKILLs every live sandbox and exec probe now (Drop of the cluster; no grace), and
+    /// refuses every later start.
+    ///
+    /// A sandbox killed while `bwrap` was still setting it up can leave its namespace init
+    /// behind (it keeps `bwrap`'s command line, marker included), so the recorded PIDs are
+    /// followed by sweeps of every process carrying this node's marker.
     pub fn kill_all(&self) {
-        for pid in self.live_pids() {
-            kill_tree(pid);
+        let pids: Vec<u32> = {
+            let mut live = self.lock();
+            live.closed = true;
+            live.pids.drain().collect()
+        };
+        for pid in pids {
+            if crate::owners::is_our_sandbox(pid, &self.state_dir) {
+                kill_tree(pid);
+            }
             let _ = std::fs::remove_file(self.state_dir.join("sandboxes").join(pid.to_string()));
+        }
+        // SIGKILL stops any further fork, so what a sweep finds is all there will be; a few
+        // rounds cover a process caught mid-fork by the previous one.
+        for _ in 0..3 {
+            let left = crate::owners::marked_processes(&self.state_dir);
+            if left.is_empty() {
+                break;
+            }
+            for pid in left {
+                tracing::debug!(pid, "killing a sandbox process the recorded PIDs missed");
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// An exec probe's outer `bwrap`: its tree is killed when the probe is dropped (timeout, or
+/// the kubelet task aborted) before it was reaped, and its PID leaves the live set either way.
+struct ProbeGuard {
+    pid: u32,
+    live: Arc<Mutex<Live>>,
+    reaped: bool,
+}
+
+impl Drop for ProbeGuard {
+    fn drop(&mut self) {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        // Still in the set: `kill_all` has not taken it, so it is ours to end.
+        if live.pids.remove(&self.pid) && !self.reaped {
+            kill_tree(self.pid);
         }
     }
 }
@@ -738,6 +812,93 @@ mod tests {
             Vec::<u32>::new(),
             "sandbox processes left running"
         );
+    }
+
+    /// Polls `check` (bounded, 30 s) until it holds; panics with the last observation.
+    async fn eventually(what: &str, mut check: impl FnMut() -> (bool, String)) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let (done, seen) = check();
+            if done {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what} not observed within 30 s; last observed: {seen}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn kill_all_ends_every_sandbox_and_probe_and_refuses_new_ones() {
+        let state = tempfile::tempdir().unwrap();
+        let sandboxes = Sandboxes::new(state.path()).unwrap();
+        let forever = "echo up; while true; do sleep 0.1; done";
+        let log = state.path().join("a.log");
+        let running = sandboxes.spawn(&spec(forever), &log).unwrap();
+        wait_for_log(&log, "up").await;
+        let probing = sandboxes.clone();
+        let probe =
+            tokio::spawn(
+                async move { probing.exec(&spec(forever), Duration::from_secs(600)).await },
+            );
+        eventually("the probe recorded beside the sandbox", || {
+            let live = sandboxes.live_pids();
+            (live.len() == 2, format!("live {live:?}"))
+        })
+        .await;
+        // One more, killed while `bwrap` is most likely still setting it up.
+        let fresh = sandboxes
+            .spawn(&spec(forever), &state.path().join("b.log"))
+            .unwrap();
+        sandboxes.kill_all();
+
+        assert!(matches!(
+            sandboxes.spawn(&spec("true"), &state.path().join("c.log")),
+            Err(SandboxError::Closed)
+        ));
+        assert!(matches!(
+            sandboxes.exec(&spec("true"), Duration::from_secs(5)).await,
+            Err(SandboxError::Closed)
+        ));
+        assert_eq!(running.wait().await, 137);
+        fresh.wait().await;
+        let probed = probe.await.unwrap().unwrap();
+        assert_eq!(probed.exit_code, Some(137), "{probed:?}");
+        eventually("every process carrying the node's marker ending", || {
+            let left = crate::owners::marked_processes(state.path());
+            (left.is_empty(), format!("still running: {left:?}"))
+        })
+        .await;
+        assert!(sandboxes.live_pids().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_probe_dropped_mid_run_ends_its_whole_tree() {
+        let state = tempfile::tempdir().unwrap();
+        let sandboxes = Sandboxes::new(state.path()).unwrap();
+        let marker = state.path().join("started");
+        let mut s = spec("touch /state/started; while true; do sleep 0.1; done");
+        s.binds.push(Bind {
+            source: state.path().to_path_buf(),
+            dest: "/state".into(),
+            read_only: false,
+        });
+        let probing = sandboxes.clone();
+        let probe = tokio::spawn(async move { probing.exec(&s, Duration::from_secs(600)).await });
+        eventually("the probe's command starting", || {
+            (marker.exists(), "no marker file yet".into())
+        })
+        .await;
+        probe.abort();
+        assert!(probe.await.unwrap_err().is_cancelled());
+        eventually("the aborted probe's processes ending", || {
+            let left = crate::owners::marked_processes(state.path());
+            (left.is_empty(), format!("still running: {left:?}"))
+        })
+        .await;
+        assert!(sandboxes.live_pids().is_empty());
     }
 
     async fn wait_for_log(path: &Path, needle: &str) {

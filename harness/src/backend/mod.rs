@@ -10,8 +10,7 @@
 //! The trait is object-safe (methods return boxed futures) so callers hold a `Box<dyn Backend>`.
 //!
 //! Beside the backends: [`kubeconfig`] (context pinning), [`node_engine`] (node containers via
-//! bollard), [`port_forward`] (reaching pods through the API server) and [`host_service`]
-//! (services outside the cluster via testcontainers).
+//! bollard) and [`port_forward`] (reaching pods through the API server).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -24,7 +23,6 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub mod embedded;
 pub mod existing;
-pub mod host_service;
 pub mod kind;
 pub mod kubeconfig;
 pub mod node_engine;

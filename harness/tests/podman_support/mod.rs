@@ -1,5 +1,7 @@
-//! Host-side services the Kind path needs outside the cluster (an OCI registry for candidate
-//! images, a restic REST server, …), started through testcontainers against `DOCKER_HOST`.
+//! Host-side services outside the cluster (an OCI registry, a restic REST server, …), started
+//! through testcontainers against `DOCKER_HOST`. Only the tests start them, so testcontainers is
+//! a dev-dependency: the binaries do not compile it (nor the bollard `buildkit` features and
+//! the gRPC stack it turns on).
 //!
 //! Services use host networking and listen on 127.0.0.1 (the only addresses traffic may go to
 //! here); a service is ready when it prints its ready line. Dropping [`HostService`] removes
