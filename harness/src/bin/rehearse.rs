@@ -44,13 +44,33 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let outcome = runtime.block_on(async {
-        let outcome = cli::run(cli).await;
-        // The embedded clusters' shared REST server ends with the command (gracefully; the
-        // death signal would end it with the process anyway).
-        rehearsal::backend::rest_server::stop_shared().await;
-        outcome
-    });
+    // The command's own future is polled on this thread, not a runtime worker: a thread with
+    // the same roomy stack (the main thread has 8 MiB, too little for the deepest commands in a
+    // build of the harness without optimization).
+    let outcome = std::thread::Builder::new()
+        .name("rehearse".into())
+        .stack_size(64 * 1024 * 1024)
+        .spawn(move || {
+            runtime.block_on(async {
+                let outcome = cli::run(cli).await;
+                // The embedded clusters' shared REST server ends with the command (gracefully;
+                // the death signal would end it with the process anyway).
+                rehearsal::backend::rest_server::stop_shared().await;
+                outcome
+            })
+        })
+        .and_then(|thread| {
+            thread
+                .join()
+                .map_err(|_| std::io::Error::other("the command's thread panicked"))
+        });
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("rehearse: {e}");
+            std::process::exit(101);
+        }
+    };
     if let Err(e) = outcome {
         eprintln!("rehearse: {e}");
         std::process::exit(e.code);
