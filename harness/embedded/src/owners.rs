@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::sandbox::STATE_MARKER_ENV;
+use crate::sandbox::{is_our_sandbox, sandbox_state_dir};
 
 /// The directory all embedded clusters of this machine share.
 pub fn root_dir() -> PathBuf {
@@ -74,46 +74,6 @@ fn owner_alive(pid: u32, start: u64) -> bool {
         return false;
     }
     start == 0 || start_time(pid) == Some(start)
-}
-
-/// Whether `pid` is a `bwrap` we started for `state_dir` (its command line carries the marker).
-pub(crate) fn is_our_sandbox(pid: u32, state_dir: &Path) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
-    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    let is_bwrap = args.first().is_some_and(|a| a.ends_with(b"bwrap"));
-    let state = state_dir.as_os_str().as_encoded_bytes();
-    let marked = args
-        .windows(2)
-        .any(|w| w[0] == STATE_MARKER_ENV.as_bytes() && w[1] == state);
-    is_bwrap && marked
-}
-
-/// The state directory named by the marker on a `bwrap` command line, if `pid` is one of ours.
-fn sandbox_state_dir(pid: u32) -> Option<PathBuf> {
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    if !args.first()?.ends_with(b"bwrap") {
-        return None;
-    }
-    let value = args
-        .windows(2)
-        .find(|w| w[0] == STATE_MARKER_ENV.as_bytes())?[1];
-    Some(PathBuf::from(String::from_utf8_lossy(value).into_owned()))
-}
-
-/// Every live process carrying `state_dir`'s marker: the outer `bwrap` of each sandbox and
-/// exec probe of that node, and each namespace init (a fork of `bwrap`, same command line).
-pub(crate) fn marked_processes(state_dir: &Path) -> Vec<u32> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    procs
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_string_lossy().parse::<u32>().ok())
-        .filter(|pid| sandbox_state_dir(*pid).as_deref() == Some(state_dir))
-        .collect()
 }
 
 /// Kills every marked sandbox process whose cluster is dead: the PID-namespace inits a dead

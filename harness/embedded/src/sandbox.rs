@@ -242,6 +242,46 @@ fn command_pid(bwrap_pid: u32) -> Option<u32> {
     children(init)
 }
 
+/// Whether `pid` is a `bwrap` we started for `state_dir` (its command line carries the marker).
+pub(crate) fn is_our_sandbox(pid: u32, state_dir: &Path) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let is_bwrap = args.first().is_some_and(|a| a.ends_with(b"bwrap"));
+    let state = state_dir.as_os_str().as_encoded_bytes();
+    let marked = args
+        .windows(2)
+        .any(|w| w[0] == STATE_MARKER_ENV.as_bytes() && w[1] == state);
+    is_bwrap && marked
+}
+
+/// The state directory named by the marker on a `bwrap` command line, if `pid` is one of ours.
+pub(crate) fn sandbox_state_dir(pid: u32) -> Option<PathBuf> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    if !args.first()?.ends_with(b"bwrap") {
+        return None;
+    }
+    let value = args
+        .windows(2)
+        .find(|w| w[0] == STATE_MARKER_ENV.as_bytes())?[1];
+    Some(PathBuf::from(String::from_utf8_lossy(value).into_owned()))
+}
+
+/// Every live process carrying `state_dir`'s marker: the outer `bwrap` of each sandbox and
+/// exec probe of that node, and each namespace init (a fork of `bwrap`, same command line).
+pub(crate) fn marked_processes(state_dir: &Path) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| sandbox_state_dir(*pid).as_deref() == Some(state_dir))
+        .collect()
+}
+
 impl Sandboxes {
     /// Sandboxes recorded under `<state_dir>/sandboxes/`.
     pub fn new(state_dir: &Path) -> std::io::Result<Self> {
@@ -532,7 +572,7 @@ impl Sandboxes {
             live.pids.drain().collect()
         };
         for pid in pids {
-            if crate::owners::is_our_sandbox(pid, &self.state_dir) {
+            if is_our_sandbox(pid, &self.state_dir) {
                 kill_tree(pid);
             }
             let _ = std::fs::remove_file(self.state_dir.join("sandboxes").join(pid.to_string()));
@@ -540,7 +580,7 @@ impl Sandboxes {
         // SIGKILL stops any further fork, so what a sweep finds is all there will be; a few
         // rounds cover a process caught mid-fork by the previous one.
         for _ in 0..3 {
-            let left = crate::owners::marked_processes(&self.state_dir);
+            let left = marked_processes(&self.state_dir);
             if left.is_empty() {
                 break;
             }
@@ -867,7 +907,7 @@ mod tests {
         let probed = probe.await.unwrap().unwrap();
         assert_eq!(probed.exit_code, Some(137), "{probed:?}");
         eventually("every process carrying the node's marker ending", || {
-            let left = crate::owners::marked_processes(state.path());
+            let left = marked_processes(state.path());
             (left.is_empty(), format!("still running: {left:?}"))
         })
         .await;
@@ -894,7 +934,7 @@ mod tests {
         probe.abort();
         assert!(probe.await.unwrap_err().is_cancelled());
         eventually("the aborted probe's processes ending", || {
-            let left = crate::owners::marked_processes(state.path());
+            let left = marked_processes(state.path());
             (left.is_empty(), format!("still running: {left:?}"))
         })
         .await;

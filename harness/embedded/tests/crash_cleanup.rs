@@ -115,7 +115,13 @@ async fn kill_9_of_the_cluster_process_leaves_no_sandbox_after_the_next_start() 
         .filter_map(|p| p.parse().ok())
         .collect();
     assert_eq!(pids.len(), 2, "two containers, two sandboxes: {line}");
-    let marked_before = marked_processes(&state_dir);
+    // A container reported running may still have `bwrap` setting its namespace init up.
+    let settle = std::time::Instant::now() + common::WAIT;
+    let mut marked_before = marked_processes(&state_dir);
+    while marked_before.len() < 4 && std::time::Instant::now() < settle {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        marked_before = marked_processes(&state_dir);
+    }
     assert!(
         marked_before.len() >= 4,
         "each sandbox is an outer bwrap and a namespace init: {marked_before:?}"
