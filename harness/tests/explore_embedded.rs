@@ -1,6 +1,7 @@
 //! `rehearse explore` on the embedded cluster against the real reference operator: every
-//! point × every fault of a backup and of a stopped server's backup holds every invariant (no
-//! false alarm), and a violation a mutant produces is reproduced by replaying its schedule id.
+//! point × every fault of a backup, of a stopped server's backup and of a restore holds every
+//! invariant (no false alarm), and a violation a mutant produces is reproduced by replaying its
+//! schedule id.
 
 use std::path::Path;
 
@@ -68,13 +69,13 @@ async fn the_reference_operator_holds_every_invariant_at_every_point() {
         .expect("the exploration's journal verifies");
 }
 
-/// Explores `mutant` with one fault, then replays its first violating schedule twice: each
-/// replay violates the same invariants.
-async fn replay_reproduces(mutant: &str, fault: Fault) {
+/// Explores `operation` under `mutant` with one fault, then replays its first violating
+/// schedule twice: each replay violates the same invariants.
+async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
     let reports = tempfile::tempdir().unwrap();
     let mut cfg = config(reports.path());
     cfg.mutant = Some(mutant.to_string());
-    cfg.operations = vec![Operation::Backup];
+    cfg.operations = vec![operation];
     cfg.faults = vec![fault];
     let outcome = explore::run(cfg.clone()).await.unwrap();
     let (id, _, violated, _) = failures(&outcome)
@@ -106,15 +107,37 @@ async fn replay_reproduces(mutant: &str, fault: Fault) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_consistency_violation_reproduces() {
-    replay_reproduces("ignore-incarnation", Fault::GameRestart).await;
+    replay_reproduces("ignore-incarnation", Operation::Backup, Fault::GameRestart).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_drain_violation_reproduces() {
-    replay_reproduces("invalidated-without-draining", Fault::GameRestart).await;
+    replay_reproduces(
+        "invalidated-without-draining",
+        Operation::Backup,
+        Fault::GameRestart,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_cleanup_violation_reproduces() {
-    replay_reproduces("no-unquiesce-after-failure", Fault::BackupDeleted).await;
+    replay_reproduces(
+        "no-unquiesce-after-failure",
+        Operation::Backup,
+        Fault::BackupDeleted,
+    )
+    .await;
+}
+
+/// A restore whose failure empties the claims first: an unreachable repository leaves the world
+/// claims neither as they were nor restored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_data_violation_reproduces() {
+    replay_reproduces(
+        "restore-failure-wipes-claims",
+        Operation::Restore,
+        Fault::RepositoryUnreachable,
+    )
+    .await;
 }

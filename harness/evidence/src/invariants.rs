@@ -16,8 +16,9 @@
 //! its `save-on` line is newer). Every violation names the invariant, the evidence it read and
 //! what it found there.
 //!
-//! The invariants of a backup: [`BackupTrace::violations`]. Their ids are the clause kinds
-//! `docs/contract.toml` lists under "Invariants".
+//! The invariants of a backup: [`BackupTrace::violations`]; of a restore:
+//! [`restore::RestoreTrace::violations`]. Their ids are the clause kinds `docs/contract.toml`
+//! lists under "Invariants".
 
 use serde::{Deserialize, Serialize};
 
@@ -42,7 +43,9 @@ pub const LIVENESS: &str = "liveness";
 pub const BACKUP_INVARIANTS: &[&str] = &[CONSISTENCY, CLEANUP, DRAIN, LIVENESS];
 
 /// Every invariant of every operation.
-pub const ALL: &[&str] = BACKUP_INVARIANTS;
+pub const ALL: &[&str] = &[CONSISTENCY, CLEANUP, DRAIN, LIVENESS, restore::DATA];
+
+pub mod restore;
 
 /// One broken promise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -117,4 +117,8 @@ pub mod finalizers {
     /// On a Backup: the cleanup it may owe (drain the copy, save-on to the original game) is
     /// paid before the object goes; the operator removes it after cleanup.
     pub const BACKUP_CLEANUP: &str = "backup.gameplane.local/cleanup";
+    /// On a Restore that has not ended: a deleted Restore stops its Job (no worker pod goes on
+    /// writing the claims) and gives the server back its run state before the object goes;
+    /// removed once the Restore ended.
+    pub const RESTORE_CLEANUP: &str = "restore.gameplane.local/cleanup";
 }

@@ -118,7 +118,7 @@ async fn backup_step(
     Ok((b, job))
 }
 
-pub(super) async fn await_backup(
+pub(crate) async fn await_backup(
     ctx: &CaseContext<'_>,
     name: &str,
 ) -> Result<(Backup, observe::JobState), CaseError> {
@@ -1561,7 +1561,7 @@ pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseErr
 }
 
 /// A Restore reaching a terminal phase (either one).
-pub(super) fn restore_terminal() -> Condition<gameplane_api::restore::Restore> {
+pub(crate) fn restore_terminal() -> Condition<gameplane_api::restore::Restore> {
     Condition::new(
         "phase Succeeded or Failed",
         |r: Option<&gameplane_api::restore::Restore>| {
@@ -1578,7 +1578,7 @@ pub(super) fn restore_terminal() -> Condition<gameplane_api::restore::Restore> {
 
 /// Points the repository Secret of the case at a repository that does not exist (same REST
 /// server, a path nothing was ever written to): every restic call through it fails.
-async fn break_repository(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
+pub(crate) async fn break_repository(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
     let missing = format!("{}-missing", fixture::repository_url(ctx)?);
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(ctx.client.clone(), &ctx.namespace);

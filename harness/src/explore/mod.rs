@@ -17,6 +17,7 @@
 
 pub mod backup;
 pub mod observer;
+pub mod restore;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,6 +52,10 @@ pub enum Fault {
     OperatorRestart,
     /// A stopped server started (`spec.suspend: false`) while its Backup is under way.
     ServerStarted,
+    /// The Restore deleted by a user.
+    RestoreDeleted,
+    /// The repository made unreachable: its Secret names a repository that does not exist.
+    RepositoryUnreachable,
 }
 
 impl Fault {
@@ -62,6 +67,8 @@ impl Fault {
         Fault::BackupDeleted,
         Fault::OperatorRestart,
         Fault::ServerStarted,
+        Fault::RestoreDeleted,
+        Fault::RepositoryUnreachable,
     ];
 
     /// Its name in schedule ids and the matrix.
@@ -73,6 +80,8 @@ impl Fault {
             Fault::BackupDeleted => "backup-deleted",
             Fault::OperatorRestart => "operator-restart",
             Fault::ServerStarted => "server-started",
+            Fault::RestoreDeleted => "restore-deleted",
+            Fault::RepositoryUnreachable => "repository-unreachable",
         }
     }
 
@@ -87,13 +96,13 @@ impl std::fmt::Display for Fault {
     }
 }
 
-/// Injects `fault` into server `server`'s namespace and Backup `backup`; returns once the
-/// cluster shows it landed, with what was observed.
+/// Injects `fault` into server `server`'s namespace and the operation's object `object` (its
+/// Backup or Restore); returns once the cluster shows it landed, with what was observed.
 pub(crate) async fn inject(
     ctx: &CaseContext<'_>,
     fault: Fault,
     server: &str,
-    backup: &str,
+    object: &str,
 ) -> Result<Value, CaseError> {
     let bound = ctx.bounds.settle;
     let observed = match fault {
@@ -109,14 +118,26 @@ pub(crate) async fn inject(
         Fault::BackupDeleted => {
             let api: kube::Api<gameplane_api::backup::Backup> =
                 kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
-            api.delete(backup, &kube::api::DeleteParams::default())
+            api.delete(object, &kube::api::DeleteParams::default())
                 .await
                 .map_err(CaseError::kube(
                     "delete Backup",
-                    format!("{}/{backup}", ctx.namespace),
+                    format!("{}/{object}", ctx.namespace),
                 ))?;
-            json!({"deleted": backup})
+            json!({"deleted": object})
         }
+        Fault::RestoreDeleted => {
+            let api: kube::Api<gameplane_api::restore::Restore> =
+                kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+            api.delete(object, &kube::api::DeleteParams::default())
+                .await
+                .map_err(CaseError::kube(
+                    "delete Restore",
+                    format!("{}/{object}", ctx.namespace),
+                ))?;
+            json!({"deleted": object})
+        }
+        Fault::RepositoryUnreachable => crate::cases::backup::break_repository(ctx).await?,
         Fault::OperatorRestart => ctx
             .backend
             .restart_operator()
@@ -147,17 +168,24 @@ pub enum Operation {
     Backup,
     /// A backup of a suspended server (no pod): consistency `Stopped`.
     StoppedBackup,
+    /// A restore of a stopped server's world and extra claims from its Backup.
+    Restore,
 }
 
 impl Operation {
     /// Every operation, in matrix order.
-    pub const ALL: &[Operation] = &[Operation::Backup, Operation::StoppedBackup];
+    pub const ALL: &[Operation] = &[
+        Operation::Backup,
+        Operation::StoppedBackup,
+        Operation::Restore,
+    ];
 
     /// Its name in schedule ids.
     pub fn as_str(self) -> &'static str {
         match self {
             Operation::Backup => "backup",
             Operation::StoppedBackup => "stopped-backup",
+            Operation::Restore => "restore",
         }
     }
 
@@ -180,6 +208,11 @@ impl Operation {
                 Fault::ServerStarted,
                 Fault::BackupDeleted,
                 Fault::OperatorRestart,
+            ],
+            Operation::Restore => &[
+                Fault::RestoreDeleted,
+                Fault::OperatorRestart,
+                Fault::RepositoryUnreachable,
             ],
         }
     }
@@ -376,7 +409,11 @@ async fn on_own_cluster(
     let ended = run_body(backend.as_ref(), bundle, name, BUCKET, options, |ctx| {
         let observer = observer.clone();
         Box::pin(async move {
-            backup::schedule(ctx, observer, operation == Operation::StoppedBackup, hold).await
+            match operation {
+                Operation::Backup => backup::schedule(ctx, observer, false, hold).await,
+                Operation::StoppedBackup => backup::schedule(ctx, observer, true, hold).await,
+                Operation::Restore => restore::schedule(ctx, observer, hold).await,
+            }
         })
     })
     .await;
@@ -591,7 +628,7 @@ mod tests {
             "",
             "backup",
             "backup-p1x-game-restart",
-            "restore-p01-game-restart",
+            "rollout-p01-game-restart",
             "backup-p01-fire",
         ] {
             let e = Schedule::parse(bad).unwrap_err();

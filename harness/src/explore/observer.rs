@@ -39,14 +39,14 @@ impl Point {
     }
 }
 
-/// A committed change of a pod or a Backup in the schedule's namespace.
+/// A committed change of a pod, a Backup or a Restore in the schedule's namespace.
 #[derive(Debug, Clone)]
 pub struct Recorded {
     /// Its resourceVersion.
     pub rv: u64,
     /// When it was committed.
     pub at: jiff::Timestamp,
-    /// `pods` or `backups`.
+    /// `pods`, `backups` or `restores`.
     pub resource: &'static str,
     /// It removed the object.
     pub gone: bool,
@@ -180,6 +180,7 @@ impl RequestHook for Observer {
         let resource = match change.storage {
             "/pods" => "pods",
             "gameplane.local/backups" => "backups",
+            "gameplane.local/restores" => "restores",
             _ => return,
         };
         let mut inner = self.inner();

@@ -4,19 +4,24 @@
 //! The claims are never deleted: the restore Job empties and refills them in place, so the PVC
 //! UIDs before and after are the same. The target's prior `spec.suspend` is written to an
 //! annotation before the target is touched, so a restarted operator still returns it.
+//!
+//! A Restore that has not ended carries a cleanup finalizer: deleted mid-way, its Job and the
+//! Job's pods are stopped and the server gets its run state back before the object goes (found
+//! by `rehearse explore`: without it, a Restore deleted while its Job ran was removed at once,
+//! its worker pod went on writing the claims, and a running server stayed suspended).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use gameplane_api::conditions::{self, reasons, types};
-use gameplane_api::names::{self, annotations as ann, labels};
+use gameplane_api::names::{self, annotations as ann, finalizers, labels};
 use gameplane_api::{
     Backup, BackupPhase, GameServer, GameTemplate, Restore, RestorePhase, RestoreStatus,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
-use kube::api::Api;
+use kube::api::{Api, DeleteParams, ListParams, PropagationPolicy};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -42,9 +47,21 @@ pub async fn reconcile(cached: Arc<Restore>, ctx: Arc<Ctx>) -> Result<Action> {
         return Ok(Action::await_change());
     };
     let run = Run::new(&restore, &ctx)?;
+    if restore.metadata.deletion_timestamp.is_some() {
+        return run.finalize().await;
+    }
     let phase = restore.status.as_ref().and_then(|s| s.phase);
     match phase {
-        Some(p) if p.is_terminal() => Ok(Action::await_change()),
+        // Ended (an operator restarted between the end and the finalizer's removal): nothing
+        // is owed any more.
+        Some(p) if p.is_terminal() => {
+            run.remove_finalizer().await?;
+            Ok(Action::await_change())
+        }
+        _ if !run.has_finalizer() => {
+            run.add_finalizer().await?;
+            Ok(Action::requeue(Duration::ZERO))
+        }
         None => {
             let status = RestoreStatus {
                 phase: Some(RestorePhase::Pending),
@@ -92,6 +109,129 @@ impl<'a> Run<'a> {
 
     fn recheck(&self) -> Action {
         Action::requeue(self.ctx.settings.recheck_interval)
+    }
+
+    fn has_finalizer(&self) -> bool {
+        self.restore
+            .finalizers()
+            .iter()
+            .any(|f| f == finalizers::RESTORE_CLEANUP)
+    }
+
+    /// Writes the finalizer list, on condition that the object is still at `resource_version`
+    /// (a list changed meanwhile is retried).
+    async fn set_finalizers(
+        &self,
+        list: Vec<String>,
+        resource_version: Option<String>,
+    ) -> Result<()> {
+        let patch = json!({ "metadata": {
+            "finalizers": list,
+            "resourceVersion": resource_version,
+        }});
+        kubeutil::merge_patch(&self.restores, &self.ns, &self.name, patch).await
+    }
+
+    /// Adds the cleanup finalizer before the Restore touches anything.
+    async fn add_finalizer(&self) -> Result<()> {
+        let mut list = self.restore.finalizers().to_vec();
+        list.push(finalizers::RESTORE_CLEANUP.to_string());
+        self.set_finalizers(list, self.restore.metadata.resource_version.clone())
+            .await
+    }
+
+    /// Removes the cleanup finalizer (read again: the caller may have written to the object).
+    async fn remove_finalizer(&self) -> Result<()> {
+        let Some(now) = get_opt(&self.restores, &self.ns, &self.name).await? else {
+            return Ok(());
+        };
+        if !now
+            .finalizers()
+            .iter()
+            .any(|f| f == finalizers::RESTORE_CLEANUP)
+        {
+            return Ok(());
+        }
+        let rest = now
+            .finalizers()
+            .iter()
+            .filter(|f| *f != finalizers::RESTORE_CLEANUP)
+            .cloned()
+            .collect();
+        self.set_finalizers(rest, now.metadata.resource_version.clone())
+            .await
+    }
+
+    /// A deleted Restore: stops its Job and every pod of it, gives the server back its run
+    /// state, and only then lets the object go.
+    async fn finalize(&self) -> Result<Action> {
+        if !self.has_finalizer() {
+            return Ok(Action::await_change());
+        }
+        let ended = self.status.phase.is_some_and(|p| p.is_terminal());
+        if !ended {
+            if self.stop_job().await? {
+                return Ok(self.recheck());
+            }
+            self.return_run_state().await?;
+            tracing::info!(restore = %self.name, namespace = %self.ns,
+                "deleted Restore: its Job stopped, the server's run state returned");
+        }
+        self.remove_finalizer().await?;
+        Ok(Action::await_change())
+    }
+
+    /// Deletes the restore Job in the foreground and any pod of it; `true` while the Job or one
+    /// of its pods exists.
+    async fn stop_job(&self) -> Result<bool> {
+        let jobs: Api<Job> = Api::namespaced(self.ctx.client.clone(), &self.ns);
+        let pods: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &self.ns);
+        let job_name = names::restore_job(&self.name);
+        let job = get_opt(&jobs, &self.ns, &job_name).await?;
+        if let Some(job) = &job
+            && job.metadata.deletion_timestamp.is_none()
+        {
+            let params = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Foreground),
+                ..Default::default()
+            };
+            match jobs.delete(&job_name, &params).await {
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                other => other.map(drop).ctx("delete", "Job", &self.ns, &job_name)?,
+            }
+        }
+        // A pod the Job controller created after the delete is not part of the cascade.
+        let lp = ListParams::default().labels(&format!("{}={}", labels::RESTORE, self.name));
+        let left = pods
+            .list(&lp)
+            .await
+            .ctx("list pods of", "Job", &self.ns, &job_name)?
+            .items;
+        for pod in &left {
+            if pod.metadata.deletion_timestamp.is_none() {
+                kubeutil::delete_background(&pods, &self.ns, &pod.name_any()).await?;
+            }
+        }
+        Ok(job.is_some() || !left.is_empty())
+    }
+
+    /// Gives the server back the `spec.suspend` it had before the Restore touched it (when it
+    /// was touched and still exists).
+    async fn return_run_state(&self) -> Result<()> {
+        if let Some(prior) = self.restore.annotations().get(ann::RESTORE_PRIOR_SUSPEND)
+            && get_opt(&self.servers, &self.ns, &self.server)
+                .await?
+                .is_some()
+        {
+            let value = match prior.as_str() {
+                "true" => json!(true),
+                "false" => json!(false),
+                _ => serde_json::Value::Null,
+            };
+            let patch = json!({ "spec": { "suspend": value } });
+            kubeutil::merge_patch(&self.servers, &self.ns, &self.server, patch).await?;
+        }
+        Ok(())
     }
 
     async fn patch_status(&self, status: &RestoreStatus) -> Result<()> {
@@ -386,19 +526,8 @@ impl<'a> Run<'a> {
     async fn finish(&self, ok: bool, reason: &str, message: String) -> Result<Action> {
         // `restore-failure-keeps-suspended` defect: a failed restore leaves the server stopped.
         let keep_stopped = !ok && self.ctx.mutant(Mutant::RestoreFailureKeepsSuspended);
-        if let Some(prior) = self.restore.annotations().get(ann::RESTORE_PRIOR_SUSPEND)
-            && !keep_stopped
-            && get_opt(&self.servers, &self.ns, &self.server)
-                .await?
-                .is_some()
-        {
-            let value = match prior.as_str() {
-                "true" => json!(true),
-                "false" => json!(false),
-                _ => serde_json::Value::Null,
-            };
-            let patch = json!({ "spec": { "suspend": value } });
-            kubeutil::merge_patch(&self.servers, &self.ns, &self.server, patch).await?;
+        if !keep_stopped {
+            self.return_run_state().await?;
         }
         let mut status = self.status.clone();
         let t = now();
@@ -419,6 +548,8 @@ impl<'a> Run<'a> {
             t,
         );
         self.patch_status(&status).await?;
+        // Ended: its Job finished, nothing is owed any more.
+        self.remove_finalizer().await?;
         Ok(Action::await_change())
     }
 }
