@@ -188,6 +188,10 @@ pub enum RunError {
     /// The bundle could not be written or finalized.
     #[error(transparent)]
     Bundle(#[from] BundleError),
+    /// A saved schedule could not be placed in this operator's run (`rehearse explore
+    /// --regressions`).
+    #[error("{0}")]
+    Schedule(String),
 }
 
 /// What a run produced.

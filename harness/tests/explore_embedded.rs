@@ -14,6 +14,7 @@ fn config(reports: &Path) -> ExploreConfig {
         faults: Vec::new(),
         limit: None,
         replay: Vec::new(),
+        regressions: Vec::new(),
         reports: reports.to_path_buf(),
         run_id: rehearsal::run::new_run_id(),
         parallel: 4,
@@ -88,6 +89,27 @@ async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
             "{id} failed on {invariant}, not an invariant"
         );
     }
+    // Saved as a regression file and replayed from it: the same write, the same violation.
+    let (_, points) = outcome
+        .points
+        .iter()
+        .find(|(op, _)| *op == operation)
+        .expect("the reference run's points");
+    let schedule = Schedule::parse(&id).unwrap();
+    let saved = explore::saved::SavedSchedule::of(&schedule, points, violated.clone(), mutant)
+        .expect("the schedule's write is a point");
+    let mut from_file = cfg.clone();
+    from_file.run_id = rehearsal::run::new_run_id();
+    from_file.regressions = vec![saved];
+    let again = explore::run(from_file).await.unwrap();
+    assert_eq!(
+        failures(&again)
+            .into_iter()
+            .map(|(id, verdict, checks, _)| (id, verdict, checks))
+            .collect::<Vec<_>>(),
+        vec![(id.clone(), Verdict::Failed, violated.clone())],
+        "{id} under mutant {mutant}, replayed from its saved form"
+    );
     for attempt in 1..=2 {
         let mut again = cfg.clone();
         again.run_id = rehearsal::run::new_run_id();
@@ -140,4 +162,32 @@ async fn a_replayed_data_violation_reproduces() {
         Fault::RepositoryUnreachable,
     )
     .await;
+}
+
+/// Every schedule saved in `tests/explore-regressions/` (each once broke an invariant of the
+/// reference operator, since fixed) holds every invariant now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_saved_regressions_hold() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/explore-regressions");
+    let saved: Vec<_> = explore::saved::load_dir(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    assert!(!saved.is_empty(), "no saved schedule in {}", dir.display());
+    let reports = tempfile::tempdir().unwrap();
+    let mut cfg = config(reports.path());
+    cfg.regressions = saved.clone();
+    let outcome = explore::run(cfg).await.unwrap();
+    let schedules = outcome
+        .results
+        .iter()
+        .filter(|r| r.schedule.is_some())
+        .count();
+    assert_eq!(schedules, saved.len(), "one schedule per saved file");
+    assert_eq!(
+        failures(&outcome),
+        Vec::new(),
+        "a saved regression broke again"
+    );
 }

@@ -21,6 +21,14 @@ pub struct ExploreArgs {
     /// violation's line names it; no reference run.
     #[arg(long = "replay")]
     pub replay: Vec<String>,
+    /// Replay every schedule saved in this directory (`*.json`, written by
+    /// `--save-violations`), each placed by a reference run: each must hold every invariant.
+    #[arg(long, conflicts_with_all = ["replay", "limit", "operations", "faults"])]
+    pub regressions: Option<std::path::PathBuf>,
+    /// Save each schedule that violated an invariant into this directory as a regression file
+    /// (commit it; CI replays the directory with `--regressions`).
+    #[arg(long, conflicts_with = "replay")]
+    pub save_violations: Option<std::path::PathBuf>,
     /// Schedules run at once (each on its own embedded cluster).
     #[arg(long, default_value_t = EMBEDDED_PARALLEL)]
     pub parallel: usize,
@@ -45,7 +53,32 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
             "--limit 0 explores nothing: give at least 1, or leave it out for every schedule",
         ));
     }
-    let operations = if args.operations.is_empty() {
+    let regressions = match &args.regressions {
+        Some(dir) => explore::saved::load_dir(dir)
+            .map_err(CliError::usage)?
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect(),
+        None => Vec::new(),
+    };
+    if args.regressions.is_some() && regressions.is_empty() {
+        return Err(CliError::usage(format!(
+            "{} holds no saved schedule (*.json): save some with --save-violations DIR",
+            args.regressions
+                .as_deref()
+                .unwrap_or_else(|| std::path::Path::new(""))
+                .display()
+        )));
+    }
+    let operations = if !regressions.is_empty() {
+        let mut ops: Vec<Operation> = regressions
+            .iter()
+            .filter_map(|s| s.operation().ok())
+            .collect();
+        ops.sort();
+        ops.dedup();
+        ops
+    } else if args.operations.is_empty() {
         Operation::ALL.to_vec()
     } else {
         args.operations.clone()
@@ -55,6 +88,7 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         faults: args.faults.clone(),
         limit: args.limit,
         replay,
+        regressions,
         reports: args.reports.clone(),
         run_id: crate::run::new_run_id(),
         parallel: args.parallel.max(1),
@@ -67,6 +101,9 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         println!("{}", outcome.matrix_markdown(operation));
     }
     print_report(&outcome.bundle_dir);
+    if let Some(dir) = &args.save_violations {
+        save_violations(dir, &outcome)?;
+    }
     let failed: Vec<&str> = outcome
         .results
         .iter()
@@ -85,6 +122,43 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
             failed.len(),
             failed.join(", ")
         )));
+    }
+    Ok(())
+}
+
+/// Writes each violating schedule of `outcome` into `dir` as a regression file.
+fn save_violations(
+    dir: &std::path::Path,
+    outcome: &explore::ExploreOutcome,
+) -> Result<(), CliError> {
+    let operator = format!(
+        "{} {}",
+        outcome.summary.meta.operator.name, outcome.summary.meta.operator.version
+    );
+    for r in &outcome.results {
+        let Some(schedule) = &r.schedule else {
+            continue;
+        };
+        if r.ended.verdict != crate::evidence::bundle::Verdict::Failed
+            || r.ended.failed_checks.is_empty()
+        {
+            continue;
+        }
+        let Some((_, points)) = outcome
+            .points
+            .iter()
+            .find(|(op, _)| *op == schedule.operation)
+        else {
+            continue;
+        };
+        let mut found = r.ended.failed_checks.clone();
+        found.extend(r.ended.reason.clone());
+        let Some(saved) = explore::saved::SavedSchedule::of(schedule, points, found, &operator)
+        else {
+            continue;
+        };
+        let path = explore::saved::save(dir, &saved).map_err(CliError::usage)?;
+        println!("saved: {} ({})", path.display(), r.id);
     }
     Ok(())
 }

@@ -18,6 +18,7 @@
 pub mod backup;
 pub mod observer;
 pub mod restore;
+pub mod saved;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -277,6 +278,9 @@ pub struct ExploreConfig {
     pub limit: Option<usize>,
     /// Run exactly these schedules (no reference run).
     pub replay: Vec<Schedule>,
+    /// Run exactly these saved schedules, each placed by a reference run of its operation
+    /// (the operations above are then those the files name).
+    pub regressions: Vec<saved::SavedSchedule>,
     /// `reports/`.
     pub reports: PathBuf,
     /// The run's id.
@@ -423,6 +427,43 @@ async fn on_own_cluster(
     Ok((ended?, points))
 }
 
+/// The schedules of `operation` once its reference run learned `learned`: every point × every
+/// applicable fault of `faults`, or, when there are saved schedules, exactly those of this
+/// operation (one that cannot be placed is said in `unplaced`).
+fn schedules_of(
+    operation: Operation,
+    learned: &[Point],
+    faults: &[Fault],
+    regressions: &[saved::SavedSchedule],
+    unplaced: &mut Vec<String>,
+) -> Vec<Schedule> {
+    let mut out = Vec::new();
+    if regressions.is_empty() {
+        for point in learned {
+            for &fault in faults.iter().filter(|f| operation.faults().contains(f)) {
+                out.push(Schedule {
+                    operation,
+                    point: point.index,
+                    fault,
+                });
+            }
+        }
+    }
+    for saved in regressions
+        .iter()
+        .filter(|s| s.operation() == Ok(operation))
+    {
+        match saved.resolve(learned) {
+            Ok(s) => out.push(s),
+            Err(e) => unplaced.push(format!(
+                "saved schedule {} {} before {} #{}: {e}",
+                saved.operation, saved.fault, saved.write, saved.occurrence
+            )),
+        }
+    }
+    out
+}
+
 /// Explores `config`: per operation a reference run, then every (point, fault) schedule.
 pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
     let dir = Bundle::dir_for(&config.reports, &config.run_id);
@@ -463,8 +504,21 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
     let mut results = Vec::new();
     let mut points = Vec::new();
     let mut schedules = config.replay.clone();
+    let mut unplaced = Vec::new();
+    let operations: Vec<Operation> = if config.regressions.is_empty() {
+        config.operations.clone()
+    } else {
+        let mut ops: Vec<Operation> = config
+            .regressions
+            .iter()
+            .filter_map(|s| s.operation().ok())
+            .collect();
+        ops.sort();
+        ops.dedup();
+        ops
+    };
     if schedules.is_empty() {
-        for &operation in &config.operations {
+        for &operation in &operations {
             let id = format!("{}-reference", operation.as_str());
             let (ended, learned) =
                 on_own_cluster(&bundle, &id, &options, mutant, operation, None).await?;
@@ -474,15 +528,13 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
                 learned.len(),
                 ended.duration.as_secs_f64()
             );
-            for point in &learned {
-                for &fault in faults.iter().filter(|f| operation.faults().contains(f)) {
-                    schedules.push(Schedule {
-                        operation,
-                        point: point.index,
-                        fault,
-                    });
-                }
-            }
+            schedules.extend(schedules_of(
+                operation,
+                &learned,
+                &faults,
+                &config.regressions,
+                &mut unplaced,
+            ));
             results.push(ScheduleResult {
                 id,
                 schedule: None,
@@ -493,12 +545,17 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
         if let Some(limit) = config.limit {
             schedules = spread(schedules, limit);
         }
+        schedules.sort_by_key(|s| (s.operation, s.point, s.fault));
+        schedules.dedup();
     }
     let done = run_schedules(&bundle, &options, mutant, schedules, config.parallel).await;
     results.extend(done.0);
     let summary = bundle.finalize(false)?;
     if let Some(e) = done.1 {
         return Err(e);
+    }
+    if !unplaced.is_empty() {
+        return Err(RunError::Schedule(unplaced.join("; ")));
     }
     Ok(ExploreOutcome {
         bundle_dir: dir,

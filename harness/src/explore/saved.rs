@@ -1,0 +1,259 @@
+//! Schedules saved as regression files, as proptest keeps its `proptest-regressions`: a schedule
+//! that once broke an invariant is written down as a small JSON file, and CI replays every file
+//! against the operator it ships (`rehearse explore --regressions DIR`): each must hold every
+//! invariant.
+//!
+//! A file names the write the fault lands before by its label and occurrence ("the 3rd
+//! `patch restores/status back`"), not by its index, so it still lands on the same write after
+//! the operator gains or loses other writes; the replay resolves it against a fresh reference
+//! run and refuses, naming the file, when that write no longer exists.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::observer::Point;
+use super::{Fault, Operation, Schedule};
+
+/// One saved schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedSchedule {
+    /// The operation (`backup`, `stopped-backup`, `restore`).
+    pub operation: String,
+    /// The fault (`restore-deleted`, …).
+    pub fault: String,
+    /// The label of the operator write the fault lands before, e.g. `patch restores/status back`.
+    pub write: String,
+    /// Which write of that label, counting from 1.
+    pub occurrence: usize,
+    /// What it broke when it was saved (invariant: what was found), for the reader.
+    pub found: Vec<String>,
+    /// The operator (and mutant) it broke on when it was saved.
+    pub operator: String,
+}
+
+impl SavedSchedule {
+    /// The saved form of `schedule`, placed before `points[schedule.point]`.
+    pub fn of(
+        schedule: &Schedule,
+        points: &[Point],
+        found: Vec<String>,
+        operator: &str,
+    ) -> Option<Self> {
+        let point = points.get(schedule.point)?;
+        let occurrence = points[..=schedule.point]
+            .iter()
+            .filter(|p| p.label == point.label)
+            .count();
+        Some(Self {
+            operation: schedule.operation.as_str().to_string(),
+            fault: schedule.fault.as_str().to_string(),
+            write: point.label.clone(),
+            occurrence,
+            found,
+            operator: operator.to_string(),
+        })
+    }
+
+    /// Its operation; the error names the known ones.
+    pub fn operation(&self) -> Result<Operation, String> {
+        Operation::parse(&self.operation).ok_or_else(|| {
+            format!(
+                "unknown operation {:?}; known: {}",
+                self.operation,
+                Operation::ALL
+                    .iter()
+                    .map(|o| o.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
+    /// The schedule it is in a run whose reference learned `points`; the error says why not.
+    pub fn resolve(&self, points: &[Point]) -> Result<Schedule, String> {
+        let operation = self.operation()?;
+        let fault = Fault::parse(&self.fault).ok_or_else(|| {
+            format!(
+                "unknown fault {:?}; known: {}",
+                self.fault,
+                Fault::ALL
+                    .iter()
+                    .map(|f| f.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        if !operation.faults().contains(&fault) {
+            return Err(format!(
+                "fault {} does not apply to operation {}",
+                self.fault, self.operation
+            ));
+        }
+        let point = points
+            .iter()
+            .filter(|p| p.label == self.write)
+            .nth(self.occurrence.saturating_sub(1))
+            .filter(|_| self.occurrence > 0)
+            .ok_or_else(|| {
+                format!(
+                    "the operator no longer makes write {} #{} during a {} (it makes {} such write(s)): re-save the schedule or delete the file",
+                    self.write,
+                    self.occurrence,
+                    self.operation,
+                    points.iter().filter(|p| p.label == self.write).count()
+                )
+            })?;
+        Ok(Schedule {
+            operation,
+            point: point.index,
+            fault,
+        })
+    }
+}
+
+/// Reads every `*.json` file of `dir`, sorted by name; an unreadable or malformed file is an
+/// error naming it.
+pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, SavedSchedule)>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        format!(
+            "cannot read the regressions directory {}: {e}; give a directory of saved schedules (*.json)",
+            dir.display()
+        )
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let saved: SavedSchedule = serde_json::from_str(&text).map_err(|e| {
+                format!(
+                    "{} is not a saved schedule: {e}; fields: operation, fault, write, occurrence, found, operator",
+                    path.display()
+                )
+            })?;
+            saved
+                .operation()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((path, saved))
+        })
+        .collect()
+}
+
+/// Writes `saved` as `<dir>/<operation>-<fault>-<write slug>-<occurrence>.json` (a file of that
+/// name is replaced: it is the same schedule); returns its path.
+pub fn save(dir: &Path, saved: &SavedSchedule) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let slug: String = saved
+        .write
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let path = dir.join(format!(
+        "{}-{}-{slug}-{}.json",
+        saved.operation, saved.fault, saved.occurrence
+    ));
+    let mut text = serde_json::to_string_pretty(saved).unwrap_or_default();
+    text.push('\n');
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn points(labels: &[&str]) -> Vec<Point> {
+        labels
+            .iter()
+            .enumerate()
+            .map(|(index, l)| Point {
+                index,
+                label: l.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_saved_schedule_lands_on_the_same_write_after_the_operator_gains_others() {
+        let before = points(&[
+            "patch restores/status back",
+            "patch restores back",
+            "patch restores/status back",
+            "create jobs",
+            "patch restores/status back",
+        ]);
+        let schedule = Schedule {
+            operation: Operation::Restore,
+            point: 4,
+            fault: Fault::RestoreDeleted,
+        };
+        let saved = SavedSchedule::of(&schedule, &before, vec!["drain: …".into()], "ref").unwrap();
+        assert_eq!(saved.write, "patch restores/status back");
+        assert_eq!(saved.occurrence, 3);
+        // The operator now adds its finalizer first: the same write is point 5.
+        let mut after = points(&["patch restores back"]);
+        after.extend(before.iter().map(|p| Point {
+            index: p.index + 1,
+            label: p.label.clone(),
+        }));
+        assert_eq!(
+            saved.resolve(&after).unwrap(),
+            Schedule {
+                point: 5,
+                ..schedule
+            }
+        );
+        // A write that is gone is refused, naming it.
+        let e = saved.resolve(&after[..3]).unwrap_err();
+        assert!(
+            e.contains("no longer makes write patch restores/status back #3"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn files_round_trip_and_bad_ones_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let saved = SavedSchedule {
+            operation: "restore".into(),
+            fault: "restore-deleted".into(),
+            write: "patch restores/status back".into(),
+            occurrence: 3,
+            found: vec!["drain: x".into()],
+            operator: "reference-operator 0.1.0".into(),
+        };
+        let path = save(dir.path(), &saved).unwrap();
+        assert!(
+            path.ends_with("restore-restore-deleted-patch-restores-status-back-3.json"),
+            "{}",
+            path.display()
+        );
+        assert_eq!(load_dir(dir.path()).unwrap(), vec![(path, saved.clone())]);
+        std::fs::write(dir.path().join("bad.json"), "{\"operation\": 1}").unwrap();
+        let e = load_dir(dir.path()).unwrap_err();
+        assert!(e.contains("bad.json is not a saved schedule"), "{e}");
+        let e = load_dir(&dir.path().join("missing")).unwrap_err();
+        assert!(e.contains("cannot read the regressions directory"), "{e}");
+        let wrong = SavedSchedule {
+            fault: "game-restart".into(),
+            ..saved
+        };
+        assert!(
+            wrong
+                .resolve(&points(&["patch restores/status back"]))
+                .unwrap_err()
+                .contains("does not apply to operation restore")
+        );
+    }
+}
