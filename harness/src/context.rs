@@ -442,17 +442,20 @@ impl<'a> CaseContext<'a> {
         self.record_assessment(checks, observed, &unnamed)
     }
 
-    /// [`Self::assess`] for an exploration schedule: its checks are the invariants
-    /// ([`crate::evidence::invariants`]), one per invariant, whatever the schedule.
+    /// [`Self::assess`] for an exploration schedule: its checks are the invariants, one per
+    /// invariant, whatever the schedule; each must be an `[[invariant]]` of the clause matrix
+    /// (`docs/contract.toml`), as a case's checks must be named by its clauses.
     pub fn assess_invariants(&self, checks: Checks, observed: Value) -> Result<(), CaseError> {
-        let known = crate::evidence::invariants::ALL;
-        let mut unnamed: Vec<String> = checks
-            .results()
-            .iter()
-            .map(|c| c.check)
-            .filter(|c| !known.contains(c))
-            .map(str::to_string)
-            .collect();
+        let mut unnamed: Vec<String> = match crate::contract::Contract::builtin() {
+            Ok(contract) => checks
+                .results()
+                .iter()
+                .map(|c| c.check)
+                .filter(|c| !contract.invariants.iter().any(|i| i.id == *c))
+                .map(str::to_string)
+                .collect(),
+            Err(e) => vec![format!("(the clause matrix is unreadable: {e})")],
+        };
         unnamed.dedup();
         self.record_assessment(checks, observed, &unnamed)
     }

@@ -45,6 +45,9 @@ pub struct Contract {
     /// The clause sections, in document order.
     #[serde(rename = "group", default)]
     pub groups: Vec<Group>,
+    /// The invariants `rehearse explore` judges every schedule by.
+    #[serde(rename = "invariant", default)]
+    pub invariants: Vec<InvariantRow>,
     /// Closing prose sections.
     #[serde(rename = "section", default)]
     pub sections: Vec<Section>,
@@ -114,6 +117,26 @@ pub struct Clause {
     #[serde(default)]
     pub proofs: Vec<String>,
     /// Mutants caught on one of the proof checks.
+    #[serde(default)]
+    pub mutants: Vec<String>,
+}
+
+/// An invariant: a promise that holds whatever fault lands and whenever, judged by
+/// `rehearse explore` over every schedule of the operations it names (the evidence crate's
+/// `invariants` module is its code).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InvariantRow {
+    /// Its id, as the evidence crate names it (`consistency`, `data`, …): the check id of every
+    /// schedule judged by it.
+    pub id: String,
+    /// The contract's clause it states, e.g. `D1`.
+    pub clause: String,
+    /// What must hold (Markdown).
+    pub text: String,
+    /// The operations whose schedules it judges (`backup`, `stopped-backup`, `restore`).
+    pub operations: Vec<String>,
+    /// Operator mutants the exploration catches on it (each a mutant of the manifest).
     #[serde(default)]
     pub mutants: Vec<String>,
 }
@@ -214,6 +237,26 @@ pub enum MatrixProblem {
     CaseWithoutRow(String),
     /// Two clauses or groups with one id.
     DuplicateId(String),
+    /// An invariant of the evidence crate without an `[[invariant]]` row.
+    InvariantWithoutRow(String),
+    /// An `[[invariant]]` row the evidence crate does not judge.
+    UnknownInvariant(String),
+    /// An invariant row whose operations are not those that judge it.
+    InvariantOperations {
+        /// The invariant.
+        id: String,
+        /// The operations the row lists.
+        listed: Vec<String>,
+        /// The operations whose schedules are judged by it.
+        judged: Vec<String>,
+    },
+    /// An invariant row naming a mutant the manifest does not know.
+    UnknownInvariantMutant {
+        /// The invariant.
+        id: String,
+        /// The mutant.
+        mutant: String,
+    },
 }
 
 impl fmt::Display for MatrixProblem {
@@ -255,6 +298,22 @@ impl fmt::Display for MatrixProblem {
                 "case {c} of scenarios/buckets.toml has no [[case]] row in docs/contract.toml: add what it proves"
             ),
             Self::DuplicateId(id) => write!(f, "id {id} is used twice in docs/contract.toml"),
+            Self::InvariantWithoutRow(id) => write!(
+                f,
+                "invariant {id} judges explore's schedules but has no [[invariant]] row in docs/contract.toml: add what it promises"
+            ),
+            Self::UnknownInvariant(id) => write!(
+                f,
+                "[[invariant]] {id} is not an invariant of the evidence crate (invariants::ALL): fix the id or remove the row"
+            ),
+            Self::InvariantOperations { id, listed, judged } => write!(
+                f,
+                "[[invariant]] {id} lists operations {listed:?}, but the schedules of {judged:?} are judged by it (invariants::BY_OPERATION): list exactly those"
+            ),
+            Self::UnknownInvariantMutant { id, mutant } => write!(
+                f,
+                "[[invariant]] {id} names mutant {mutant}, which no case of scenarios/buckets.toml targets: fix the name"
+            ),
         }
     }
 }
@@ -404,7 +463,58 @@ impl Contract {
                 }
             }
         }
+        self.verify_invariants(manifest, &mut ids, &mut problems);
         problems
+    }
+
+    /// The `[[invariant]]` rows against the evidence crate's invariants and the manifest's
+    /// mutants.
+    fn verify_invariants(
+        &self,
+        manifest: &Manifest,
+        ids: &mut BTreeSet<String>,
+        problems: &mut Vec<MatrixProblem>,
+    ) {
+        use crate::evidence::invariants::{ALL, BY_OPERATION};
+        let known = manifest.cases_targeting();
+        for row in &self.invariants {
+            if !ids.insert(row.id.clone()) {
+                problems.push(MatrixProblem::DuplicateId(row.id.clone()));
+            }
+            if !ALL.contains(&row.id.as_str()) {
+                problems.push(MatrixProblem::UnknownInvariant(row.id.clone()));
+                continue;
+            }
+            let judged: Vec<String> = BY_OPERATION
+                .iter()
+                .filter(|(_, ids)| ids.contains(&row.id.as_str()))
+                .map(|(op, _)| op.to_string())
+                .collect();
+            let mut listed = row.operations.clone();
+            listed.sort();
+            let mut sorted = judged.clone();
+            sorted.sort();
+            if listed != sorted {
+                problems.push(MatrixProblem::InvariantOperations {
+                    id: row.id.clone(),
+                    listed: row.operations.clone(),
+                    judged,
+                });
+            }
+            for m in &row.mutants {
+                if !known.contains_key(m.as_str()) {
+                    problems.push(MatrixProblem::UnknownInvariantMutant {
+                        id: row.id.clone(),
+                        mutant: m.clone(),
+                    });
+                }
+            }
+        }
+        for id in ALL {
+            if !self.invariants.iter().any(|r| r.id == *id) {
+                problems.push(MatrixProblem::InvariantWithoutRow(id.to_string()));
+            }
+        }
     }
 
     fn verify_clause(
@@ -506,6 +616,7 @@ impl Contract {
         out.push_str("\n\n");
         self.render_cases(manifest, &mut out);
         self.render_clauses(manifest, &mut out);
+        self.render_invariants(&mut out);
         for s in &self.sections {
             let _ = writeln!(out, "## {}\n\n{}\n", s.heading, s.text.trim());
         }
@@ -615,6 +726,50 @@ impl Contract {
     }
 }
 
+impl Contract {
+    fn render_invariants(&self, out: &mut String) {
+        if self.invariants.is_empty() {
+            return;
+        }
+        out.push_str("## The invariants (judged by `rehearse explore`)\n\n");
+        out.push_str(
+            "A case proves a clause at the moment its author chose; an invariant holds at every \
+             moment. `rehearse explore` places every fault before every write the operator makes \
+             during an operation and judges each schedule by these, one check per invariant \
+             ([docs/explore.md](explore.md)). *Caught* lists the operator mutants the exploration \
+             catches on the invariant.\n\n",
+        );
+        let _ = writeln!(
+            out,
+            "| invariant | clause | operations | what must hold | caught |\n|---|---|---|---|---|"
+        );
+        for row in &self.invariants {
+            let caught = if row.mutants.is_empty() {
+                "(no mutant shown yet)".to_string()
+            } else {
+                row.mutants
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {caught} |",
+                row.id,
+                row.clause,
+                row.operations
+                    .iter()
+                    .map(|o| format!("`{o}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                cell(&row.text)
+            );
+        }
+        out.push('\n');
+    }
+}
+
 /// A Markdown table cell: one line, pipes escaped.
 fn cell(text: &str) -> String {
     text.split_whitespace()
@@ -634,9 +789,31 @@ mod tests {
         Manifest::parse(Path::new("buckets.toml"), &text).expect("manifest")
     }
 
+    /// An `[[invariant]]` row for every invariant of the evidence crate, as it judges them.
+    fn invariant_rows(mutant: &str) -> String {
+        use crate::evidence::invariants::{ALL, BY_OPERATION};
+        ALL.iter()
+            .map(|id| {
+                let ops: Vec<String> = BY_OPERATION
+                    .iter()
+                    .filter(|(_, ids)| ids.contains(id))
+                    .map(|(op, _)| format!("\"{op}\""))
+                    .collect();
+                format!(
+                    "[[invariant]]\nid = \"{id}\"\nclause = \"D\"\ntext = \"holds\"\noperations = [{}]\nmutants = [{mutant}]\n",
+                    ops.join(", ")
+                )
+            })
+            .collect()
+    }
+
     fn contract(clause: &str) -> Contract {
+        contract_with(clause, &invariant_rows(""))
+    }
+
+    fn contract_with(clause: &str, invariants: &str) -> Contract {
         let text = format!(
-            "schema = 1\ntitle = \"t\"\nintro = \"i\"\n[[case]]\nname = \"c\"\nbucket = \"backup\"\nproves = \"p\"\npreconditions = [\"fault\"]\n[[group]]\nid = \"B\"\ntitle = \"g\"\n[[group.clause]]\nid = \"B.1\"\nside = \"failure\"\ntext = \"x\"\n{clause}\n"
+            "schema = 1\ntitle = \"t\"\nintro = \"i\"\n[[case]]\nname = \"c\"\nbucket = \"backup\"\nproves = \"p\"\npreconditions = [\"fault\"]\n[[group]]\nid = \"B\"\ntitle = \"g\"\n[[group.clause]]\nid = \"B.1\"\nside = \"failure\"\ntext = \"x\"\n{clause}\n{invariants}"
         );
         Contract::parse(Path::new("contract.toml"), &text).expect("contract")
     }
@@ -709,6 +886,51 @@ mod tests {
             clause: "B.1".into(),
             proof: "bad".into()
         }));
+    }
+
+    #[test]
+    fn every_invariant_has_a_row_with_the_operations_it_judges_and_known_mutants() {
+        let m = manifest("{ name = \"m\", check = \"k\" }");
+        let clause = "proofs = [\"c: k\"]\nmutants = [\"m\"]";
+        assert_eq!(
+            contract_with(clause, &invariant_rows("\"m\"")).verify(&m),
+            Vec::<MatrixProblem>::new()
+        );
+        let doc = contract_with(clause, &invariant_rows("\"m\"")).render_markdown(&m);
+        assert!(
+            doc.contains("| `data` | D | `restore` | holds | `m` |"),
+            "{doc}"
+        );
+        // A missing row, an unknown invariant, wrong operations, an unknown mutant.
+        let rows = invariant_rows("\"nope\"")
+            .replacen("id = \"consistency\"", "id = \"speed\"", 1)
+            .replacen("operations = [\"restore\"]", "operations = [\"backup\"]", 1);
+        let problems = contract_with(clause, &rows).verify(&m);
+        for expected in [
+            MatrixProblem::InvariantWithoutRow("consistency".into()),
+            MatrixProblem::UnknownInvariant("speed".into()),
+            MatrixProblem::InvariantOperations {
+                id: "data".into(),
+                listed: vec!["backup".into()],
+                judged: vec!["restore".into()],
+            },
+            MatrixProblem::UnknownInvariantMutant {
+                id: "cleanup".into(),
+                mutant: "nope".into(),
+            },
+        ] {
+            assert!(
+                problems.contains(&expected),
+                "{expected:?} not in {problems:?}"
+            );
+        }
+        for p in &problems {
+            assert!(
+                p.to_string().contains("[[invariant]]")
+                    || p.to_string().contains("invariant consistency"),
+                "{p}"
+            );
+        }
     }
 
     #[test]

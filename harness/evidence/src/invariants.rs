@@ -45,6 +45,14 @@ pub const BACKUP_INVARIANTS: &[&str] = &[CONSISTENCY, CLEANUP, DRAIN, LIVENESS];
 /// Every invariant of every operation.
 pub const ALL: &[&str] = &[CONSISTENCY, CLEANUP, DRAIN, LIVENESS, restore::DATA];
 
+/// The invariants each operation `rehearse explore` covers is judged by, by the operation's
+/// name in schedule ids; `docs/contract.toml` lists the same under each `[[invariant]]`.
+pub const BY_OPERATION: &[(&str, &[&str])] = &[
+    ("backup", BACKUP_INVARIANTS),
+    ("stopped-backup", BACKUP_INVARIANTS),
+    ("restore", restore::RESTORE_INVARIANTS),
+];
+
 pub mod restore;
 
 /// One broken promise.

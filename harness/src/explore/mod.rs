@@ -204,11 +204,13 @@ impl Operation {
                 Fault::PodReplaced,
                 Fault::BackupDeleted,
                 Fault::OperatorRestart,
+                Fault::RepositoryUnreachable,
             ],
             Operation::StoppedBackup => &[
                 Fault::ServerStarted,
                 Fault::BackupDeleted,
                 Fault::OperatorRestart,
+                Fault::RepositoryUnreachable,
             ],
             Operation::Restore => &[
                 Fault::RestoreDeleted,
@@ -359,6 +361,7 @@ impl ExploreOutcome {
             self.results
                 .iter()
                 .filter_map(|r| r.schedule.as_ref())
+                .filter(|s| s.operation == operation)
                 .map(|s| s.point + 1)
                 .max()
                 .unwrap_or(0),
@@ -680,7 +683,7 @@ mod tests {
         };
         assert_eq!(stopped.id(), "stopped-backup-p03-server-started");
         assert_eq!(Schedule::parse(&stopped.id()).unwrap(), stopped);
-        assert_eq!(all(4)[7].id(), "backup-p01-pod-replaced");
+        assert_eq!(all(4)[8].id(), "backup-p01-pod-replaced");
         for bad in [
             "",
             "backup",
@@ -691,6 +694,18 @@ mod tests {
             let e = Schedule::parse(bad).unwrap_err();
             assert!(e.contains("<operation>-p<NN>-<fault>"), "{e}");
         }
+    }
+
+    #[test]
+    fn every_operation_is_judged_by_the_invariants_the_contract_lists() {
+        use crate::evidence::invariants::BY_OPERATION;
+        for op in Operation::ALL {
+            assert!(
+                BY_OPERATION.iter().any(|(name, _)| *name == op.as_str()),
+                "{op:?} is not in invariants::BY_OPERATION"
+            );
+        }
+        assert_eq!(BY_OPERATION.len(), Operation::ALL.len());
     }
 
     #[test]
