@@ -388,3 +388,27 @@ fn missing_required_arguments_are_named() {
         "an empty list of missing arguments"
     );
 }
+
+#[test]
+fn explore_regressions_and_its_selftest_refuse_bad_input_by_name() {
+    let dir = tmp();
+    // An empty or missing regressions directory, a malformed saved schedule.
+    assert_one_line_error(
+        &run(&["explore", "--regressions", dir.path().to_str().unwrap()]),
+        &["holds no saved schedule", "--save-violations"],
+    );
+    assert_one_line_error(
+        &run(&["explore", "--regressions", "/nonexistent/regressions"]),
+        &["cannot read the regressions directory"],
+    );
+    write(dir.path(), "bad.json", "{\"operation\": \"restore\"}");
+    assert_one_line_error(
+        &run(&["explore", "--regressions", dir.path().to_str().unwrap()]),
+        &["bad.json is not a saved schedule", "fields"],
+    );
+    // A mutant no invariant names.
+    assert_one_line_error(
+        &run(&["selftest", "--explore", "--mutant", "no-such-mutant"]),
+        &["no-such-mutant", "[[invariant]]", "known"],
+    );
+}

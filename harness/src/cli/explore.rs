@@ -162,3 +162,137 @@ fn save_violations(
     }
     Ok(())
 }
+
+/// One mutant of `rehearse selftest --explore`: the invariants the contract says explore
+/// catches it on, and what it broke.
+#[derive(Debug, serde::Serialize)]
+struct ExploreKill {
+    /// The invariants its `[[invariant]]` rows name it under.
+    expected: Vec<String>,
+    /// The operations explored.
+    operations: Vec<String>,
+    /// The invariants some schedule (or reference run) broke.
+    caught_on: Vec<String>,
+    /// Schedules run, and how many of them broke an invariant.
+    schedules: usize,
+    violating: usize,
+    /// Caught on one of the expected invariants.
+    caught: bool,
+    /// The exploration's bundle.
+    bundle: std::path::PathBuf,
+}
+
+/// Mutant → (the invariants whose `[[invariant]]` rows name it, the operations they judge).
+type Wanted = std::collections::BTreeMap<String, (Vec<String>, Vec<Operation>)>;
+
+fn mutants_of_invariants() -> Result<Wanted, CliError> {
+    let contract =
+        crate::contract::Contract::builtin().map_err(|e| CliError::usage(e.to_string()))?;
+    let mut wanted = Wanted::new();
+    for row in &contract.invariants {
+        for m in &row.mutants {
+            let entry = wanted.entry(m.clone()).or_default();
+            entry.0.push(row.id.clone());
+            entry
+                .1
+                .extend(row.operations.iter().filter_map(|o| Operation::parse(o)));
+        }
+    }
+    Ok(wanted)
+}
+
+/// `rehearse selftest --explore`: every operator mutant the contract's invariants name (or only
+/// `only`) explored over its invariants' operations; each must break one of them. Writes
+/// `explore-kill-matrix.json` under `reports`.
+pub async fn selftest(reports: &std::path::Path, only: &[String]) -> Result<(), CliError> {
+    use std::collections::BTreeMap;
+    let wanted = mutants_of_invariants()?;
+    if let Some(unknown) = only.iter().find(|m| !wanted.contains_key(*m)) {
+        return Err(CliError::usage(format!(
+            "mutant {unknown} is named by no [[invariant]] of docs/contract.toml; known: {}",
+            wanted.keys().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let mut matrix: BTreeMap<String, ExploreKill> = BTreeMap::new();
+    for (mutant, (expected, mut operations)) in wanted {
+        if !only.is_empty() && !only.contains(&mutant) {
+            continue;
+        }
+        operations.sort();
+        operations.dedup();
+        let config = ExploreConfig {
+            operations: operations.clone(),
+            faults: Vec::new(),
+            limit: None,
+            replay: Vec::new(),
+            regressions: Vec::new(),
+            reports: reports.to_path_buf(),
+            run_id: crate::run::new_run_id(),
+            parallel: EMBEDDED_PARALLEL,
+            mutant: Some(mutant.clone()),
+            case_bound: crate::run::CASE_BOUND,
+        };
+        let outcome = explore::run(config).await.map_err(run_error)?;
+        let mut caught_on: Vec<String> = outcome
+            .results
+            .iter()
+            .flat_map(|r| r.ended.failed_checks.clone())
+            .collect();
+        caught_on.sort();
+        caught_on.dedup();
+        let caught = expected.iter().any(|e| caught_on.contains(e));
+        let kill = ExploreKill {
+            expected,
+            operations: operations.iter().map(|o| o.as_str().to_string()).collect(),
+            caught_on,
+            schedules: outcome.results.len(),
+            violating: outcome
+                .results
+                .iter()
+                .filter(|r| !r.ended.failed_checks.is_empty())
+                .count(),
+            caught,
+            bundle: outcome.bundle_dir.clone(),
+        };
+        println!(
+            "mutant {mutant:<36} expected {:<24} {} (broke {} in {} of {} runs)",
+            kill.expected.join(", "),
+            if caught { "caught" } else { "NOT CAUGHT" },
+            if kill.caught_on.is_empty() {
+                "nothing".to_string()
+            } else {
+                kill.caught_on.join(", ")
+            },
+            kill.violating,
+            kill.schedules
+        );
+        matrix.insert(mutant, kill);
+    }
+    let path = reports.join("explore-kill-matrix.json");
+    std::fs::create_dir_all(reports)
+        .and_then(|()| {
+            std::fs::write(
+                &path,
+                serde_json::to_vec_pretty(&matrix).unwrap_or_default(),
+            )
+        })
+        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())))?;
+    println!("explore kill matrix: {}", path.display());
+    let missed: Vec<&String> = matrix
+        .iter()
+        .filter(|(_, k)| !k.caught)
+        .map(|(m, _)| m)
+        .collect();
+    if !missed.is_empty() {
+        return Err(CliError::failed(format!(
+            "{} mutant(s) not caught by the exploration on the invariant the contract names: {}",
+            missed.len(),
+            missed
+                .iter()
+                .map(|m| m.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(())
+}

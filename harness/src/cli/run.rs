@@ -109,6 +109,11 @@ pub struct SelftestArgs {
     /// Check only these mutants (repeatable); default: every mutant a case targets.
     #[arg(long = "mutant")]
     pub mutants: Vec<String>,
+    /// Instead of the cases, check what `rehearse explore` catches: each operator mutant an
+    /// `[[invariant]]` of docs/contract.toml names is explored (the operations that invariant
+    /// judges) and must break that invariant in some schedule.
+    #[arg(long)]
+    pub explore: bool,
 }
 
 /// `rehearse bench`: how many full rehearsals to time.
@@ -548,6 +553,9 @@ async fn kill_matrix(
 /// Runs every case against each mutant it targets and writes the kill matrix; a mutant that
 /// survives its targeted check exits 1.
 pub async fn selftest(args: SelftestArgs) -> Result<(), CliError> {
+    if args.explore {
+        return super::explore::selftest(&args.target.reports, &args.mutants).await;
+    }
     let list = selected_mutants(&args.mutants)?;
     // The catching cases must pass against the correct operator, or a "catch" proves nothing.
     let mut needed: Vec<&'static Case> = Vec::new();

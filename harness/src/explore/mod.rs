@@ -86,7 +86,7 @@ impl Fault {
         }
     }
 
-    fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|f| f.as_str() == name)
     }
 }
@@ -190,7 +190,7 @@ impl Operation {
         }
     }
 
-    fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|o| o.as_str() == name)
     }
 
