@@ -56,6 +56,7 @@ pub fn render(report: &Report) -> String {
     header(&mut out, report);
     verdicts(&mut out, report);
     runs(&mut out, report);
+    explore_matrix(&mut out, report);
     cases(&mut out, report);
     kill_matrices(&mut out, report);
     out.push_str("</body>\n</html>\n");
@@ -203,6 +204,84 @@ fn cases(out: &mut String, report: &Report) {
     out.push_str("<span>bars run from the previous receipt to this one; the slowest is outlined in red</span></p>\n");
     for case in &report.cases {
         render_case(out, report, case);
+    }
+}
+
+/// A case of bucket `explore` named `<operation>-p<NN>-<fault>`: (operation, point, fault).
+fn schedule_of(name: &str) -> Option<(&str, usize, &str)> {
+    name.match_indices("-p").find_map(|(i, _)| {
+        let (num, fault) = name[i + 2..].split_once('-')?;
+        let digits = num.len() >= 2 && num.bytes().all(|b| b.is_ascii_digit());
+        digits.then(|| Some((&name[..i], num.parse().ok()?, fault)))?
+    })
+}
+
+/// An exploration's point × fault matrix per operation (cases of bucket `explore`): a cell is
+/// `ok` when every architecture passed the schedule, else the invariants it broke or its verdict.
+fn explore_matrix(out: &mut String, report: &Report) {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut ops: BTreeMap<&str, BTreeMap<(usize, &str), &MergedCase>> = BTreeMap::new();
+    for case in report.cases.iter().filter(|c| c.bucket == "explore") {
+        if let Some((op, point, fault)) = schedule_of(&case.name) {
+            ops.entry(op).or_default().insert((point, fault), case);
+        }
+    }
+    if ops.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Exploration: point × fault</h2>\n<p class=\"meta\">One row per operator write a fault was placed before, one column per fault; a cell is <code>ok</code> or the invariants the schedule broke. Each schedule is a case below; <code>rehearse explore --replay ID</code> runs one again.</p>\n");
+    for (op, cells) in &ops {
+        let faults: BTreeSet<&str> = cells.keys().map(|(_, f)| *f).collect();
+        let points: BTreeSet<usize> = cells.keys().map(|(p, _)| *p).collect();
+        let _ = write!(
+            out,
+            "<h3><code>{}</code></h3>\n<table>\n<tr><th>point</th>",
+            escape(op)
+        );
+        for f in &faults {
+            let _ = write!(out, "<th><code>{}</code></th>", escape(f));
+        }
+        out.push_str("</tr>\n");
+        for p in &points {
+            let _ = write!(out, "<tr><td>p{p:02}</td>");
+            for f in &faults {
+                let cell = match cells.get(&(*p, *f)) {
+                    None => "·".to_string(),
+                    Some(case) => {
+                        let results: Vec<_> = case.results.values().collect();
+                        let link = |text: String, class: &str| {
+                            format!(
+                                "<a class=\"{class}\" href=\"#{}\">{text}</a>",
+                                anchor(&case.name)
+                            )
+                        };
+                        if !results.is_empty()
+                            && results
+                                .iter()
+                                .all(|r| r.case.summary.verdict == Verdict::Passed)
+                        {
+                            link("ok".into(), "v-passed")
+                        } else {
+                            let mut broke: Vec<String> = results
+                                .iter()
+                                .flat_map(|r| r.case.summary.failed_checks.clone())
+                                .collect();
+                            broke.sort();
+                            broke.dedup();
+                            if broke.is_empty() {
+                                let v = results.first().map(|r| r.case.summary.verdict);
+                                link(escape(v.map_or("not run", |v| v.as_str())), "v-failed")
+                            } else {
+                                link(escape(&broke.join(", ")), "v-failed")
+                            }
+                        }
+                    }
+                };
+                let _ = write!(out, "<td>{cell}</td>");
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
     }
 }
 

@@ -1,0 +1,81 @@
+//! An exploration's bundle renders its point × fault matrix in the HTML report: one table per
+//! operation, a cell per schedule that links to its case, `ok` or the invariants it broke.
+
+mod support;
+
+use rehearsal_evidence::bundle::Verdict;
+use rehearsal_evidence::report::{Format, Report, load::load, render};
+use support::CaseSpec;
+
+fn schedule(name: &str, verdict: Verdict, checks: &[&str]) -> CaseSpec {
+    let mut c = CaseSpec::passed(name).with(verdict);
+    c.bucket = "explore".into();
+    c.failed_checks = checks.iter().map(|s| s.to_string()).collect();
+    c
+}
+
+#[test]
+fn the_html_report_shows_each_operations_point_by_fault_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("run-1");
+    let mut elsewhere = CaseSpec::passed("backup-p09-not-a-schedule");
+    elsewhere.bucket = "backup".into();
+    support::write_bundle(
+        &bundle,
+        support::meta("run-1", "amd64"),
+        &[
+            schedule("restore-reference", Verdict::Passed, &[]),
+            schedule("restore-p00-restore-deleted", Verdict::Passed, &[]),
+            schedule(
+                "restore-p01-restore-deleted",
+                Verdict::Failed,
+                &["data", "drain"],
+            ),
+            schedule("restore-p01-operator-restart", Verdict::Failed, &[]),
+            schedule("stopped-backup-p03-server-started", Verdict::Passed, &[]),
+            elsewhere,
+        ],
+        None,
+    );
+    let report = Report::merge(vec![load(&bundle).unwrap()], dir.path()).unwrap();
+    let html = render(&report, Format::Html);
+    let matrix = &html[html.find("Exploration: point × fault").expect("the matrix")
+        ..html.find("<h2>Cases</h2>").unwrap()];
+    assert!(matrix.contains("<h3><code>restore</code></h3>"), "{matrix}");
+    assert!(
+        matrix.contains("<h3><code>stopped-backup</code></h3>"),
+        "{matrix}"
+    );
+    assert!(
+        matrix.contains(
+            "<th><code>operator-restart</code></th><th><code>restore-deleted</code></th>"
+        ),
+        "{matrix}"
+    );
+    assert!(
+        matrix.contains("<tr><td>p00</td><td>·</td><td><a class=\"v-passed\" href=\"#restore-p00-restore-deleted\">ok</a></td></tr>"),
+        "{matrix}"
+    );
+    assert!(
+        matrix.contains("<tr><td>p01</td><td><a class=\"v-failed\" href=\"#restore-p01-operator-restart\">failed</a></td><td><a class=\"v-failed\" href=\"#restore-p01-restore-deleted\">data, drain</a></td></tr>"),
+        "{matrix}"
+    );
+    assert!(
+        !matrix.contains("reference"),
+        "a reference run is no schedule"
+    );
+    assert!(!matrix.contains("not-a-schedule"), "only bucket explore");
+    // Each linked case is rendered below under that anchor.
+    assert!(html.contains("<h3 id=\"restore-p01-restore-deleted\">"));
+
+    // A run without exploration has no matrix.
+    let plain = dir.path().join("run-2");
+    support::write_bundle(
+        &plain,
+        support::meta("run-2", "amd64"),
+        &[CaseSpec::passed("live_backup")],
+        None,
+    );
+    let report = Report::merge(vec![load(&plain).unwrap()], dir.path()).unwrap();
+    assert!(!render(&report, Format::Html).contains("Exploration"));
+}
