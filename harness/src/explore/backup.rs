@@ -11,7 +11,7 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use super::Fault;
-use super::observer::{Observer, Point, Recorded, ReleaseOnDrop};
+use super::observer::{Observer, Recorded, ReleaseOnDrop};
 use crate::cases::fixture::{self, FixtureOptions};
 use crate::cases::{backup, observe};
 use crate::context::{CaseContext, CaseError, Checks};
@@ -27,17 +27,6 @@ pub const BACKUP: &str = "live";
 /// The operator's writes that are a backup's points: the Backup (finalizers, annotations,
 /// status) and its copy Job.
 pub const POINT_RESOURCES: &[&str] = &["backups", "jobs"];
-
-/// What a schedule did, written into its `assess` receipt.
-#[derive(Debug, Clone, serde::Serialize)]
-struct Placed {
-    /// The point the fault was placed before, as reached in this run.
-    point: Option<Point>,
-    /// The point the schedule asked for was never reached (the operation ended first).
-    point_not_reached: bool,
-    /// What the fault observed when it landed.
-    fault: Value,
-}
 
 /// The operation is over: the Backup is terminal and nobody asked to delete it, or it is gone.
 fn operation_over() -> Condition<Backup> {
@@ -83,39 +72,15 @@ pub async fn schedule(
     )
     .await?;
     let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let mut placed = Placed {
-        point: None,
-        point_not_reached: false,
-        fault: Value::Null,
-    };
-    let mut faults_stopped_at = None;
-    if let Some((index, fault)) = hold {
-        let arrived = ctx
-            .step(&format!("await point {index}"), async {
-                tokio::select! {
-                    point = reached => Ok(point.ok()),
-                    over = await_condition(&backups, BACKUP, operation_over(), ctx.bounds.settle) => {
-                        over?;
-                        Ok(None)
-                    }
-                }
-            })
-            .await?;
-        match arrived {
-            Some(point) => {
-                placed.fault = ctx
-                    .step(
-                        &format!("inject {fault}"),
-                        super::inject(ctx, fault, SERVER, BACKUP),
-                    )
-                    .await?;
-                placed.point = Some(point);
-                faults_stopped_at = Some(jiff::Timestamp::now());
-            }
-            None => placed.point_not_reached = true,
-        }
-        observer.release();
-    }
+    let (placed, faults_stopped_at) = super::place_fault(
+        ctx,
+        &observer,
+        reached,
+        hold,
+        await_condition(&backups, BACKUP, operation_over(), ctx.bounds.settle),
+        (SERVER, BACKUP),
+    )
+    .await?;
     let settled = ctx
         .step("await backup over", async {
             match await_condition(&backups, BACKUP, operation_over(), ctx.bounds.settle).await {

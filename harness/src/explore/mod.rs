@@ -162,6 +162,62 @@ pub(crate) async fn inject(
     Ok(observed)
 }
 
+/// What a schedule did, written into its `assess` receipt.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub(crate) struct Placed {
+    /// The point the fault was placed before, as reached in this run.
+    pub point: Option<observer::Point>,
+    /// The point the schedule asked for was never reached (the operation ended first).
+    pub point_not_reached: bool,
+    /// What the fault observed when it landed.
+    pub fault: Value,
+}
+
+/// Steps "await point N" and "inject FAULT": waits until the operator's held write `hold`
+/// arrives (`reached`) or the operation is `over` first, injects the fault while the write is
+/// held, then lets it go. Returns what was placed and when the fault had landed; with no
+/// `hold` (the reference run), nothing.
+pub(crate) async fn place_fault<T>(
+    ctx: &CaseContext<'_>,
+    observer: &observer::Observer,
+    reached: tokio::sync::oneshot::Receiver<observer::Point>,
+    hold: Option<(usize, Fault)>,
+    over: impl std::future::Future<Output = Result<T, crate::wait::WaitError>>,
+    (server, object): (&str, &str),
+) -> Result<(Placed, Option<jiff::Timestamp>), CaseError> {
+    let mut placed = Placed::default();
+    let mut faults_stopped_at = None;
+    let Some((index, fault)) = hold else {
+        return Ok((placed, None));
+    };
+    let arrived = ctx
+        .step(&format!("await point {index}"), async {
+            tokio::select! {
+                point = reached => Ok(point.ok()),
+                done = over => {
+                    done?;
+                    Ok(None)
+                }
+            }
+        })
+        .await?;
+    match arrived {
+        Some(point) => {
+            placed.fault = ctx
+                .step(
+                    &format!("inject {fault}"),
+                    inject(ctx, fault, server, object),
+                )
+                .await?;
+            placed.point = Some(point);
+            faults_stopped_at = Some(jiff::Timestamp::now());
+        }
+        None => placed.point_not_reached = true,
+    }
+    observer.release();
+    Ok((placed, faults_stopped_at))
+}
+
 /// The operations explore covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Operation {

@@ -20,7 +20,7 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use super::Fault;
-use super::observer::{Observer, Point, Recorded, ReleaseOnDrop};
+use super::observer::{Observer, Recorded, ReleaseOnDrop};
 use crate::cases::backup;
 use crate::cases::fixture::{self, FixtureOptions};
 use crate::context::{CaseContext, CaseError, Checks};
@@ -42,14 +42,6 @@ pub const RESTORE: &str = "back";
 /// The operator's writes that are a restore's points: the Restore (annotations, status) and
 /// its Job.
 pub const POINT_RESOURCES: &[&str] = &["restores", "jobs"];
-
-/// What a schedule did, written into its `assess` receipt.
-#[derive(Debug, Clone, serde::Serialize)]
-struct Placed {
-    point: Option<Point>,
-    point_not_reached: bool,
-    fault: Value,
-}
 
 /// Files the schedule writes into every claim before the backup: a nested file, a hidden file
 /// and a symlink (the game's own files are there too).
@@ -296,39 +288,15 @@ pub async fn schedule(
     )
     .await?;
     let restores: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let mut placed = Placed {
-        point: None,
-        point_not_reached: false,
-        fault: Value::Null,
-    };
-    let mut faults_stopped_at = None;
-    if let Some((index, fault)) = hold {
-        let arrived = ctx
-            .step(&format!("await point {index}"), async {
-                tokio::select! {
-                    point = reached => Ok(point.ok()),
-                    over = await_condition(&restores, RESTORE, operation_over(), ctx.bounds.settle) => {
-                        over?;
-                        Ok(None)
-                    }
-                }
-            })
-            .await?;
-        match arrived {
-            Some(point) => {
-                placed.fault = ctx
-                    .step(
-                        &format!("inject {fault}"),
-                        super::inject(ctx, fault, SERVER, RESTORE),
-                    )
-                    .await?;
-                placed.point = Some(point);
-                faults_stopped_at = Some(jiff::Timestamp::now());
-            }
-            None => placed.point_not_reached = true,
-        }
-        observer.release();
-    }
+    let (placed, faults_stopped_at) = super::place_fault(
+        ctx,
+        &observer,
+        reached,
+        hold,
+        await_condition(&restores, RESTORE, operation_over(), ctx.bounds.settle),
+        (SERVER, RESTORE),
+    )
+    .await?;
     let settled = ctx
         .step("await restore over", async {
             match await_condition(&restores, RESTORE, operation_over(), ctx.bounds.settle).await {
