@@ -359,6 +359,23 @@ impl EmbeddedCluster {
             .await?)
     }
 
+    /// Holds one container of a running pod down — stopped, and not started again while held,
+    /// its status waiting in `CrashLoopBackOff` — or, with `down: false`, lets it start again
+    /// at once. A real kubelet's back-off ends on its own within seconds; a hold ends when the
+    /// harness says, so a fault can keep a container down across exactly the moment it needs.
+    pub async fn hold_container(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        down: bool,
+    ) -> Result<(), EmbeddedError> {
+        Ok(self
+            .kubelet
+            .hold_container(namespace, pod, container, down)
+            .await?)
+    }
+
     /// Ends every sandbox (SIGTERM, up to the configured grace, SIGKILL), stops the
     /// controllers and the API server, and removes a temporary state directory.
     pub async fn shutdown(mut self) {

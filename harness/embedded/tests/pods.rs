@@ -616,3 +616,104 @@ async fn container_statuses_are_sorted_by_name_as_a_real_kubelet_publishes_them(
     common::wait_deleted(&pods, "order", "pod deleted").await;
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_container_stays_down_in_back_off_until_let_up() {
+    let cluster = common::start().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pod: Pod = common::json(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "held"},
+        "spec": {
+            "terminationGracePeriodSeconds": 2,
+            "containers": [
+                {"name": "agent", "image": "busybox:1.36", "command": ["sleep", "3600"]},
+                {"name": "game", "image": "busybox:1.36", "command": ["sleep", "3600"]}
+            ]
+        }
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let status_of = |p: &Pod, name: &str| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.name == name).cloned())
+    };
+    let running = |name: &'static str, restarts: i32| {
+        move |p: Option<&Pod>| {
+            p.and_then(|p| {
+                p.status
+                    .as_ref()?
+                    .container_statuses
+                    .as_ref()?
+                    .iter()
+                    .find(|c| c.name == name)
+                    .cloned()
+            })
+            .is_some_and(|c| {
+                c.restart_count == restarts && c.state.as_ref().is_some_and(|s| s.running.is_some())
+            })
+        }
+    };
+    let before = common::wait_for(&pods, "held", "agent running", running("agent", 0)).await;
+    let game_before = status_of(&before, "game").unwrap().container_id;
+
+    cluster
+        .hold_container("default", "held", "agent", true)
+        .await
+        .unwrap();
+    let down = common::wait_for(
+        &pods,
+        "held",
+        "agent held in back-off",
+        |p: Option<&Pod>| {
+            p.and_then(|p| {
+                p.status
+                    .as_ref()?
+                    .container_statuses
+                    .as_ref()?
+                    .iter()
+                    .find(|c| c.name == "agent")
+                    .cloned()
+            })
+            .is_some_and(|c| {
+                c.state
+                    .as_ref()
+                    .and_then(|s| s.waiting.as_ref())
+                    .and_then(|w| w.reason.as_deref())
+                    == Some("CrashLoopBackOff")
+            })
+        },
+    )
+    .await;
+    let agent = status_of(&down, "agent").unwrap();
+    assert_eq!(agent.restart_count, 0, "held, not restarted");
+    assert!(
+        agent
+            .state
+            .as_ref()
+            .and_then(|s| s.waiting.as_ref())
+            .and_then(|w| w.message.as_deref())
+            .is_some_and(|m| m.contains("held down")),
+        "{agent:?}"
+    );
+    assert!(agent.last_state.and_then(|s| s.terminated).is_some());
+    // The other container is untouched.
+    assert_eq!(status_of(&down, "game").unwrap().container_id, game_before);
+
+    cluster
+        .hold_container("default", "held", "agent", false)
+        .await
+        .unwrap();
+    let up = common::wait_for(&pods, "held", "agent running again", running("agent", 1)).await;
+    assert_ne!(
+        status_of(&up, "agent").unwrap().container_id,
+        status_of(&before, "agent").unwrap().container_id
+    );
+    assert_eq!(status_of(&up, "game").unwrap().container_id, game_before);
+    let missing = cluster
+        .hold_container("default", "held", "nope", true)
+        .await;
+    assert!(missing.is_err(), "{missing:?}");
+    cluster.shutdown().await;
+}

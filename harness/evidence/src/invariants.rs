@@ -39,11 +39,33 @@ pub const DRAIN: &str = "drain";
 /// with a reason.
 pub const LIVENESS: &str = "liveness";
 
-/// Every invariant a backup schedule is judged by, in report order.
-pub const BACKUP_INVARIANTS: &[&str] = &[CONSISTENCY, CLEANUP, DRAIN, LIVENESS];
+/// The `Completed` reason of a Backup whose recorded live source changed during its copy.
+const SOURCE_CHANGED: &str = "SourceChanged";
+/// The `Completed` reason of a stopped server's Backup whose server started during its copy.
+const SOURCE_STARTED: &str = "SourceStarted";
+/// The `Completed` reason of a Backup whose copy failed with its source unchanged.
+const COPY_FAILED: &str = "CopyFailed";
+
+/// Every invariant a backup schedule is judged by, in report order (`data`: what its snapshot
+/// holds, [`capture`]).
+pub const BACKUP_INVARIANTS: &[&str] = &[
+    CONSISTENCY,
+    CLEANUP,
+    DRAIN,
+    LIVENESS,
+    restore::DATA,
+    outcome::OUTCOME,
+];
 
 /// Every invariant of every operation.
-pub const ALL: &[&str] = &[CONSISTENCY, CLEANUP, DRAIN, LIVENESS, restore::DATA];
+pub const ALL: &[&str] = &[
+    CONSISTENCY,
+    CLEANUP,
+    DRAIN,
+    LIVENESS,
+    restore::DATA,
+    outcome::OUTCOME,
+];
 
 /// The invariants each operation `rehearse explore` covers is judged by, by the operation's
 /// name in schedule ids; `docs/contract.toml` lists the same under each `[[invariant]]`.
@@ -53,6 +75,8 @@ pub const BY_OPERATION: &[(&str, &[&str])] = &[
     ("restore", restore::RESTORE_INVARIANTS),
 ];
 
+pub mod capture;
+pub mod outcome;
 pub mod restore;
 
 /// One broken promise.
@@ -94,6 +118,9 @@ pub struct BackupState {
     /// The `Unquiesced` condition's reason (e.g. `UnquiesceSucceeded`: save-on confirmed).
     #[serde(default)]
     pub unquiesced_reason: Option<String>,
+    /// `status.snapshotID`.
+    #[serde(default)]
+    pub snapshot_id: Option<String>,
     /// `metadata.finalizers`.
     pub finalizers: Vec<String>,
     /// Its deletion was requested (`metadata.deletionTimestamp`).
@@ -203,6 +230,16 @@ pub struct BackupTrace {
     pub bound_ms: u64,
     /// When observation ended.
     pub observed_until: jiff::Timestamp,
+    /// The server's claims, each with the marker planted in it before the backup (none when
+    /// the schedule planted none).
+    #[serde(default)]
+    pub claims: Vec<capture::MarkedClaim>,
+    /// The snapshot the Backup named, as read once it ended.
+    #[serde(default)]
+    pub snapshot: Option<capture::SnapshotRead>,
+    /// What was done to the run (judged by [`outcome`]); `None`: not judged.
+    #[serde(default)]
+    pub perturbation: Option<outcome::Perturbation>,
 }
 
 /// The copy's window: from its first worker pod's creation to the end of its last.
@@ -274,6 +311,14 @@ impl BackupTrace {
         out.extend(self.cleanup());
         out.extend(self.drain());
         out.extend(self.liveness());
+        out.extend(self.data());
+        out.extend(outcome::judge(
+            self.perturbation.as_ref(),
+            self.final_state().map(|b| outcome::Ending {
+                phase: b.phase.clone(),
+                consistency: b.consistency.clone(),
+            }),
+        ));
         out
     }
 
@@ -394,19 +439,16 @@ impl BackupTrace {
         pods: &[(&Committed, &GamePodState)],
         starts: &[&AuditEntry],
     ) -> Option<Violation> {
-        let change = self.change_in_window(fin, w, pods, starts)?;
+        let (change, reason) = self.change_in_window(fin, w, pods, starts)?;
         let ok = fin.phase.as_deref() == Some("Failed")
             && fin.consistency.as_deref() == Some("Invalidated")
-            && fin
-                .completed_reason
-                .as_deref()
-                .is_some_and(|r| !r.is_empty());
+            && fin.completed_reason.as_deref() == Some(reason);
         (!ok && fin.terminal()).then(|| {
             Violation::new(
                 CONSISTENCY,
                 "Backup status and the game during the copy",
                 format!(
-                    "{change}, yet the Backup ended {} with consistency {} and reason {} (expected Failed, Invalidated, a reason)",
+                    "{change}, yet the Backup ended {} with consistency {} and reason {} (expected Failed, Invalidated, reason {reason})",
                     fin.phase.as_deref().unwrap_or("-"),
                     fin.consistency.as_deref().unwrap_or("-"),
                     fin.completed_reason.as_deref().unwrap_or("-")
@@ -415,14 +457,16 @@ impl BackupTrace {
         })
     }
 
-    /// What changed the source inside the window (its start excluded), if anything did.
+    /// What changed the source inside the window (its start excluded), if anything did, with
+    /// the reason the contract names for it: `SourceChanged` for the live source the Backup
+    /// recorded, `SourceStarted` for a stopped server that started.
     fn change_in_window(
         &self,
         fin: &BackupState,
         w: Window,
         pods: &[(&Committed, &GamePodState)],
         starts: &[&AuditEntry],
-    ) -> Option<String> {
+    ) -> Option<(String, &'static str)> {
         let inside = pods.iter().filter(|(c, _)| c.at >= w.start);
         match (&fin.source_pod_uid, &fin.source_container) {
             (Some(uid), Some(container)) => {
@@ -432,17 +476,23 @@ impl BackupTrace {
                         || p.game_container.as_ref() != Some(container)
                         || !p.game_running
                 }) {
-                    return Some(format!(
-                        "the recorded source (pod {uid}, container {container}) changed at rv {} ({}): the game was {}",
-                        c.rv,
-                        c.at,
-                        describe(p)
+                    return Some((
+                        format!(
+                            "the recorded source (pod {uid}, container {container}) changed at rv {} ({}): the game was {}",
+                            c.rv,
+                            c.at,
+                            describe(p)
+                        ),
+                        SOURCE_CHANGED,
                     ));
                 }
                 starts.first().map(|s| {
-                    format!(
-                        "game process {} started at {} during the copy",
-                        s.incarnation, s.at
+                    (
+                        format!(
+                            "game process {} started at {} during the copy",
+                            s.incarnation, s.at
+                        ),
+                        SOURCE_CHANGED,
                     )
                 })
             }
@@ -462,6 +512,7 @@ impl BackupTrace {
                             format!("game process {} started at {} during the copy of a stopped server", s.incarnation, s.at)
                         })
                     })
+                    .map(|change| (change, SOURCE_STARTED))
             }
             _ => None,
         }
@@ -696,7 +747,9 @@ impl BackupTrace {
                         ),
                     )];
                 }
-                Vec::new()
+                fin.and_then(|b| self.copy_failure_misreported(b))
+                    .into_iter()
+                    .collect()
             }
             // Deleted before it ended: the removal is its end (drain judges what it left).
             None if removed => Vec::new(),
@@ -716,6 +769,70 @@ impl BackupTrace {
                     ),
                 )]
             }
+        }
+    }
+}
+
+impl BackupTrace {
+    /// A Backup that ended Failed because its copy failed (a worker pod failed, none
+    /// succeeded) while its source stayed as recorded the whole time must say so: reason
+    /// `CopyFailed`. (Once the source moved, the operator may have stopped the copy itself.)
+    fn copy_failure_misreported(&self, fin: &BackupState) -> Option<Violation> {
+        if fin.phase.as_deref() != Some("Failed") {
+            return None;
+        }
+        let phases: Vec<&str> = self
+            .changes
+            .iter()
+            .filter_map(|c| match &c.subject {
+                Subject::CopyPod(p) => p.phase.as_deref(),
+                _ => None,
+            })
+            .collect();
+        if !phases.contains(&"Failed") || phases.contains(&"Succeeded") {
+            return None;
+        }
+        if self.source_moved(fin) || fin.completed_reason.as_deref() == Some(COPY_FAILED) {
+            return None;
+        }
+        Some(Violation::new(
+            LIVENESS,
+            "Backup condition Completed and the copy's worker pods",
+            format!(
+                "the copy failed (a worker pod Failed, none Succeeded) with the source unchanged, yet the Backup ended Failed with reason {} (expected {COPY_FAILED})",
+                fin.completed_reason.as_deref().unwrap_or("-")
+            ),
+        ))
+    }
+}
+
+impl BackupTrace {
+    /// Anything the operator could have taken for a changed source, at any time after the
+    /// Backup began (not only inside the copy's window): for a recorded live source, a state
+    /// of the game pod other than that pod and container running, or a game process started
+    /// after the source was recorded; for a stopped one, any game pod at all.
+    fn source_moved(&self, fin: &BackupState) -> bool {
+        let Some(began) = self.backup_states().next().map(|(c, _)| c.at) else {
+            return false;
+        };
+        match (&fin.source_pod_uid, &fin.source_container) {
+            (Some(uid), Some(container)) => {
+                let recorded = self
+                    .backup_states()
+                    .find(|(_, b)| b.source_pod_uid.is_some())
+                    .map_or(began, |(c, _)| c.at);
+                self.pod_states().any(|(c, p)| {
+                    c.at >= recorded
+                        && (p.gone
+                            || p.uid != *uid
+                            || p.game_container.as_ref() != Some(container)
+                            || !p.game_running)
+                }) || self
+                    .audit
+                    .iter()
+                    .any(|a| a.event == "start" && a.at > recorded)
+            }
+            _ => self.pod_states().any(|(c, p)| c.at >= began && !p.gone),
         }
     }
 }

@@ -3,6 +3,8 @@
 //! promise is named by its invariant — swept over every position of the fault where the answer
 //! depends on the moment.
 
+use rehearsal_evidence::invariants::capture::{MarkedClaim, SnapshotRead};
+use rehearsal_evidence::invariants::restore::DATA;
 use rehearsal_evidence::invariants::{
     AuditEntry, BackupState, BackupTrace, CLEANUP, CONSISTENCY, Committed, CopyPodState, DRAIN,
     GamePodState, LIVENESS, Subject,
@@ -33,6 +35,9 @@ impl Build {
                 faults_stopped_at: None,
                 bound_ms: 30_000,
                 observed_until: at(100_000),
+                claims: Vec::new(),
+                snapshot: None,
+                perturbation: None,
             },
             rv: 0,
         }
@@ -132,6 +137,7 @@ fn ended(phase: &str, consistency: Option<&str>, reason: &str) -> BackupState {
         phase: Some(phase.into()),
         consistency: consistency.map(str::to_string),
         completed_reason: Some(reason.into()),
+        snapshot_id: (phase == "Succeeded").then(|| "snap-1".to_string()),
         finalizers: Vec::new(),
         ..bound()
     }
@@ -393,6 +399,7 @@ fn a_stopped_backup_with_a_game_running_in_the_window_is_inconsistent() {
         phase: Some(phase.into()),
         consistency: Some(consistency.into()),
         completed_reason: Some(reason.into()),
+        snapshot_id: (phase == "Succeeded").then(|| "snap-1".to_string()),
         ..BackupState::default()
     };
     let mut b = Build::new();
@@ -511,4 +518,242 @@ fn traces_round_trip_through_json() {
     let text = serde_json::to_string(&t).unwrap();
     let back: BackupTrace = serde_json::from_str(&text).unwrap();
     assert_eq!(back, t);
+}
+
+#[test]
+fn an_invalidated_backup_must_name_the_cause_the_contract_gives() {
+    // A live source that changed: SourceChanged, not CopyFailed.
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .pod(500, POD, "containerd://game-2", true)
+        .audit(510, "inc-2", None)
+        .copy_gone(600)
+        .backup(700, ended("Failed", Some("Invalidated"), "CopyFailed"));
+    let v = b.done().consistency();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.contains("reason SourceChanged"),
+        "{}",
+        v[0].found
+    );
+
+    // A stopped server that started: SourceStarted, not SourceChanged.
+    let mut s = Build::new();
+    s.backup(100, BackupState::default())
+        .copy(400, "Running")
+        .pod(500, POD, GAME, true)
+        .audit(510, "inc-1", None)
+        .copy_gone(600)
+        .backup(
+            700,
+            BackupState {
+                phase: Some("Failed".into()),
+                consistency: Some("Invalidated".into()),
+                completed_reason: Some("SourceChanged".into()),
+                ..BackupState::default()
+            },
+        );
+    let v = s.done().consistency();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.contains("reason SourceStarted"),
+        "{}",
+        v[0].found
+    );
+}
+
+/// A quiesced backup whose copy failed (the repository unusable) with the game unchanged.
+fn copy_failed(reason: &str) -> BackupTrace {
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Running")
+        .copy(600, "Failed")
+        .audit(700, "inc-1", Some("save-on"))
+        .backup(800, ended("Failed", Some("Quiesced"), reason));
+    b.done()
+}
+
+#[test]
+fn a_failed_copy_of_an_unchanged_source_is_reported_copy_failed() {
+    assert_eq!(copy_failed("CopyFailed").violations(), Vec::new());
+    let v = copy_failed("QuiesceFailed").liveness();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("expected CopyFailed"), "{}", v[0].found);
+    // Reported Succeeded instead: no copy succeeded, so the snapshot cannot hold the world.
+    let mut lying = copy_failed("Succeeded");
+    for c in &mut lying.changes {
+        if let Subject::Backup(b) = &mut c.subject
+            && b.phase.as_deref() == Some("Failed")
+        {
+            b.phase = Some("Succeeded".into());
+            b.snapshot_id = Some("snap-1".into());
+        }
+    }
+    let v = lying.data();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.contains("no copy worker pod succeeded"),
+        "{}",
+        v[0].found
+    );
+}
+
+fn marked(trace: &mut BackupTrace, files: Option<Vec<&str>>) {
+    trace.claims = vec![
+        MarkedClaim {
+            claim: "mc-data".into(),
+            world: true,
+            marker: ".m-data".into(),
+        },
+        MarkedClaim {
+            claim: "mc-nether".into(),
+            world: true,
+            marker: ".m-nether".into(),
+        },
+        MarkedClaim {
+            claim: "mc-mods".into(),
+            world: false,
+            marker: ".m-mods".into(),
+        },
+    ];
+    trace.snapshot = Some(SnapshotRead {
+        id: "snap-1".into(),
+        error: files
+            .is_none()
+            .then(|| "restic ls: no such snapshot".to_string()),
+        files: files.map(|f| f.into_iter().map(str::to_string).collect()),
+    });
+}
+
+#[test]
+fn a_succeeded_backups_snapshot_holds_every_world_claim_and_no_mods() {
+    let whole = vec!["/data", "/data/.m-data", "/extra/nether/.m-nether"];
+    let mut t = correct().done();
+    marked(&mut t, Some(whole.clone()));
+    assert_eq!(t.violations(), Vec::new());
+
+    let mut skipped = correct().done();
+    marked(&mut skipped, Some(vec!["/data/.m-data"]));
+    let v = skipped.data();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.contains("world claim mc-nether"),
+        "{}",
+        v[0].found
+    );
+
+    let mut with_mods = correct().done();
+    let mut files = whole.clone();
+    files.push("/mods/.m-mods");
+    marked(&mut with_mods, Some(files));
+    let v = with_mods.data();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("mods claim mc-mods"), "{}", v[0].found);
+
+    let mut unreadable = correct().done();
+    marked(&mut unreadable, None);
+    assert_eq!(invariants_of(&unreadable), [DATA]);
+
+    // A marker's name must end a path: a longer name that merely ends the same is not it.
+    let mut lookalike = correct().done();
+    marked(
+        &mut lookalike,
+        Some(vec!["/data/.m-data", "/extra/nether/x.m-nether"]),
+    );
+    assert_eq!(lookalike.data().len(), 1);
+
+    // The snapshot read is of another id than the Backup names: not evidence of this one.
+    let mut other = correct().done();
+    marked(&mut other, Some(whole));
+    other.snapshot.as_mut().unwrap().id = "snap-0".into();
+    assert_eq!(invariants_of(&other), [DATA]);
+
+    // Succeeded without a snapshot id.
+    let mut no_id = correct().done();
+    for c in &mut no_id.changes {
+        if let Subject::Backup(b) = &mut c.subject {
+            b.snapshot_id = None;
+        }
+    }
+    assert_eq!(invariants_of(&no_id), [DATA]);
+
+    // A Failed backup names no snapshot and is not judged on one.
+    let mut failed = copy_failed("CopyFailed");
+    marked(&mut failed, None);
+    assert_eq!(failed.violations(), Vec::new());
+}
+
+#[test]
+fn where_the_contract_allows_one_ending_the_operation_ends_that_way() {
+    use rehearsal_evidence::invariants::outcome::{OUTCOME, Perturbation};
+    let run = |fault: Option<&str>, trace: BackupTrace| {
+        let mut t = trace;
+        t.perturbation = Some(Perturbation {
+            operation: "backup".into(),
+            fault: fault.map(str::to_string),
+        });
+        invariants_of(&t)
+    };
+    let honest_failure = copy_failed("CopyFailed");
+    // Unperturbed, or after a fault that changes nothing the backup depends on: Succeeded,
+    // Quiesced is the only ending.
+    for fault in [None, Some("agent-restart"), Some("operator-restart")] {
+        assert_eq!(
+            run(fault, correct().done()),
+            Vec::<String>::new(),
+            "{fault:?}"
+        );
+        assert_eq!(run(fault, honest_failure.clone()), [OUTCOME], "{fault:?}");
+    }
+    // The agent held down: it may fail (the agent could not be reached), never Invalidated.
+    assert_eq!(
+        run(Some("agent-down"), correct().done()),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        run(Some("agent-down"), honest_failure.clone()),
+        Vec::<String>::new()
+    );
+    let mut invalidated = copy_failed("CopyFailed");
+    for c in &mut invalidated.changes {
+        if let Subject::Backup(b) = &mut c.subject
+            && b.phase.as_deref() == Some("Failed")
+        {
+            b.consistency = Some("Invalidated".into());
+        }
+    }
+    assert_eq!(run(Some("agent-down"), invalidated), [OUTCOME]);
+    // After a fault that may end it otherwise, the invariants judge it alone.
+    for fault in [
+        "game-restart",
+        "pod-replaced",
+        "repository-unreachable",
+        "backup-deleted",
+    ] {
+        assert_eq!(
+            run(Some(fault), honest_failure.clone()),
+            Vec::<String>::new(),
+            "{fault}"
+        );
+    }
+    // A stopped server's backup is Stopped, not Quiesced.
+    let mut stopped = correct().done();
+    stopped.perturbation = Some(Perturbation {
+        operation: "stopped-backup".into(),
+        fault: None,
+    });
+    let v = stopped.violations();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.contains("only Succeeded, consistency Stopped"),
+        "{}",
+        v[0].found
+    );
 }

@@ -92,6 +92,7 @@ impl Build {
                 faults_stopped_at: None,
                 bound_ms: 30_000,
                 observed_until: at(100_000),
+                perturbation: None,
             },
         }
     }

@@ -355,6 +355,26 @@ impl Backend for Embedded {
         })
     }
 
+    fn hold_container<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        container: &'a str,
+        down: bool,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            self.cluster
+                .hold_container(namespace, pod, container, down)
+                .await
+                .map_err(|e| {
+                    BackendError::Setup(format!(
+                        "hold {container} in pod {namespace}/{pod} {}: {e}",
+                        if down { "down" } else { "no longer" }
+                    ))
+                })
+        })
+    }
+
     fn reach<'a>(
         &'a self,
         namespace: &'a str,

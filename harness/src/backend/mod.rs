@@ -224,6 +224,27 @@ pub trait Backend: Send + Sync {
         pod: &'a str,
         container: &'a str,
     ) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// Holds one container of a pod down (stopped, not started again, its status waiting in
+    /// `CrashLoopBackOff`) or, with `down: false`, lets it start again at once. Only the
+    /// embedded cluster's kubelet is the harness's own; elsewhere a kubelet's back-off ends
+    /// when it will, and this is [`BackendError::Unsupported`].
+    fn hold_container<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        container: &'a str,
+        down: bool,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        let _ = (namespace, pod, container, down);
+        let backend = self.kind();
+        Box::pin(async move {
+            Err(BackendError::Unsupported {
+                backend,
+                operation: "hold a container down".into(),
+                why: "a kubelet the harness does not own restarts a container when its back-off ends; explore on the embedded cluster".into(),
+            })
+        })
+    }
     /// An address on which the harness can connect to `port` of a pod.
     fn reach<'a>(
         &'a self,

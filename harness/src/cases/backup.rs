@@ -1462,7 +1462,7 @@ async fn agent_down(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
 }
 
 /// The pod's agent container waits in `CrashLoopBackOff` (it is down, not restarting).
-fn agent_in_back_off() -> Condition<Pod> {
+pub(crate) fn agent_in_back_off() -> Condition<Pod> {
     Condition::new(
         "agent container waiting in CrashLoopBackOff",
         |p: Option<&Pod>| {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use gameplane_api::backup::Backup;
+use gameplane_api::backup::{Backup, BackupPhase};
 use gameplane_api::names;
 use kube::Api;
 use serde_json::{Value, json};
@@ -15,6 +15,7 @@ use super::observer::{Observer, Recorded, ReleaseOnDrop};
 use crate::cases::fixture::{self, FixtureOptions};
 use crate::cases::{backup, observe};
 use crate::context::{CaseContext, CaseError, Checks};
+use crate::evidence::invariants::capture::{MarkedClaim, SnapshotRead};
 use crate::evidence::invariants::{
     self, AuditEntry, BackupState, BackupTrace, Committed, CopyPodState, GamePodState, Subject,
 };
@@ -64,6 +65,7 @@ pub async fn schedule(
     if stopped {
         ctx.step("stop server", backup::stop_server(ctx)).await?;
     }
+    let marked = ctx.step("plant claim markers", plant_markers(ctx)).await?;
     let reached = observer.begin(POINT_RESOURCES, hold.map(|(point, _)| point));
     let _release = ReleaseOnDrop(observer.clone());
     ctx.step(
@@ -115,12 +117,97 @@ pub async fn schedule(
             Ok(observe::audit_log(ctx, SERVER, "audit-read").await.ok())
         })
         .await?;
-    let trace = trace_of(&observer.changes(), audit.as_ref(), faults_stopped_at, ctx);
+    let snapshot = ctx
+        .step("list the Backup's snapshot", read_snapshot(ctx, &backups))
+        .await?;
+    let mut trace = trace_of(&observer.changes(), audit.as_ref(), faults_stopped_at, ctx);
+    trace.claims = marked;
+    trace.snapshot = snapshot;
+    let operation = if stopped {
+        super::Operation::StoppedBackup
+    } else {
+        super::Operation::Backup
+    };
+    trace.perturbation = Some(placed.perturbation(operation, hold));
     judge(
         ctx,
         &trace,
         json!({"placed": placed, "settled": settled, "ready": ready, "points": observer.points()}),
     )
+}
+
+/// Plants a marker file of its own name at the root of every claim of the server (world and
+/// mods), which the `data` invariant looks for in the snapshot.
+async fn plant_markers(ctx: &CaseContext<'_>) -> Result<Vec<MarkedClaim>, CaseError> {
+    let (world, mods) = super::restore::claims(ctx).await?;
+    let marked: Vec<MarkedClaim> = world
+        .iter()
+        .map(|c| (c, true))
+        .chain(mods.iter().map(|c| (c, false)))
+        .map(|(claim, world)| MarkedClaim {
+            claim: claim.clone(),
+            world,
+            marker: format!(".rehearsal-marker-{claim}"),
+        })
+        .collect();
+    let mut script = String::from("set -e\n");
+    for m in &marked {
+        script.push_str(&format!("echo {} > /v/{}/{}\n", m.claim, m.claim, m.marker));
+    }
+    script.push_str("echo planted\n");
+    let claims: Vec<String> = marked.iter().map(|m| m.claim.clone()).collect();
+    fixture::volume_script(ctx, "plant-markers", &claims, &script).await?;
+    Ok(marked)
+}
+
+/// The snapshot a Succeeded Backup names, listed with `restic ls` through the repository
+/// Secret; `None` when the Backup did not succeed.
+async fn read_snapshot(
+    ctx: &CaseContext<'_>,
+    backups: &Api<Backup>,
+) -> Result<Option<SnapshotRead>, CaseError> {
+    let backup = backups.get_opt(BACKUP).await.map_err(CaseError::kube(
+        "get Backup",
+        format!("{}/{BACKUP}", ctx.namespace),
+    ))?;
+    let status = backup.and_then(|b| b.status);
+    let succeeded = status.as_ref().and_then(|s| s.phase) == Some(BackupPhase::Succeeded);
+    let Some(id) = status
+        .and_then(|s| s.snapshot_id)
+        .filter(|id| succeeded && !id.is_empty())
+    else {
+        return Ok(None);
+    };
+    // The repository the Secret names now: the one the copy wrote to when a
+    // `repository-unreachable` fault landed before the copy (restic creates a repository that
+    // is not there); the case's own one otherwise, once the Secret is pointed back at it.
+    let first = observe::snapshot_files(ctx, "snapshot-ls", &id).await;
+    let read = match first {
+        Ok(files) if !files.is_empty() => Ok(files),
+        _ => {
+            heal_repository(ctx).await?;
+            observe::snapshot_files(ctx, "snapshot-ls-case-repo", &id).await
+        }
+    };
+    Ok(Some(match read {
+        Ok(files) => SnapshotRead {
+            id,
+            files: Some(files),
+            error: None,
+        },
+        Err(e) => SnapshotRead {
+            id,
+            files: None,
+            error: Some(e.to_string()),
+        },
+    }))
+}
+
+/// Points the repository Secret back at the case's repository, with its password.
+async fn heal_repository(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let url = fixture::repository_url(ctx)?;
+    super::set_repository_secret(ctx, Some(&url), Some(fixture::RESTIC_PASSWORD)).await?;
+    Ok(())
 }
 
 /// Stores the trace beside the schedule's receipts and assesses one check per invariant, each
@@ -181,6 +268,7 @@ fn trace_of(
                     source_container: str_at(o, "/status/source/gameContainerID"),
                     completed_reason: completed,
                     unquiesced_reason: reason_of("Unquiesced"),
+                    snapshot_id: str_at(o, "/status/snapshotID"),
                     deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
                     finalizers: o
                         .pointer("/metadata/finalizers")
@@ -250,5 +338,8 @@ fn trace_of(
         faults_stopped_at,
         bound_ms: ctx.bounds.settle.as_millis() as u64,
         observed_until: jiff::Timestamp::now(),
+        claims: Vec::new(),
+        snapshot: None,
+        perturbation: None,
     }
 }

@@ -45,6 +45,9 @@ pub enum Fault {
     GameRestart,
     /// The agent container restarted in place; the game is unchanged.
     AgentRestart,
+    /// The agent container held down (stopped, in `CrashLoopBackOff`) across the point: from
+    /// before the held write until that write was applied, then let up again.
+    AgentDown,
     /// The server's pod deleted and recreated by its StatefulSet (new pod UID).
     PodReplaced,
     /// The Backup deleted by a user.
@@ -57,6 +60,8 @@ pub enum Fault {
     RestoreDeleted,
     /// The repository made unreachable: its Secret names a repository that does not exist.
     RepositoryUnreachable,
+    /// The repository refuses every call: its Secret's password is changed to a wrong one.
+    RepositoryWrongPassword,
 }
 
 impl Fault {
@@ -64,12 +69,14 @@ impl Fault {
     pub const ALL: &[Fault] = &[
         Fault::GameRestart,
         Fault::AgentRestart,
+        Fault::AgentDown,
         Fault::PodReplaced,
         Fault::BackupDeleted,
         Fault::OperatorRestart,
         Fault::ServerStarted,
         Fault::RestoreDeleted,
         Fault::RepositoryUnreachable,
+        Fault::RepositoryWrongPassword,
     ];
 
     /// Its name in schedule ids and the matrix.
@@ -77,12 +84,14 @@ impl Fault {
         match self {
             Fault::GameRestart => "game-restart",
             Fault::AgentRestart => "agent-restart",
+            Fault::AgentDown => "agent-down",
             Fault::PodReplaced => "pod-replaced",
             Fault::BackupDeleted => "backup-deleted",
             Fault::OperatorRestart => "operator-restart",
             Fault::ServerStarted => "server-started",
             Fault::RestoreDeleted => "restore-deleted",
             Fault::RepositoryUnreachable => "repository-unreachable",
+            Fault::RepositoryWrongPassword => "repository-wrong-password",
         }
     }
 
@@ -113,6 +122,7 @@ pub(crate) async fn inject(
         Fault::AgentRestart => json!(
             faults::restart_agent_container(ctx.backend, &ctx.namespace, server, bound).await?
         ),
+        Fault::AgentDown => agent_held(ctx, server, true).await?,
         Fault::PodReplaced => {
             json!(faults::replace_pod(&ctx.client, &ctx.namespace, server, bound).await?)
         }
@@ -139,6 +149,9 @@ pub(crate) async fn inject(
             json!({"deleted": object})
         }
         Fault::RepositoryUnreachable => crate::cases::backup::break_repository(ctx).await?,
+        Fault::RepositoryWrongPassword => {
+            set_repository_secret(ctx, None, Some("not-the-password")).await?
+        }
         Fault::OperatorRestart => ctx
             .backend
             .restart_operator()
@@ -162,6 +175,81 @@ pub(crate) async fn inject(
     Ok(observed)
 }
 
+/// Holds the agent of `server`'s pod down (`down`) and waits until its status shows it waiting
+/// in `CrashLoopBackOff`, or lets it up and waits until it runs again; the agent's status then.
+async fn agent_held(ctx: &CaseContext<'_>, server: &str, down: bool) -> Result<Value, CaseError> {
+    use gameplane_api::names;
+    let pod = names::pod(server);
+    ctx.backend
+        .hold_container(&ctx.namespace, &pod, names::containers::AGENT, down)
+        .await
+        .map_err(|e| CaseError::Setup(e.to_string()))?;
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let condition = if down {
+        crate::cases::backup::agent_in_back_off()
+    } else {
+        crate::wait::Condition::new(
+            "agent container running",
+            |p: Option<&k8s_openapi::api::core::v1::Pod>| {
+                let running = p
+                    .and_then(|p| p.status.as_ref()?.container_statuses.as_ref())
+                    .and_then(|cs| cs.iter().find(|c| c.name == names::containers::AGENT))
+                    .is_some_and(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
+                if running {
+                    crate::wait::Progress::Met
+                } else {
+                    crate::wait::Progress::Pending
+                }
+            },
+        )
+    };
+    let seen = crate::wait::await_object(&pods, &pod, condition, ctx.bounds.settle).await?;
+    let agent = seen
+        .status
+        .and_then(|s| s.container_statuses)
+        .and_then(|cs| cs.into_iter().find(|c| c.name == names::containers::AGENT));
+    Ok(json!({"agent_held_down": down, "agent": agent.map(|a| a.state)}))
+}
+
+/// Sets the repository Secret's URL and/or password (`None`: left as it is); what it set.
+pub(crate) async fn set_repository_secret(
+    ctx: &CaseContext<'_>,
+    repo: Option<&str>,
+    password: Option<&str>,
+) -> Result<Value, CaseError> {
+    use crate::cases::fixture;
+    let mut data = serde_json::Map::new();
+    if let Some(r) = repo {
+        data.insert(
+            "repo".into(),
+            json!(k8s_openapi::ByteString(r.as_bytes().to_vec())),
+        );
+    }
+    if let Some(p) = password {
+        data.insert(
+            "password".into(),
+            json!(k8s_openapi::ByteString(p.as_bytes().to_vec())),
+        );
+    }
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    secrets
+        .patch(
+            fixture::REPO_SECRET,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&json!({ "data": data })),
+        )
+        .await
+        .map_err(CaseError::kube(
+            "patch Secret",
+            format!("{}/{}", ctx.namespace, fixture::REPO_SECRET),
+        ))?;
+    Ok(
+        json!({"secret": fixture::REPO_SECRET, "repo": repo, "password_changed": password.is_some()}),
+    )
+}
+
 /// What a schedule did, written into its `assess` receipt.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub(crate) struct Placed {
@@ -171,6 +259,23 @@ pub(crate) struct Placed {
     pub point_not_reached: bool,
     /// What the fault observed when it landed.
     pub fault: Value,
+}
+
+impl Placed {
+    /// What was done to the run, for the `outcome` oracle: the fault when it landed (a point
+    /// never reached leaves the run unperturbed).
+    pub(crate) fn perturbation(
+        &self,
+        operation: Operation,
+        hold: Option<(usize, Fault)>,
+    ) -> crate::evidence::invariants::outcome::Perturbation {
+        crate::evidence::invariants::outcome::Perturbation {
+            operation: operation.as_str().to_string(),
+            fault: hold
+                .filter(|_| self.point.is_some())
+                .map(|(_, f)| f.as_str().to_string()),
+        }
+    }
 }
 
 /// Steps "await point N" and "inject FAULT": waits until the operator's held write `hold`
@@ -210,6 +315,20 @@ pub(crate) async fn place_fault<T>(
                 )
                 .await?;
             placed.point = Some(point);
+            if fault == Fault::AgentDown {
+                // Down across the point: the write goes while the agent is held down, and the
+                // agent is let up once the write was applied (or the operation is over).
+                let applied = ctx
+                    .step("release the write with the agent down", async {
+                        observer.release();
+                        Ok(observer.await_applied(ctx.bounds.settle).await)
+                    })
+                    .await?;
+                let up = ctx
+                    .step("let the agent up", agent_held(ctx, server, false))
+                    .await?;
+                placed.fault = json!({"down": placed.fault, "write_applied": applied, "up": up});
+            }
             faults_stopped_at = Some(jiff::Timestamp::now());
         }
         None => placed.point_not_reached = true,
@@ -257,21 +376,25 @@ impl Operation {
             Operation::Backup => &[
                 Fault::GameRestart,
                 Fault::AgentRestart,
+                Fault::AgentDown,
                 Fault::PodReplaced,
                 Fault::BackupDeleted,
                 Fault::OperatorRestart,
                 Fault::RepositoryUnreachable,
+                Fault::RepositoryWrongPassword,
             ],
             Operation::StoppedBackup => &[
                 Fault::ServerStarted,
                 Fault::BackupDeleted,
                 Fault::OperatorRestart,
                 Fault::RepositoryUnreachable,
+                Fault::RepositoryWrongPassword,
             ],
             Operation::Restore => &[
                 Fault::RestoreDeleted,
                 Fault::OperatorRestart,
                 Fault::RepositoryUnreachable,
+                Fault::RepositoryWrongPassword,
             ],
         }
     }

@@ -65,6 +65,8 @@ struct Inner {
     points: Vec<Point>,
     hold_at: Option<usize>,
     reached: Option<oneshot::Sender<Point>>,
+    /// The held write: its resource and name (`None` for a create).
+    held: Option<(String, Option<String>)>,
     changes: Vec<Recorded>,
 }
 
@@ -73,6 +75,8 @@ pub struct Observer {
     inner: Mutex<Inner>,
     /// `true` once the held write may go; reset by [`Observer::begin`].
     released: watch::Sender<bool>,
+    /// `true` once a change of the held write's object was committed after its release.
+    applied: watch::Sender<bool>,
 }
 
 impl Default for Observer {
@@ -80,6 +84,7 @@ impl Default for Observer {
         Self {
             inner: Mutex::default(),
             released: watch::Sender::new(false),
+            applied: watch::Sender::new(false),
         }
     }
 }
@@ -114,7 +119,9 @@ impl Observer {
         inner.resources = resources;
         inner.hold_at = hold_at;
         inner.reached = Some(tx);
+        inner.held = None;
         self.released.send_replace(false);
+        self.applied.send_replace(false);
         rx
     }
 
@@ -122,6 +129,15 @@ impl Observer {
     pub fn release(&self) {
         self.inner().hold_at = None;
         self.released.send_replace(true);
+    }
+
+    /// Waits until the held write, released, was applied (a change of its object committed),
+    /// at most `bound`; whether it was.
+    pub async fn await_applied(&self, bound: std::time::Duration) -> bool {
+        let mut applied = self.applied.subscribe();
+        tokio::time::timeout(bound, applied.wait_for(|a| *a))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Stops numbering points: the operation is over (its later writes are not its own).
@@ -150,6 +166,31 @@ impl Drop for ReleaseOnDrop {
     }
 }
 
+impl Observer {
+    /// Marks the held write applied when `change`, committed after its release, is of its
+    /// object.
+    fn note_applied(&self, change: &Change<'_>) {
+        if !*self.released.borrow() || *self.applied.borrow() {
+            return;
+        }
+        let inner = self.inner();
+        let Some((resource, name)) = &inner.held else {
+            return;
+        };
+        let same_resource = change.storage.rsplit('/').next() == Some(resource.as_str());
+        let same_name = name.as_deref().is_none_or(|n| {
+            change
+                .object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                == Some(n)
+        });
+        if inner.namespace.as_deref() == Some(change.namespace) && same_resource && same_name {
+            self.applied.send_replace(true);
+        }
+    }
+}
+
 impl RequestHook for Observer {
     fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()> {
         let mut inner = self.inner();
@@ -168,6 +209,7 @@ impl RequestHook for Observer {
         if let Some(tx) = inner.reached.take() {
             let _ = tx.send(point);
         }
+        inner.held = Some((write.resource.clone(), write.name.clone()));
         // The flag keeps its value, so a release that comes before the wait cannot be missed.
         let mut released = self.released.subscribe();
         async move {
@@ -177,6 +219,7 @@ impl RequestHook for Observer {
     }
 
     fn committed(&self, change: Change<'_>) {
+        self.note_applied(&change);
         let resource = match change.storage {
             "/pods" => "pods",
             "gameplane.local/backups" => "backups",

@@ -81,7 +81,7 @@ fn listing_script(claims: &[String]) -> String {
 }
 
 /// The server's claims: (world claims, mods claims), by Gameplane's naming.
-async fn claims(ctx: &CaseContext<'_>) -> Result<(Vec<String>, Vec<String>), CaseError> {
+pub(super) async fn claims(ctx: &CaseContext<'_>) -> Result<(Vec<String>, Vec<String>), CaseError> {
     let pvcs = fixture::server_pvcs(ctx, SERVER).await?;
     let of = |roles: &[Role]| -> Vec<String> {
         pvcs.iter()
@@ -328,6 +328,7 @@ pub async fn schedule(
         faults_stopped_at,
         bound_ms: ctx.bounds.settle.as_millis() as u64,
         observed_until: jiff::Timestamp::now(),
+        perturbation: Some(placed.perturbation(super::Operation::Restore, hold)),
     };
     judge(
         ctx,

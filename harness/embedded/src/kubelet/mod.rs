@@ -137,6 +137,13 @@ pub(crate) enum PodCommand {
         container: String,
         reply: oneshot::Sender<Result<RestartedContainer, RestartError>>,
     },
+    /// Hold one container down (stopped, not started again, shown in `CrashLoopBackOff`) or,
+    /// with `down: false`, let it start again at once.
+    Hold {
+        container: String,
+        down: bool,
+        reply: oneshot::Sender<Result<(), RestartError>>,
+    },
     /// The running instance of a container (exec, attach).
     Locate {
         container: String,
@@ -432,6 +439,39 @@ impl Kubelet {
         sender
             .send(PodCommand::Restart {
                 container: container.to_string(),
+                reply,
+            })
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    /// Holds one container of a running pod down (`down`: stopped like `crictl stop` and not
+    /// started again, its status waiting in `CrashLoopBackOff`, however long that takes) or
+    /// lets a held one start again at once. Returns once the pod's worker took the command;
+    /// the container's status shows the rest.
+    pub async fn hold_container(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        down: bool,
+    ) -> Result<(), RestartError> {
+        let gone = || RestartError::PodGone {
+            namespace: namespace.to_string(),
+            pod: pod.to_string(),
+        };
+        let Some(sender) = self.commands_for(namespace, pod, None) else {
+            return Err(RestartError::NoSuchPod {
+                namespace: namespace.to_string(),
+                pod: pod.to_string(),
+                node: self.node.settings.name.clone(),
+            });
+        };
+        let (reply, answer) = oneshot::channel();
+        sender
+            .send(PodCommand::Hold {
+                container: container.to_string(),
+                down,
                 reply,
             })
             .map_err(|_| gone())?;

@@ -88,6 +88,8 @@ struct Ctr {
     last_exit: Option<i32>,
     /// Will not be started again (completed, or the restart policy says no).
     done: bool,
+    /// Held down by the harness: not started again until released.
+    held: bool,
 }
 
 fn waiting(reason: &str, message: Option<String>) -> ContainerState {
@@ -97,6 +99,25 @@ fn waiting(reason: &str, message: Option<String>) -> ContainerState {
             message,
         }),
         ..Default::default()
+    }
+}
+
+impl Ctr {
+    /// A container the harness holds down reads as a real kubelet's would in back-off.
+    fn show_held(&mut self, pod_ref: &str) {
+        if waiting_reason(&self.state) == Some("CrashLoopBackOff") {
+            return;
+        }
+        if self.last_terminated.is_some() {
+            self.last_state.clone_from(&self.last_terminated);
+        }
+        self.state = waiting(
+            "CrashLoopBackOff",
+            Some(format!(
+                "back-off restarting failed container={} pod={pod_ref} (held down)",
+                self.spec.name
+            )),
+        );
     }
 }
 
@@ -125,6 +146,7 @@ impl Ctr {
             ever_started: false,
             last_exit: None,
             done: false,
+            held: false,
         }
     }
 
@@ -354,6 +376,9 @@ pub(super) async fn run(
             }
             command = commands.recv() => match command {
                 Some(PodCommand::Restart { container, reply }) => worker.restart(&container, reply),
+                Some(PodCommand::Hold { container, down, reply }) => {
+                    let _ = reply.send(worker.hold(&container, down));
+                }
                 Some(PodCommand::Locate { container, reply }) => {
                     let _ = reply.send(worker.locate(&container));
                 }
@@ -452,17 +477,29 @@ impl Worker {
         }
     }
 
-    async fn try_start(&mut self, init: bool, index: usize) {
-        let now_i = Instant::now();
-        let pod_ref = format!("{}_{}({})", self.name, self.namespace, self.uid);
+    /// The container may not start yet: held down by the harness, or its back-off runs.
+    fn waits_to_start(&mut self, init: bool, index: usize, now_i: Instant, pod_ref: &str) -> bool {
         let c = self.ctr(init, index);
+        if c.held {
+            c.show_held(pod_ref);
+            return true;
+        }
         if let Some(at) = c.next_start
             && now_i < at
         {
             self.show_pull_backoff(init, index, now_i);
+            return true;
+        }
+        false
+    }
+
+    async fn try_start(&mut self, init: bool, index: usize) {
+        let now_i = Instant::now();
+        let pod_ref = format!("{}_{}({})", self.name, self.namespace, self.uid);
+        if self.waits_to_start(init, index, now_i, &pod_ref) {
             return;
         }
-        let image_ref = c.spec.image.clone().unwrap_or_default();
+        let image_ref = self.ctr(init, index).spec.image.clone().unwrap_or_default();
         let Some(resolved) = self.node.settings.images.resolve(&image_ref) else {
             self.image_not_found(init, index, now_i, &image_ref);
             return;
@@ -828,6 +865,42 @@ impl Worker {
             .ok_or_else(|| format!("container not found ({container:?})"))
     }
 
+    /// Holds app container `container` down (stopping it when it runs) or releases it.
+    fn hold(&mut self, container: &str, down: bool) -> Result<(), RestartError> {
+        let Some(index) = self.apps.iter().position(|c| c.spec.name == container) else {
+            return Err(RestartError::NotRunning {
+                namespace: self.namespace.clone(),
+                pod: self.name.clone(),
+                container: container.to_string(),
+                state: "no such container in the pod spec".into(),
+            });
+        };
+        let grace = termination_grace(&self.pod);
+        let c = &mut self.apps[index];
+        c.held = down;
+        if !down {
+            c.next_start = None;
+            return Ok(());
+        }
+        if let Some(run) = c.run.as_mut()
+            && !run.stopping
+        {
+            run.stopping = true;
+            let handle = run.handle.clone();
+            tokio::spawn(async move {
+                handle.stop(grace).await;
+            });
+            self.event(
+                container,
+                false,
+                EventType::Normal,
+                "Killing",
+                format!("Stopping container {container}"),
+            );
+        }
+        Ok(())
+    }
+
     fn restart(
         &mut self,
         container: &str,
@@ -1043,7 +1116,7 @@ impl Worker {
                     consider(run.readiness.next.filter(|_| c.started));
                 }
                 Some(_) => {}
-                None if !c.done => {
+                None if !c.done && !c.held => {
                     consider(c.show_pull_backoff_at);
                     consider(c.next_start);
                 }

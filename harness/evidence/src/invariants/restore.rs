@@ -23,7 +23,7 @@ use super::{CopyPodState, DRAIN, LIVENESS, Violation};
 pub const DATA: &str = "data";
 
 /// Every invariant a restore schedule is judged by, in report order.
-pub const RESTORE_INVARIANTS: &[&str] = &[DATA, DRAIN, LIVENESS];
+pub const RESTORE_INVARIANTS: &[&str] = &[DATA, DRAIN, LIVENESS, super::outcome::OUTCOME];
 
 /// The evidence the data invariant reads.
 const EVIDENCE: &str = "every path of the server's claims (digests), before and after";
@@ -114,6 +114,9 @@ pub struct RestoreTrace {
     pub bound_ms: u64,
     /// When observation ended.
     pub observed_until: jiff::Timestamp,
+    /// What was done to the run (judged by [`super::outcome`]); `None`: not judged.
+    #[serde(default)]
+    pub perturbation: Option<super::outcome::Perturbation>,
 }
 
 /// The first difference between `found` and `expected`, one line; `None` when they are equal.
@@ -203,6 +206,13 @@ impl RestoreTrace {
         let mut out = self.data();
         out.extend(self.drain());
         out.extend(self.liveness());
+        out.extend(super::outcome::judge(
+            self.perturbation.as_ref(),
+            self.final_state().map(|r| super::outcome::Ending {
+                phase: r.phase.clone(),
+                consistency: None,
+            }),
+        ));
         out
     }
 

@@ -1,0 +1,147 @@
+//! The oracle beside the invariants: the end state compared with the unperturbed run, where
+//! the contract allows only one outcome.
+//!
+//! The invariants say what must hold *whichever* way an operation ends; they cannot see an
+//! operator that gives up when it need not. So a schedule also records what was done to it (its
+//! [`Perturbation`]), and [`expected`] names the one outcome the contract allows when that is
+//! a single one:
+//! - the unperturbed run (the reference, or a schedule whose point was never reached) ends as
+//!   the operation is meant to: a backup of a running server `Succeeded`, consistency
+//!   `Quiesced`; of a stopped one `Succeeded`, `Stopped`; a restore `Succeeded`;
+//! - a fault that changes neither the game, the repository nor the object under way ends the
+//!   same way: the agent restarted (the game it serves is the same process), the operator
+//!   restarted (its progress is in the API server, not in its memory);
+//! - the agent held down across a point never invalidates the capture (the game did not
+//!   change): the Backup may fail because the agent could not be reached to quiesce, but never
+//!   with consistency `Invalidated`.
+//!
+//! Every other fault (the game restarted, the pod replaced, the server started, the object
+//! deleted, the repository unreachable) leaves more than one ending allowed; the invariants
+//! judge those.
+
+use serde::{Deserialize, Serialize};
+
+use super::Violation;
+
+/// Invariant `outcome`: where the contract allows one ending, the operation ends that way.
+pub const OUTCOME: &str = "outcome";
+
+/// What was done to one run of an operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Perturbation {
+    /// The operation (`backup`, `stopped-backup`, `restore`).
+    pub operation: String,
+    /// The fault that landed, `None` when none did (the reference run, or a point the run never
+    /// reached).
+    pub fault: Option<String>,
+}
+
+/// How an operation's object ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ending {
+    /// `status.phase` (`None`: it never had one, or the object was removed).
+    pub phase: Option<String>,
+    /// `status.consistency`, for a Backup.
+    pub consistency: Option<String>,
+}
+
+impl Ending {
+    fn new(phase: &str, consistency: Option<&str>) -> Self {
+        Self {
+            phase: Some(phase.to_string()),
+            consistency: consistency.map(str::to_string),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match (&self.phase, &self.consistency) {
+            (None, _) => "without a phase (or removed)".to_string(),
+            (Some(p), None) => p.clone(),
+            (Some(p), Some(c)) => format!("{p}, consistency {c}"),
+        }
+    }
+}
+
+/// Faults that change neither the game, the repository nor the object under way.
+pub const TRANSPARENT_FAULTS: &[&str] = &["agent-restart", "operator-restart"];
+
+/// Faults that leave the game as it was, so a capture they interrupt is never `Invalidated`.
+pub const SOURCE_KEEPING_FAULTS: &[&str] = &["agent-down"];
+
+/// What the contract allows after a perturbation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allowed {
+    /// Exactly this ending.
+    Only(Ending),
+    /// Any ending but consistency `Invalidated` (the source did not change).
+    NotInvalidated,
+}
+
+/// The ending(s) the contract allows after `perturbation`, when it narrows them.
+pub fn expected(perturbation: &Perturbation) -> Option<Allowed> {
+    let fault = perturbation.fault.as_deref();
+    if fault.is_some_and(|f| SOURCE_KEEPING_FAULTS.contains(&f)) {
+        return Some(Allowed::NotInvalidated);
+    }
+    if !fault.is_none_or(|f| TRANSPARENT_FAULTS.contains(&f)) {
+        return None;
+    }
+    match perturbation.operation.as_str() {
+        "backup" => Some(Ending::new("Succeeded", Some("Quiesced"))),
+        "stopped-backup" => Some(Ending::new("Succeeded", Some("Stopped"))),
+        "restore" => Some(Ending::new("Succeeded", None)),
+        _ => None,
+    }
+    .map(Allowed::Only)
+}
+
+/// Invariant [`OUTCOME`] for a run whose object ended as `ended` (its last state before any
+/// removal; `None` when it never had one).
+pub fn judge(perturbation: Option<&Perturbation>, ended: Option<Ending>) -> Vec<Violation> {
+    let Some(p) = perturbation else {
+        return Vec::new();
+    };
+    let Some(allowed) = expected(p) else {
+        return Vec::new();
+    };
+    let got = ended.unwrap_or(Ending {
+        phase: None,
+        consistency: None,
+    });
+    let fault = p.fault.as_deref().unwrap_or("-");
+    let found = match allowed {
+        Allowed::NotInvalidated if got.consistency.as_deref() == Some("Invalidated") => format!(
+            "after fault {fault}, which leaves the game as it was, the {} ended {} (a capture of an unchanged source is never Invalidated)",
+            p.operation,
+            got.describe()
+        ),
+        Allowed::NotInvalidated => return Vec::new(),
+        // A restore has no consistency: compare what the contract names.
+        Allowed::Only(want)
+            if got.phase == want.phase
+                && (want.consistency.is_none() || got.consistency == want.consistency) =>
+        {
+            return Vec::new();
+        }
+        Allowed::Only(want) => format!(
+            "{} the {} ended {} (the contract allows only {})",
+            if p.fault.is_some() {
+                format!(
+                    "after fault {fault}, which changes neither the game, the repository nor the object,"
+                )
+            } else {
+                "unperturbed,".to_string()
+            },
+            p.operation,
+            got.describe(),
+            want.describe()
+        ),
+    };
+    vec![Violation::new(
+        OUTCOME,
+        "the operation's final status",
+        found,
+    )]
+}
