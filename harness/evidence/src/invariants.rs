@@ -72,6 +72,7 @@ pub const ALL: &[&str] = &[
 pub const BY_OPERATION: &[(&str, &[&str])] = &[
     ("backup", BACKUP_INVARIANTS),
     ("stopped-backup", BACKUP_INVARIANTS),
+    ("idle-backup", BACKUP_INVARIANTS),
     ("restore", restore::RESTORE_INVARIANTS),
 ];
 
@@ -240,6 +241,12 @@ pub struct BackupTrace {
     /// What was done to the run (judged by [`outcome`]); `None`: not judged.
     #[serde(default)]
     pub perturbation: Option<outcome::Perturbation>,
+    /// The server's run state (`suspend=… asleep=…`) just before the Backup was created.
+    #[serde(default)]
+    pub run_state_before: Option<String>,
+    /// Its run state once the Backup ended (and the server settled).
+    #[serde(default)]
+    pub run_state_after: Option<String>,
 }
 
 /// The copy's window: from its first worker pod's creation to the end of its last.

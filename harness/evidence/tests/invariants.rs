@@ -38,6 +38,8 @@ impl Build {
                 claims: Vec::new(),
                 snapshot: None,
                 perturbation: None,
+                run_state_before: None,
+                run_state_after: None,
             },
             rv: 0,
         }
@@ -756,4 +758,27 @@ fn where_the_contract_allows_one_ending_the_operation_ends_that_way() {
         "{}",
         v[0].found
     );
+}
+
+#[test]
+fn a_backup_never_changes_the_servers_run_state_unless_its_fault_started_it() {
+    use rehearsal_evidence::invariants::outcome::Perturbation;
+    let with = |before: &str, after: &str, fault: Option<&str>| {
+        let mut t = correct().done();
+        t.run_state_before = Some(before.into());
+        t.run_state_after = Some(after.into());
+        t.perturbation = Some(Perturbation {
+            operation: "idle-backup".into(),
+            fault: fault.map(str::to_string),
+        });
+        t.data()
+    };
+    let asleep = "suspend=absent asleep=true";
+    let woken = "suspend=absent asleep=false";
+    assert_eq!(with(asleep, asleep, None), Vec::new());
+    let v = with(asleep, woken, None);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("run state"), "{}", v[0].found);
+    assert_eq!(with(asleep, woken, Some("server-started")), Vec::new());
+    assert_eq!(with(asleep, woken, Some("operator-restart")).len(), 1);
 }

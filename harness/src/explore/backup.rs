@@ -51,20 +51,42 @@ fn operation_over() -> Condition<Backup> {
     )
 }
 
-/// Runs one backup schedule: of a running server, or with `stopped` of a suspended one (no
-/// pod); `hold` is the point (an index into the operator's writes) and fault, `None` for the
+/// What the backed-up server is doing when its Backup is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Running: a quiesced live capture.
+    Running,
+    /// Suspended (`spec.suspend: true`, no pod).
+    Suspended,
+    /// Idle-asleep (idle enabled, `status.idle.asleep: true`, no pod).
+    IdleAsleep,
+}
+
+/// Runs one backup schedule of a server in state `source`; `hold` is the point (an index into the operator's writes) and fault, `None` for the
 /// reference run. The observer must be the cluster's request hook.
 pub async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
-    stopped: bool,
+    source: Source,
     hold: Option<(usize, Fault)>,
 ) -> Result<(), CaseError> {
+    let stopped = source != Source::Running;
     observer.watch(&ctx.namespace);
     backup::running_server(ctx, FixtureOptions::default()).await?;
-    if stopped {
-        ctx.step("stop server", backup::stop_server(ctx)).await?;
+    match source {
+        Source::Running => {}
+        Source::Suspended => {
+            ctx.step("stop server", backup::stop_server(ctx)).await?;
+        }
+        Source::IdleAsleep => {
+            ctx.step(
+                "put the server to sleep (idle)",
+                super::restore::put_to_sleep(ctx),
+            )
+            .await?;
+        }
     }
+    let run_state_before = super::restore::run_state(ctx).await?;
     let marked = ctx.step("plant claim markers", plant_markers(ctx)).await?;
     let reached = observer.begin(POINT_RESOURCES, hold.map(|(point, _)| point));
     let _release = ReleaseOnDrop(observer.clone());
@@ -123,10 +145,12 @@ pub async fn schedule(
     let mut trace = trace_of(&observer.changes(), audit.as_ref(), faults_stopped_at, ctx);
     trace.claims = marked;
     trace.snapshot = snapshot;
-    let operation = if stopped {
-        super::Operation::StoppedBackup
-    } else {
-        super::Operation::Backup
+    trace.run_state_before = Some(run_state_before);
+    trace.run_state_after = super::restore::run_state(ctx).await.ok();
+    let operation = match source {
+        Source::Running => super::Operation::Backup,
+        Source::Suspended => super::Operation::StoppedBackup,
+        Source::IdleAsleep => super::Operation::IdleBackup,
     };
     trace.perturbation = Some(placed.perturbation(operation, hold));
     judge(
@@ -341,5 +365,7 @@ fn trace_of(
         claims: Vec::new(),
         snapshot: None,
         perturbation: None,
+        run_state_before: None,
+        run_state_after: None,
     }
 }

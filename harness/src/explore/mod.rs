@@ -54,7 +54,8 @@ pub enum Fault {
     BackupDeleted,
     /// The operator killed without grace and started again.
     OperatorRestart,
-    /// A stopped server started (`spec.suspend: false`) while its Backup is under way.
+    /// A stopped server started (`spec.suspend: false`), or an idle-asleep one woken, while its
+    /// Backup is under way.
     ServerStarted,
     /// The Restore deleted by a user.
     RestoreDeleted,
@@ -158,7 +159,7 @@ pub(crate) async fn inject(
             .await
             .map_err(|e| CaseError::Setup(format!("restart the operator: {e}")))?,
         Fault::ServerStarted => {
-            let resumed = faults::set_suspended(&ctx.client, &ctx.namespace, server, false).await?;
+            let resumed = start_server(ctx, server).await?;
             // Landed once the server's pod exists again (its game may still be starting).
             let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
                 kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
@@ -173,6 +174,33 @@ pub(crate) async fn inject(
         }
     };
     Ok(observed)
+}
+
+/// Starts a stopped server: resumes a suspended one (`spec.suspend: false`), wakes an
+/// idle-asleep one (`status.idle.asleep: false`, as a player's connection would).
+async fn start_server(ctx: &CaseContext<'_>, server: &str) -> Result<Value, CaseError> {
+    let api: kube::Api<gameplane_api::gameserver::GameServer> =
+        kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let gs = api.get(server).await.map_err(CaseError::kube(
+        "get GameServer",
+        format!("{}/{server}", ctx.namespace),
+    ))?;
+    if gs.spec.suspend == Some(true) {
+        return Ok(json!(
+            faults::set_suspended(&ctx.client, &ctx.namespace, server, false).await?
+        ));
+    }
+    api.patch_status(
+        server,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"status": {"idle": {"asleep": false}}})),
+    )
+    .await
+    .map_err(CaseError::kube(
+        "wake GameServer",
+        format!("{}/{server}", ctx.namespace),
+    ))?;
+    Ok(json!({"woken": server}))
 }
 
 /// Holds the agent of `server`'s pod down (`down`) and waits until its status shows it waiting
@@ -344,6 +372,8 @@ pub enum Operation {
     Backup,
     /// A backup of a suspended server (no pod): consistency `Stopped`.
     StoppedBackup,
+    /// A backup of an idle-asleep server (no pod, idle intent kept): consistency `Stopped`.
+    IdleBackup,
     /// A restore of a stopped server's world and extra claims from its Backup.
     Restore,
 }
@@ -353,6 +383,7 @@ impl Operation {
     pub const ALL: &[Operation] = &[
         Operation::Backup,
         Operation::StoppedBackup,
+        Operation::IdleBackup,
         Operation::Restore,
     ];
 
@@ -361,6 +392,7 @@ impl Operation {
         match self {
             Operation::Backup => "backup",
             Operation::StoppedBackup => "stopped-backup",
+            Operation::IdleBackup => "idle-backup",
             Operation::Restore => "restore",
         }
     }
@@ -383,7 +415,7 @@ impl Operation {
                 Fault::RepositoryUnreachable,
                 Fault::RepositoryWrongPassword,
             ],
-            Operation::StoppedBackup => &[
+            Operation::StoppedBackup | Operation::IdleBackup => &[
                 Fault::ServerStarted,
                 Fault::BackupDeleted,
                 Fault::OperatorRestart,
@@ -596,8 +628,15 @@ async fn on_own_cluster(
         let observer = observer.clone();
         Box::pin(async move {
             match operation {
-                Operation::Backup => backup::schedule(ctx, observer, false, hold).await,
-                Operation::StoppedBackup => backup::schedule(ctx, observer, true, hold).await,
+                Operation::Backup => {
+                    backup::schedule(ctx, observer, backup::Source::Running, hold).await
+                }
+                Operation::StoppedBackup => {
+                    backup::schedule(ctx, observer, backup::Source::Suspended, hold).await
+                }
+                Operation::IdleBackup => {
+                    backup::schedule(ctx, observer, backup::Source::IdleAsleep, hold).await
+                }
                 Operation::Restore => restore::schedule(ctx, observer, hold).await,
             }
         })
@@ -862,7 +901,8 @@ mod tests {
         };
         assert_eq!(stopped.id(), "stopped-backup-p03-server-started");
         assert_eq!(Schedule::parse(&stopped.id()).unwrap(), stopped);
-        assert_eq!(all(4)[8].id(), "backup-p01-pod-replaced");
+        assert_eq!(all(4)[8].id(), "backup-p01-game-restart");
+        assert_eq!(all(4)[11].id(), "backup-p01-pod-replaced");
         for bad in [
             "",
             "backup",

@@ -124,7 +124,7 @@ async fn read_claims(
 }
 
 /// The server's run state: `suspend=<true|false|absent> asleep=<true|false>`.
-async fn run_state(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
+pub(super) async fn run_state(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
     let api: Api<gameplane_api::gameserver::GameServer> =
         Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let gs = api.get(SERVER).await.map_err(CaseError::kube(
@@ -140,7 +140,7 @@ async fn run_state(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
 }
 
 /// Puts the server to sleep (idle) and waits until its pod is gone.
-async fn put_to_sleep(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
+pub(super) async fn put_to_sleep(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
     crate::faults::set_idle_asleep(&ctx.client, &ctx.namespace, SERVER).await?;
     fixture::await_server_phase(ctx, SERVER, "Stopped").await?;
     let pods: Api<k8s_openapi::api::core::v1::Pod> =

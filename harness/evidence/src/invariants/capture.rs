@@ -45,7 +45,7 @@ impl BackupTrace {
     /// Invariant [`DATA`] of a backup; judged when the Backup ended Succeeded and the schedule
     /// planted markers (a trace without them judges only the copy's outcome).
     pub fn data(&self) -> Vec<Violation> {
-        let mut out = Vec::new();
+        let mut out = self.run_state_kept();
         let Some(fin) = self.final_state() else {
             return out;
         };
@@ -114,6 +114,25 @@ impl BackupTrace {
             }
         }
         out
+    }
+}
+
+impl BackupTrace {
+    /// A backup never changes the server's run state (`spec.suspend`, idle intent and sleep):
+    /// what it was before the Backup it is after, unless the schedule's own fault started it.
+    fn run_state_kept(&self) -> Vec<Violation> {
+        let started = self
+            .perturbation
+            .as_ref()
+            .is_some_and(|p| p.fault.as_deref() == Some("server-started"));
+        match (&self.run_state_before, &self.run_state_after) {
+            (Some(before), Some(after)) if before != after && !started => vec![Violation::new(
+                DATA,
+                "the GameServer's spec.suspend and status.idle.asleep",
+                format!("the backup changed the server's run state from {before} to {after}"),
+            )],
+            _ => Vec::new(),
+        }
     }
 }
 

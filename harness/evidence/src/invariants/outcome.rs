@@ -30,7 +30,7 @@ pub const OUTCOME: &str = "outcome";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Perturbation {
-    /// The operation (`backup`, `stopped-backup`, `restore`).
+    /// The operation (`backup`, `stopped-backup`, `idle-backup`, `restore`).
     pub operation: String,
     /// The fault that landed, `None` when none did (the reference run, or a point the run never
     /// reached).
@@ -90,7 +90,7 @@ pub fn expected(perturbation: &Perturbation) -> Option<Allowed> {
     }
     match perturbation.operation.as_str() {
         "backup" => Some(Ending::new("Succeeded", Some("Quiesced"))),
-        "stopped-backup" => Some(Ending::new("Succeeded", Some("Stopped"))),
+        "stopped-backup" | "idle-backup" => Some(Ending::new("Succeeded", Some("Stopped"))),
         "restore" => Some(Ending::new("Succeeded", None)),
         _ => None,
     }
