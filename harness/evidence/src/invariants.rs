@@ -71,6 +71,7 @@ pub const ALL: &[&str] = &[
 /// name in schedule ids; `docs/contract.toml` lists the same under each `[[invariant]]`.
 pub const BY_OPERATION: &[(&str, &[&str])] = &[
     ("backup", BACKUP_INVARIANTS),
+    ("raw-backup", BACKUP_INVARIANTS),
     ("stopped-backup", BACKUP_INVARIANTS),
     ("idle-backup", BACKUP_INVARIANTS),
     ("restore", restore::RESTORE_INVARIANTS),
@@ -353,6 +354,9 @@ impl BackupTrace {
     /// Invariant [`CONSISTENCY`].
     pub fn consistency(&self) -> Vec<Violation> {
         let mut out = Vec::new();
+        if !self.quiesce {
+            return self.raw_consistency();
+        }
         let (Some(fin), Some(w)) = (self.final_state(), self.window()) else {
             return out;
         };
@@ -435,6 +439,45 @@ impl BackupTrace {
         }
         out.extend(self.invalidated_on_change(fin, w, &pods, &starts));
         out
+    }
+
+    /// A raw copy (`spec.quiesce: false`) makes no RCON call (contract B5).
+    fn raw_rcon_call(&self) -> Option<Violation> {
+        let began = self.backup_states().next().map(|(c, _)| c.at)?;
+        let cmd = self.audit.iter().find(|a| {
+            a.event == "command"
+                && a.at > began
+                && matches!(
+                    a.command.as_deref(),
+                    Some("save-off" | "save-on" | "save-all")
+                )
+        })?;
+        Some(Violation::new(
+            CLEANUP,
+            "RCON audit log",
+            format!(
+                "a raw copy (spec.quiesce: false) sent {} to game process {} at {}: it must make no RCON call",
+                cmd.command.as_deref().unwrap_or("-"),
+                cmd.incarnation,
+                cmd.at
+            ),
+        ))
+    }
+
+    /// A raw copy (`spec.quiesce: false`) is never labelled `Quiesced` (contract B5): nothing
+    /// quiesced the game, so nothing makes it consistent.
+    fn raw_consistency(&self) -> Vec<Violation> {
+        match self.final_state() {
+            Some(fin) if fin.consistency.as_deref() == Some("Quiesced") => vec![Violation::new(
+                CONSISTENCY,
+                "Backup status.consistency",
+                format!(
+                    "a raw copy (spec.quiesce: false) ended {} with consistency Quiesced",
+                    fin.phase.as_deref().unwrap_or("-")
+                ),
+            )],
+            _ => Vec::new(),
+        }
     }
 
     /// A source change inside the window must end the Backup Failed, Invalidated, with a
@@ -617,6 +660,10 @@ impl BackupTrace {
             if !incarnations.contains(&a.incarnation.as_str()) {
                 incarnations.push(&a.incarnation);
             }
+        }
+        if !self.quiesce {
+            out.extend(self.raw_rcon_call());
+            return out;
         }
         let mut any_save_on = false;
         for inc in incarnations {

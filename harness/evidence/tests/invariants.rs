@@ -782,3 +782,45 @@ fn a_backup_never_changes_the_servers_run_state_unless_its_fault_started_it() {
     assert_eq!(with(asleep, woken, Some("server-started")), Vec::new());
     assert_eq!(with(asleep, woken, Some("operator-restart")).len(), 1);
 }
+
+#[test]
+fn a_raw_copy_is_never_quiesced_and_makes_no_rcon_call() {
+    // The game ran throughout, nothing was quiesced, the copy succeeded: Unquiesced.
+    let raw = |consistency: &str, save_off: bool| {
+        let mut b = Build::new();
+        b.audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .backup(100, pending())
+            .backup(150, bound());
+        if save_off {
+            b.audit(200, "inc-1", Some("save-off"));
+        }
+        b.copy(400, "Running")
+            .copy(900, "Succeeded")
+            .backup(1_000, ended("Succeeded", Some(consistency), "Succeeded"));
+        let mut t = b.done();
+        t.quiesce = false;
+        t
+    };
+    assert_eq!(raw("Unquiesced", false).violations(), Vec::new());
+    let v = raw("Quiesced", false).consistency();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("raw copy"), "{}", v[0].found);
+    let v = raw("Unquiesced", true).cleanup();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("save-off"), "{}", v[0].found);
+    // The game restarting during a raw copy is no invalidation the contract asks for.
+    let mut restarted = raw("Unquiesced", false);
+    restarted.changes.push(Committed {
+        rv: 99,
+        at: at(500),
+        subject: Subject::GamePod(GamePodState {
+            uid: POD.into(),
+            game_container: Some("containerd://game-2".into()),
+            game_running: true,
+            gone: false,
+        }),
+    });
+    restarted.changes.sort_by_key(|c| c.at);
+    assert_eq!(restarted.consistency(), Vec::new());
+}

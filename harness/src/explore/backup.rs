@@ -56,6 +56,8 @@ fn operation_over() -> Condition<Backup> {
 pub enum Source {
     /// Running: a quiesced live capture.
     Running,
+    /// Running, copied raw (`spec.quiesce: false`): no agent call, no RCON command.
+    RunningRaw,
     /// Suspended (`spec.suspend: true`, no pod).
     Suspended,
     /// Idle-asleep (idle enabled, `status.idle.asleep: true`, no pod).
@@ -70,11 +72,12 @@ pub async fn schedule(
     source: Source,
     hold: Option<(usize, Fault)>,
 ) -> Result<(), CaseError> {
-    let stopped = source != Source::Running;
+    let stopped = !matches!(source, Source::Running | Source::RunningRaw);
+    let quiesce = source != Source::RunningRaw;
     observer.watch(&ctx.namespace);
     backup::running_server(ctx, FixtureOptions::default()).await?;
     match source {
-        Source::Running => {}
+        Source::Running | Source::RunningRaw => {}
         Source::Suspended => {
             ctx.step("stop server", backup::stop_server(ctx)).await?;
         }
@@ -92,7 +95,7 @@ pub async fn schedule(
     let _release = ReleaseOnDrop(observer.clone());
     ctx.step(
         "create backup",
-        fixture::create_backup(ctx, BACKUP, SERVER, true),
+        fixture::create_backup(ctx, BACKUP, SERVER, quiesce),
     )
     .await?;
     let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
@@ -143,12 +146,14 @@ pub async fn schedule(
         .step("list the Backup's snapshot", read_snapshot(ctx, &backups))
         .await?;
     let mut trace = trace_of(&observer.changes(), audit.as_ref(), faults_stopped_at, ctx);
+    trace.quiesce = quiesce;
     trace.claims = marked;
     trace.snapshot = snapshot;
     trace.run_state_before = Some(run_state_before);
     trace.run_state_after = super::restore::run_state(ctx).await.ok();
     let operation = match source {
         Source::Running => super::Operation::Backup,
+        Source::RunningRaw => super::Operation::RawBackup,
         Source::Suspended => super::Operation::StoppedBackup,
         Source::IdleAsleep => super::Operation::IdleBackup,
     };

@@ -370,6 +370,8 @@ pub(crate) async fn place_fault<T>(
 pub enum Operation {
     /// A quiesced backup of a running server.
     Backup,
+    /// A raw backup of a running server (`spec.quiesce: false`): consistency `Unquiesced`.
+    RawBackup,
     /// A backup of a suspended server (no pod): consistency `Stopped`.
     StoppedBackup,
     /// A backup of an idle-asleep server (no pod, idle intent kept): consistency `Stopped`.
@@ -382,6 +384,7 @@ impl Operation {
     /// Every operation, in matrix order.
     pub const ALL: &[Operation] = &[
         Operation::Backup,
+        Operation::RawBackup,
         Operation::StoppedBackup,
         Operation::IdleBackup,
         Operation::Restore,
@@ -391,6 +394,7 @@ impl Operation {
     pub fn as_str(self) -> &'static str {
         match self {
             Operation::Backup => "backup",
+            Operation::RawBackup => "raw-backup",
             Operation::StoppedBackup => "stopped-backup",
             Operation::IdleBackup => "idle-backup",
             Operation::Restore => "restore",
@@ -405,7 +409,7 @@ impl Operation {
     /// running one is not started.
     pub fn faults(self) -> &'static [Fault] {
         match self {
-            Operation::Backup => &[
+            Operation::Backup | Operation::RawBackup => &[
                 Fault::GameRestart,
                 Fault::AgentRestart,
                 Fault::AgentDown,
@@ -630,6 +634,9 @@ async fn on_own_cluster(
             match operation {
                 Operation::Backup => {
                     backup::schedule(ctx, observer, backup::Source::Running, hold).await
+                }
+                Operation::RawBackup => {
+                    backup::schedule(ctx, observer, backup::Source::RunningRaw, hold).await
                 }
                 Operation::StoppedBackup => {
                     backup::schedule(ctx, observer, backup::Source::Suspended, hold).await

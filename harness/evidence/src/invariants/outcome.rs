@@ -90,6 +90,7 @@ pub fn expected(perturbation: &Perturbation) -> Option<Allowed> {
     }
     match perturbation.operation.as_str() {
         "backup" => Some(Ending::new("Succeeded", Some("Quiesced"))),
+        "raw-backup" => Some(Ending::new("Succeeded", Some("Unquiesced"))),
         "stopped-backup" | "idle-backup" => Some(Ending::new("Succeeded", Some("Stopped"))),
         "restore" => Some(Ending::new("Succeeded", None)),
         _ => None,
