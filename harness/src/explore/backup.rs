@@ -91,7 +91,11 @@ pub async fn schedule(
     }
     let run_state_before = super::restore::run_state(ctx).await?;
     let marked = ctx.step("plant claim markers", plant_markers(ctx)).await?;
-    let reached = observer.begin(POINT_RESOURCES, hold.map(|(point, _)| point));
+    let reached = observer.begin(
+        POINT_RESOURCES,
+        &names::backup_job(BACKUP),
+        hold.map(|(point, _)| point),
+    );
     let _release = ReleaseOnDrop(observer.clone());
     ctx.step(
         "create backup",

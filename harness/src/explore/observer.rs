@@ -1,5 +1,6 @@
-//! The harness's side of the API server's request hook: it numbers the operator's writes in
-//! a schedule's namespace (the **points** of a schedule), holds the one write a schedule places
+//! The harness's side of the API server's request hook: it numbers the operator's writes and
+//! the kubelet's reports of the operation's worker pods (started, running, ended) in a
+//! schedule's namespace (the **points** of a schedule), holds the one write a schedule places
 //! its fault before, and keeps every committed change of the objects the invariants read.
 
 use std::sync::{Arc, Mutex};
@@ -26,12 +27,18 @@ pub struct Point {
 }
 
 impl Point {
-    fn of(index: usize, w: &WriteRequest) -> Self {
+    /// The point of write `w`; a worker pod's generated name reads `<job>-*`, so the same
+    /// lifecycle change has the same label in every run.
+    fn of(index: usize, w: &WriteRequest, workers: Option<&str>) -> Self {
         let resource = match &w.subresource {
             Some(sub) => format!("{}/{sub}", w.resource),
             None => w.resource.clone(),
         };
-        let label = match &w.name {
+        let name = w.name.as_deref().map(|n| match workers {
+            Some(prefix) if w.resource == "pods" && n.starts_with(prefix) => format!("{prefix}*"),
+            _ => n.to_string(),
+        });
+        let label = match name {
             Some(name) => format!("{} {resource} {name}", w.verb),
             None => format!("{} {resource}", w.verb),
         };
@@ -65,6 +72,9 @@ struct Inner {
     points: Vec<Point>,
     hold_at: Option<usize>,
     reached: Option<oneshot::Sender<Point>>,
+    /// `<job>-`: the operation's worker pods, whose status writes (the kubelet reporting them
+    /// started, running, ended) are points too.
+    workers: Option<String>,
     /// The held write: its resource and name (`None` for a create).
     held: Option<(String, Option<String>)>,
     changes: Vec<Recorded>,
@@ -110,10 +120,12 @@ impl Observer {
     pub fn begin(
         &self,
         resources: &'static [&'static str],
+        workers: &str,
         hold_at: Option<usize>,
     ) -> oneshot::Receiver<Point> {
         let (tx, rx) = oneshot::channel();
         let mut inner = self.inner();
+        inner.workers = Some(format!("{workers}-"));
         inner.points.clear();
         inner.frozen = false;
         inner.resources = resources;
@@ -194,14 +206,23 @@ impl Observer {
 impl RequestHook for Observer {
     fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()> {
         let mut inner = self.inner();
+        let operator_write = write.user.starts_with(OPERATOR_USERS)
+            && inner.resources.contains(&write.resource.as_str());
+        // The kubelet reporting a worker pod's lifecycle (its status writes).
+        let worker_change = write.resource == "pods"
+            && write.subresource.as_deref() == Some("status")
+            && inner
+                .workers
+                .as_deref()
+                .zip(write.name.as_deref())
+                .is_some_and(|(prefix, name)| name.starts_with(prefix));
         if inner.namespace.as_deref() != Some(write.namespace.as_str())
-            || !write.user.starts_with(OPERATOR_USERS)
             || inner.frozen
-            || !inner.resources.contains(&write.resource.as_str())
+            || !(operator_write || worker_change)
         {
             return futures::future::ready(()).boxed();
         }
-        let point = Point::of(inner.points.len(), &write);
+        let point = Point::of(inner.points.len(), &write, inner.workers.as_deref());
         inner.points.push(point.clone());
         if inner.hold_at != Some(point.index) {
             return futures::future::ready(()).boxed();

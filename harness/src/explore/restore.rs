@@ -280,7 +280,11 @@ pub async fn schedule(
         before,
         run_state_before,
     } = prepare(ctx).await?;
-    let reached = observer.begin(POINT_RESOURCES, hold.map(|(point, _)| point));
+    let reached = observer.begin(
+        POINT_RESOURCES,
+        &names::restore_job(RESTORE),
+        hold.map(|(point, _)| point),
+    );
     let _release = ReleaseOnDrop(observer.clone());
     ctx.step(
         "create restore",
