@@ -411,4 +411,18 @@ fn explore_regressions_and_its_selftest_refuse_bad_input_by_name() {
         &run(&["selftest", "--explore", "--mutant", "no-such-mutant"]),
         &["no-such-mutant", "[[invariant]]", "known"],
     );
+    // The exploration's benchmark needs the embedded cluster's API server.
+    assert_one_line_error(
+        &run(&[
+            "bench",
+            "--explore",
+            "--cluster",
+            "existing",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "--context",
+            "x",
+        ]),
+        &["--explore", "embedded"],
+    );
 }

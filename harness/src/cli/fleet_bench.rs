@@ -133,13 +133,13 @@ fn line(f: &Figures, batch: usize, gate_concurrency: usize) -> String {
 
 /// Samples, every 200 ms until stopped, the resident memory of this process and the summed
 /// resident memory of its descendants (read from `/proc`), keeping each peak.
-struct MemorySampler {
+pub(super) struct MemorySampler {
     stop: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<(u64, u64)>,
 }
 
 impl MemorySampler {
-    fn start() -> Self {
+    pub(super) fn start() -> Self {
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(async move {
             let mut peaks = (0, 0);
@@ -162,7 +162,7 @@ impl MemorySampler {
     }
 
     /// The peaks, in KiB: (this process, its descendants together).
-    async fn stop(self) -> (u64, u64) {
+    pub(super) async fn stop(self) -> (u64, u64) {
         let _ = self.stop.send(true);
         self.task.await.unwrap_or_default()
     }

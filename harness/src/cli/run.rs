@@ -138,6 +138,11 @@ pub struct BenchArgs {
     /// and API requests.
     #[arg(long, value_delimiter = ',', value_name = "SIZES", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub fleet: Vec<u16>,
+    /// Instead of rehearsals, run the whole exploration (`rehearse explore`: every point of
+    /// every operation × every applicable fault, against the reference operator) `--runs`
+    /// times and print its wall time, schedules, violations and peak memory.
+    #[arg(long, conflicts_with = "fleet")]
+    pub explore: bool,
     /// Members per promotion batch for --fleet.
     #[arg(long, default_value_t = 10, requires = "fleet")]
     pub batch_size: usize,
@@ -651,13 +656,89 @@ async fn bench_fleet(args: &BenchArgs, cluster: &Cluster) -> Result<(), CliError
     .await
 }
 
+/// `bench --explore`: the whole exploration, `--runs` times (goal: ≤ 10 minutes on 2 cores).
+async fn bench_explore(args: &BenchArgs) -> Result<(), CliError> {
+    use crate::explore::{self, ExploreConfig, Operation};
+    let _burners = cpu_burners(args.load)?;
+    let mut walls = Vec::new();
+    let mut violating_runs = 0;
+    for i in 0..args.runs.max(1) {
+        let sampler = super::fleet_bench::MemorySampler::start();
+        let t = Instant::now();
+        let outcome = explore::run(ExploreConfig {
+            operations: Operation::ALL.to_vec(),
+            faults: Vec::new(),
+            limit: None,
+            replay: Vec::new(),
+            regressions: Vec::new(),
+            reports: args.target.reports.clone(),
+            run_id: format!("bench-explore-{}-{i}", run::new_run_id()),
+            parallel: args.parallel.slots(&args.target),
+            mutant: None,
+            case_bound: run::CASE_BOUND,
+        })
+        .await
+        .map_err(run_error)?;
+        let wall = t.elapsed();
+        let (own_kib, descendants_kib) = sampler.stop().await;
+        walls.push(wall);
+        let schedules = outcome
+            .results
+            .iter()
+            .filter(|r| r.schedule.is_some())
+            .count();
+        let failed = outcome
+            .results
+            .iter()
+            .filter(|r| r.ended.verdict != Verdict::Passed)
+            .count();
+        if failed > 0 {
+            violating_runs += 1;
+        }
+        println!(
+            "exploration {}/{}: {:.1} s wall, {schedules} schedules after {} reference runs, {failed} violated or did not finish; peak memory {} MiB (harness) + {} MiB (clusters' processes)",
+            i + 1,
+            args.runs.max(1),
+            wall.as_secs_f64(),
+            outcome.results.len() - schedules,
+            own_kib / 1024,
+            descendants_kib / 1024
+        );
+    }
+    walls.sort();
+    println!(
+        "exploration wall time over {} run(s): median {:.1} s, max {:.1} s (goal ≤ 600 s on 2 cores)",
+        walls.len(),
+        walls[walls.len() / 2].as_secs_f64(),
+        walls[walls.len() - 1].as_secs_f64()
+    );
+    println!(
+        "explorations with a violation against the reference operator: {violating_runs} of {} (target 0)",
+        walls.len()
+    );
+    if violating_runs > 0 {
+        return Err(CliError::failed(
+            "the exploration found violations against the reference operator",
+        ));
+    }
+    Ok(())
+}
+
 /// Runs the rehearsal `--runs` times and prints start-up, per-case and total times, the step
 /// profile, and how many runs had a failed case (any exits 1); `--load N` runs them beside N CPU burners.
 pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
+    if args.explore && !matches!(args.target.cluster, ClusterArg::Embedded) {
+        return Err(CliError::usage(
+            "bench --explore runs on the embedded cluster only (explore holds the operator's requests in its API server); drop --cluster",
+        ));
+    }
     let cluster = cluster(&args.target)?;
     check_reports_dir(&args.target.reports)?;
     if !args.fleet.is_empty() {
         return bench_fleet(&args, &cluster).await;
+    }
+    if args.explore {
+        return bench_explore(&args).await;
     }
     if matches!(cluster, Cluster::Embedded) {
         bench_startup(&cluster).await?;
