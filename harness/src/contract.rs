@@ -898,21 +898,33 @@ mod tests {
         );
         let doc = contract_with(clause, &invariant_rows("\"m\"")).render_markdown(&m);
         assert!(
-            doc.contains("| `data` | D | `restore` | holds | `m` |"),
+            doc.contains(
+                "| `data` | D | `backup`, `raw-backup`, `stopped-backup`, `idle-backup`, `restore` | holds | `m` |"
+            ),
             "{doc}"
         );
         // A missing row, an unknown invariant, wrong operations, an unknown mutant.
+        let every = "operations = [\"backup\", \"raw-backup\", \"stopped-backup\", \"idle-backup\", \"restore\"]";
+        assert!(invariant_rows("").contains(every));
         let rows = invariant_rows("\"nope\"")
             .replacen("id = \"consistency\"", "id = \"speed\"", 1)
-            .replacen("operations = [\"restore\"]", "operations = [\"backup\"]", 1);
+            .replacen(every, "operations = [\"backup\"]", 1);
         let problems = contract_with(clause, &rows).verify(&m);
         for expected in [
             MatrixProblem::InvariantWithoutRow("consistency".into()),
             MatrixProblem::UnknownInvariant("speed".into()),
             MatrixProblem::InvariantOperations {
-                id: "data".into(),
+                id: "drain".into(),
                 listed: vec!["backup".into()],
-                judged: vec!["restore".into()],
+                judged: [
+                    "backup",
+                    "raw-backup",
+                    "stopped-backup",
+                    "idle-backup",
+                    "restore",
+                ]
+                .map(String::from)
+                .to_vec(),
             },
             MatrixProblem::UnknownInvariantMutant {
                 id: "cleanup".into(),
