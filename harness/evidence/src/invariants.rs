@@ -268,6 +268,17 @@ impl BackupTrace {
         })
     }
 
+    /// Every committed phase of the copy's worker pods, in commit order.
+    pub fn copy_phases(&self) -> Vec<&str> {
+        self.changes
+            .iter()
+            .filter_map(|c| match &c.subject {
+                Subject::CopyPod(p) => p.phase.as_deref(),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The game pod's committed states, in order.
     fn pod_states(&self) -> impl Iterator<Item = (&Committed, &GamePodState)> {
         self.changes.iter().filter_map(|c| match &c.subject {
@@ -835,14 +846,7 @@ impl BackupTrace {
         if fin.phase.as_deref() != Some("Failed") {
             return None;
         }
-        let phases: Vec<&str> = self
-            .changes
-            .iter()
-            .filter_map(|c| match &c.subject {
-                Subject::CopyPod(p) => p.phase.as_deref(),
-                _ => None,
-            })
-            .collect();
+        let phases = self.copy_phases();
         if !phases.contains(&"Failed") || phases.contains(&"Succeeded") {
             return None;
         }

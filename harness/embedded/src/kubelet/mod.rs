@@ -412,23 +412,19 @@ impl Kubelet {
             .map(|(_, e)| e.commands.clone())
     }
 
-    /// Restarts one container of a running pod in place (`crictl stop` on a Kind node).
-    pub async fn restart_container(
+    /// Sends the command `make` builds to the worker of `namespace/pod` on this node and awaits
+    /// its answer.
+    async fn ask_pod<T>(
         &self,
         namespace: &str,
         pod: &str,
-        container: &str,
-    ) -> Result<RestartedContainer, RestartError> {
-        let sender = self
-            .lock()
-            .values()
-            .find(|e| e.namespace == namespace && e.name == pod)
-            .map(|e| e.commands.clone());
+        make: impl FnOnce(oneshot::Sender<Result<T, RestartError>>) -> PodCommand,
+    ) -> Result<T, RestartError> {
         let gone = || RestartError::PodGone {
             namespace: namespace.to_string(),
             pod: pod.to_string(),
         };
-        let Some(sender) = sender else {
+        let Some(sender) = self.commands_for(namespace, pod, None) else {
             return Err(RestartError::NoSuchPod {
                 namespace: namespace.to_string(),
                 pod: pod.to_string(),
@@ -436,13 +432,22 @@ impl Kubelet {
             });
         };
         let (reply, answer) = oneshot::channel();
-        sender
-            .send(PodCommand::Restart {
-                container: container.to_string(),
-                reply,
-            })
-            .map_err(|_| gone())?;
+        sender.send(make(reply)).map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
+    }
+
+    /// Restarts one container of a running pod in place (`crictl stop` on a Kind node).
+    pub async fn restart_container(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+    ) -> Result<RestartedContainer, RestartError> {
+        self.ask_pod(namespace, pod, |reply| PodCommand::Restart {
+            container: container.to_string(),
+            reply,
+        })
+        .await
     }
 
     /// Holds one container of a running pod down (`down`: stopped like `crictl stop` and not
@@ -456,26 +461,12 @@ impl Kubelet {
         container: &str,
         down: bool,
     ) -> Result<(), RestartError> {
-        let gone = || RestartError::PodGone {
-            namespace: namespace.to_string(),
-            pod: pod.to_string(),
-        };
-        let Some(sender) = self.commands_for(namespace, pod, None) else {
-            return Err(RestartError::NoSuchPod {
-                namespace: namespace.to_string(),
-                pod: pod.to_string(),
-                node: self.node.settings.name.clone(),
-            });
-        };
-        let (reply, answer) = oneshot::channel();
-        sender
-            .send(PodCommand::Hold {
-                container: container.to_string(),
-                down,
-                reply,
-            })
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
+        self.ask_pod(namespace, pod, |reply| PodCommand::Hold {
+            container: container.to_string(),
+            down,
+            reply,
+        })
+        .await
     }
 
     /// Ends every pod's containers (SIGTERM, up to `grace`, SIGKILL) and stops the workers.

@@ -882,23 +882,30 @@ impl Worker {
             c.next_start = None;
             return Ok(());
         }
-        if let Some(run) = c.run.as_mut()
-            && !run.stopping
-        {
-            run.stopping = true;
-            let handle = run.handle.clone();
-            tokio::spawn(async move {
-                handle.stop(grace).await;
-            });
-            self.event(
-                container,
-                false,
-                EventType::Normal,
-                "Killing",
-                format!("Stopping container {container}"),
-            );
-        }
+        self.stop_app(index, grace);
         Ok(())
+    }
+
+    /// Stops app container `index` when it runs (SIGTERM, `grace`, SIGKILL), once; its exit
+    /// comes back through `on_exit`.
+    fn stop_app(&mut self, index: usize, grace: Duration) {
+        let c = &mut self.apps[index];
+        let name = c.spec.name.clone();
+        let Some(run) = c.run.as_mut().filter(|r| !r.stopping) else {
+            return;
+        };
+        run.stopping = true;
+        let handle = run.handle.clone();
+        tokio::spawn(async move {
+            handle.stop(grace).await;
+        });
+        self.event(
+            &name,
+            false,
+            EventType::Normal,
+            "Killing",
+            format!("Stopping container {name}"),
+        );
     }
 
     fn restart(
@@ -932,20 +939,7 @@ impl Worker {
             old_id: run.id.clone(),
             reply,
         });
-        if !run.stopping {
-            run.stopping = true;
-            let handle = run.handle.clone();
-            tokio::spawn(async move {
-                handle.stop(grace).await;
-            });
-            self.event(
-                container,
-                false,
-                EventType::Normal,
-                "Killing",
-                format!("Stopping container {container}"),
-            );
-        }
+        self.stop_app(index, grace);
     }
 
     #[expect(

@@ -53,14 +53,7 @@ impl BackupTrace {
             return out;
         }
         let violation = |found: String| Violation::new(DATA, EVIDENCE, found);
-        let copy_phases: Vec<&str> = self
-            .changes
-            .iter()
-            .filter_map(|c| match &c.subject {
-                Subject::CopyPod(p) => p.phase.as_deref(),
-                _ => None,
-            })
-            .collect();
+        let copy_phases = self.copy_phases();
         if !copy_phases.contains(&"Succeeded") {
             out.push(violation(if copy_phases.is_empty() {
                 "the Backup ended Succeeded, but no copy worker pod was ever created".to_string()
