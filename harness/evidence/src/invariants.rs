@@ -31,7 +31,8 @@ pub const CONSISTENCY: &str = "consistency";
 /// incarnation while it lives, after the copy's window; no `save-on` reaches an incarnation
 /// that was neither quiesced nor the one the Backup was bound to, and none is sent twice.
 pub const CLEANUP: &str = "cleanup";
-/// Invariant `drain`: no copy worker pod runs once its Backup is terminal (or removed), and a
+/// Invariant `drain`: no copy worker pod runs once its Backup is terminal (or removed), the
+/// copy Job of a Backup that failed or was removed is gone or being deleted before it ends, and a
 /// deleted Backup does not stay behind its finalizer. (A terminal Backup that nobody deleted
 /// may keep its cleanup finalizer: it is what makes a later deletion pay what is owed.)
 pub const DRAIN: &str = "drain";
@@ -172,6 +173,17 @@ impl CopyPodState {
     }
 }
 
+/// A committed state of the Backup's copy Job object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CopyJobState {
+    /// Its deletion was requested (`metadata.deletionTimestamp`: a foreground deletion waits
+    /// for its pods).
+    pub deleting: bool,
+    /// The object was removed from the store.
+    pub gone: bool,
+}
+
 /// What a committed change was about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "object")]
@@ -182,6 +194,8 @@ pub enum Subject {
     GamePod(GamePodState),
     /// A worker pod of the Backup's copy Job.
     CopyPod(CopyPodState),
+    /// The Backup's copy Job object.
+    CopyJob(CopyJobState),
 }
 
 /// One committed change, on the host's clock.
@@ -761,6 +775,29 @@ impl BackupTrace {
             if let Subject::CopyPod(p) = &c.subject {
                 pods.insert(&p.name, p);
             }
+        }
+        // A failed or removed Backup drains its copy: the Job itself is gone or going too.
+        let failed_or_removed = matches!(&done.subject,
+            Subject::Backup(b) if b.gone || b.phase.as_deref() == Some("Failed"));
+        let job = self
+            .changes
+            .iter()
+            .filter(|c| c.rv < done.rv)
+            .rev()
+            .find_map(|c| match &c.subject {
+                Subject::CopyJob(j) => Some(j),
+                _ => None,
+            });
+        if failed_or_removed && job.is_some_and(|j| !j.gone && !j.deleting) {
+            out.push(Violation::new(
+                DRAIN,
+                "committed states of the copy Job",
+                format!(
+                    "the Backup had ended ({}) at rv {} while its copy Job was still there, not being deleted",
+                    if matches!(&done.subject, Subject::Backup(b) if b.gone) { "removed" } else { "Failed" },
+                    done.rv
+                ),
+            ));
         }
         for (name, p) in pods.into_iter().filter(|(_, p)| !p.ended()) {
             out.push(Violation::new(

@@ -6,8 +6,8 @@
 use rehearsal_evidence::invariants::capture::{MarkedClaim, SnapshotRead};
 use rehearsal_evidence::invariants::restore::DATA;
 use rehearsal_evidence::invariants::{
-    AuditEntry, BackupState, BackupTrace, CLEANUP, CONSISTENCY, Committed, CopyPodState, DRAIN,
-    GamePodState, LIVENESS, Subject,
+    AuditEntry, BackupState, BackupTrace, CLEANUP, CONSISTENCY, Committed, CopyJobState,
+    CopyPodState, DRAIN, GamePodState, LIVENESS, Subject,
 };
 
 const POD: &str = "pod-uid-1";
@@ -605,6 +605,51 @@ fn a_failed_copy_of_an_unchanged_source_is_reported_copy_failed() {
         "{}",
         v[0].found
     );
+}
+
+/// `copy_failed("CopyFailed")` with its copy Job committed (created at 300) and, when
+/// `deleted_at` is given, deleted then (foreground: `deleting`, or removed: `gone`).
+fn copy_failed_with_job(deleted_at: Option<(i64, bool)>) -> BackupTrace {
+    let job = |deleting: bool, gone: bool| Subject::CopyJob(CopyJobState { deleting, gone });
+    let mut b = Build::new();
+    b.trace = copy_failed("CopyFailed");
+    b.rv = b.trace.changes.len() as u64;
+    b.change(300, job(false, false));
+    if let Some((ms, foreground)) = deleted_at {
+        b.change(ms, job(foreground, !foreground));
+    }
+    b.done()
+}
+
+#[test]
+fn a_failed_backup_drains_its_copy_job_before_it_ends() {
+    // Deleted before the Backup ended (800), in the background or the foreground: holds.
+    assert_eq!(
+        copy_failed_with_job(Some((750, false))).violations(),
+        Vec::new()
+    );
+    assert_eq!(
+        copy_failed_with_job(Some((750, true))).violations(),
+        Vec::new()
+    );
+    // Left behind, or deleted only after the Backup was Failed: drain is broken.
+    for trace in [
+        copy_failed_with_job(None),
+        copy_failed_with_job(Some((900, false))),
+    ] {
+        let v = trace.drain();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].found.contains("copy Job was still there"),
+            "{}",
+            v[0].found
+        );
+        assert_eq!(invariants_of(&trace), [DRAIN]);
+    }
+    // A Succeeded Backup may keep its Job (its logs): the contract drains failed copies.
+    let mut kept = correct();
+    kept.change(300, Subject::CopyJob(CopyJobState::default()));
+    assert_eq!(kept.done().violations(), Vec::new());
 }
 
 fn marked(trace: &mut BackupTrace, files: Option<Vec<&str>>) {

@@ -17,7 +17,8 @@ use crate::cases::{backup, observe};
 use crate::context::{CaseContext, CaseError, Checks};
 use crate::evidence::invariants::capture::{MarkedClaim, SnapshotRead};
 use crate::evidence::invariants::{
-    self, AuditEntry, BackupState, BackupTrace, Committed, CopyPodState, GamePodState, Subject,
+    self, AuditEntry, BackupState, BackupTrace, Committed, CopyJobState, CopyPodState,
+    GamePodState, Subject,
 };
 use crate::wait::{Condition, Progress, WaitError, await_condition};
 
@@ -271,6 +272,39 @@ fn judge(ctx: &CaseContext<'_>, trace: &BackupTrace, mut observed: Value) -> Res
     ctx.assess_invariants(checks, observed)
 }
 
+/// A committed state of the Backup, as the invariants read it.
+fn backup_state(o: &Value, gone: bool) -> BackupState {
+    let str_at = |p: &str| o.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let reason_of = |kind: &str| {
+        o.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+            .and_then(|c| c["reason"].as_str())
+            .map(str::to_string)
+    };
+    let completed = reason_of("Completed");
+    BackupState {
+        phase: str_at("/status/phase"),
+        consistency: str_at("/status/consistency"),
+        source_pod_uid: str_at("/status/source/podUID"),
+        source_container: str_at("/status/source/gameContainerID"),
+        completed_reason: completed,
+        unquiesced_reason: reason_of("Unquiesced"),
+        snapshot_id: str_at("/status/snapshotID"),
+        deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
+        finalizers: o
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|f| {
+                f.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        gone,
+    }
+}
+
 /// The invariants' view of what the schedule's cluster committed and the game logged.
 fn trace_of(
     changes: &[Recorded],
@@ -285,36 +319,7 @@ fn trace_of(
         let o = &c.object;
         let name = str_at(o, "/metadata/name").unwrap_or_default();
         let subject = match c.resource {
-            "backups" if name == BACKUP => {
-                let reason_of = |kind: &str| {
-                    o.pointer("/status/conditions")
-                        .and_then(Value::as_array)
-                        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
-                        .and_then(|c| c["reason"].as_str())
-                        .map(str::to_string)
-                };
-                let completed = reason_of("Completed");
-                Subject::Backup(BackupState {
-                    phase: str_at(o, "/status/phase"),
-                    consistency: str_at(o, "/status/consistency"),
-                    source_pod_uid: str_at(o, "/status/source/podUID"),
-                    source_container: str_at(o, "/status/source/gameContainerID"),
-                    completed_reason: completed,
-                    unquiesced_reason: reason_of("Unquiesced"),
-                    snapshot_id: str_at(o, "/status/snapshotID"),
-                    deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
-                    finalizers: o
-                        .pointer("/metadata/finalizers")
-                        .and_then(Value::as_array)
-                        .map(|f| {
-                            f.iter()
-                                .filter_map(|s| s.as_str().map(str::to_string))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    gone: c.gone,
-                })
-            }
+            "backups" if name == BACKUP => Subject::Backup(backup_state(o, c.gone)),
             "pods" if name == game_pod => {
                 let game = o
                     .pointer("/status/containerStatuses")
@@ -338,6 +343,10 @@ fn trace_of(
                     gone: c.gone,
                 })
             }
+            "jobs" if name == copy_job => Subject::CopyJob(CopyJobState {
+                deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
+                gone: c.gone,
+            }),
             _ => return None,
         };
         Some(Committed {

@@ -46,14 +46,14 @@ impl Point {
     }
 }
 
-/// A committed change of a pod, a Backup or a Restore in the schedule's namespace.
+/// A committed change of a pod, a Job, a Backup or a Restore in the schedule's namespace.
 #[derive(Debug, Clone)]
 pub struct Recorded {
     /// Its resourceVersion.
     pub rv: u64,
     /// When it was committed.
     pub at: jiff::Timestamp,
-    /// `pods`, `backups` or `restores`.
+    /// `pods`, `jobs`, `backups` or `restores`.
     pub resource: &'static str,
     /// It removed the object.
     pub gone: bool,
@@ -243,6 +243,7 @@ impl RequestHook for Observer {
         self.note_applied(&change);
         let resource = match change.storage {
             "/pods" => "pods",
+            "batch/jobs" => "jobs",
             "gameplane.local/backups" => "backups",
             "gameplane.local/restores" => "restores",
             _ => return,
