@@ -899,12 +899,12 @@ mod tests {
         let doc = contract_with(clause, &invariant_rows("\"m\"")).render_markdown(&m);
         assert!(
             doc.contains(
-                "| `data` | D | `backup`, `raw-backup`, `stopped-backup`, `idle-backup`, `restore` | holds | `m` |"
+                "| `data` | D | `backup`, `raw-backup`, `stopped-backup`, `idle-backup`, `early-backup`, `restore` | holds | `m` |"
             ),
             "{doc}"
         );
         // A missing row, an unknown invariant, wrong operations, an unknown mutant.
-        let every = "operations = [\"backup\", \"raw-backup\", \"stopped-backup\", \"idle-backup\", \"restore\"]";
+        let every = "operations = [\"backup\", \"raw-backup\", \"stopped-backup\", \"idle-backup\", \"early-backup\", \"restore\"]";
         assert!(invariant_rows("").contains(every));
         let rows = invariant_rows("\"nope\"")
             .replacen("id = \"consistency\"", "id = \"speed\"", 1)
@@ -921,6 +921,7 @@ mod tests {
                     "raw-backup",
                     "stopped-backup",
                     "idle-backup",
+                    "early-backup",
                     "restore",
                 ]
                 .map(String::from)

@@ -37,7 +37,7 @@ pub const CLEANUP: &str = "cleanup";
 /// may keep its cleanup finalizer: it is what makes a later deletion pay what is owed.)
 pub const DRAIN: &str = "drain";
 /// Invariant `liveness`: once faults stop, the Backup reaches a terminal phase within its bound,
-/// with a reason.
+/// with a reason; the preparation deadline, once persisted, never moves.
 pub const LIVENESS: &str = "liveness";
 
 /// The `Completed` reason of a Backup whose recorded live source changed during its copy.
@@ -75,6 +75,7 @@ pub const BY_OPERATION: &[(&str, &[&str])] = &[
     ("raw-backup", BACKUP_INVARIANTS),
     ("stopped-backup", BACKUP_INVARIANTS),
     ("idle-backup", BACKUP_INVARIANTS),
+    ("early-backup", BACKUP_INVARIANTS),
     ("restore", restore::RESTORE_INVARIANTS),
 ];
 
@@ -126,6 +127,10 @@ pub struct BackupState {
     pub snapshot_id: Option<String>,
     /// `metadata.finalizers`.
     pub finalizers: Vec<String>,
+    /// The preparation deadline the operator persisted when it accepted the Backup (annotation
+    /// `backup.gameplane.local/preparation-deadline`).
+    #[serde(default)]
+    pub preparation_deadline: Option<String>,
     /// Its deletion was requested (`metadata.deletionTimestamp`).
     #[serde(default)]
     pub deleting: bool,
@@ -835,6 +840,39 @@ impl BackupTrace {
 
     /// Invariant [`LIVENESS`].
     pub fn liveness(&self) -> Vec<Violation> {
+        let mut out: Vec<Violation> = self.deadline_moved().into_iter().collect();
+        out.extend(self.ending_reached());
+        out
+    }
+
+    /// The preparation deadline, once persisted, is the Backup's bound: it never moves (an
+    /// operator restarted while preparation waits keeps it).
+    fn deadline_moved(&self) -> Option<Violation> {
+        let mut first: Option<(&Committed, &str)> = None;
+        for (c, b) in self.backup_states().filter(|(_, b)| !b.gone) {
+            let Some(now) = b.preparation_deadline.as_deref() else {
+                continue;
+            };
+            match first {
+                None => first = Some((c, now)),
+                Some((at, was)) if was != now => {
+                    return Some(Violation::new(
+                        LIVENESS,
+                        "Backup annotation backup.gameplane.local/preparation-deadline",
+                        format!(
+                            "the preparation deadline persisted at rv {} ({was}) moved at rv {} to {now}",
+                            at.rv, c.rv
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        None
+    }
+
+    /// Liveness's ending: terminal with a reason (the right one for a failed copy), or removed.
+    fn ending_reached(&self) -> Vec<Violation> {
         let removed = self.backup_states().last().is_some_and(|(_, b)| b.gone);
         match self.terminal_at() {
             Some(_) => {

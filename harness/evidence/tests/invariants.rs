@@ -652,6 +652,31 @@ fn a_failed_backup_drains_its_copy_job_before_it_ends() {
     assert_eq!(kept.done().violations(), Vec::new());
 }
 
+#[test]
+fn a_persisted_preparation_deadline_never_moves() {
+    let waiting = |deadline: &str| BackupState {
+        preparation_deadline: Some(deadline.into()),
+        ..pending()
+    };
+    let with_deadlines = |later: &str| {
+        let mut b = correct();
+        b.backup(50, waiting("2023-11-14T22:15:00Z"))
+            .backup(120, waiting(later));
+        b.done()
+    };
+    // Written once and kept (an operator restarted while it waited re-read it): holds.
+    assert_eq!(
+        with_deadlines("2023-11-14T22:15:00Z").violations(),
+        Vec::new()
+    );
+    // Counted again from when a restarted process first saw the Backup: liveness is broken.
+    let moved = with_deadlines("2023-11-14T22:15:07Z");
+    let v = moved.liveness();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains("moved at rv"), "{}", v[0].found);
+    assert_eq!(invariants_of(&moved), [LIVENESS]);
+}
+
 fn marked(trace: &mut BackupTrace, files: Option<Vec<&str>>) {
     trace.claims = vec![
         MarkedClaim {

@@ -63,6 +63,9 @@ pub enum Source {
     Suspended,
     /// Idle-asleep (idle enabled, `status.idle.asleep: true`, no pod).
     IdleAsleep,
+    /// Not running yet: the Backup is created together with its server, before the game runs,
+    /// so preparation must wait for a running game within its deadline.
+    NotYetRunning,
 }
 
 /// Runs one backup schedule of a server in state `source`; `hold` is the point (an index into the operator's writes) and fault, `None` for the
@@ -73,35 +76,35 @@ pub async fn schedule(
     source: Source,
     hold: Option<(usize, Fault)>,
 ) -> Result<(), CaseError> {
-    let stopped = !matches!(source, Source::Running | Source::RunningRaw);
+    let stopped = matches!(source, Source::Suspended | Source::IdleAsleep);
     let quiesce = source != Source::RunningRaw;
     observer.watch(&ctx.namespace);
-    backup::running_server(ctx, FixtureOptions::default()).await?;
-    match source {
-        Source::Running | Source::RunningRaw => {}
-        Source::Suspended => {
-            ctx.step("stop server", backup::stop_server(ctx)).await?;
-        }
-        Source::IdleAsleep => {
-            ctx.step(
-                "put the server to sleep (idle)",
-                super::restore::put_to_sleep(ctx),
+    let (run_state_before, marked, fx) = if source == Source::NotYetRunning {
+        let fx = ctx
+            .step(
+                "install fixture",
+                fixture::install(ctx, &FixtureOptions::default()),
             )
             .await?;
-        }
-    }
-    let run_state_before = super::restore::run_state(ctx).await?;
-    let marked = ctx.step("plant claim markers", plant_markers(ctx)).await?;
+        (None, Vec::new(), Some(fx))
+    } else {
+        let (state, marked) = prepare(ctx, source).await?;
+        (Some(state), marked, None)
+    };
     let reached = observer.begin(
         POINT_RESOURCES,
         &names::backup_job(BACKUP),
         hold.map(|(point, _)| point),
     );
     let _release = ReleaseOnDrop(observer.clone());
-    ctx.step(
-        "create backup",
-        fixture::create_backup(ctx, BACKUP, SERVER, quiesce),
-    )
+    ctx.step("create backup", async {
+        if let Some(fx) = &fx {
+            // Together with its server, as a user applying both at once: the game is not
+            // running yet when the operator first sees the Backup.
+            fixture::create_server(ctx, fx, SERVER, fixture::VERSION_STABLE, false).await?;
+        }
+        fixture::create_backup(ctx, BACKUP, SERVER, quiesce).await
+    })
     .await?;
     let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let (placed, faults_stopped_at) = super::place_fault(
@@ -154,13 +157,14 @@ pub async fn schedule(
     trace.quiesce = quiesce;
     trace.claims = marked;
     trace.snapshot = snapshot;
-    trace.run_state_before = Some(run_state_before);
+    trace.run_state_before = run_state_before;
     trace.run_state_after = super::restore::run_state(ctx).await.ok();
     let operation = match source {
         Source::Running => super::Operation::Backup,
         Source::RunningRaw => super::Operation::RawBackup,
         Source::Suspended => super::Operation::StoppedBackup,
         Source::IdleAsleep => super::Operation::IdleBackup,
+        Source::NotYetRunning => super::Operation::EarlyBackup,
     };
     trace.perturbation = Some(placed.perturbation(operation, hold));
     judge(
@@ -168,6 +172,31 @@ pub async fn schedule(
         &trace,
         json!({"placed": placed, "settled": settled, "ready": ready, "points": observer.points()}),
     )
+}
+
+/// Brings the server into the state `source` names, with markers planted in its claims: its
+/// run state then, and the markers.
+async fn prepare(
+    ctx: &CaseContext<'_>,
+    source: Source,
+) -> Result<(String, Vec<MarkedClaim>), CaseError> {
+    backup::running_server(ctx, FixtureOptions::default()).await?;
+    match source {
+        Source::Running | Source::RunningRaw | Source::NotYetRunning => {}
+        Source::Suspended => {
+            ctx.step("stop server", backup::stop_server(ctx)).await?;
+        }
+        Source::IdleAsleep => {
+            ctx.step(
+                "put the server to sleep (idle)",
+                super::restore::put_to_sleep(ctx),
+            )
+            .await?;
+        }
+    }
+    let run_state = super::restore::run_state(ctx).await?;
+    let marked = ctx.step("plant claim markers", plant_markers(ctx)).await?;
+    Ok((run_state, marked))
 }
 
 /// Plants a marker file of its own name at the root of every claim of the server (world and
@@ -292,6 +321,11 @@ fn backup_state(o: &Value, gone: bool) -> BackupState {
         unquiesced_reason: reason_of("Unquiesced"),
         snapshot_id: str_at("/status/snapshotID"),
         deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
+        preparation_deadline: o
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(names::annotations::PREPARATION_DEADLINE))
+            .and_then(Value::as_str)
+            .map(str::to_string),
         finalizers: o
             .pointer("/metadata/finalizers")
             .and_then(Value::as_array)

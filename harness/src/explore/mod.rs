@@ -376,6 +376,9 @@ pub enum Operation {
     StoppedBackup,
     /// A backup of an idle-asleep server (no pod, idle intent kept): consistency `Stopped`.
     IdleBackup,
+    /// A quiesced backup created together with its server, before the game runs: preparation
+    /// waits for the game within its persisted deadline.
+    EarlyBackup,
     /// A restore of a stopped server's world and extra claims from its Backup.
     Restore,
 }
@@ -387,6 +390,7 @@ impl Operation {
         Operation::RawBackup,
         Operation::StoppedBackup,
         Operation::IdleBackup,
+        Operation::EarlyBackup,
         Operation::Restore,
     ];
 
@@ -397,6 +401,7 @@ impl Operation {
             Operation::RawBackup => "raw-backup",
             Operation::StoppedBackup => "stopped-backup",
             Operation::IdleBackup => "idle-backup",
+            Operation::EarlyBackup => "early-backup",
             Operation::Restore => "restore",
         }
     }
@@ -424,6 +429,14 @@ impl Operation {
                 Fault::BackupDeleted,
                 Fault::OperatorRestart,
                 Fault::RepositoryUnreachable,
+                Fault::RepositoryWrongPassword,
+            ],
+            // Faults that need a running game have nothing to act on at the points before it
+            // runs: the operator's restart (its deadline must hold), a deletion and the
+            // repository are what can happen while preparation waits.
+            Operation::EarlyBackup => &[
+                Fault::BackupDeleted,
+                Fault::OperatorRestart,
                 Fault::RepositoryWrongPassword,
             ],
             Operation::Restore => &[
@@ -643,6 +656,9 @@ async fn on_own_cluster(
                 }
                 Operation::IdleBackup => {
                     backup::schedule(ctx, observer, backup::Source::IdleAsleep, hold).await
+                }
+                Operation::EarlyBackup => {
+                    backup::schedule(ctx, observer, backup::Source::NotYetRunning, hold).await
                 }
                 Operation::Restore => restore::schedule(ctx, observer, hold).await,
             }

@@ -7,7 +7,8 @@
 //! a single one:
 //! - the unperturbed run (the reference, or a schedule whose point was never reached) ends as
 //!   the operation is meant to: a backup of a running server `Succeeded`, consistency
-//!   `Quiesced`; of a stopped one `Succeeded`, `Stopped`; a restore `Succeeded`;
+//!   `Quiesced` (also when it was created before the game ran: preparation waits for it); of a
+//!   stopped one `Succeeded`, `Stopped`; a restore `Succeeded`;
 //! - a fault that changes neither the game, the repository nor the object under way ends the
 //!   same way: the agent restarted (the game it serves is the same process), the operator
 //!   restarted (its progress is in the API server, not in its memory);
@@ -89,7 +90,7 @@ pub fn expected(perturbation: &Perturbation) -> Option<Allowed> {
         return None;
     }
     match perturbation.operation.as_str() {
-        "backup" => Some(Ending::new("Succeeded", Some("Quiesced"))),
+        "backup" | "early-backup" => Some(Ending::new("Succeeded", Some("Quiesced"))),
         "raw-backup" => Some(Ending::new("Succeeded", Some("Unquiesced"))),
         "stopped-backup" | "idle-backup" => Some(Ending::new("Succeeded", Some("Stopped"))),
         "restore" => Some(Ending::new("Succeeded", None)),

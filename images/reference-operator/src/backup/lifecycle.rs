@@ -105,16 +105,32 @@ impl Run<'_> {
 
     /// Persists the preparation deadline when the Backup is accepted (once: an existing one is
     /// kept, so a restart between this write and the status write does not move it).
+    ///
+    /// Written on condition of a fresh read (its resourceVersion): a process killed with this
+    /// write in flight may have it committed after its successor read the Backup, and an
+    /// unconditional write of the successor's own deadline would then move it. The successor's
+    /// write is refused instead (409), and its retry reads the deadline that was kept.
     pub(super) async fn persist_deadline(&self) -> Result<()> {
         if self.annotation(ann::PREPARATION_DEADLINE).is_some() {
             return Ok(());
         }
-        let deadline = Timestamp::now() + self.preparation_timeout();
-        self.annotate(BTreeMap::from([(
-            ann::PREPARATION_DEADLINE,
-            Some(deadline.to_string()),
-        )]))
-        .await
+        let Some(fresh) = kubeutil::get_opt(&self.backups, &self.ns, &self.name).await? else {
+            return Ok(());
+        };
+        if fresh.annotations().contains_key(ann::PREPARATION_DEADLINE) {
+            return Ok(());
+        }
+        let deadline = (Timestamp::now() + self.preparation_timeout()).to_string();
+        let patch = json!({ "metadata": {
+            "annotations": { ann::PREPARATION_DEADLINE: deadline },
+            "resourceVersion": fresh.metadata.resource_version,
+        }});
+        kubeutil::merge_patch(&self.backups, &self.ns, &self.name, patch).await?;
+        self.written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ann::PREPARATION_DEADLINE.to_string(), Some(deadline));
+        Ok(())
     }
 
     /// The preparation deadline: the persisted one; for a Backup accepted by an operator that
