@@ -66,6 +66,7 @@ pub const ALL: &[&str] = &[
     LIVENESS,
     restore::DATA,
     outcome::OUTCOME,
+    qualification::QUALIFICATION,
 ];
 
 /// The invariants each operation `rehearse explore` covers is judged by, by the operation's
@@ -76,11 +77,15 @@ pub const BY_OPERATION: &[(&str, &[&str])] = &[
     ("stopped-backup", BACKUP_INVARIANTS),
     ("idle-backup", BACKUP_INVARIANTS),
     ("early-backup", BACKUP_INVARIANTS),
+    ("old-agent-backup", BACKUP_INVARIANTS),
+    ("legacy-backup", BACKUP_INVARIANTS),
     ("restore", restore::RESTORE_INVARIANTS),
+    ("qualify", qualification::QUALIFY_INVARIANTS),
 ];
 
 pub mod capture;
 pub mod outcome;
+pub mod qualification;
 pub mod restore;
 
 /// One broken promise.
@@ -127,6 +132,11 @@ pub struct BackupState {
     pub snapshot_id: Option<String>,
     /// `metadata.finalizers`.
     pub finalizers: Vec<String>,
+    /// When a quiesce was attempted (annotation `backup.gameplane.local/quiesce-attempted`):
+    /// for a record with no incarnation fields (an older operator's), the only name of the
+    /// process it quiesced.
+    #[serde(default)]
+    pub quiesce_attempted: Option<String>,
     /// The preparation deadline the operator persisted when it accepted the Backup (annotation
     /// `backup.gameplane.local/preparation-deadline`).
     #[serde(default)]
@@ -355,6 +365,7 @@ impl BackupTrace {
             self.final_state().map(|b| outcome::Ending {
                 phase: b.phase.clone(),
                 consistency: b.consistency.clone(),
+                reason: b.completed_reason.clone(),
             }),
         ));
         out
@@ -707,8 +718,9 @@ impl BackupTrace {
                 match a.command.as_deref() {
                     Some("save-off") => pending = pending.or(Some(a)),
                     Some("save-on") => {
-                        let allowed =
-                            pending.take().is_some() || (!paid && bound.as_deref() == Some(inc));
+                        let allowed = pending.take().is_some()
+                            || (!paid
+                                && (bound.as_deref() == Some(inc) || self.named_only_by_time(inc)));
                         paid = true;
                         if !allowed {
                             out.push(Violation::new(
@@ -836,6 +848,29 @@ impl BackupTrace {
             ));
         }
         out
+    }
+
+    /// Whether game process `inc` is one a record that names its quiesced process only by time
+    /// cannot tell from it: the Backup was never bound (no incarnation fields, an older
+    /// operator's record) and `inc` started no later than the whole second of the recorded
+    /// quiesce attempt (Kubernetes reports a container's start in whole seconds, so a successor
+    /// started within that second reads as older). One conservative `save-on` to it is allowed.
+    fn named_only_by_time(&self, inc: &str) -> bool {
+        let never_bound = self
+            .backup_states()
+            .all(|(_, b)| b.source_pod_uid.is_none());
+        let attempt = self.backup_states().find_map(|(_, b)| {
+            b.quiesce_attempted
+                .as_deref()?
+                .parse::<jiff::Timestamp>()
+                .ok()
+        });
+        let started = self
+            .audit
+            .iter()
+            .find(|a| a.event == "start" && a.incarnation == inc)
+            .and_then(|a| jiff::Timestamp::from_second(a.at.as_second()).ok());
+        matches!((attempt, started), (Some(a), Some(s)) if never_bound && s <= a)
     }
 
     /// Invariant [`LIVENESS`].

@@ -653,6 +653,45 @@ fn a_failed_backup_drains_its_copy_job_before_it_ends() {
 }
 
 #[test]
+fn an_older_operators_record_may_pay_a_successor_started_in_its_attempts_second() {
+    // The older operator attempted a quiesce at 1_000 (its record names no process); the game
+    // it quiesced restarted and the successor, inc-2, got the new operator's save-on.
+    let legacy = |attempt_ms: i64, successor_ms: i64| {
+        let attempted = BackupState {
+            quiesce_attempted: Some(at(attempt_ms).to_string()),
+            ..pending()
+        };
+        let mut b = Build::new();
+        b.audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .audit(attempt_ms + 10, "inc-1", Some("save-off"))
+            .backup(attempt_ms + 20, attempted.clone())
+            .audit(successor_ms, "inc-2", None)
+            .pod(successor_ms + 10, POD, "containerd://game-2", true)
+            .audit(successor_ms + 100, "inc-2", Some("save-on"))
+            .backup(
+                successor_ms + 200,
+                BackupState {
+                    phase: Some("Failed".into()),
+                    consistency: Some("Invalidated".into()),
+                    completed_reason: Some("LegacyPreparation".into()),
+                    ..attempted
+                },
+            );
+        b.done().cleanup()
+    };
+    // at(0) is a whole second: a successor started within it reads as older; one later does not.
+    assert_eq!(legacy(0, 300), Vec::new());
+    let v = legacy(0, 1_300);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.contains("no save-off of its own"),
+        "{}",
+        v[0].found
+    );
+}
+
+#[test]
 fn a_persisted_preparation_deadline_never_moves() {
     let waiting = |deadline: &str| BackupState {
         preparation_deadline: Some(deadline.into()),
@@ -828,6 +867,50 @@ fn where_the_contract_allows_one_ending_the_operation_ends_that_way() {
         "{}",
         v[0].found
     );
+}
+
+#[test]
+fn an_older_agent_or_an_older_operators_backup_fails_for_the_reason_the_contract_names() {
+    use rehearsal_evidence::invariants::outcome::{OUTCOME, Perturbation};
+    // Refused before anything was quiesced or copied.
+    let run = |operation: &str, fault: Option<&str>, reason: &str| {
+        let mut b = Build::new();
+        b.audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .backup(100, pending())
+            .backup(300, ended("Failed", None, reason));
+        let mut t = b.done();
+        t.perturbation = Some(Perturbation {
+            operation: operation.into(),
+            fault: fault.map(str::to_string),
+        });
+        t.violations()
+    };
+    for (operation, reason) in [
+        ("old-agent-backup", "IdentityPreflightFailed"),
+        ("legacy-backup", "LegacyPreparation"),
+    ] {
+        for fault in [None, Some("operator-restart")] {
+            assert_eq!(run(operation, fault, reason), Vec::new(), "{operation}");
+            // Failed, but for another reason (e.g. QuiesceFailed: something was quiesced).
+            let v = run(operation, fault, "QuiesceFailed");
+            assert_eq!(v.len(), 1, "{v:?}");
+            assert_eq!(v[0].invariant, OUTCOME);
+            assert!(
+                v[0].found
+                    .contains(&format!("the contract allows only Failed, reason {reason}")),
+                "{}",
+                v[0].found
+            );
+        }
+        // A success (bound to whichever game runs now) is never the ending.
+        let mut t = correct().done();
+        t.perturbation = Some(Perturbation {
+            operation: operation.into(),
+            fault: None,
+        });
+        assert_eq!(invariants_of(&t), [OUTCOME], "{operation}");
+    }
 }
 
 #[test]

@@ -722,12 +722,16 @@ async fn rcon(ctx: &CaseContext<'_>, commands: &[&str]) -> Result<Vec<String>, C
 /// Writes Backup `name` as an older operator left it mid-preparation: quiesce attempted and
 /// confirmed (annotations), `status.phase: Pending`, and no `status.source` (no incarnation
 /// fields). Created while no operator runs, so none rewrites it first.
-async fn write_legacy_backup(ctx: &CaseContext<'_>, name: &str) -> Result<Value, CaseError> {
+async fn write_legacy_backup(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    attempted: jiff::Timestamp,
+) -> Result<Value, CaseError> {
     let at = jiff::Timestamp::now().to_string();
     let mut b = fixture::backup(name, SERVER, fixture::REPO_SECRET, true);
     b.metadata.annotations = Some(
         [
-            (ann::QUIESCE_ATTEMPTED.to_string(), at.clone()),
+            (ann::QUIESCE_ATTEMPTED.to_string(), attempted.to_string()),
             (ann::QUIESCED_AT.to_string(), at.clone()),
         ]
         .into(),
@@ -758,13 +762,13 @@ async fn write_legacy_backup(ctx: &CaseContext<'_>, name: &str) -> Result<Value,
     )
 }
 
-/// Legacy preparation: a Backup an older operator left mid-preparation (it had quiesced the
-/// game, the record holds no incarnation fields), then the new operator starts. The Backup ends
-/// Failed — never a consistent success — and still pays its cleanup: save-on reaches the game.
-pub async fn legacy_preparation_fails_conservatively(
+/// Steps "stop the operator", "quiesce the game as the older operator did" and "write the
+/// legacy backup": Backup `name` of the running server as an older operator left it
+/// mid-preparation, with no operator running. What each step observed.
+pub(crate) async fn leave_legacy_backup(
     ctx: &CaseContext<'_>,
-) -> Result<(), CaseError> {
-    running_server(ctx, FixtureOptions::default()).await?;
+    name: &str,
+) -> Result<(Value, Vec<String>, Value), CaseError> {
     let stopped = ctx
         .step("stop the operator", async {
             ctx.backend
@@ -773,6 +777,8 @@ pub async fn legacy_preparation_fails_conservatively(
                 .map_err(|e| CaseError::Setup(format!("stop the operator: {e}")))
         })
         .await?;
+    // As an operator does it: the attempt is recorded as made before the commands are sent.
+    let attempted = jiff::Timestamp::now();
     let quiesced = ctx
         .step(
             "quiesce the game as the older operator did",
@@ -782,17 +788,29 @@ pub async fn legacy_preparation_fails_conservatively(
     let legacy = ctx
         .step(
             "write the legacy backup",
-            write_legacy_backup(ctx, "legacy"),
+            write_legacy_backup(ctx, name, attempted),
         )
         .await?;
-    let started = ctx
-        .step("start the operator", async {
-            ctx.backend
-                .start_operator()
-                .await
-                .map_err(|e| CaseError::Setup(format!("start the operator: {e}")))
-        })
-        .await?;
+    Ok((stopped, quiesced, legacy))
+}
+
+/// Starts the operator again; what the backend observed.
+pub(crate) async fn start_operator(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
+    ctx.backend
+        .start_operator()
+        .await
+        .map_err(|e| CaseError::Setup(format!("start the operator: {e}")))
+}
+
+/// Legacy preparation: a Backup an older operator left mid-preparation (it had quiesced the
+/// game, the record holds no incarnation fields), then the new operator starts. The Backup ends
+/// Failed — never a consistent success — and still pays its cleanup: save-on reaches the game.
+pub async fn legacy_preparation_fails_conservatively(
+    ctx: &CaseContext<'_>,
+) -> Result<(), CaseError> {
+    running_server(ctx, FixtureOptions::default()).await?;
+    let (stopped, quiesced, legacy) = leave_legacy_backup(ctx, "legacy").await?;
+    let started = ctx.step("start the operator", start_operator(ctx)).await?;
     let (backup, job) = backup_finished(ctx, "legacy").await?;
     let audit = read_audit(ctx, "audit-read").await?;
     let game = audit.nth_newest(0, "the game the older operator quiesced")?;

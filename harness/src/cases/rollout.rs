@@ -19,8 +19,8 @@ use crate::context::{CaseContext, CaseError, Checks};
 use crate::qualify::{self, Outcome, Plan, Qualification, Rollback, gates};
 use crate::wait::{await_object, conditions};
 
-pub(super) const SOURCE: &str = "mc-a";
-pub(super) const OTHER: &str = "mc-b";
+pub(crate) const SOURCE: &str = "mc-a";
+pub(crate) const OTHER: &str = "mc-b";
 const THIRD: &str = "mc-c";
 /// The fixture game's own version in the format-changing candidate's image (what
 /// `FIXTURE_REFUSE_LOGIN_UNDER` names).
@@ -130,26 +130,26 @@ async fn node_reported_digests(
 }
 
 /// How the fleet is set up.
-pub(super) struct FleetSpec<'a> {
+pub(crate) struct FleetSpec<'a> {
     /// Candidate versions to pin by digest in the template.
-    pub(super) candidates: &'a [&'a str],
+    pub(crate) candidates: &'a [&'a str],
     /// Fleet members, in promotion order.
-    pub(super) members: &'a [&'a str],
+    pub(crate) members: &'a [&'a str],
     /// Members created without `spec.version` (they track the template default).
-    pub(super) tracking_default: &'a [&'a str],
+    pub(crate) tracking_default: &'a [&'a str],
     /// Members whose `spec.image` overrides the template's (they keep running it whatever
     /// version they pin).
-    pub(super) image_override: &'a [&'a str],
+    pub(crate) image_override: &'a [&'a str],
     /// The extra world is declared on the template only: the members declare none.
-    pub(super) extra_on_template: bool,
+    pub(crate) extra_on_template: bool,
     /// Members that refuse every login when they run the given fixture game version (the
     /// game's own version, e.g. `2.0`): an incompatibility of that server alone.
-    pub(super) refuse_login_under: &'a [(&'a str, &'a str)],
+    pub(crate) refuse_login_under: &'a [(&'a str, &'a str)],
     /// Members whose own world the given fixture game version cannot read (it refuses to
     /// start on it, writing nothing).
-    pub(super) unreadable_world_under: &'a [(&'a str, &'a str)],
+    pub(crate) unreadable_world_under: &'a [(&'a str, &'a str)],
     /// Environment every member's game gets (e.g. a slower autosave for a large fleet).
-    pub(super) env: &'a [(&'a str, &'a str)],
+    pub(crate) env: &'a [(&'a str, &'a str)],
 }
 
 impl Default for FleetSpec<'_> {
@@ -168,7 +168,7 @@ impl Default for FleetSpec<'_> {
 }
 
 /// Fixture with the fleet running; returns the members' pod UIDs.
-pub(super) async fn fleet(
+pub(crate) async fn fleet(
     ctx: &CaseContext<'_>,
     spec: &FleetSpec<'_>,
 ) -> Result<BTreeMap<String, Option<String>>, CaseError> {
@@ -282,7 +282,7 @@ async fn fleet_versions(
     Ok(out)
 }
 
-pub(super) fn plan(
+pub(crate) fn plan(
     ctx: &CaseContext<'_>,
     members: &[&str],
     candidate: &str,

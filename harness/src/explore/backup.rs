@@ -66,6 +66,13 @@ pub enum Source {
     /// Not running yet: the Backup is created together with its server, before the game runs,
     /// so preparation must wait for a running game within its deadline.
     NotYetRunning,
+    /// Running with an older agent that has no identity route: the Backup must fail at the
+    /// preflight (`IdentityPreflightFailed`) and quiesce nothing.
+    OldAgent,
+    /// Running, with a Backup an older operator left mid-preparation (it had sent `save-off`;
+    /// the record holds no incarnation fields) when this operator starts: it must end Failed,
+    /// `LegacyPreparation`, and still pay the `save-on` owed.
+    LegacyPreparation,
 }
 
 /// Runs one backup schedule of a server in state `source`; `hold` is the point (an index into the operator's writes) and fault, `None` for the
@@ -79,33 +86,14 @@ pub async fn schedule(
     let stopped = matches!(source, Source::Suspended | Source::IdleAsleep);
     let quiesce = source != Source::RunningRaw;
     observer.watch(&ctx.namespace);
-    let (run_state_before, marked, fx) = if source == Source::NotYetRunning {
-        let fx = ctx
-            .step(
-                "install fixture",
-                fixture::install(ctx, &FixtureOptions::default()),
-            )
-            .await?;
-        (None, Vec::new(), Some(fx))
-    } else {
-        let (state, marked) = prepare(ctx, source).await?;
-        (Some(state), marked, None)
-    };
+    let (run_state_before, marked, fx) = set_up(ctx, source).await?;
     let reached = observer.begin(
         POINT_RESOURCES,
         &names::backup_job(BACKUP),
         hold.map(|(point, _)| point),
     );
     let _release = ReleaseOnDrop(observer.clone());
-    ctx.step("create backup", async {
-        if let Some(fx) = &fx {
-            // Together with its server, as a user applying both at once: the game is not
-            // running yet when the operator first sees the Backup.
-            fixture::create_server(ctx, fx, SERVER, fixture::VERSION_STABLE, false).await?;
-        }
-        fixture::create_backup(ctx, BACKUP, SERVER, quiesce).await
-    })
-    .await?;
+    start(ctx, source, fx.as_ref(), quiesce).await?;
     let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let (placed, faults_stopped_at) = super::place_fault(
         ctx,
@@ -165,6 +153,8 @@ pub async fn schedule(
         Source::Suspended => super::Operation::StoppedBackup,
         Source::IdleAsleep => super::Operation::IdleBackup,
         Source::NotYetRunning => super::Operation::EarlyBackup,
+        Source::OldAgent => super::Operation::OldAgentBackup,
+        Source::LegacyPreparation => super::Operation::LegacyBackup,
     };
     trace.perturbation = Some(placed.perturbation(operation, hold));
     judge(
@@ -174,15 +164,79 @@ pub async fn schedule(
     )
 }
 
+/// Everything before the operation's points: the server in the state `source` names, with
+/// its run state and markers (none for a server not created yet: its fixture is returned), and
+/// an older operator's Backup for a legacy preparation.
+async fn set_up(
+    ctx: &CaseContext<'_>,
+    source: Source,
+) -> Result<(Option<String>, Vec<MarkedClaim>, Option<fixture::Fixture>), CaseError> {
+    if source == Source::NotYetRunning {
+        let fx = ctx
+            .step(
+                "install fixture",
+                fixture::install(ctx, &FixtureOptions::default()),
+            )
+            .await?;
+        return Ok((None, Vec::new(), Some(fx)));
+    }
+    let (state, marked) = prepare(ctx, source).await?;
+    if source == Source::LegacyPreparation {
+        crate::cases::obligation::leave_legacy_backup(ctx, BACKUP).await?;
+    }
+    Ok((Some(state), marked, None))
+}
+
+/// The operation's first step: the Backup created (with its server, when `fx` is given), or
+/// the operator started onto an older operator's Backup.
+async fn start(
+    ctx: &CaseContext<'_>,
+    source: Source,
+    fx: Option<&fixture::Fixture>,
+    quiesce: bool,
+) -> Result<Value, CaseError> {
+    if source == Source::LegacyPreparation {
+        // The older operator's Backup is there: this operator meets it when it starts.
+        return ctx
+            .step(
+                "start the operator",
+                crate::cases::obligation::start_operator(ctx),
+            )
+            .await;
+    }
+    ctx.step("create backup", async {
+        if let Some(fx) = fx {
+            // Together with its server, as a user applying both at once: the game is not
+            // running yet when the operator first sees the Backup.
+            fixture::create_server(ctx, fx, SERVER, fixture::VERSION_STABLE, false).await?;
+        }
+        let created = fixture::create_backup(ctx, BACKUP, SERVER, quiesce).await?;
+        Ok(json!({"created": created.metadata.name}))
+    })
+    .await
+}
+
 /// Brings the server into the state `source` names, with markers planted in its claims: its
 /// run state then, and the markers.
 async fn prepare(
     ctx: &CaseContext<'_>,
     source: Source,
 ) -> Result<(String, Vec<MarkedClaim>), CaseError> {
-    backup::running_server(ctx, FixtureOptions::default()).await?;
+    let options = FixtureOptions {
+        agent: if source == Source::OldAgent {
+            fixture::AgentKind::Legacy
+        } else {
+            fixture::AgentKind::Current
+        },
+        ..FixtureOptions::default()
+    };
+    backup::running_server(ctx, options).await?;
     match source {
-        Source::Running | Source::RunningRaw | Source::NotYetRunning => {}
+        Source::Running
+        | Source::RunningRaw
+        | Source::NotYetRunning
+        | Source::OldAgent
+        | Source::LegacyPreparation => {}
         Source::Suspended => {
             ctx.step("stop server", backup::stop_server(ctx)).await?;
         }
@@ -321,6 +375,11 @@ fn backup_state(o: &Value, gone: bool) -> BackupState {
         unquiesced_reason: reason_of("Unquiesced"),
         snapshot_id: str_at("/status/snapshotID"),
         deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
+        quiesce_attempted: o
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(names::annotations::QUIESCE_ATTEMPTED))
+            .and_then(Value::as_str)
+            .map(str::to_string),
         preparation_deadline: o
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(names::annotations::PREPARATION_DEADLINE))

@@ -17,6 +17,7 @@
 
 pub mod backup;
 pub mod observer;
+pub mod qualify;
 pub mod restore;
 pub mod saved;
 
@@ -118,11 +119,16 @@ pub(crate) async fn inject(
     let bound = ctx.bounds.settle;
     let observed = match fault {
         Fault::GameRestart => {
+            // A pod being replaced (a rollout) restarts the container once it runs again.
+            container_running(ctx, server, gameplane_api::names::containers::GAME).await?;
             json!(faults::restart_game_container(ctx.backend, &ctx.namespace, server, bound).await?)
         }
-        Fault::AgentRestart => json!(
-            faults::restart_agent_container(ctx.backend, &ctx.namespace, server, bound).await?
-        ),
+        Fault::AgentRestart => {
+            container_running(ctx, server, gameplane_api::names::containers::AGENT).await?;
+            json!(
+                faults::restart_agent_container(ctx.backend, &ctx.namespace, server, bound).await?
+            )
+        }
         Fault::AgentDown => agent_held(ctx, server, true).await?,
         Fault::PodReplaced => {
             json!(faults::replace_pod(&ctx.client, &ctx.namespace, server, bound).await?)
@@ -176,6 +182,49 @@ pub(crate) async fn inject(
     Ok(observed)
 }
 
+/// Waits (at most the settle bound) until `server`'s pod runs `container`: what an in-place
+/// restart needs, also while a rollout replaces the pod.
+async fn container_running(
+    ctx: &CaseContext<'_>,
+    server: &str,
+    container: &'static str,
+) -> Result<(), CaseError> {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    crate::wait::await_object(
+        &pods,
+        &gameplane_api::names::pod(server),
+        running_condition(container),
+        ctx.bounds.settle,
+    )
+    .await?;
+    Ok(())
+}
+
+/// `container` of the pod is running (it has a container ID and `state.running`).
+fn running_condition(
+    container: &'static str,
+) -> crate::wait::Condition<k8s_openapi::api::core::v1::Pod> {
+    crate::wait::Condition::new(
+        "container running",
+        move |p: Option<&k8s_openapi::api::core::v1::Pod>| {
+            let running = p
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .and_then(|p| p.status.as_ref()?.container_statuses.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.name == container))
+                .is_some_and(|c| {
+                    c.container_id.is_some()
+                        && c.state.as_ref().is_some_and(|s| s.running.is_some())
+                });
+            if running {
+                crate::wait::Progress::Met
+            } else {
+                crate::wait::Progress::Pending
+            }
+        },
+    )
+}
+
 /// Starts a stopped server: resumes a suspended one (`spec.suspend: false`), wakes an
 /// idle-asleep one (`status.idle.asleep: false`, as a player's connection would).
 async fn start_server(ctx: &CaseContext<'_>, server: &str) -> Result<Value, CaseError> {
@@ -217,20 +266,7 @@ async fn agent_held(ctx: &CaseContext<'_>, server: &str, down: bool) -> Result<V
     let condition = if down {
         crate::cases::backup::agent_in_back_off()
     } else {
-        crate::wait::Condition::new(
-            "agent container running",
-            |p: Option<&k8s_openapi::api::core::v1::Pod>| {
-                let running = p
-                    .and_then(|p| p.status.as_ref()?.container_statuses.as_ref())
-                    .and_then(|cs| cs.iter().find(|c| c.name == names::containers::AGENT))
-                    .is_some_and(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
-                if running {
-                    crate::wait::Progress::Met
-                } else {
-                    crate::wait::Progress::Pending
-                }
-            },
-        )
+        running_condition(names::containers::AGENT)
     };
     let seen = crate::wait::await_object(&pods, &pod, condition, ctx.bounds.settle).await?;
     let agent = seen
@@ -379,8 +415,16 @@ pub enum Operation {
     /// A quiesced backup created together with its server, before the game runs: preparation
     /// waits for the game within its persisted deadline.
     EarlyBackup,
+    /// A quiesced backup of a server whose agent is older, without the identity route: it must
+    /// fail at the preflight (`IdentityPreflightFailed`) with nothing quiesced.
+    OldAgentBackup,
+    /// A Backup an older operator left mid-preparation (the game quiesced, no incarnation
+    /// fields) met by this operator when it starts: Failed, `LegacyPreparation`, cleanup paid.
+    LegacyBackup,
     /// A restore of a stopped server's world and extra claims from its Backup.
     Restore,
+    /// A qualification of a good candidate on a fleet of two, promoted in batches of one.
+    Qualify,
 }
 
 impl Operation {
@@ -391,7 +435,10 @@ impl Operation {
         Operation::StoppedBackup,
         Operation::IdleBackup,
         Operation::EarlyBackup,
+        Operation::OldAgentBackup,
+        Operation::LegacyBackup,
         Operation::Restore,
+        Operation::Qualify,
     ];
 
     /// Its name in schedule ids.
@@ -402,7 +449,10 @@ impl Operation {
             Operation::StoppedBackup => "stopped-backup",
             Operation::IdleBackup => "idle-backup",
             Operation::EarlyBackup => "early-backup",
+            Operation::OldAgentBackup => "old-agent-backup",
+            Operation::LegacyBackup => "legacy-backup",
             Operation::Restore => "restore",
+            Operation::Qualify => "qualify",
         }
     }
 
@@ -439,11 +489,37 @@ impl Operation {
                 Fault::OperatorRestart,
                 Fault::RepositoryWrongPassword,
             ],
+            // The repository is never reached: each fails before a copy exists.
+            Operation::OldAgentBackup => &[
+                Fault::GameRestart,
+                Fault::AgentRestart,
+                Fault::AgentDown,
+                Fault::PodReplaced,
+                Fault::BackupDeleted,
+                Fault::OperatorRestart,
+            ],
+            // Not deleted: the older operator's record carries no finalizer of this one, so a
+            // deletion before this operator's first write removes the only record of what is
+            // owed, which no operator could then pay.
+            Operation::LegacyBackup => &[
+                Fault::GameRestart,
+                Fault::AgentRestart,
+                Fault::AgentDown,
+                Fault::PodReplaced,
+                Fault::OperatorRestart,
+            ],
             Operation::Restore => &[
                 Fault::RestoreDeleted,
                 Fault::OperatorRestart,
                 Fault::RepositoryUnreachable,
                 Fault::RepositoryWrongPassword,
+            ],
+            // Faults on the source member and the operator, which change no member's pod or
+            // claims by themselves (what the qualification invariant compares).
+            Operation::Qualify => &[
+                Fault::GameRestart,
+                Fault::AgentRestart,
+                Fault::OperatorRestart,
             ],
         }
     }
@@ -660,7 +736,14 @@ async fn on_own_cluster(
                 Operation::EarlyBackup => {
                     backup::schedule(ctx, observer, backup::Source::NotYetRunning, hold).await
                 }
+                Operation::OldAgentBackup => {
+                    backup::schedule(ctx, observer, backup::Source::OldAgent, hold).await
+                }
+                Operation::LegacyBackup => {
+                    backup::schedule(ctx, observer, backup::Source::LegacyPreparation, hold).await
+                }
                 Operation::Restore => restore::schedule(ctx, observer, hold).await,
+                Operation::Qualify => qualify::schedule(ctx, observer, hold).await,
             }
         })
     })

@@ -9,6 +9,9 @@
 //!   the operation is meant to: a backup of a running server `Succeeded`, consistency
 //!   `Quiesced` (also when it was created before the game ran: preparation waits for it); of a
 //!   stopped one `Succeeded`, `Stopped`; a restore `Succeeded`;
+//! - a Backup of a server whose agent is older (no identity route) ends `Failed`, reason
+//!   `IdentityPreflightFailed`; a Backup an older operator left mid-preparation ends `Failed`,
+//!   reason `LegacyPreparation`;
 //! - a fault that changes neither the game, the repository nor the object under way ends the
 //!   same way: the agent restarted (the game it serves is the same process), the operator
 //!   restarted (its progress is in the API server, not in its memory);
@@ -46,6 +49,9 @@ pub struct Ending {
     pub phase: Option<String>,
     /// `status.consistency`, for a Backup.
     pub consistency: Option<String>,
+    /// The `Completed` condition's reason, for a Backup.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 impl Ending {
@@ -53,15 +59,36 @@ impl Ending {
         Self {
             phase: Some(phase.to_string()),
             consistency: consistency.map(str::to_string),
+            reason: None,
+        }
+    }
+
+    /// `Failed` for `reason` (any consistency).
+    fn failed(reason: &str) -> Self {
+        Self {
+            reason: Some(reason.to_string()),
+            ..Self::new("Failed", None)
         }
     }
 
     fn describe(&self) -> String {
-        match (&self.phase, &self.consistency) {
+        let mut out = match (&self.phase, &self.consistency) {
             (None, _) => "without a phase (or removed)".to_string(),
             (Some(p), None) => p.clone(),
             (Some(p), Some(c)) => format!("{p}, consistency {c}"),
+        };
+        if let Some(r) = &self.reason {
+            out.push_str(&format!(", reason {r}"));
         }
+        out
+    }
+
+    /// `self` is what `want` names (what it leaves out may be anything).
+    fn matches(&self, want: &Ending) -> bool {
+        let field = |want: &Option<String>, got: &Option<String>| want.is_none() || want == got;
+        self.phase == want.phase
+            && field(&want.consistency, &self.consistency)
+            && field(&want.reason, &self.reason)
     }
 }
 
@@ -83,6 +110,20 @@ pub enum Allowed {
 /// The ending(s) the contract allows after `perturbation`, when it narrows them.
 pub fn expected(perturbation: &Perturbation) -> Option<Allowed> {
     let fault = perturbation.fault.as_deref();
+    // Refused whatever the game does meanwhile, and an agent held down changes nothing of it.
+    let refused = match perturbation.operation.as_str() {
+        // The older agent cannot name the game it would quiesce: refused at the preflight.
+        "old-agent-backup" => Some("IdentityPreflightFailed"),
+        // Nothing says which game the older operator quiesced: never bound to whichever runs.
+        "legacy-backup" => Some("LegacyPreparation"),
+        _ => None,
+    };
+    if let Some(reason) = refused
+        && fault
+            .is_none_or(|f| TRANSPARENT_FAULTS.contains(&f) || SOURCE_KEEPING_FAULTS.contains(&f))
+    {
+        return Some(Allowed::Only(Ending::failed(reason)));
+    }
     if fault.is_some_and(|f| SOURCE_KEEPING_FAULTS.contains(&f)) {
         return Some(Allowed::NotInvalidated);
     }
@@ -111,6 +152,7 @@ pub fn judge(perturbation: Option<&Perturbation>, ended: Option<Ending>) -> Vec<
     let got = ended.unwrap_or(Ending {
         phase: None,
         consistency: None,
+        reason: None,
     });
     let fault = p.fault.as_deref().unwrap_or("-");
     let found = match allowed {
@@ -121,12 +163,7 @@ pub fn judge(perturbation: Option<&Perturbation>, ended: Option<Ending>) -> Vec<
         ),
         Allowed::NotInvalidated => return Vec::new(),
         // A restore has no consistency: compare what the contract names.
-        Allowed::Only(want)
-            if got.phase == want.phase
-                && (want.consistency.is_none() || got.consistency == want.consistency) =>
-        {
-            return Vec::new();
-        }
+        Allowed::Only(want) if got.matches(&want) => return Vec::new(),
         Allowed::Only(want) => format!(
             "{} the {} ended {} (the contract allows only {})",
             if p.fault.is_some() {

@@ -211,6 +211,7 @@ impl RestoreTrace {
             self.final_state().map(|r| super::outcome::Ending {
                 phase: r.phase.clone(),
                 consistency: None,
+                reason: None,
             }),
         ));
         out
