@@ -81,6 +81,12 @@ pub const BY_OPERATION: &[(&str, &[&str])] = &[
     ("legacy-backup", BACKUP_INVARIANTS),
     ("restore", restore::RESTORE_INVARIANTS),
     ("qualify", qualification::QUALIFY_INVARIANTS),
+    (
+        "qualify-unpullable",
+        qualification::QUALIFY_RESTORE_INVARIANTS,
+    ),
+    ("qualify-module", qualification::QUALIFY_INVARIANTS),
+    ("qualify-module-moved", qualification::QUALIFY_INVARIANTS),
 ];
 
 pub mod capture;

@@ -221,3 +221,108 @@ fn a_good_candidate_unperturbed_is_promoted_in_every_batch() {
         Vec::new()
     );
 }
+
+#[test]
+fn an_unpullable_candidate_halts_on_the_canary_with_the_pull_failure_reported() {
+    use rehearsal_evidence::qualification::{ImageEvidence, Observed, gates};
+    let p = |operation: &str| Perturbation {
+        operation: operation.into(),
+        fault: None,
+    };
+    let image_gate = |phase: &str, reason: &str| {
+        let mut g = Gate::new(
+            "mc-a-canary",
+            GateEvidence::Image(Observed::Read(ImageEvidence {
+                pod_uid: Some("pod-canary".into()),
+                image_id: String::new(),
+                pinned: "fixture@sha256:bad".into(),
+                spec_image: "fixture@sha256:bad".into(),
+                waiting_reason: Some("ErrImagePull".into()),
+                gameserver_phase: Some(phase.into()),
+                gameserver_ready_reason: Some(reason.into()),
+            })),
+            false,
+            Some("image pull failed".into()),
+        );
+        g.server = "mc-a-canary".into();
+        g
+    };
+    let halted = |g: Gate| {
+        let mut q = qualification(0);
+        q.outcome = Outcome::Halted {
+            gate: g.name.clone(),
+            server: Some(g.server.clone()),
+            reason: "image pull failed".into(),
+            batches_promoted: 0,
+        };
+        q.gates.push(g);
+        q
+    };
+    let reported = halted(image_gate("Failed", "ImagePullFailed"));
+    assert_eq!(
+        judge(&reported, None, Some(&p("qualify-unpullable"))),
+        Vec::new()
+    );
+    // The pull failure not reported on the GameServer: only the oracle can tell.
+    let unreported = halted(image_gate("Starting", "Starting"));
+    let v = judge(&unreported, None, Some(&p("qualify-unpullable")));
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].invariant, OUTCOME);
+    assert!(v[0].found.contains("ImagePullFailed"), "{}", v[0].found);
+    // A moved bundle tag must halt at the module gate: a promotion is the wrong ending, and so
+    // is a halt at another gate.
+    let v = judge(&qualification(3), None, Some(&p("qualify-module-moved")));
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].found.contains(gates::MODULE), "{}", v[0].found);
+    let v = judge(&reported, None, Some(&p("qualify-module-moved")));
+    assert_eq!(v.len(), 1, "{v:?}");
+    // The bundle served as pinned: promoted in every batch.
+    assert_eq!(
+        judge(&qualification(3), None, Some(&p("qualify-module"))),
+        Vec::new()
+    );
+}
+
+#[test]
+fn a_moved_bundle_tag_halts_at_the_module_gate_with_the_operator_refusing_it() {
+    use rehearsal_evidence::qualification::{ModuleEvidence, Observed};
+    let p = Perturbation {
+        operation: "qualify-module-moved".into(),
+        fault: Some("operator-restart".into()),
+    };
+    let halted = |phase: &str, reason: &str| {
+        let g = Gate::new(
+            "",
+            GateEvidence::Module(Observed::Read(ModuleEvidence {
+                reference: "127.0.0.1:5000/ns/fixture-game:1.1".into(),
+                pinned: "sha256:aaa".into(),
+                served: Some("sha256:bbb".into()),
+                module: "run-fixture-game".into(),
+                phase: Some(phase.into()),
+                ready_reason: Some(reason.into()),
+                ready_message: None,
+                applied_digest: None,
+            })),
+            false,
+            Some("served sha256:bbb, pinned sha256:aaa".into()),
+        );
+        let mut q = qualification(0);
+        q.outcome = Outcome::Halted {
+            gate: g.name.clone(),
+            server: None,
+            reason: "digest mismatch".into(),
+            batches_promoted: 0,
+        };
+        q.gates.push(g);
+        q
+    };
+    assert_eq!(
+        judge(&halted("Failed", "DigestMismatch"), None, Some(&p)),
+        Vec::new()
+    );
+    // The gate saw the mismatch, but the operator installed the bundle anyway.
+    let v = judge(&halted("Ready", "Installed"), None, Some(&p));
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].invariant, OUTCOME);
+    assert!(v[0].found.contains("DigestMismatch"), "{}", v[0].found);
+}

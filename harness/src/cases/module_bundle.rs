@@ -26,9 +26,9 @@ use crate::qualify::gates::module::{canary_module, module_gate};
 use crate::qualify::{Rollback, gates};
 
 /// The module's name in the source (its OCI repository below the source's URL).
-const MODULE: &str = "fixture-game";
+pub(crate) const MODULE: &str = "fixture-game";
 /// The bundle's tag.
-const BUNDLE_VERSION: &str = "1.1";
+pub(crate) const BUNDLE_VERSION: &str = "1.1";
 
 /// The bundle document: the fixture's GameTemplate as a module ships it. `retag` changes its
 /// display name, which is all a moved tag needs to serve other bytes.
@@ -47,7 +47,7 @@ fn bundle(ctx: &CaseContext<'_>, retag: bool) -> Vec<u8> {
 
 /// Publishes the bundle, creates the ModuleSource for it, and returns the registry, the pinned
 /// (first) digest and the source's name.
-async fn publish(ctx: &CaseContext<'_>) -> Result<(String, String, Value), CaseError> {
+pub(crate) async fn publish(ctx: &CaseContext<'_>) -> Result<(String, String, Value), CaseError> {
     let registry = ctx
         .backend
         .bundle_registry()
@@ -93,7 +93,7 @@ async fn publish(ctx: &CaseContext<'_>) -> Result<(String, String, Value), CaseE
 }
 
 /// Moves the bundle's tag to other content; returns the digest it now serves.
-async fn move_tag(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
+pub(crate) async fn move_tag(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
     let registry = ctx
         .backend
         .bundle_registry()

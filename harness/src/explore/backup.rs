@@ -222,15 +222,21 @@ async fn prepare(
     ctx: &CaseContext<'_>,
     source: Source,
 ) -> Result<(String, Vec<MarkedClaim>), CaseError> {
-    let options = FixtureOptions {
-        agent: if source == Source::OldAgent {
-            fixture::AgentKind::Legacy
-        } else {
-            fixture::AgentKind::Current
-        },
-        ..FixtureOptions::default()
-    };
-    backup::running_server(ctx, options).await?;
+    if source == Source::Suspended {
+        // Its extra world declared on its template only: a backup copies every claim the
+        // server mounts, wherever the claim was declared.
+        running_server_extra_on_template(ctx).await?;
+    } else {
+        let options = FixtureOptions {
+            agent: if source == Source::OldAgent {
+                fixture::AgentKind::Legacy
+            } else {
+                fixture::AgentKind::Current
+            },
+            ..FixtureOptions::default()
+        };
+        backup::running_server(ctx, options).await?;
+    }
     match source {
         Source::Running
         | Source::RunningRaw
@@ -251,6 +257,44 @@ async fn prepare(
     let run_state = super::restore::run_state(ctx).await?;
     let marked = ctx.step("plant claim markers", plant_markers(ctx)).await?;
     Ok((run_state, marked))
+}
+
+/// Steps "install fixture" and "create server": the server running, with no extra world of its
+/// own and the template's (`storage.extra` on the template).
+async fn running_server_extra_on_template(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let options = FixtureOptions {
+        extra_on_template: true,
+        ..FixtureOptions::default()
+    };
+    let fx = ctx
+        .step("install fixture", fixture::install(ctx, &options))
+        .await?;
+    ctx.step("create server", async {
+        let markers = fixture::Markers::for_server(&fx.namespace, SERVER);
+        let mut gs = fixture::server(
+            SERVER,
+            &fx.template,
+            fixture::VERSION_STABLE,
+            &markers,
+            false,
+        );
+        if let Some(storage) = &mut gs.spec.storage {
+            storage.extra.clear();
+        }
+        let api: Api<gameplane_api::gameserver::GameServer> =
+            Api::namespaced(ctx.client.clone(), &ctx.namespace);
+        api.create(&kube::api::PostParams::default(), &gs)
+            .await
+            .map_err(CaseError::kube(
+                "create GameServer",
+                format!("{}/{SERVER}", ctx.namespace),
+            ))?;
+        fixture::await_server_phase(ctx, SERVER, "Running").await?;
+        fixture::await_server_pod_ready(ctx, SERVER).await?;
+        Ok(json!({"server": SERVER, "extra": "declared on the template"}))
+    })
+    .await?;
+    Ok(())
 }
 
 /// Plants a marker file of its own name at the root of every claim of the server (world and

@@ -425,6 +425,13 @@ pub enum Operation {
     Restore,
     /// A qualification of a good candidate on a fleet of two, promoted in batches of one.
     Qualify,
+    /// A qualification of an unpullable candidate (halted at the canary's image gate), then a
+    /// Restore of the source from the qualification's backup.
+    QualifyUnpullable,
+    /// A qualification of a good candidate whose module bundle is served as pinned.
+    QualifyModule,
+    /// A qualification of a good candidate whose bundle's tag was moved after it was pinned.
+    QualifyModuleMoved,
 }
 
 impl Operation {
@@ -439,6 +446,9 @@ impl Operation {
         Operation::LegacyBackup,
         Operation::Restore,
         Operation::Qualify,
+        Operation::QualifyUnpullable,
+        Operation::QualifyModule,
+        Operation::QualifyModuleMoved,
     ];
 
     /// Its name in schedule ids.
@@ -453,6 +463,9 @@ impl Operation {
             Operation::LegacyBackup => "legacy-backup",
             Operation::Restore => "restore",
             Operation::Qualify => "qualify",
+            Operation::QualifyUnpullable => "qualify-unpullable",
+            Operation::QualifyModule => "qualify-module",
+            Operation::QualifyModuleMoved => "qualify-module-moved",
         }
     }
 
@@ -521,6 +534,13 @@ impl Operation {
                 Fault::AgentRestart,
                 Fault::OperatorRestart,
             ],
+            // The variants: the faults that change nothing the oracle depends on. After an
+            // unpullable candidate's halt the source is stopped for its restore: no agent to
+            // restart.
+            Operation::QualifyUnpullable => &[Fault::OperatorRestart],
+            Operation::QualifyModule | Operation::QualifyModuleMoved => {
+                &[Fault::AgentRestart, Fault::OperatorRestart]
+            }
         }
     }
 }
@@ -743,7 +763,18 @@ async fn on_own_cluster(
                     backup::schedule(ctx, observer, backup::Source::LegacyPreparation, hold).await
                 }
                 Operation::Restore => restore::schedule(ctx, observer, hold).await,
-                Operation::Qualify => qualify::schedule(ctx, observer, hold).await,
+                Operation::Qualify => {
+                    qualify::schedule(ctx, observer, qualify::Variant::Good, hold).await
+                }
+                Operation::QualifyUnpullable => {
+                    qualify::schedule(ctx, observer, qualify::Variant::Unpullable, hold).await
+                }
+                Operation::QualifyModule => {
+                    qualify::schedule(ctx, observer, qualify::Variant::Module, hold).await
+                }
+                Operation::QualifyModuleMoved => {
+                    qualify::schedule(ctx, observer, qualify::Variant::ModuleMoved, hold).await
+                }
             }
         })
     })

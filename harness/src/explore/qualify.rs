@@ -1,8 +1,10 @@
-//! The qualification as an exploration schedule: a fleet of two members on the stable version,
-//! a good candidate (the compatible one) qualified on the source's canary clone and promoted in
-//! batches of one, with (unless it is the reference run) one fault placed before one of the
-//! operator's writes while the procedure runs. The schedule ends by judging the
-//! qualification's own record with the qualification invariant and the outcome oracle
+//! The qualification as an exploration schedule: a fleet of two members on the stable version
+//! and a candidate qualified on the source's canary clone, promoted in batches of one, with
+//! (unless it is the reference run) one fault placed before one of the operator's writes while
+//! the procedure runs. Four variants ([`Variant`]): a good candidate, an unpullable one (then a
+//! Restore of the source after the halt), and a good one whose module bundle is served as
+//! pinned or whose bundle's tag was moved. The schedule ends by judging the qualification's own
+//! record with the qualification invariant and the outcome oracle
 //! ([`crate::evidence::invariants::qualification`]).
 
 use std::sync::Arc;
@@ -12,10 +14,11 @@ use serde_json::json;
 use super::Fault;
 use super::observer::{Observer, ReleaseOnDrop};
 use crate::cases::fixture;
+use crate::cases::module_bundle;
 use crate::cases::rollout::{self, FleetSpec};
 use crate::context::{CaseContext, CaseError, Checks};
 use crate::evidence::invariants::qualification::{self, QUALIFY_INVARIANTS};
-use crate::evidence::qualification::Rollback;
+use crate::evidence::qualification::{ModulePin, Plan, Rollback};
 
 /// The operator's writes that are a qualification's points: the fleet's and the clone's
 /// GameServers and StatefulSets, and the Backups, Restores and Jobs that seed the clone.
@@ -26,32 +29,124 @@ pub const POINT_RESOURCES: &[&str] =
 /// restore operations' own matter): a prefix no pod name has.
 const NO_WORKERS: &str = "\u{0}";
 
-/// Runs one qualification schedule; `hold` is the point and fault, `None` for the reference
-/// run. The observer must be the cluster's request hook.
-pub async fn schedule(
-    ctx: &CaseContext<'_>,
-    observer: Arc<Observer>,
-    hold: Option<(usize, Fault)>,
-) -> Result<(), CaseError> {
-    observer.watch(&ctx.namespace);
+/// Which qualification a schedule runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// A good candidate (the compatible version): promoted in every batch.
+    Good,
+    /// An unpullable candidate: halted at the canary's image gate; then a Restore of the
+    /// source from the qualification's backup must run to its end (a halt locks no server).
+    Unpullable,
+    /// A good candidate with its module bundle pinned to the digest its tag serves.
+    Module,
+    /// A good candidate whose bundle's tag was moved to other content after it was pinned.
+    ModuleMoved,
+}
+
+impl Variant {
+    /// Its operation.
+    pub fn operation(self) -> super::Operation {
+        match self {
+            Variant::Good => super::Operation::Qualify,
+            Variant::Unpullable => super::Operation::QualifyUnpullable,
+            Variant::Module => super::Operation::QualifyModule,
+            Variant::ModuleMoved => super::Operation::QualifyModuleMoved,
+        }
+    }
+}
+
+/// The fleet running and the plan of `variant` (its bundle published and pinned, and moved,
+/// for the module variants).
+async fn set_up(ctx: &CaseContext<'_>, variant: Variant) -> Result<Plan, CaseError> {
     let members = [rollout::SOURCE, rollout::OTHER];
+    let candidate = match variant {
+        Variant::Unpullable => fixture::VERSION_UNPULLABLE,
+        _ => fixture::VERSION_COMPAT,
+    };
+    let pinned: &[&str] = match variant {
+        Variant::Unpullable => &[],
+        _ => &[fixture::VERSION_COMPAT],
+    };
     rollout::fleet(
         ctx,
         &FleetSpec {
-            candidates: &[fixture::VERSION_COMPAT],
+            candidates: pinned,
             members: &members,
             ..Default::default()
         },
     )
     .await?;
-    let plan = rollout::plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
+    let mut plan = rollout::plan(ctx, &members, candidate, Rollback::Compatible);
+    if matches!(variant, Variant::Module | Variant::ModuleMoved) {
+        let (source, digest, _) = ctx
+            .step("publish the module bundle", module_bundle::publish(ctx))
+            .await?;
+        if variant == Variant::ModuleMoved {
+            ctx.step("move the bundle's tag to other content", async {
+                module_bundle::move_tag(ctx)
+                    .await
+                    .map(|d| json!({"serves": d}))
+            })
+            .await?;
+        }
+        plan.module = Some(ModulePin {
+            source,
+            module: module_bundle::MODULE.into(),
+            version: module_bundle::BUNDLE_VERSION.into(),
+            digest,
+        });
+    }
+    Ok(plan)
+}
+
+/// After a halt: a Restore of the source from the qualification's own backup, awaited to its
+/// end (at most the settle bound); its last phase.
+async fn restore_after_halt(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+) -> Result<Option<String>, CaseError> {
+    const NAME: &str = "after-halt";
+    ctx.step("restore the source after the halt", async {
+        fixture::create_restore(ctx, NAME, &plan.backup_name(), rollout::SOURCE).await?;
+        let api: kube::Api<gameplane_api::restore::Restore> =
+            kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+        let terminal = crate::cases::backup::restore_terminal();
+        let r = match crate::wait::await_object(&api, NAME, terminal, ctx.bounds.settle).await {
+            Ok(r) => Some(r),
+            // Liveness judges a Restore that never ends.
+            Err(crate::wait::WaitError::TimedOut { .. }) => api.get_opt(NAME).await.ok().flatten(),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(r.and_then(|r| r.status)
+            .and_then(|s| s.phase)
+            .map(|p| format!("{p:?}")))
+    })
+    .await
+}
+
+/// Runs one qualification schedule of `variant`; `hold` is the point and fault, `None` for the
+/// reference run. The observer must be the cluster's request hook.
+pub async fn schedule(
+    ctx: &CaseContext<'_>,
+    observer: Arc<Observer>,
+    variant: Variant,
+    hold: Option<(usize, Fault)>,
+) -> Result<(), CaseError> {
+    observer.watch(&ctx.namespace);
+    let plan = set_up(ctx, variant).await?;
     let reached = observer.begin(POINT_RESOURCES, NO_WORKERS, hold.map(|(point, _)| point));
     let _release = ReleaseOnDrop(observer.clone());
     let (over_tx, over_rx) = tokio::sync::oneshot::channel::<()>();
     let run = async {
         let recorded = crate::qualify::qualify_recorded(ctx, &plan).await;
+        let restored = match variant {
+            Variant::Unpullable if recorded.1.is_none() => {
+                Some(restore_after_halt(ctx, &plan).await)
+            }
+            _ => None,
+        };
         let _ = over_tx.send(());
-        recorded
+        (recorded, restored)
     };
     let over = async {
         let _ = over_rx.await;
@@ -59,10 +154,11 @@ pub async fn schedule(
     };
     // The fault lands on the source member (its game, its agent) or the operator.
     let place = super::place_fault(ctx, &observer, reached, hold, over, (rollout::SOURCE, ""));
-    let ((q, error), placed) = tokio::join!(run, place);
+    let (((q, error), restored), placed) = tokio::join!(run, place);
     observer.freeze();
     let (placed, _) = placed?;
-    let perturbation = placed.perturbation(super::Operation::Qualify, hold);
+    let restored = restored.transpose()?;
+    let perturbation = placed.perturbation(variant.operation(), hold);
     ctx.recorder.artifact(
         "qualification.json",
         &serde_json::to_vec_pretty(&q).unwrap_or_default(),
@@ -70,11 +166,18 @@ pub async fn schedule(
     // A procedure that stopped on an error (e.g. the source's backup invalidated by the fault)
     // is judged on what it recorded, as a halt: the fleet as it was, nothing promoted.
     let stopped = error.map(|e| e.to_string());
-    let violations = qualification::judge(&q, stopped.as_deref(), Some(&perturbation));
+    let mut violations = qualification::judge(&q, stopped.as_deref(), Some(&perturbation));
+    if let Some(phase) = &restored {
+        violations.extend(qualification::restore_after_halt(phase.as_deref()));
+    }
     ctx.uses("the qualification's record: its plan, gates, outcome and the fleet before and after");
     let mut checks = Checks::new();
     let object = format!("qualification {}/{}", ctx.namespace, plan.run_id);
-    for id in QUALIFY_INVARIANTS {
+    let ids = crate::evidence::invariants::BY_OPERATION
+        .iter()
+        .find(|(op, _)| *op == variant.operation().as_str())
+        .map_or(QUALIFY_INVARIANTS, |(_, ids)| ids);
+    for id in ids {
         let broken: Vec<_> = violations.iter().filter(|v| v.invariant == *id).collect();
         checks.check(
             id,
@@ -88,6 +191,7 @@ pub async fn schedule(
     ctx.assess_invariants(
         checks,
         json!({"placed": placed, "outcome": q.outcome, "line": q.outcome.line(),
-               "stopped": stopped, "points": observer.points(), "violations": violations}),
+               "stopped": stopped, "restore_after_halt": restored, "points": observer.points(),
+               "violations": violations}),
     )
 }

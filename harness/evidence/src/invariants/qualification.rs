@@ -11,12 +11,15 @@
 //! - each promoted batch wrote its promotion receipt.
 //!
 //! Beside it the [`OUTCOME`] oracle: unperturbed (or after a fault that changes neither a game,
-//! the repository nor the qualification's objects) a good candidate is promoted in every batch.
+//! the repository nor the qualification's objects) a good candidate (with its module bundle
+//! served as pinned) is promoted in every batch, an unpullable one halts at the canary's image
+//! gate with the clone's GameServer `Failed`, `ImagePullFailed`, and one whose bundle's tag was
+//! moved halts at the module bundle gate with the operator's Module `Failed`, `DigestMismatch`.
 
 use std::collections::BTreeMap;
 
-use super::Violation;
 use super::outcome::{OUTCOME, Perturbation, TRANSPARENT_FAULTS};
+use super::{LIVENESS, Violation};
 use crate::qualification::{Gate, MemberBaseline, Outcome, Qualification};
 
 /// Invariant `qualification`: promotion only behind passed gates, and a halted fleet as it was.
@@ -24,6 +27,34 @@ pub const QUALIFICATION: &str = "qualification";
 
 /// Every invariant a qualification schedule is judged by, in report order.
 pub const QUALIFY_INVARIANTS: &[&str] = &[QUALIFICATION, OUTCOME];
+
+/// A qualification followed by a Restore of its source (after a halt) is judged by liveness
+/// too.
+pub const QUALIFY_RESTORE_INVARIANTS: &[&str] = &[QUALIFICATION, LIVENESS, OUTCOME];
+
+/// A Restore of the source after a halted qualification, whose last phase was `phase`: the halt
+/// holds no lock on any server, so the Restore runs to its end ([`LIVENESS`]) and, nothing being
+/// wrong with the source or its backup, succeeds ([`OUTCOME`]).
+pub fn restore_after_halt(phase: Option<&str>) -> Vec<Violation> {
+    let evidence = "the Restore of the source after the halt: its status.phase";
+    match phase {
+        Some("Succeeded") => Vec::new(),
+        Some("Failed") => vec![Violation::new(
+            OUTCOME,
+            evidence,
+            "the Restore of the source after the halt Failed (the contract allows only Succeeded)"
+                .into(),
+        )],
+        other => vec![Violation::new(
+            LIVENESS,
+            evidence,
+            format!(
+                "the Restore of the source after the halt did not end within its bound; last phase {}",
+                other.unwrap_or("none")
+            ),
+        )],
+    }
+}
 
 /// The gates' evidence, as the violations name it.
 const GATES: &str = "the qualification's gates, in order, and its outcome";
@@ -198,14 +229,93 @@ fn untouched(before: &MemberBaseline, after: &MemberBaseline) -> Option<String> 
     (!changed.is_empty()).then(|| changed.join("; "))
 }
 
-/// Unperturbed, or after a transparent fault, a qualification of a good candidate promotes
-/// every batch.
+/// The one ending the contract allows a qualification operation, unperturbed or after a
+/// transparent fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected {
+    /// Promoted in every batch (a good candidate, its module bundle served as pinned).
+    EveryBatch,
+    /// Halted at this gate on the canary clone, nothing promoted, with the operator's verdict
+    /// the gate read: for the image gate the clone's GameServer `Failed`, `ImagePullFailed`;
+    /// for the module bundle gate the canary Module `Failed`, `DigestMismatch`.
+    HaltedOnClone(&'static str),
+}
+
+/// What operation `name` must end as, if it is a qualification's.
+pub fn expected(name: &str) -> Option<Expected> {
+    use crate::qualification::gates;
+    match name {
+        "qualify" | "qualify-module" => Some(Expected::EveryBatch),
+        "qualify-unpullable" => Some(Expected::HaltedOnClone(gates::IMAGE)),
+        "qualify-module-moved" => Some(Expected::HaltedOnClone(gates::MODULE)),
+        _ => None,
+    }
+}
+
+/// Why `q` did not end as `want` (`None`: it did).
+fn missed(q: &Qualification, want: &Expected) -> Option<String> {
+    use crate::qualification::gates;
+    match want {
+        Expected::EveryBatch => {
+            let batches = q.plan.fleet.len().div_ceil(q.plan.batch_size.max(1));
+            (q.outcome != Outcome::Promoted { batches })
+                .then(|| format!("promoted in {batches} batch(es)"))
+        }
+        Expected::HaltedOnClone(gate) => {
+            let want = format!("halted at gate {gate:?} on the canary {}", q.clone);
+            let Outcome::Halted {
+                gate: at,
+                batches_promoted: 0,
+                ..
+            } = &q.outcome
+            else {
+                return Some(want);
+            };
+            let failed = q.gates.iter().find(|g| {
+                !g.passed && g.name == *at && (g.server == q.clone || g.server.is_empty())
+            });
+            if at != gate || failed.is_none() {
+                return Some(want);
+            }
+            // The operator's own verdict, as the gate read it: the clone's GameServer for the
+            // image, the canary Module for the bundle.
+            let (what, reported, wanted) = if *gate == gates::IMAGE {
+                let e = failed.and_then(|g| g.evidence.image());
+                (
+                    "its GameServer",
+                    e.map(|e| {
+                        (
+                            e.gameserver_phase.clone(),
+                            e.gameserver_ready_reason.clone(),
+                        )
+                    }),
+                    "ImagePullFailed",
+                )
+            } else {
+                let e = failed.and_then(|g| g.evidence.module());
+                (
+                    "the operator's canary Module",
+                    e.map(|e| (e.phase.clone(), e.ready_reason.clone())),
+                    "DigestMismatch",
+                )
+            };
+            let failed_for = |(phase, reason): &(Option<String>, Option<String>)| {
+                phase.as_deref() == Some("Failed") && reason.as_deref() == Some(wanted)
+            };
+            (!reported.as_ref().is_some_and(failed_for)).then(|| {
+                format!("{want}, {what} Failed with reason {wanted} (it reported {reported:?})")
+            })
+        }
+    }
+}
+
+/// Unperturbed, or after a transparent fault, the qualification ends as its operation must.
 fn expected_outcome(
     q: &Qualification,
     stopped: Option<&str>,
     perturbation: Option<&Perturbation>,
 ) -> Vec<Violation> {
-    let Some(p) = perturbation.filter(|p| p.operation == "qualify") else {
+    let Some((p, want)) = perturbation.and_then(|p| Some((p, expected(&p.operation)?))) else {
         return Vec::new();
     };
     if !p
@@ -215,10 +325,11 @@ fn expected_outcome(
     {
         return Vec::new();
     }
-    let batches = q.plan.fleet.len().div_ceil(q.plan.batch_size.max(1));
-    if stopped.is_none() && q.outcome == (Outcome::Promoted { batches }) {
-        return Vec::new();
-    }
+    let allowed = match (stopped, missed(q, &want)) {
+        (None, None) => return Vec::new(),
+        (_, Some(allowed)) => allowed,
+        (Some(_), None) => format!("{want:?}"),
+    };
     let ended = match stopped {
         Some(e) => format!("stopped on an error ({e})"),
         None => q.outcome.line(),
@@ -227,14 +338,14 @@ fn expected_outcome(
         OUTCOME,
         "the qualification's outcome",
         format!(
-            "{} the qualification ended {} (the contract allows only promoted in {batches} batch(es))",
+            "{} the qualification ended {} (the contract allows only {allowed})",
             match &p.fault {
                 Some(f) => format!(
                     "after fault {f}, which changes neither a game, the repository nor the qualification's objects,"
                 ),
                 None => "unperturbed,".to_string(),
             },
-            ended
+            ended,
         ),
     )]
 }
