@@ -45,13 +45,21 @@ async fn the_reference_operator_holds_every_invariant_at_every_point() {
     let outcome = explore::run(config(reports.path())).await.unwrap();
     let mut expected = 0;
     for (operation, points) in &outcome.points {
+        // A qualification halted by the module gate ends before the operator writes anything;
+        // a Backup refused (older agent) or ended (an older operator's) writes a few; every
+        // other operation runs a copy or restore Job, whose creation is a point.
+        let (fewest, job) = match operation {
+            Operation::QualifyModuleMoved => (0, false),
+            Operation::OldAgentBackup | Operation::LegacyBackup => (2, false),
+            _ => (6, true),
+        };
         assert!(
-            points.len() >= 6,
+            points.len() >= fewest,
             "{operation:?}: the operator's writes were not all learned: {points:?}"
         );
         assert!(
-            points.iter().any(|p| p.label == "create jobs"),
-            "{operation:?}: the copy Job's creation is not a point: {points:?}"
+            !job || points.iter().any(|p| p.label == "create jobs"),
+            "{operation:?}: the Job's creation is not a point: {points:?}"
         );
         expected += 1 + points.len() * operation.faults().len();
         let matrix = outcome.matrix_markdown(*operation);

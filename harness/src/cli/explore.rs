@@ -178,8 +178,8 @@ struct ExploreKill {
     violating: usize,
     /// Caught on one of the expected invariants.
     caught: bool,
-    /// The exploration's bundle.
-    bundle: std::path::PathBuf,
+    /// The explorations' bundles, one per operation explored.
+    bundles: Vec<std::path::PathBuf>,
 }
 
 /// Mutant → (the invariants whose `[[invariant]]` rows name it, the operations they judge).
@@ -201,6 +201,62 @@ fn mutants_of_invariants() -> Result<Wanted, CliError> {
     Ok(wanted)
 }
 
+/// Explores `mutant` over `operations`, one operation at a time in matrix order, and
+/// stops after the first one on which it broke an `expected` invariant (a mutant is caught once;
+/// exploring the rest would only take time).
+async fn explore_mutant(
+    reports: &std::path::Path,
+    mutant: &str,
+    expected: Vec<String>,
+    operations: &[Operation],
+) -> Result<ExploreKill, CliError> {
+    let mut kill = ExploreKill {
+        expected,
+        operations: Vec::new(),
+        caught_on: Vec::new(),
+        schedules: 0,
+        violating: 0,
+        caught: false,
+        bundles: Vec::new(),
+    };
+    for &operation in operations {
+        let config = ExploreConfig {
+            operations: vec![operation],
+            faults: Vec::new(),
+            limit: None,
+            replay: Vec::new(),
+            regressions: Vec::new(),
+            reports: reports.to_path_buf(),
+            run_id: crate::run::new_run_id(),
+            parallel: EMBEDDED_PARALLEL,
+            mutant: Some(mutant.to_string()),
+            case_bound: crate::run::CASE_BOUND,
+        };
+        let outcome = explore::run(config).await.map_err(run_error)?;
+        kill.operations.push(operation.as_str().to_string());
+        kill.caught_on.extend(
+            outcome
+                .results
+                .iter()
+                .flat_map(|r| r.ended.failed_checks.clone()),
+        );
+        kill.caught_on.sort();
+        kill.caught_on.dedup();
+        kill.schedules += outcome.results.len();
+        kill.violating += outcome
+            .results
+            .iter()
+            .filter(|r| !r.ended.failed_checks.is_empty())
+            .count();
+        kill.bundles.push(outcome.bundle_dir.clone());
+        kill.caught = kill.expected.iter().any(|e| kill.caught_on.contains(e));
+        if kill.caught {
+            break;
+        }
+    }
+    Ok(kill)
+}
+
 /// `rehearse selftest --explore`: every operator mutant the contract's invariants name (or only
 /// `only`) explored over its invariants' operations; each must break one of them. Writes
 /// `explore-kill-matrix.json` under `reports`.
@@ -220,40 +276,8 @@ pub async fn selftest(reports: &std::path::Path, only: &[String]) -> Result<(), 
         }
         operations.sort();
         operations.dedup();
-        let config = ExploreConfig {
-            operations: operations.clone(),
-            faults: Vec::new(),
-            limit: None,
-            replay: Vec::new(),
-            regressions: Vec::new(),
-            reports: reports.to_path_buf(),
-            run_id: crate::run::new_run_id(),
-            parallel: EMBEDDED_PARALLEL,
-            mutant: Some(mutant.clone()),
-            case_bound: crate::run::CASE_BOUND,
-        };
-        let outcome = explore::run(config).await.map_err(run_error)?;
-        let mut caught_on: Vec<String> = outcome
-            .results
-            .iter()
-            .flat_map(|r| r.ended.failed_checks.clone())
-            .collect();
-        caught_on.sort();
-        caught_on.dedup();
-        let caught = expected.iter().any(|e| caught_on.contains(e));
-        let kill = ExploreKill {
-            expected,
-            operations: operations.iter().map(|o| o.as_str().to_string()).collect(),
-            caught_on,
-            schedules: outcome.results.len(),
-            violating: outcome
-                .results
-                .iter()
-                .filter(|r| !r.ended.failed_checks.is_empty())
-                .count(),
-            caught,
-            bundle: outcome.bundle_dir.clone(),
-        };
+        let kill = explore_mutant(reports, &mutant, expected, &operations).await?;
+        let caught = kill.caught;
         println!(
             "mutant {mutant:<36} expected {:<24} {} (broke {} in {} of {} runs)",
             kill.expected.join(", "),

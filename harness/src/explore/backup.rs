@@ -401,43 +401,20 @@ fn judge(ctx: &CaseContext<'_>, trace: &BackupTrace, mut observed: Value) -> Res
 
 /// A committed state of the Backup, as the invariants read it.
 fn backup_state(o: &Value, gone: bool) -> BackupState {
+    use super::observer::{annotation, condition_reason, finalizers};
     let str_at = |p: &str| o.pointer(p).and_then(Value::as_str).map(str::to_string);
-    let reason_of = |kind: &str| {
-        o.pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
-            .and_then(|c| c["reason"].as_str())
-            .map(str::to_string)
-    };
-    let completed = reason_of("Completed");
     BackupState {
         phase: str_at("/status/phase"),
         consistency: str_at("/status/consistency"),
         source_pod_uid: str_at("/status/source/podUID"),
         source_container: str_at("/status/source/gameContainerID"),
-        completed_reason: completed,
-        unquiesced_reason: reason_of("Unquiesced"),
+        completed_reason: condition_reason(o, "Completed"),
+        unquiesced_reason: condition_reason(o, "Unquiesced"),
         snapshot_id: str_at("/status/snapshotID"),
         deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
-        quiesce_attempted: o
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(names::annotations::QUIESCE_ATTEMPTED))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        preparation_deadline: o
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(names::annotations::PREPARATION_DEADLINE))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        finalizers: o
-            .pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .map(|f| {
-                f.iter()
-                    .filter_map(|s| s.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        quiesce_attempted: annotation(o, names::annotations::QUIESCE_ATTEMPTED),
+        preparation_deadline: annotation(o, names::annotations::PREPARATION_DEADLINE),
+        finalizers: finalizers(o),
         gone,
     }
 }

@@ -473,6 +473,31 @@ impl Operation {
         Self::ALL.iter().copied().find(|o| o.as_str() == name)
     }
 
+    /// The server a backup operation backs up (`None` for the others).
+    fn backup_source(self) -> Option<backup::Source> {
+        Some(match self {
+            Operation::Backup => backup::Source::Running,
+            Operation::RawBackup => backup::Source::RunningRaw,
+            Operation::StoppedBackup => backup::Source::Suspended,
+            Operation::IdleBackup => backup::Source::IdleAsleep,
+            Operation::EarlyBackup => backup::Source::NotYetRunning,
+            Operation::OldAgentBackup => backup::Source::OldAgent,
+            Operation::LegacyBackup => backup::Source::LegacyPreparation,
+            _ => return None,
+        })
+    }
+
+    /// The qualification a qualification operation runs (`None` for the others).
+    fn qualify_variant(self) -> Option<qualify::Variant> {
+        Some(match self {
+            Operation::Qualify => qualify::Variant::Good,
+            Operation::QualifyUnpullable => qualify::Variant::Unpullable,
+            Operation::QualifyModule => qualify::Variant::Module,
+            Operation::QualifyModuleMoved => qualify::Variant::ModuleMoved,
+            _ => return None,
+        })
+    }
+
     /// The faults that apply to it: a stopped server has no pod to restart or replace, and a
     /// running one is not started.
     pub fn faults(self) -> &'static [Fault] {
@@ -534,13 +559,13 @@ impl Operation {
                 Fault::AgentRestart,
                 Fault::OperatorRestart,
             ],
-            // The variants: the faults that change nothing the oracle depends on. After an
+            // The variants differ from `qualify` before its points (the candidate, the module
+            // gate), so the operator's restart is what they add at each point. (After an
             // unpullable candidate's halt the source is stopped for its restore: no agent to
-            // restart.
-            Operation::QualifyUnpullable => &[Fault::OperatorRestart],
-            Operation::QualifyModule | Operation::QualifyModuleMoved => {
-                &[Fault::AgentRestart, Fault::OperatorRestart]
-            }
+            // restart.)
+            Operation::QualifyUnpullable
+            | Operation::QualifyModule
+            | Operation::QualifyModuleMoved => &[Fault::OperatorRestart],
         }
     }
 }
@@ -740,41 +765,10 @@ async fn on_own_cluster(
     let ended = run_body(backend.as_ref(), bundle, name, BUCKET, options, |ctx| {
         let observer = observer.clone();
         Box::pin(async move {
-            match operation {
-                Operation::Backup => {
-                    backup::schedule(ctx, observer, backup::Source::Running, hold).await
-                }
-                Operation::RawBackup => {
-                    backup::schedule(ctx, observer, backup::Source::RunningRaw, hold).await
-                }
-                Operation::StoppedBackup => {
-                    backup::schedule(ctx, observer, backup::Source::Suspended, hold).await
-                }
-                Operation::IdleBackup => {
-                    backup::schedule(ctx, observer, backup::Source::IdleAsleep, hold).await
-                }
-                Operation::EarlyBackup => {
-                    backup::schedule(ctx, observer, backup::Source::NotYetRunning, hold).await
-                }
-                Operation::OldAgentBackup => {
-                    backup::schedule(ctx, observer, backup::Source::OldAgent, hold).await
-                }
-                Operation::LegacyBackup => {
-                    backup::schedule(ctx, observer, backup::Source::LegacyPreparation, hold).await
-                }
-                Operation::Restore => restore::schedule(ctx, observer, hold).await,
-                Operation::Qualify => {
-                    qualify::schedule(ctx, observer, qualify::Variant::Good, hold).await
-                }
-                Operation::QualifyUnpullable => {
-                    qualify::schedule(ctx, observer, qualify::Variant::Unpullable, hold).await
-                }
-                Operation::QualifyModule => {
-                    qualify::schedule(ctx, observer, qualify::Variant::Module, hold).await
-                }
-                Operation::QualifyModuleMoved => {
-                    qualify::schedule(ctx, observer, qualify::Variant::ModuleMoved, hold).await
-                }
+            match (operation.backup_source(), operation.qualify_variant()) {
+                (Some(source), _) => backup::schedule(ctx, observer, source, hold).await,
+                (None, Some(variant)) => qualify::schedule(ctx, observer, variant, hold).await,
+                (None, None) => restore::schedule(ctx, observer, hold).await,
             }
         })
     })

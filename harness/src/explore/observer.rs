@@ -261,3 +261,32 @@ impl RequestHook for Observer {
         });
     }
 }
+
+/// `metadata.finalizers` of a committed object.
+pub(crate) fn finalizers(o: &Value) -> Vec<String> {
+    o.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|f| {
+            f.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Annotation `key` of a committed object.
+pub(crate) fn annotation(o: &Value, key: &str) -> Option<String> {
+    o.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The reason of a committed object's condition `kind`.
+pub(crate) fn condition_reason(o: &Value, kind: &str) -> Option<String> {
+    o.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+        .and_then(|c| c["reason"].as_str())
+        .map(str::to_string)
+}

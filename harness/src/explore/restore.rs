@@ -388,21 +388,8 @@ fn trace_of(changes: &[Recorded]) -> Vec<RestoreCommitted> {
             let subject = match c.resource {
                 "restores" if name == RESTORE => RestoreSubject::Restore(RestoreState {
                     phase: str_at(o, "/status/phase"),
-                    completed_reason: o
-                        .pointer("/status/conditions")
-                        .and_then(Value::as_array)
-                        .and_then(|cs| cs.iter().find(|c| c["type"] == "Completed"))
-                        .and_then(|c| c["reason"].as_str())
-                        .map(str::to_string),
-                    finalizers: o
-                        .pointer("/metadata/finalizers")
-                        .and_then(Value::as_array)
-                        .map(|f| {
-                            f.iter()
-                                .filter_map(|s| s.as_str().map(str::to_string))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    completed_reason: super::observer::condition_reason(o, "Completed"),
+                    finalizers: super::observer::finalizers(o),
                     deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
                     gone: c.gone,
                 }),
