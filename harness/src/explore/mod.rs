@@ -596,7 +596,12 @@ impl Schedule {
     pub fn parse(id: &str) -> Result<Self, String> {
         let bad = || {
             format!(
-                "schedule id {id:?} is not <operation>-p<NN>-<fault> (e.g. backup-p03-game-restart); faults: {}",
+                "schedule id {id:?} is not <operation>-p<NN>-<fault> (e.g. backup-p03-game-restart); operations: {}; faults: {}",
+                Operation::ALL
+                    .iter()
+                    .map(|o| o.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 Fault::ALL
                     .iter()
                     .map(|f| f.as_str())
