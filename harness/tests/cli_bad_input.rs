@@ -321,6 +321,40 @@ fn qualify_needs_an_existing_fleet() {
     assert_one_line_error(&run(&qualify(&[])), &["--cluster existing"]);
 }
 
+/// A qualification that cannot mean anything is refused in one line with exit 2, before any
+/// cluster is reached (the kubeconfig named does not even exist): a batch of 0, a member listed
+/// twice, an empty member or name.
+#[test]
+fn qualify_refuses_a_plan_that_means_nothing() {
+    let cluster = [
+        "--cluster",
+        "existing",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--context",
+        "c",
+    ];
+    for (extra, needles) in [
+        (&["--batch-size", "0"][..], &["batch of 0", "1 or more"][..]),
+        (
+            &["--fleet", "survival,survival"][..],
+            &["survival twice", "once"][..],
+        ),
+        (&["--fleet", ""][..], &["empty member"][..]),
+        (&["--fleet", "a,,b"][..], &["empty member"][..]),
+    ] {
+        let out = run(&qualify(&[&cluster[..], extra].concat()));
+        assert_one_line_error(&out, needles);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+    }
+    let mut empty_source = qualify(&cluster);
+    let at = empty_source.iter().position(|a| *a == "s").unwrap();
+    empty_source[at] = "";
+    let out = run(&empty_source);
+    assert_one_line_error(&out, &["--source is empty"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// `rehearse qualify` with a complete plan, then `extra`.
 fn qualify<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![

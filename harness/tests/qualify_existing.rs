@@ -1528,3 +1528,339 @@ fn put_back_with_world(what: &str, md: &str, json: &serde_json::Value) -> bool {
     }
     restored
 }
+
+/// [`spawn_qualify`] with fleet `fleet` (comma-separated) instead of `survival` alone.
+fn spawn_qualify_fleet(kubeconfig: &Path, reports: &Path, fleet: &str, args: &[&str]) -> Child {
+    Command::new(REHEARSE)
+        .args(["qualify", "--cluster", "existing", "--kubeconfig"])
+        .arg(kubeconfig)
+        .args([
+            "--context",
+            CONTEXT,
+            "--namespace",
+            NS,
+            "--template",
+            TEMPLATE,
+        ])
+        .args(["--source", "survival", "--fleet", fleet])
+        .args(args)
+        .arg("--reports")
+        .arg(reports)
+        .args(["--operator", "reference-operator@embedded-test"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (bounded) until every one of `members` pins `version`, as a watch of the GameServers
+/// shows it.
+async fn await_pinned(client: &kube::Client, members: &[&str], version: &str) {
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    for m in members {
+        tokio::time::timeout(
+            BOUND,
+            await_condition(servers.clone(), m, |gs: Option<&GameServer>| {
+                gs.and_then(|g| g.spec.version.as_deref()) == Some(version)
+            }),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("GameServer {NS}/{m} pins {version} within {BOUND:?}"))
+        .unwrap();
+    }
+}
+
+/// Runs `fleet` through `rehearse qualify` with `args`; once every one of `moved` pins
+/// `candidate`, sends SIGINT, and with `second`, a second SIGINT as soon as the first one's
+/// line is out. Returns the exit status, stdout and stderr.
+async fn signalled_in_batch(
+    client: &kube::Client,
+    kubeconfig: &Path,
+    reports: &Path,
+    fleet: &str,
+    args: &[&str],
+    moved: &[&str],
+    second: bool,
+) -> (std::process::ExitStatus, String, String) {
+    let mut child = spawn_qualify_fleet(kubeconfig, reports, fleet, args);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            seen.push(line);
+        }
+        seen
+    });
+    let candidate = args[1];
+    await_pinned(client, moved, candidate).await;
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    if second {
+        loop {
+            match rx.recv_timeout(BOUND) {
+                Ok(line) if line.starts_with("SIGINT: stopping") => break,
+                Ok(_) => continue,
+                Err(e) => panic!("no line for the first SIGINT within {BOUND:?}: {e}"),
+            }
+        }
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    }
+    let seen = reader.join().unwrap();
+    finish(child, seen, std::iter::empty())
+}
+
+/// The `sh` blocks of the report's Way back section, member by member, as the report gives them.
+fn way_back_blocks(md: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = md;
+    while let Some(i) = rest.find("\nTo put ") {
+        let after = &rest[i + "\nTo put ".len()..];
+        let member = after.split(' ').next().unwrap().to_string();
+        let start = after.find("```sh\n").unwrap() + "```sh\n".len();
+        let end = after[start..].find("\n```").unwrap() + start;
+        out.push((member, after[start..end].to_string()));
+        rest = &after[end..];
+    }
+    out
+}
+
+/// The release manager's findings, each on the embedded cluster against the real binary:
+///
+/// 1. a second SIGINT during a restore-required batch of two: the members left on the candidate
+///    keep their pre-promotion Backups (Succeeded, no longer labelled with the run) and their
+///    snapshots; the report (and `qualification.json`) says what a fresh read shows — not
+///    promoted, no pod or claim `gone`, every member left on the candidate named — and the
+///    run's own invariants held (its receipt); then the report's Way back commands, run
+///    literally with kubectl in the order given, bring each member back on 1.0, Running, with
+///    the same claims;
+/// 2. one SIGINT during batch 2 of a compatible candidate: the decision says batch 1 stays
+///    promoted, naming its member, and the gates that finished after the signal are in the
+///    report.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_signal_keeps_every_way_back_and_the_report_tells_the_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let reports = dir.path().join("reports");
+    let cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    let repo = format!("{}/qualify-fleet", cluster.repo_base);
+    let client = rehearsal::backend::pinned_client(&kubeconfig, CONTEXT)
+        .await
+        .unwrap();
+    set_up_fleet(&client, &repo).await;
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    let pvcs_before = labelled_pvcs(&client).await;
+
+    let args = [
+        "--candidate",
+        "2.0-format",
+        "--rollback",
+        "restore-required",
+        "--batch-size",
+        "2",
+    ];
+    let members = ["survival", "creative"];
+    let (status, stdout, stderr) = signalled_in_batch(
+        &client,
+        &kubeconfig,
+        &reports,
+        "survival,creative",
+        &args,
+        &members,
+        true,
+    )
+    .await;
+    assert_eq!(status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(stdout.contains("second signal"), "{stdout}");
+    let bundle = bundle_of(&stdout);
+    let journal = rehearsal::evidence::receipts::verify(bundle.join("receipts.jsonl"))
+        .unwrap_or_else(|e| panic!("the bundle does not verify: {e}"));
+    let own = journal
+        .receipts
+        .iter()
+        .find(|r| r.step == "the qualification's own invariants")
+        .unwrap_or_else(|| panic!("no receipt of the run's own invariants: {stdout}"));
+    assert_eq!(own.observed["held"], true, "{}", own.observed);
+    let (md, _, json) = report(&bundle);
+    assert_eq!(json["promoted"], false, "{md}");
+    assert!(!md.contains("| gone |"), "{md}");
+    assert!(!md.contains("promote 0 batches"), "{md}");
+    let left = assert_way_backs_kept(&client, &repo, &members, &md, &json).await;
+    follow_way_back(&client, &kubeconfig, dir.path(), &md, &left).await;
+    for m in members {
+        await_running(&servers, m).await;
+        assert_eq!(
+            servers.get(m).await.unwrap().spec.version.as_deref(),
+            Some("1.0")
+        );
+    }
+    assert_eq!(labelled_pvcs(&client).await, pvcs_before);
+    one_signal_in_batch_two(&client, &kubeconfig, &reports).await;
+}
+
+/// Each of `members` a fresh read shows on the candidate is named in the decision and still has
+/// its pre-promotion Backup (no longer the run's) and its snapshot; returns them.
+async fn assert_way_backs_kept<'a>(
+    client: &kube::Client,
+    repo: &str,
+    members: &[&'a str],
+    md: &str,
+    json: &serde_json::Value,
+) -> Vec<&'a str> {
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    let backups: Api<gameplane_api::backup::Backup> = Api::namespaced(client.clone(), NS);
+    let mut left = Vec::new();
+    for &m in members {
+        let gs = servers.get(m).await.unwrap();
+        if gs.spec.version.as_deref() != Some("2.0-format") {
+            continue;
+        }
+        left.push(m);
+        assert!(
+            json["decision"].as_str().unwrap().contains(m),
+            "{m} runs the candidate, the decision does not say so: {md}"
+        );
+        // Its way back is there: Succeeded, no longer the run's, its snapshot in the repository.
+        let way_back = backups
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|b| {
+                b.spec.server_ref.name == m
+                    && b.metadata
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with(&format!("qualify-{m}-pre-")))
+            })
+            .unwrap_or_else(|| panic!("{m}'s pre-promotion Backup was deleted: {md}"));
+        let labels = way_back.metadata.labels.clone().unwrap_or_default();
+        assert!(!labels.contains_key(RUN_LABEL), "{labels:?}");
+        let name = way_back.metadata.name.clone().unwrap();
+        let snapshots = snapshot_tags(repo, Some(&format!("rehearsal-backup={name}")));
+        assert_eq!(snapshots.len(), 1, "{m}'s way back snapshot: {snapshots:?}");
+        assert!(md.contains(&format!("| {m} | {name} |")), "{md}");
+    }
+    assert!(
+        !left.is_empty(),
+        "the second signal came after the put-back: nothing was left to judge: {md}"
+    );
+    left
+}
+
+/// The report's Way back, followed literally with kubectl (its current context the embedded
+/// cluster's, as a user's would be): each member in `left` ends Running on 1.0.
+async fn follow_way_back(
+    client: &kube::Client,
+    kubeconfig: &Path,
+    dir: &Path,
+    md: &str,
+    left: &[&str],
+) {
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    let config = dir.join("kubeconfig-current");
+    std::fs::copy(kubeconfig, &config).unwrap();
+    let used = Command::new("kubectl")
+        .args(["config", "use-context", CONTEXT, "--kubeconfig"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(used.status.success(), "{used:?}");
+    let blocks = way_back_blocks(md);
+    assert_eq!(
+        blocks.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(),
+        left,
+        "{md}"
+    );
+    for (member, script) in &blocks {
+        let out = Command::new("sh")
+            .args(["-euc", script])
+            .env("KUBECONFIG", &config)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the way back of {member} failed as written:\n{script}\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        await_running(&servers, member).await;
+        let gs = servers.get(member).await.unwrap();
+        assert_eq!(gs.spec.version.as_deref(), Some("1.0"), "{member}");
+    }
+}
+
+/// One SIGINT during batch 2 of a compatible candidate: batch 1 stays promoted, and the
+/// decision says so; every gate that finished is in the report.
+async fn one_signal_in_batch_two(client: &kube::Client, kubeconfig: &Path, reports: &Path) {
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    let members = ["survival", "creative"];
+    let args = ["--candidate", "1.1-compat"];
+    let (status, stdout, stderr) = signalled_in_batch(
+        client,
+        kubeconfig,
+        reports,
+        "survival,creative",
+        &args,
+        &members,
+        false,
+    )
+    .await;
+    assert_eq!(status.code(), Some(130), "{stdout}\n{stderr}");
+    let (md, _, json) = report(&bundle_of(&stdout));
+    let decision = json["decision"].as_str().unwrap();
+    assert!(
+        decision.contains("promoted 1 batch, then interrupted: survival stays on the candidate"),
+        "{md}"
+    );
+    assert!(!stderr.contains("nothing further was promoted"), "{stderr}");
+    assert_eq!(
+        servers
+            .get("survival")
+            .await
+            .unwrap()
+            .spec
+            .version
+            .as_deref(),
+        Some("1.1-compat")
+    );
+    assert_eq!(
+        servers
+            .get("creative")
+            .await
+            .unwrap()
+            .spec
+            .version
+            .as_deref(),
+        Some("1.0"),
+        "{md}"
+    );
+    // Every gate that finished is in the report, the interrupted batch's too.
+    let receipts = std::fs::read_to_string(bundle_of(&stdout).join("receipts.jsonl")).unwrap();
+    let finished = receipts
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"gate\""))
+        .count();
+    assert_eq!(
+        json["gates"].as_array().unwrap().len(),
+        finished,
+        "every gate receipt in the report's table: {md}"
+    );
+}
+
+/// Claim → PVC UID of the fleet's claims.
+async fn labelled_pvcs(client: &kube::Client) -> std::collections::BTreeMap<String, String> {
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(client.clone(), NS);
+    claims
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| Some((c.metadata.name?, c.metadata.uid?)))
+        .filter(|(n, _)| !n.contains("canary"))
+        .collect()
+}

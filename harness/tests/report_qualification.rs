@@ -242,6 +242,7 @@ fn promoted() -> Qualification {
         way_back: vec![],
         backed_up: vec![],
         outcome: Outcome::Promoted { batches: 2 },
+        interrupted: None,
     }
 }
 
@@ -292,6 +293,7 @@ fn halted() -> Qualification {
             reason: reason.into(),
             batches_promoted: 0,
         },
+        interrupted: None,
     }
 }
 
@@ -536,6 +538,8 @@ fn a_promoted_restore_required_candidate_names_each_members_way_back() {
         backup: "qualify-survival-pre-run-1".into(),
         snapshot: "0a1b2c3d".into(),
         succeeded_unix_ms: Some(1_700_000_000_000),
+        previous: None,
+        kept_because: None,
     }];
     let r = report(&q);
     let md = qualification::markdown(&r);

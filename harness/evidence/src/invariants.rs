@@ -107,7 +107,7 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn new(invariant: &str, evidence: &str, found: String) -> Self {
+    pub(crate) fn new(invariant: &str, evidence: &str, found: String) -> Self {
         Self {
             invariant: invariant.to_string(),
             evidence: evidence.to_string(),

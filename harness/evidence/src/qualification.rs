@@ -413,6 +413,82 @@ pub struct Qualification {
     pub backed_up: Vec<WayBack>,
     /// How it ended.
     pub outcome: Outcome,
+    /// Set when a signal stopped it: which, how, and what a fresh read of the cluster showed
+    /// left on the candidate afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interruption>,
+}
+
+/// A qualification a signal stopped.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Interruption {
+    /// `SIGINT` or `SIGTERM`.
+    pub signal: String,
+    /// A second signal (or the grace running out) stopped the procedure at once, before it put
+    /// back the batch under way.
+    pub at_once: bool,
+    /// Members a fresh read of the cluster showed on the candidate outside a promoted batch when
+    /// the run ended, in fleet order.
+    #[serde(default)]
+    pub left_on_candidate: Vec<String>,
+}
+
+impl Qualification {
+    /// Members of the batches promoted so far, in fleet order.
+    pub fn promoted_members(&self) -> Vec<String> {
+        let batches = match &self.outcome {
+            Outcome::Promoted { batches } => *batches,
+            Outcome::Halted {
+                batches_promoted, ..
+            } => *batches_promoted,
+        };
+        self.plan
+            .fleet
+            .iter()
+            .take(batches.saturating_mul(self.plan.batch_size.max(1)))
+            .cloned()
+            .collect()
+    }
+
+    /// The decision of an interrupted qualification, from what it promoted (its receipts) and
+    /// what a fresh read showed: `not qualified: interrupted by SIGINT after promoting 1 batch
+    /// (it stays on the candidate: a); left on the candidate, not put back: b (see Way back)`;
+    /// `None` when no signal stopped it.
+    pub fn interrupted_decision(&self) -> Option<String> {
+        let i = self.interrupted.as_ref()?;
+        let batches = match &self.outcome {
+            Outcome::Promoted { batches } => *batches,
+            Outcome::Halted {
+                batches_promoted, ..
+            } => *batches_promoted,
+        };
+        let mut line = format!("not qualified: interrupted by {}", i.signal);
+        if i.at_once {
+            line.push_str(" (a second signal stopped it at once)");
+        }
+        if batches == 0 {
+            line.push_str("; nothing was promoted");
+        } else {
+            line.push_str(&format!(
+                "; promoted {batches} batch{}, then interrupted: {} stay{} on the candidate",
+                if batches == 1 { "" } else { "es" },
+                self.promoted_members().join(", "),
+                if self.promoted_members().len() == 1 {
+                    "s"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if !i.left_on_candidate.is_empty() {
+            line.push_str(&format!(
+                "; left on the candidate, not put back: {} (see Way back)",
+                i.left_on_candidate.join(", ")
+            ));
+        }
+        Some(line)
+    }
 }
 
 /// A member of a failed or unfinished promotion batch, moved to the candidate and put back.
@@ -458,6 +534,14 @@ pub struct WayBack {
     /// member must not have moved before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub succeeded_unix_ms: Option<u64>,
+    /// The version the member ran before its batch moved (`None`: the template's default, or
+    /// not recorded): the version its way back pins again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    /// Why the clean-up kept it although its batch was not promoted: its member was not back on
+    /// the version it ran before (`None`: kept as a promoted member's way back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_because: Option<String>,
 }
 
 /// One server at the start (or the end) of a qualification.

@@ -83,6 +83,7 @@ fn qualification(promoted: usize) -> Qualification {
         way_back: vec![],
         backed_up: vec![],
         outcome: Outcome::Promoted { batches: promoted },
+        interrupted: None,
     }
 }
 

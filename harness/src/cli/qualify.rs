@@ -43,8 +43,8 @@ pub struct QualifyArgs {
     /// Fleet members, comma-separated, promoted in this order (default: the source only).
     #[arg(long, value_delimiter = ',')]
     pub fleet: Vec<String>,
-    /// Members per promotion batch.
-    #[arg(long, default_value_t = 1)]
+    /// Members per promotion batch (at least 1).
+    #[arg(long, default_value_t = 1, value_parser = batch_size)]
     pub batch_size: usize,
     /// How many members of a batch are gated at once (image, join, save). The first failed
     /// gate stops the batch's gates that have not started; the batch is then put back.
@@ -89,6 +89,7 @@ pub struct QualifyArgs {
 /// Runs the qualification, tidies (or keeps) what it created, and writes its bundle and report;
 /// a halted or incomplete qualification, or a failed tidy-up, exits 1.
 pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
+    check_input(&args).map_err(CliError::usage)?;
     if matches!(args.target.cluster, super::run::ClusterArg::Embedded) {
         return Err(CliError::usage(
             "rehearse qualify acts on a fleet that already exists: use --cluster existing --kubeconfig P --context C (or --cluster kind)",
@@ -101,12 +102,8 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     check_reports_dir(&args.target.reports)?;
     let run_id = args.run_id.clone().unwrap_or_else(run::new_run_id);
     tidy::check_run_id(&run_id).map_err(CliError::usage)?;
-    let given_operator = args
-        .operator
-        .as_deref()
-        .map(identity::parse_operator)
-        .transpose()
-        .map_err(CliError::usage)?;
+    let given_operator = args.operator.as_deref().map(identity::parse_operator);
+    let given_operator = given_operator.transpose().map_err(CliError::usage)?;
     let cluster = cluster(&args.target)?;
     let backend = run::start_backend(&cluster, None)
         .await
@@ -123,48 +120,36 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     let leftovers = clear_namespace(&client, &namespace, &plan, bound).await?;
     let dir: PathBuf = Bundle::dir_for(&args.target.reports, &run_id);
     let operator_version = operator_version(&operator);
-    let bundle = Bundle::create(
-        &dir,
-        BundleMeta::new(
-            &run_id,
-            identity::HARNESS_COMMIT,
-            &operator.name,
-            &operator_version,
-            crate::backend::Arch::host().as_str(),
-        ),
-    )
-    .map_err(|e| CliError::usage(e.to_string()))?;
+    let bundle = create_bundle(&dir, &run_id, &operator.name, &operator_version)?;
     let case = format!("qualify-{}", args.candidate);
     let recorder = bundle
         .case(&case, "qualify")
         .map_err(|e| CliError::usage(e.to_string()))?;
     let ctx = CaseContext::new(backend.as_ref(), namespace.clone(), recorder);
     record_identity(&ctx, &operator, backend.as_ref(), &namespace, &leftovers)?;
-    println!(
-        "qualifying {} of template {} on a clone of {} in {namespace} (fleet {}, {} batch(es)); bundle {}",
-        plan.candidate,
-        plan.template,
-        plan.source,
-        plan.fleet.join(","),
-        crate::evidence::judge::gates::batches(&plan.fleet, plan.batch_size).len(),
-        dir.display()
-    );
+    announce(&plan, &namespace, &dir);
     qualify::set_progress(true);
     let mut q = qualify::start(&plan);
-    let (error, signal) = qualify_interruptible(&ctx, &plan, &mut q, &mut interrupts, bound).await;
+    let (error, signal, at_once) =
+        qualify_interruptible(&ctx, &plan, &mut q, &mut interrupts, bound).await;
     qualify::set_progress(false);
+    if at_once {
+        // Never read by the dropped procedure: the report must still show the fleet as it is.
+        let _ = qualify::fleet::read_after(&ctx, &plan, &mut q).await;
+    }
     record_interrupt(&ctx, signal, error.as_ref())?;
-    let result = match error {
+    let result = match &error {
         None => Ok(q.clone()),
-        Some(e) => Err(e),
+        Some(e) => Err(e.to_string()),
     };
     keep_diagnostics(&ctx, backend.as_ref(), &dir, &case, &result, signal).await;
-    // Tidy up whatever the outcome: the run's own objects, found by its label.
+    // Tidy up whatever the outcome: the run's own objects, found by its label — never a way
+    // back a member still needs.
     let tidied = tidy_up(&client, &namespace, &run_id, bound, args.keep).await;
     record_tidy(&ctx, args.keep, &tidied)?;
-    let CaseContext { recorder, .. } = ctx;
-    let (verdict, message) = verdict_of(&args.candidate, &result, signal);
-    close_bundle(recorder, bundle, verdict, &message, signal.is_some())?;
+    if let Ok(t) = &tidied {
+        keep_way_backs(&mut q, &t.kept_way_backs);
+    }
     let meta = report_meta(
         &run_id,
         &operator.name,
@@ -172,7 +157,25 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         backend.as_ref(),
         &namespace,
     );
-    let written = write_report(meta, &q, result.as_ref().err(), &dir)?;
+    let error_line = error.as_ref().map(ToString::to_string);
+    let (report, violations) = judge_own_invariants(
+        &ctx,
+        &plan,
+        &mut q,
+        &dir,
+        meta,
+        error_line.as_deref(),
+        signal.map(|s| (s, at_once)),
+    )
+    .await?;
+    let CaseContext { recorder, .. } = ctx;
+    let (verdict, message) = with_violations(
+        verdict_of(&args.candidate, &result, signal, &q),
+        &violations,
+    );
+    close_bundle(recorder, bundle, verdict, &message, signal.is_some())?;
+    let written = crate::report::qualification::write(&report, &dir)
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let (kubeconfig, context) = backend.kubeconfig();
     let inspect = tidy::inspect_commands(kubeconfig, context, &namespace, &run_id);
     let _ = backend.teardown(true).await;
@@ -193,26 +196,188 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
 /// is refused ([`crate::context::request_interrupt`]), so the procedure unwinds at its next step
 /// boundary (a read-back still returns the game to saving); it is dropped where it is after
 /// `grace`, or at once on a second signal. Returns the procedure's error and the signal, if any.
+/// The third value is whether the procedure was dropped where it was (a second signal, or the
+/// grace ran out), before it could put back the batch under way.
 async fn qualify_interruptible(
     ctx: &CaseContext<'_>,
     plan: &Plan,
     q: &mut qualify::Qualification,
     interrupts: &mut run::Interrupts,
     grace: std::time::Duration,
-) -> (Option<crate::context::CaseError>, Option<&'static str>) {
+) -> (
+    Option<crate::context::CaseError>,
+    Option<&'static str>,
+    bool,
+) {
     let procedure = qualify::qualify_into(ctx, plan, q);
     tokio::pin!(procedure);
     let signal = tokio::select! {
-        error = &mut procedure => return (error, None),
+        error = &mut procedure => return (error, None, false),
         signal = interrupts.recv() => signal,
     };
     crate::context::request_interrupt(signal);
     println!("{signal}: stopping at the next step boundary, then removing what the run created");
     tokio::select! {
-        error = &mut procedure => (error, Some(signal)),
-        () = tokio::time::sleep(grace) => (None, Some(signal)),
-        _ = interrupts.recv() => (None, Some(signal)),
+        error = &mut procedure => (error, Some(signal), false),
+        () = tokio::time::sleep(grace) => (None, Some(signal), true),
+        _ = interrupts.recv() => {
+            println!("second signal: stopping at once; nothing that is a way back is removed");
+            (None, Some(signal), true)
+        }
     }
+}
+
+/// The run's bundle directory `dir`, created: the run, the harness's commit and the operator.
+fn create_bundle(
+    dir: &std::path::Path,
+    run_id: &str,
+    operator: &str,
+    operator_version: &str,
+) -> Result<Bundle, CliError> {
+    Bundle::create(
+        dir,
+        BundleMeta::new(
+            run_id,
+            identity::HARNESS_COMMIT,
+            operator,
+            operator_version,
+            crate::backend::Arch::host().as_str(),
+        ),
+    )
+    .map_err(|e| CliError::usage(e.to_string()))
+}
+
+/// The run's first line: what is qualified, where, in how many batches, and the bundle.
+fn announce(plan: &Plan, namespace: &str, dir: &std::path::Path) {
+    println!(
+        "qualifying {} of template {} on a clone of {} in {namespace} (fleet {}, {} batch(es)); bundle {}",
+        plan.candidate,
+        plan.template,
+        plan.source,
+        plan.fleet.join(","),
+        crate::evidence::judge::gates::batches(&plan.fleet, plan.batch_size).len(),
+        dir.display()
+    );
+}
+
+/// The verdict and its line, failed when the qualification broke its own invariants (each
+/// named).
+fn with_violations(
+    (verdict, message): (Verdict, String),
+    violations: &[crate::evidence::invariants::Violation],
+) -> (Verdict, String) {
+    if violations.is_empty() {
+        return (verdict, message);
+    }
+    let broken: Vec<String> = violations
+        .iter()
+        .map(|v| format!("{}: {}", v.invariant, v.found))
+        .collect();
+    (
+        Verdict::Failed,
+        format!(
+            "{message}; the qualification broke its own invariants: {}",
+            broken.join("; ")
+        ),
+    )
+}
+
+/// The kept pre-promotion Backups of members that are not back, added to the record's way back
+/// (once each) with why they were kept.
+fn keep_way_backs(q: &mut qualify::Qualification, kept: &[tidy::KeptWayBack]) {
+    for k in kept {
+        if q.way_back.iter().any(|w| w.backup == k.backup) {
+            continue;
+        }
+        q.way_back.push(crate::evidence::qualification::WayBack {
+            server: k.server.clone(),
+            backup: k.backup.clone(),
+            snapshot: k.snapshot.clone(),
+            succeeded_unix_ms: None,
+            previous: k.previous.clone(),
+            kept_because: Some(k.why.clone()),
+        });
+    }
+}
+
+/// The qualification's own invariants, judged once it ended, from a fresh read of the cluster
+/// ([`crate::evidence::way_back`]: way back, truth; and the qualification invariant D6): fills
+/// in the interruption (`signal`: which, and whether it stopped the procedure at once) with who
+/// a fresh read shows left on the candidate, builds the report, records the read and
+/// the verdicts as a receipt, and returns the report with the violations.
+async fn judge_own_invariants(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut qualify::Qualification,
+    dir: &std::path::Path,
+    meta: Meta,
+    error: Option<&str>,
+    signal: Option<(&str, bool)>,
+) -> Result<
+    (
+        QualificationReport,
+        Vec<crate::evidence::invariants::Violation>,
+    ),
+    CliError,
+> {
+    use crate::evidence::way_back;
+    let at_once = signal.is_some_and(|(_, at_once)| at_once);
+    q.interrupted = signal.map(
+        |(signal, at_once)| crate::evidence::qualification::Interruption {
+            signal: signal.to_string(),
+            at_once,
+            left_on_candidate: Vec::new(),
+        },
+    );
+    let journal = crate::evidence::receipts::verify_prefix(dir.join("receipts.jsonl"))
+        .map(|p| p.journal.receipts)
+        .unwrap_or_default();
+    let taken = way_back::taken_from_receipts(&journal);
+    let read = qualify::fleet::read(ctx, plan, &taken).await;
+    if let Ok(read) = &read {
+        let left = way_back::left_on_candidate(q, read);
+        if let Some(i) = q.interrupted.as_mut() {
+            i.left_on_candidate = left;
+        }
+    }
+    let report = QualificationReport::new(meta, q, error);
+    let violations = match &read {
+        Ok(read) => {
+            let mut v = way_back::way_back(q, &taken, read);
+            v.extend(way_back::truth(q, &report, read));
+            // A batch a second signal cut short is judged as one kept for inspection: its
+            // members may stay on the candidate, named in the decision (truth) and with a way
+            // back (way back).
+            let mut judged = q.clone();
+            judged.plan.keep_failed_batch |= at_once;
+            let stopped = error.or(q.interrupted.as_ref().map(|i| i.signal.as_str()));
+            v.extend(crate::evidence::invariants::qualification::judge(
+                &judged, stopped, None,
+            ));
+            v
+        }
+        Err(e) => vec![crate::evidence::invariants::Violation {
+            invariant: way_back::WAY_BACK.into(),
+            evidence: "a fresh read of the fleet".into(),
+            found: format!("unknown: the fleet could not be read after the run: {e}"),
+        }],
+    };
+    ctx.recorder
+        .step(
+            "the qualification's own invariants",
+            serde_json::json!({
+                "invariants": [way_back::WAY_BACK, way_back::TRUTH, crate::evidence::invariants::qualification::QUALIFICATION],
+                "held": violations.is_empty(),
+                "violations": violations,
+                "taken": taken,
+                "read": read.as_ref().ok(),
+            }),
+        )
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    for v in &violations {
+        eprintln!("invariant {} violated: {}", v.invariant, v.found);
+    }
+    Ok((report, violations))
 }
 
 /// A halted, incomplete or interrupted qualification keeps its diagnostics, collected before
@@ -223,7 +388,7 @@ async fn keep_diagnostics(
     backend: &dyn crate::backend::Backend,
     dir: &std::path::Path,
     case: &str,
-    result: &Result<qualify::Qualification, crate::context::CaseError>,
+    result: &Result<qualify::Qualification, String>,
     signal: Option<&str>,
 ) {
     let promoted = matches!(result, Ok(q) if matches!(q.outcome, Outcome::Promoted { .. }));
@@ -273,19 +438,6 @@ fn close_bundle(
     Ok(())
 }
 
-/// Writes the qualification report into the bundle directory `dir`, with the error that ended
-/// the procedure early, if any; returns the files written.
-fn write_report(
-    meta: Meta,
-    q: &qualify::Qualification,
-    error: Option<&crate::context::CaseError>,
-    dir: &std::path::Path,
-) -> Result<Vec<PathBuf>, CliError> {
-    let error_line = error.map(ToString::to_string);
-    let report = QualificationReport::new(meta, q, error_line.as_deref());
-    crate::report::qualification::write(&report, dir).map_err(|e| CliError::usage(e.to_string()))
-}
-
 /// The run's `identity` receipt: who is qualified (the operator), by what (the harness version
 /// and commit), where (backend, context, namespace).
 fn record_identity(
@@ -333,7 +485,8 @@ fn record_tidy(
             },
             match tidied {
                 Ok(t) => serde_json::json!({
-                    "ok": true, "objects": t.objects, "snapshots": t.snapshots, "kept": keep
+                    "ok": true, "objects": t.objects, "snapshots": t.snapshots, "kept": keep,
+                    "kept_way_backs": t.kept_way_backs,
                 }),
                 Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
             },
@@ -384,11 +537,19 @@ fn conclude(
                 println!("  {line}");
             }
         }
-        Ok(t) => println!(
-            "removed {} object(s) run {run_id} created in namespace {namespace} and forgot {} restic snapshot(s) it took (tag rehearsal-run={run_id})",
-            t.objects.len(),
-            t.snapshots.ids.len()
-        ),
+        Ok(t) => {
+            println!(
+                "removed {} object(s) run {run_id} created in namespace {namespace} and forgot {} restic snapshot(s) it took (tag rehearsal-run={run_id})",
+                t.objects.len(),
+                t.snapshots.ids.len()
+            );
+            for k in &t.kept_way_backs {
+                println!(
+                    "kept Backup {} as the way back of {} ({}): see the report's Way back",
+                    k.backup, k.server, k.why
+                );
+            }
+        }
         Err(e) => {
             let verdict_line = if verdict == Verdict::Passed {
                 &message
@@ -405,6 +566,50 @@ fn conclude(
     } else {
         Err(CliError::failed(message))
     }
+}
+
+/// A `--batch-size` value: a whole number of members, at least 1.
+fn batch_size(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(0) => {
+            Err("a batch of 0 members promotes nothing and gates nothing; use 1 or more".into())
+        }
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "{value:?} is not a number of members; use 1 or more"
+        )),
+    }
+}
+
+/// Refuses, before anything is read or touched, names the qualification cannot mean: an empty
+/// name (`--fleet ""`, `--fleet a,,b`, an empty `--source`, `--template` or `--candidate`) and a
+/// member listed twice (it would be gated twice and counted as two).
+pub fn check_input(args: &QualifyArgs) -> Result<(), String> {
+    for (flag, value) in [
+        ("--candidate", &args.candidate),
+        ("--template", &args.template),
+        ("--namespace", &args.namespace),
+        ("--source", &args.source),
+    ] {
+        if value.trim().is_empty() {
+            return Err(format!("{flag} is empty; name it"));
+        }
+    }
+    if args.fleet.iter().any(|m| m.trim().is_empty()) {
+        return Err(format!(
+            "--fleet {:?} names an empty member; list members as NAME,NAME (no empty entries)",
+            args.fleet.join(",")
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for m in &args.fleet {
+        if !seen.insert(m) {
+            return Err(format!(
+                "--fleet names {m} twice; list each member once (it would be moved and gated twice)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A `--module-bundle` value that parses as a [`crate::evidence::qualification::ModulePin`].
@@ -553,6 +758,17 @@ async fn clear_namespace(
     let leftovers = tidy::find(client, namespace, None)
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
+    // A way back an earlier run (killed, or stopped by a second signal) left for a member that
+    // is not back is kept, never swept.
+    let (leftovers, kept) = tidy::hold_way_backs(client, namespace, leftovers)
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    for k in &kept {
+        println!(
+            "keeping Backup {} (run {}) as the way back of {}: {}",
+            k.backup, k.run, k.server, k.why
+        );
+    }
     let mut snapshots = tidy::Snapshots::default();
     if !leftovers.is_empty() {
         println!(
@@ -595,13 +811,15 @@ async fn clear_namespace(
 /// The run's verdict and its one-line message: promoted, halted at a gate, or not completed.
 fn verdict_of(
     candidate: &str,
-    result: &Result<qualify::Qualification, crate::context::CaseError>,
+    result: &Result<qualify::Qualification, String>,
     signal: Option<&str>,
+    q: &qualify::Qualification,
 ) -> (Verdict, String) {
-    if let Some(signal) = signal {
+    if signal.is_some() {
         return (
             Verdict::Interrupted,
-            format!("interrupted by {signal}; nothing further was promoted"),
+            q.interrupted_decision()
+                .unwrap_or_else(|| "not qualified: interrupted".into()),
         );
     }
     match result {
@@ -638,6 +856,8 @@ fn operator_version(operator: &OperatorIdentity) -> String {
 struct Tidied {
     objects: Vec<tidy::Created>,
     snapshots: tidy::Snapshots,
+    /// Pre-promotion Backups kept: their members are not back on the version they ran.
+    kept_way_backs: Vec<tidy::KeptWayBack>,
 }
 
 /// What earlier runs left in the namespace, removed (objects) and forgotten (snapshots) first.
@@ -657,11 +877,20 @@ async fn tidy_up(
     keep: bool,
 ) -> Result<Tidied, tidy::TidyError> {
     let objects = tidy::find(client, namespace, Some(run_id)).await?;
+    let (objects, kept_way_backs) = if keep {
+        (objects, Vec::new())
+    } else {
+        tidy::hold_way_backs(client, namespace, objects).await?
+    };
     let snapshots = tidy::snapshots(client, namespace, &objects, run_id, !keep, bound).await?;
     if !keep {
         tidy::remove(client, namespace, &objects, bound).await?;
     }
-    Ok(Tidied { objects, snapshots })
+    Ok(Tidied {
+        objects,
+        snapshots,
+        kept_way_backs,
+    })
 }
 
 /// The operator under test read from its Deployment `NAMESPACE/NAME`; without one, the run

@@ -24,13 +24,15 @@
 //! | [`gates`] | the gates a server passes on the candidate: [`gates::image`], [`gates::join`], [`gates::save`], [`gates::read_back`]; [`gates::pods`] is the one rule for every wait on a pod |
 //! | [`rollback`] | the clone's rollback and how it is judged |
 //! | [`promotion`] | the fleet moved in gated batches |
-//! | [`tidy`] | removing what a run created |
+//! | [`tidy`] | removing what a run created (never a way back a member still needs) |
+//! | [`fleet`] | the fleet as a fresh read shows it once the run ended |
 //! | [`identity`] | which operator and harness ran |
 //!
 //! The stages depend on each other only downwards (procedure → promotion, rollback, seed →
 //! gates → access); `harness/tests/module_graph.rs` keeps the graph acyclic.
 
 pub mod access;
+pub mod fleet;
 pub mod gates;
 pub mod identity;
 pub mod preflight;

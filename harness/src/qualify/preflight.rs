@@ -30,16 +30,27 @@ pub(super) async fn preflight(
         servers.push(plan.source.clone());
     }
     let mut members = Vec::new();
+    let mut states = Vec::new();
     for member in &servers {
         let read = match get_server_opt(ctx, member).await? {
             None => Member::Missing,
-            Some(gs) => Member::Pins(gs.spec.version.unwrap_or_default()),
+            Some(gs) => {
+                if plan.fleet.contains(member) {
+                    states.push(judge::MemberState {
+                        name: member.clone(),
+                        suspended: gs.spec.suspend == Some(true),
+                        image_override: gs.spec.image.clone(),
+                    });
+                }
+                Member::Pins(gs.spec.version.unwrap_or_default())
+            }
         };
         members.push((member.clone(), read));
     }
     let tracking_allowed = ctx.harness_mutant(HarnessMutant::DefaultTrackingAllowed);
     if let Some(refusal) =
         judge::fleet_refusal(&ctx.namespace, &plan.candidate, &members, tracking_allowed)
+            .or_else(|| judge::member_state_refusal(&ctx.namespace, &states))
     {
         return Ok(Err(Refusal(refusal)));
     }

@@ -55,6 +55,7 @@ pub fn start(plan: &Plan) -> Qualification {
         way_back: vec![],
         backed_up: vec![],
         outcome: Outcome::Promoted { batches: 0 },
+        interrupted: None,
     }
 }
 
@@ -68,14 +69,10 @@ pub async fn qualify_into(
     let error = procedure(ctx, plan, q).await.err();
     // Read after an interrupt too (plain reads, no step an interrupt refuses): the report shows
     // the fleet as it is, never "gone" for objects that exist.
-    let mut servers = plan.observed();
-    servers.push(q.clone.clone());
-    match members(ctx, plan, &servers, false).await {
-        Ok(after) => q.after = after,
-        Err(e) if error.is_none() => return Some(e),
-        Err(_) => {}
+    match crate::qualify::fleet::read_after(ctx, plan, q).await {
+        Ok(()) => error,
+        Err(e) => error.or(Some(e)),
     }
-    error
 }
 
 pub(super) async fn procedure(

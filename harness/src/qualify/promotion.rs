@@ -14,13 +14,14 @@ use crate::evidence::judge::gates as judge;
 use crate::evidence::qualification::{
     Gate, MemberBaseline, Outcome, Plan, PutBack, Qualification, Rollback, WayBack, gates,
 };
+use crate::evidence::way_back;
 use crate::qualify::access::{
     Access, await_server_phase, get_server, member_state, patch_server, pod_uid,
 };
 use crate::qualify::gates::pods::await_pod_running_image;
 use crate::qualify::gates::unix_ms;
 use crate::qualify::gates::{BatchStop, server_gates};
-use crate::qualify::seed::{await_backup, back_up, create_backup, restore};
+use crate::qualify::seed::{await_backup, create_backup, restore};
 use crate::qualify::tidy;
 use crate::wait::{await_condition, conditions};
 
@@ -99,10 +100,20 @@ pub(super) async fn promote(
             }
             Rollback::Compatible => Vec::new(),
         };
+        let stop = BatchStop::default();
         let ran = ctx
             .step(
                 &name,
-                move_and_gate(ctx, plan, access, candidate_image, batch, &moved, &backups),
+                move_and_gate(
+                    ctx,
+                    plan,
+                    access,
+                    candidate_image,
+                    batch,
+                    &moved,
+                    &backups,
+                    &stop,
+                ),
             )
             .await;
         let moved = take(moved);
@@ -111,6 +122,8 @@ pub(super) async fn promote(
         let member_gates = match ran {
             Ok(gates) => gates,
             Err(e) => {
+                // The gates that finished before the batch ended are reported too.
+                q.gates.extend(stop.gates());
                 let interrupted = matches!(e, CaseError::Interrupted { .. });
                 if interrupted || !plan.keep_failed_batch {
                     put_back(ctx, plan, q, i + 1, &moved, &unfinished(&e)).await?;
@@ -147,6 +160,8 @@ pub(super) async fn promote(
         match decided {
             Ok(next) => {
                 promoted = next;
+                // The record says what is promoted so far: an interrupt later keeps it.
+                q.outcome = Outcome::Promoted { batches: promoted };
                 keep_way_back(ctx, plan, q, backups).await?;
             }
             Err(_) if ctx.harness_mutant(HarnessMutant::BatchHaltIgnored) => {
@@ -171,6 +186,7 @@ pub(super) async fn promote(
 /// gates its members together, at most `plan.gate_concurrency` at once, in the batch's order;
 /// the first failed gate stops the gates not yet started. An error (an interrupt) ends the
 /// batch at once: the members' gates still running are dropped.
+#[allow(clippy::too_many_arguments)]
 async fn move_and_gate(
     ctx: &CaseContext<'_>,
     plan: &Plan,
@@ -179,6 +195,7 @@ async fn move_and_gate(
     batch: &[String],
     moved: &Mutex<Vec<Moved>>,
     backups: &[WayBack],
+    stop: &BatchStop,
 ) -> Result<Vec<Gate>, CaseError> {
     let mut generations = Vec::new();
     for member in batch {
@@ -209,7 +226,6 @@ async fn move_and_gate(
         };
         generations.push(patch_server(ctx, member, patch).await?);
     }
-    let stop = BatchStop::default();
     let each: Vec<_> = batch
         .iter()
         .zip(generations)
@@ -222,7 +238,7 @@ async fn move_and_gate(
                 candidate_image,
                 generation,
                 None,
-                Some(&stop),
+                Some(stop),
             )
         })
         .collect();
@@ -416,6 +432,7 @@ async fn back_up_batch(
             let mut taken = Vec::new();
             for m in members {
                 let mut was = Moved::as_it_is(ctx, m).await?;
+                let previous = was.version.clone();
                 let uid = pod_uid(ctx, m).await?;
                 was.suspended_here = true;
                 lock(moved).push(was);
@@ -434,13 +451,18 @@ async fn back_up_batch(
                 let tags = tidy::pre_promotion_tags(&plan.run_id, &backup);
                 // `harness-gated-before-backup-ended` defect: the backup is only started; the
                 // batch moves while it runs and it is waited for after the gates.
+                create_backup(ctx, plan, &backup, m, tags, Some(&previous)).await?;
+                // In the journal before it is waited for: every way back is named there, even
+                // one a second signal cuts short.
+                ctx.recorder.step(
+                    way_back::WAY_BACK_CREATED_STEP,
+                    json!({"kind": "way-back", "member": m, "backup": backup, "previous": previous}),
+                )?;
                 let (snapshot, succeeded_unix_ms) =
                     if ctx.harness_mutant(HarnessMutant::GatedBeforeBackupEnded) {
-                        create_backup(ctx, plan, &backup, m, tags).await?;
                         (String::new(), None)
                     } else {
-                        let snapshot = back_up(ctx, plan, &backup, m, tags).await?;
-                        (snapshot, Some(unix_ms()))
+                        (await_backup(ctx, &backup).await?, Some(unix_ms()))
                     };
                 if let Some(was) = lock(moved).iter_mut().find(|w| &w.member == m) {
                     was.before = Some(before);
@@ -450,6 +472,8 @@ async fn back_up_batch(
                     backup,
                     snapshot,
                     succeeded_unix_ms,
+                    previous,
+                    kept_because: None,
                 });
             }
             Ok(taken)

@@ -67,6 +67,7 @@ pub(super) async fn seed_clone(
                 &backup_name,
                 &plan.source,
                 tidy::snapshot_tags(&plan.run_id),
+                None,
             ),
         )
         .await?;
@@ -134,15 +135,17 @@ pub(super) async fn restore_into(
 }
 
 /// Creates Backup `name` of `server` (quiesced, into the plan's repository, its snapshot
-/// tagged `tags`, labelled with the run) and waits until it succeeded; returns its snapshot.
+/// tagged `tags`, labelled with the run; with `way_back_of`, a pre-promotion Backup annotated
+/// with the version its member ran before) and waits until it succeeded; returns its snapshot.
 pub(super) async fn back_up(
     ctx: &CaseContext<'_>,
     plan: &Plan,
     name: &str,
     server: &str,
     tags: Vec<String>,
+    way_back_of: Option<&Option<String>>,
 ) -> Result<String, CaseError> {
-    create_backup(ctx, plan, name, server, tags).await?;
+    create_backup(ctx, plan, name, server, tags, way_back_of).await?;
     await_backup(ctx, name).await
 }
 
@@ -153,6 +156,7 @@ pub(super) async fn create_backup(
     name: &str,
     server: &str,
     tags: Vec<String>,
+    way_back_of: Option<&Option<String>>,
 ) -> Result<(), CaseError> {
     let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let mut backup = Backup::new(
@@ -171,6 +175,13 @@ pub(super) async fn create_backup(
         },
     );
     backup.metadata.labels = Some(tidy::labels(&plan.run_id));
+    if let Some(previous) = way_back_of {
+        // A pre-promotion Backup: the clean-up keeps it until its member is back on this version.
+        backup.metadata.annotations = Some(std::collections::BTreeMap::from([(
+            crate::evidence::way_back::PREVIOUS_VERSION_ANNOTATION.to_string(),
+            previous.clone().unwrap_or_default(),
+        )]));
+    }
     api.create(&Default::default(), &backup)
         .await
         .map_err(CaseError::kube(

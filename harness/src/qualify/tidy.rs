@@ -25,6 +25,7 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::evidence::way_back::PREVIOUS_VERSION_ANNOTATION;
 use crate::wait::{WaitError, await_condition, conditions};
 
 /// The label every object a qualification creates carries; its value is the run id.
@@ -326,6 +327,135 @@ pub async fn remove(
         }
     }
     Ok(())
+}
+
+/// The label a kept way back carries instead of [`RUN_LABEL`]: the run that took it.
+pub const WAY_BACK_LABEL: &str = "rehearsal.local/way-back-of";
+
+/// A pre-promotion Backup the clean-up found and kept: its member is not back on the version it
+/// ran before, so the Backup (and its snapshot) is that member's way back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeptWayBack {
+    /// The Backup.
+    pub backup: String,
+    /// Its member.
+    pub server: String,
+    /// The version the member ran before (`None`: the template's default).
+    pub previous: Option<String>,
+    /// Its snapshot (empty: it had not succeeded).
+    pub snapshot: String,
+    /// Why it was kept: what a fresh read showed of its member.
+    pub why: String,
+    /// The run that took it.
+    pub run: String,
+}
+
+/// Splits `objects` (a run's, or every run's leftovers) into what may be removed and the
+/// pre-promotion Backups that must stay: one whose member a fresh read does not show back on
+/// the version the Backup's [`PREVIOUS_VERSION_ANNOTATION`] names (see
+/// [`crate::evidence::way_back::verified_back`]) is kept — relabelled [`WAY_BACK_LABEL`], so
+/// neither this run nor a later one removes it or forgets its snapshot.
+pub async fn hold_way_backs(
+    client: &kube::Client,
+    namespace: &str,
+    objects: Vec<Created>,
+) -> Result<(Vec<Created>, Vec<KeptWayBack>), TidyError> {
+    use crate::evidence::way_back::{previous_from_annotation, verified_back};
+    let backups = Api::<Backup>::namespaced(client.clone(), namespace);
+    let servers = Api::<GameServer>::namespaced(client.clone(), namespace);
+    let list_err = |kind: &'static str| {
+        let namespace = namespace.to_string();
+        move |e| TidyError::List {
+            kind,
+            namespace,
+            source: Box::new(e),
+        }
+    };
+    let mut removable = Vec::new();
+    let mut kept = Vec::new();
+    for object in objects {
+        if object.kind != "Backup" {
+            removable.push(object);
+            continue;
+        }
+        let Some(b) = backups
+            .get_opt(&object.name)
+            .await
+            .map_err(list_err("Backup"))?
+        else {
+            removable.push(object);
+            continue;
+        };
+        let annotation = b.annotations().get(PREVIOUS_VERSION_ANNOTATION).cloned();
+        let pre_promotion =
+            annotation.is_some() || b.spec.tags.iter().any(|t| t == "pre-promotion");
+        if !pre_promotion {
+            removable.push(object);
+            continue;
+        }
+        let member = b.spec.server_ref.name.clone();
+        let previous = annotation
+            .as_deref()
+            .and_then(previous_from_annotation)
+            .map(str::to_string);
+        let now = servers
+            .get_opt(&member)
+            .await
+            .map_err(list_err("GameServer"))?
+            .map(|gs| server_now(&gs));
+        let why = match (
+            &annotation,
+            verified_back(previous.as_deref(), now.as_ref()),
+        ) {
+            (Some(_), Ok(())) => {
+                removable.push(object);
+                continue;
+            }
+            (None, _) => "the version its member ran before was not recorded".to_string(),
+            (Some(_), Err(why)) => why,
+        };
+        let patch = serde_json::json!({"metadata": {"labels": {
+            RUN_LABEL: null,
+            WAY_BACK_LABEL: object.run,
+        }}});
+        backups
+            .patch(
+                &object.name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|e| TidyError::Delete {
+                object: object.clone(),
+                namespace: namespace.to_string(),
+                source: Box::new(e),
+            })?;
+        kept.push(KeptWayBack {
+            backup: object.name.clone(),
+            server: member,
+            previous,
+            snapshot: b.status.and_then(|s| s.snapshot_id).unwrap_or_default(),
+            why,
+            run: object.run,
+        });
+    }
+    Ok((removable, kept))
+}
+
+/// A GameServer as [`crate::evidence::way_back`] judges it (without its pod and claims).
+pub fn server_now(gs: &GameServer) -> crate::evidence::way_back::ServerNow {
+    crate::evidence::way_back::ServerNow {
+        server: gs.name_any(),
+        version: gs.spec.version.clone(),
+        suspend: gs.spec.suspend,
+        phase: gs
+            .status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .map(|p| format!("{p:?}")),
+        pod_uid: None,
+        pvcs: BTreeMap::new(),
+    }
 }
 
 /// The restic tags every snapshot run `run_id` takes carries: its source Backup's tags.

@@ -261,6 +261,51 @@ pub enum Member {
     Pins(String),
 }
 
+/// How a fleet member stands apart from its version, as the preflight reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberState {
+    /// Its name.
+    pub name: String,
+    /// `spec.suspend` is true: it has no pod, so no gate can run on it.
+    pub suspended: bool,
+    /// `spec.image`, when it overrides the version's image: it can never run the candidate.
+    pub image_override: Option<String>,
+}
+
+/// The preflight's refusal of members that can never pass a promotion batch's gates: one left
+/// suspended (an earlier run killed while it was stopped for its backup leaves it so), or one
+/// whose `spec.image` overrides the version, so moving it to the candidate changes nothing it
+/// runs. `None` when every member can run the candidate.
+pub fn member_state_refusal(namespace: &str, members: &[MemberState]) -> Option<String> {
+    let suspended: Vec<&str> = members
+        .iter()
+        .filter(|m| m.suspended)
+        .map(|m| m.name.as_str())
+        .collect();
+    if !suspended.is_empty() {
+        return Some(format!(
+            "fleet member(s) {} in namespace {namespace} are suspended (spec.suspend: true), so no gate can run on them; resume each (`kubectl -n {namespace} patch gameserver NAME --type merge -p '{{\"spec\":{{\"suspend\":null}}}}'`) or leave it out of --fleet",
+            suspended.join(", ")
+        ));
+    }
+    let overridden: Vec<String> = members
+        .iter()
+        .filter_map(|m| {
+            m.image_override
+                .as_deref()
+                .filter(|i| !i.is_empty())
+                .map(|i| format!("{} (spec.image {i})", m.name))
+        })
+        .collect();
+    if !overridden.is_empty() {
+        return Some(format!(
+            "fleet member(s) {} override their image, so they can never run the candidate's; remove spec.image or leave them out of --fleet",
+            overridden.join(", ")
+        ));
+    }
+    None
+}
+
 /// The preflight's refusal of the fleet (`members`: each server of the fleet and the source,
 /// as read), or `None`: a member that does not exist; a member that tracks the template's
 /// default version (it would adopt the candidate by itself) unless `tracking_allowed` (the

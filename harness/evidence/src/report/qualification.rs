@@ -157,6 +157,18 @@ impl UidRow {
     }
 }
 
+/// One server's pinned version before and after (`spec.version`; `None`: the template's
+/// default, or the server was not there).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct VersionRow {
+    /// The GameServer.
+    pub server: String,
+    /// When the qualification began.
+    pub before: Option<String>,
+    /// As a fresh read showed it when the qualification ended.
+    pub after: Option<String>,
+}
+
 /// The whole report.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct QualificationReport {
@@ -192,6 +204,9 @@ pub struct QualificationReport {
     pub pods: Vec<UidRow>,
     /// Each server's PVC UIDs before and after, claim by claim.
     pub pvcs: Vec<UidRow>,
+    /// Each fleet member's (and the source's) pinned version before and after.
+    #[serde(default)]
+    pub versions: Vec<VersionRow>,
     /// `promote N batches`, `halted at <gate> on <member>: <reason>` or `not qualified: the
     /// procedure could not complete: …`.
     pub decision: String,
@@ -221,17 +236,27 @@ impl QualificationReport {
             (Outcome::Halted { .. }, None) => q.gates.iter().rposition(|g| !g.passed),
             _ => None,
         };
-        let (decision, promoted) = match (error, &q.outcome) {
-            (Some(e), _) => (
+        let (decision, promoted) = match (q.interrupted_decision(), error, &q.outcome) {
+            (Some(d), _, _) => (d, false),
+            (None, Some(e), _) => (
                 format!("not qualified: the procedure could not complete: {e}"),
                 false,
             ),
-            (None, o @ Outcome::Promoted { .. }) => (o.decision(), true),
-            (None, o) => (o.decision(), false),
+            (None, None, o @ Outcome::Promoted { .. }) => (o.decision(), true),
+            (None, None, o) => (o.decision(), false),
         };
+        let after: BTreeMap<&str, _> = q.after.iter().map(|m| (m.server.as_str(), m)).collect();
+        let versions = q
+            .baseline
+            .iter()
+            .map(|b| VersionRow {
+                server: b.server.clone(),
+                before: b.version.clone(),
+                after: after.get(b.server.as_str()).and_then(|m| m.version.clone()),
+            })
+            .collect();
         let mut pods = Vec::new();
         let mut pvcs = Vec::new();
-        let after: BTreeMap<&str, _> = q.after.iter().map(|m| (m.server.as_str(), m)).collect();
         let mut servers: Vec<&str> = q.baseline.iter().map(|m| m.server.as_str()).collect();
         if !servers.contains(&q.clone.as_str()) && after.contains_key(q.clone.as_str()) {
             servers.push(q.clone.as_str());
@@ -293,6 +318,7 @@ impl QualificationReport {
             failing,
             pods,
             pvcs,
+            versions,
             decision,
             promoted,
             put_back: q.put_back.clone(),
@@ -479,9 +505,44 @@ fn put_back_worlds_html(r: &QualificationReport) -> String {
 }
 
 /// What the way-back sections say above their table.
-const WAY_BACK_TEXT: &str = "The candidate changes the save format, so pinning the previous version again is not enough: each promoted member was backed up before its batch moved, and that backup is kept as its way back (restore it with a Restore naming the Backup, then pin the previous version).";
+const WAY_BACK_TEXT: &str = "The candidate changes the save format, so pinning the previous version again is not enough, and restoring under the candidate is not either (the candidate would rewrite the restored world as soon as it starts): each member below was backed up before its batch moved, and that Backup is kept as its way back. To go back, in this order: pin the previous version with the server suspended, wait until it is Suspended, restore the Backup, wait until the Restore Succeeded, then resume the server. The commands below do exactly that for each member.";
 
-/// The Markdown section naming the promoted members' kept backups (empty when none was).
+/// The `kubectl` commands that put `w`'s member back from its way back, in the order that works
+/// (the previous version pinned while suspended, then the restore, then resumed), for namespace
+/// `namespace`. One command per line; the Restore is created from a here-document.
+pub fn way_back_commands(namespace: &str, w: &WayBack) -> Vec<String> {
+    let version = match &w.previous {
+        Some(v) => serde_json::Value::String(v.clone()),
+        None => serde_json::Value::Null,
+    };
+    let k = format!("kubectl -n {namespace}");
+    let restore = format!("{}-way-back", w.server);
+    vec![
+        format!(
+            "{k} patch gameserver {} --type merge -p '{}'",
+            w.server,
+            serde_json::json!({"spec": {"version": version, "suspend": true}})
+        ),
+        format!(
+            "{k} wait gameserver/{} --for=jsonpath='{{.status.phase}}'=Suspended --timeout=10m",
+            w.server
+        ),
+        format!(
+            "{k} create -f - <<'EOF'\napiVersion: gameplane.local/v1alpha1\nkind: Restore\nmetadata:\n  name: {restore}\nspec:\n  backupRef:\n    name: {}\n  serverRef:\n    name: {}\nEOF",
+            w.backup, w.server
+        ),
+        format!(
+            "{k} wait restore/{restore} --for=jsonpath='{{.status.phase}}'=Succeeded --timeout=10m"
+        ),
+        format!(
+            "{k} patch gameserver {} --type merge -p '{}'",
+            w.server,
+            serde_json::json!({"spec": {"suspend": null}})
+        ),
+    ]
+}
+
+/// The Markdown section naming each kept way back and how to use it (empty when none was kept).
 fn way_back_markdown(r: &QualificationReport) -> String {
     let mut out = String::new();
     if r.way_back.is_empty() {
@@ -489,21 +550,35 @@ fn way_back_markdown(r: &QualificationReport) -> String {
     }
     let _ = writeln!(
         out,
-        "\n## Way back\n\n{WAY_BACK_TEXT}\n\n| Member | Backup | Snapshot |\n|---|---|---|"
+        "\n## Way back\n\n{WAY_BACK_TEXT}\n\n| Member | Backup | Snapshot | Kept because |\n|---|---|---|---|"
     );
     for w in &r.way_back {
         let _ = writeln!(
             out,
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             cell(&w.server),
             cell(&w.backup),
-            cell(&w.snapshot)
+            cell(&w.snapshot),
+            cell(
+                w.kept_because
+                    .as_deref()
+                    .unwrap_or("its batch was promoted")
+            )
+        );
+    }
+    for w in &r.way_back {
+        let _ = writeln!(
+            out,
+            "\nTo put {} back on {}:\n\n```sh\n{}\n```",
+            w.server,
+            w.previous.as_deref().unwrap_or("the template's default"),
+            way_back_commands(&r.meta.namespace, w).join("\n")
         );
     }
     out
 }
 
-/// The HTML section naming the promoted members' kept backups (empty when none was).
+/// The HTML section naming each kept way back and how to use it (empty when none was kept).
 fn way_back_html(r: &QualificationReport) -> String {
     let mut out = String::new();
     if r.way_back.is_empty() {
@@ -511,16 +586,69 @@ fn way_back_html(r: &QualificationReport) -> String {
     }
     let _ = writeln!(
         out,
-        "<h2>Way back</h2>\n<p>{}</p>\n<table class=\"way-back\">\n<tr><th>Member</th><th>Backup</th><th>Snapshot</th></tr>",
+        "<h2>Way back</h2>\n<p>{}</p>\n<table class=\"way-back\">\n<tr><th>Member</th><th>Backup</th><th>Snapshot</th><th>Kept because</th></tr>",
         escape(WAY_BACK_TEXT)
     );
     for w in &r.way_back {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
+            "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
             escape(&w.server),
             escape(&w.backup),
-            escape(&w.snapshot)
+            escape(&w.snapshot),
+            escape(
+                w.kept_because
+                    .as_deref()
+                    .unwrap_or("its batch was promoted")
+            )
+        );
+    }
+    out.push_str("</table>\n");
+    for w in &r.way_back {
+        let _ = writeln!(
+            out,
+            "<p>To put {} back on {}:</p>\n<pre>{}</pre>",
+            escape(&w.server),
+            escape(w.previous.as_deref().unwrap_or("the template's default")),
+            escape(&way_back_commands(&r.meta.namespace, w).join("\n"))
+        );
+    }
+    out
+}
+
+/// The Markdown table of each member's version before and after (empty when none was read).
+fn versions_markdown(r: &QualificationReport) -> String {
+    let mut out = String::new();
+    if r.versions.is_empty() {
+        return out;
+    }
+    out.push_str("\n## Versions before and after\n\n| Server | Before | After |\n|---|---|---|\n");
+    for v in &r.versions {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            cell(&v.server),
+            cell(&or_dash(v.before.as_deref())),
+            cell(&or_dash(v.after.as_deref()))
+        );
+    }
+    out
+}
+
+/// The HTML table of each member's version before and after (empty when none was read).
+fn versions_html(r: &QualificationReport) -> String {
+    let mut out = String::new();
+    if r.versions.is_empty() {
+        return out;
+    }
+    out.push_str("<h2>Versions before and after</h2>\n<table class=\"versions\">\n<tr><th>Server</th><th>Before</th><th>After</th></tr>\n");
+    for v in &r.versions {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&v.server),
+            escape(v.before.as_deref().unwrap_or("—")),
+            escape(v.after.as_deref().unwrap_or("—"))
         );
     }
     out.push_str("</table>\n");
@@ -789,6 +917,7 @@ pub fn markdown(r: &QualificationReport) -> String {
     out.push_str(&put_back_markdown(r));
     out.push_str(&put_back_worlds_markdown(r));
     out.push_str(&way_back_markdown(r));
+    out.push_str(&versions_markdown(r));
     out.push_str("\n## Pod UIDs before and after\n\n| Server | Before | After | Change |\n|---|---|---|---|\n");
     for p in &r.pods {
         let _ = writeln!(
@@ -978,6 +1107,7 @@ pub fn html(r: &QualificationReport) -> String {
     out.push_str(&put_back_html(r));
     out.push_str(&put_back_worlds_html(r));
     out.push_str(&way_back_html(r));
+    out.push_str(&versions_html(r));
     out.push_str("<h2>Pod UIDs before and after</h2>\n<table class=\"pods\">\n<tr><th>Server</th><th>Before</th><th>After</th><th>Change</th></tr>\n");
     for p in &r.pods {
         let _ = writeln!(

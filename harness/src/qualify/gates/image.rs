@@ -25,6 +25,7 @@ pub(in crate::qualify) async fn image_gate(
     generation: Option<i64>,
 ) -> Result<Gate, CaseError> {
     ctx.uses("container imageID");
+    let started = std::time::Instant::now();
     let observed = await_generation_observed(ctx, server, generation).await;
     if let Err(e) = observed {
         return Ok(gate(
@@ -85,7 +86,16 @@ pub(in crate::qualify) async fn image_gate(
         gameserver_phase: gs_phase,
         gameserver_ready_reason: gs_reason,
     };
-    let did_not_run = waited.as_ref().err().map(ToString::to_string);
+    // The pod's wait names its own bound; the gate's other waits (the StatefulSet, the
+    // GameServer's Failed) add to it, so the reason says how long the gate waited in all.
+    let did_not_run = waited.as_ref().err().map(|e| {
+        format!(
+            "{e} (the image gate waited {} s in all: the generation and the StatefulSet's revision, then the pod up to {} s, then the GameServer's verdict up to {} s)",
+            started.elapsed().as_secs(),
+            ctx.bounds.pull_failure.as_secs(),
+            ctx.bounds.pull_failure.as_secs()
+        )
+    });
     let decision = judge::image(&evidence, did_not_run.as_deref().map_or(Ok(()), Err));
     // `harness-digest-check-skipped`: a running container passes whatever image it runs.
     let skip_digest = ctx.harness_mutant(HarnessMutant::DigestCheckSkipped);

@@ -153,8 +153,11 @@ pub(super) async fn server_gates(
     let judged = |out: &mut Vec<Gate>, g: Gate| -> Result<bool, CaseError> {
         record(ctx, &g)?;
         let passed = g.passed;
-        if !passed && let Some(b) = batch {
-            b.raise();
+        if let Some(b) = batch {
+            b.judged(&g);
+            if !passed {
+                b.raise();
+            }
         }
         out.push(g);
         Ok(passed)
@@ -186,16 +189,36 @@ pub(super) async fn server_gates(
 }
 
 /// Shared by the members of a batch gated together: raised by the first failed gate, after
-/// which no member starts another gate (the batch is decided and put back).
+/// which no member starts another gate (the batch is decided and put back). It also keeps every
+/// gate judged, in the order they ended, so a batch an interrupt ends still reports the gates
+/// that finished.
 #[derive(Debug, Default)]
-pub(super) struct BatchStop(std::sync::atomic::AtomicBool);
+pub(in crate::qualify) struct BatchStop {
+    raised: std::sync::atomic::AtomicBool,
+    judged: std::sync::Mutex<Vec<Gate>>,
+}
 
 impl BatchStop {
     fn raise(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.raised.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn raised(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
+        self.raised.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn judged(&self, gate: &Gate) {
+        self.judged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(gate.clone());
+    }
+
+    /// Every gate judged so far, in the order they ended.
+    pub(in crate::qualify) fn gates(&self) -> Vec<Gate> {
+        self.judged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 }

@@ -1,0 +1,103 @@
+//! The fleet as a fresh read of the cluster shows it once a qualification ended — what its
+//! report states and what its own invariants (way back, truth: [`crate::evidence::way_back`])
+//! are judged against, never the procedure's memory.
+
+use gameplane_api::backup::Backup;
+use kube::api::{Api, ListParams};
+
+use crate::context::{CaseContext, CaseError};
+use crate::evidence::qualification::{Plan, Qualification};
+use crate::evidence::way_back::{BackupNow, FleetRead, ServerNow, TakenBackup};
+use crate::qualify::access::{get_server_opt, members};
+use crate::qualify::tidy;
+
+/// Each observed server (the fleet and the source) and the clone, re-read into `q.after`
+/// (versions, pod UIDs, PVC UIDs; no world digests). Plain reads: it runs after an interrupt
+/// too, and after a second signal dropped the procedure.
+pub async fn read_after(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    q: &mut Qualification,
+) -> Result<(), CaseError> {
+    let mut servers = plan.observed();
+    servers.push(q.clone.clone());
+    q.after = members(ctx, plan, &servers, false).await?;
+    Ok(())
+}
+
+/// A fresh read of the fleet, every Backup in the namespace and (when the run took any
+/// pre-promotion Backup, `taken`) the repository's snapshots of them.
+pub async fn read(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    taken: &[TakenBackup],
+) -> Result<FleetRead, CaseError> {
+    let observed = plan.observed();
+    let seen = members(ctx, plan, &observed, false).await?;
+    let mut servers = Vec::new();
+    for m in seen {
+        let Some(gs) = get_server_opt(ctx, &m.server).await? else {
+            continue;
+        };
+        servers.push(ServerNow {
+            pod_uid: m.pod_uid,
+            pvcs: m.pvcs,
+            ..tidy::server_now(&gs)
+        });
+    }
+    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let backups = api
+        .list(&ListParams::default())
+        .await
+        .map_err(CaseError::kube("list Backups", ctx.namespace.clone()))?
+        .items
+        .into_iter()
+        .map(|b| BackupNow {
+            name: kube::ResourceExt::name_any(&b),
+            server: b.spec.server_ref.name.clone(),
+            phase: b
+                .status
+                .as_ref()
+                .and_then(|s| s.phase)
+                .map(|p| format!("{p:?}")),
+            snapshot: b.status.and_then(|s| s.snapshot_id),
+        })
+        .collect();
+    let snapshots = if taken.is_empty() {
+        Some(Vec::new())
+    } else {
+        repository_snapshots(ctx, plan, taken).await
+    };
+    Ok(FleetRead {
+        servers,
+        backups,
+        snapshots,
+    })
+}
+
+/// The snapshot ids the plan's repository lists under the tags of the `taken` Backups (`None`:
+/// it could not be listed — the way back is then unknown, never assumed).
+async fn repository_snapshots(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    taken: &[TakenBackup],
+) -> Option<Vec<String>> {
+    use crate::probe::restic;
+    let groups: Vec<Vec<String>> = taken
+        .iter()
+        .map(|t| tidy::pre_promotion_tags(&plan.run_id, &t.backup))
+        .collect();
+    let pod = restic::pod(
+        &format!(
+            "rehearsal-way-back-{}",
+            plan.run_id.to_lowercase().replace(['_', '.'], "-")
+        ),
+        &plan.repo_secret,
+        &restic::snapshots_script(&groups, false),
+        &tidy::labels(&plan.run_id),
+    );
+    let output = restic::run(&ctx.client, &ctx.namespace, &pod, ctx.bounds.settle)
+        .await
+        .ok()?;
+    restic::parse_snapshots(&output, false).ok()
+}
