@@ -1695,8 +1695,46 @@ async fn a_second_signal_keeps_every_way_back_and_the_report_tells_the_fleet() {
             Some("1.0")
         );
     }
-    assert_eq!(labelled_pvcs(&client).await, pvcs_before);
+    // Every claim the fleet had keeps its UID (the candidate's mods claims are new ones).
+    let pvcs_after = labelled_pvcs(&client).await;
+    for (claim, uid) in &pvcs_before {
+        assert_eq!(pvcs_after.get(claim), Some(uid), "{claim}");
+    }
     one_signal_in_batch_two(&client, &kubeconfig, &reports).await;
+    refused_members(&client, &kubeconfig, &reports).await;
+}
+
+/// A member left suspended (as a killed run leaves it) and a member whose image overrides its
+/// version are refused at the preflight, in one line naming them, before anything moves.
+async fn refused_members(client: &kube::Client, kubeconfig: &Path, reports: &Path) {
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
+    let patch = |p: serde_json::Value| kube::api::Patch::Merge(p);
+    for (change, undo, needle) in [
+        (
+            json!({"spec": {"suspend": true}}),
+            json!({"spec": {"suspend": null}}),
+            "creative in namespace games are suspended",
+        ),
+        (
+            json!({"spec": {"image": format!("{REPO}:1.0")}}),
+            json!({"spec": {"image": null}}),
+            "creative (spec.image rehearsal.local/fixture-game:1.0) override their image",
+        ),
+    ] {
+        servers
+            .patch("creative", &Default::default(), &patch(change))
+            .await
+            .unwrap();
+        let out = qualify(kubeconfig, reports, "2.0-format", &[]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        assert!(stdout.contains("FAILED  preflight"), "{stdout}");
+        assert!(stderr.contains(needle), "{stderr}");
+        servers
+            .patch("creative", &Default::default(), &patch(undo))
+            .await
+            .unwrap();
+    }
 }
 
 /// Each of `members` a fresh read shows on the candidate is named in the decision and still has
@@ -1769,11 +1807,11 @@ async fn follow_way_back(
         .unwrap();
     assert!(used.status.success(), "{used:?}");
     let blocks = way_back_blocks(md);
-    assert_eq!(
-        blocks.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(),
-        left,
-        "{md}"
-    );
+    let mut named: Vec<&str> = blocks.iter().map(|(m, _)| m.as_str()).collect();
+    named.sort_unstable();
+    let mut left = left.to_vec();
+    left.sort_unstable();
+    assert_eq!(named, left, "{md}");
     for (member, script) in &blocks {
         let out = Command::new("sh")
             .args(["-euc", script])

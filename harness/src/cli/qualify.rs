@@ -335,6 +335,9 @@ async fn judge_own_invariants(
     let taken = way_back::taken_from_receipts(&journal);
     let read = qualify::fleet::read(ctx, plan, &taken).await;
     if let Ok(read) = &read {
+        // The report states this very read: a fleet still moving (a pod being replaced after
+        // a second signal) is shown as it was read, never as an older memory of it.
+        qualify::fleet::into_after(q, plan, read);
         let left = way_back::left_on_candidate(q, read);
         if let Some(i) = q.interrupted.as_mut() {
             i.left_on_candidate = left;

@@ -6,7 +6,7 @@ use gameplane_api::backup::Backup;
 use kube::api::{Api, ListParams};
 
 use crate::context::{CaseContext, CaseError};
-use crate::evidence::qualification::{Plan, Qualification};
+use crate::evidence::qualification::{MemberBaseline, Plan, Qualification};
 use crate::evidence::way_back::{BackupNow, FleetRead, ServerNow, TakenBackup};
 use crate::qualify::access::{get_server_opt, members};
 use crate::qualify::tidy;
@@ -23,6 +23,25 @@ pub async fn read_after(
     servers.push(q.clone.clone());
     q.after = members(ctx, plan, &servers, false).await?;
     Ok(())
+}
+
+/// The observed servers of `read` as `q.after` records them (versions, pod UIDs, PVC UIDs; a
+/// server the read did not find, with none); the clone's entry is left as it was.
+pub fn into_after(q: &mut Qualification, plan: &Plan, read: &FleetRead) {
+    for server in plan.observed() {
+        let now = read.server(&server);
+        let entry = MemberBaseline {
+            server: server.clone(),
+            version: now.and_then(|s| s.version.clone()),
+            pod_uid: now.and_then(|s| s.pod_uid.clone()),
+            pvcs: now.map(|s| s.pvcs.clone()).unwrap_or_default(),
+            digests: std::collections::BTreeMap::new(),
+        };
+        match q.after.iter_mut().find(|m| m.server == server) {
+            Some(m) => *m = entry,
+            None => q.after.push(entry),
+        }
+    }
 }
 
 /// A fresh read of the fleet, every Backup in the namespace and (when the run took any
