@@ -410,7 +410,7 @@ fn bounded(bytes: &[u8]) -> (String, bool) {
 // The death signal follows the spawning *thread*; harness code spawns from runtime worker
 // threads (alive as long as the runtime), never from short-lived blocking-pool threads.
 #[allow(unsafe_code)]
-fn set_parent_death_signal(cmd: &mut tokio::process::Command) {
+pub(crate) fn set_parent_death_signal(cmd: &mut tokio::process::Command) {
     // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of the parent.
     unsafe {
         cmd.pre_exec(|| {

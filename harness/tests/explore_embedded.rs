@@ -199,3 +199,93 @@ async fn the_saved_regressions_hold() {
         "a saved regression broke again"
     );
 }
+
+fn signals_config(reports: &Path) -> rehearsal::explore::signals::SignalsConfig {
+    rehearsal::explore::signals::SignalsConfig {
+        variants: Vec::new(),
+        patterns: Vec::new(),
+        limit: None,
+        replay: Vec::new(),
+        reports: reports.to_path_buf(),
+        run_id: rehearsal::run::new_run_id(),
+        case_bound: rehearsal::run::CASE_BOUND,
+        rehearse: env!("CARGO_BIN_EXE_rehearse").into(),
+    }
+}
+
+/// The qualification procedure itself, stopped by every signal pattern at points spread over
+/// all four qualifications (a bounded share of `rehearse explore --qualify-signals`; the whole
+/// runs in `rehearse bench` and weekly): every schedule holds way-back, truth and D6 judged
+/// from a fresh read of the cluster, and the reference runs learned their receipts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_qualification_holds_its_own_invariants_under_signals() {
+    use rehearsal::explore::signals::{self, Pattern, Variant};
+    let reports = tempfile::tempdir().unwrap();
+    let outcome = signals::run(signals::SignalsConfig {
+        limit: Some(24),
+        ..signals_config(reports.path())
+    })
+    .await
+    .unwrap();
+    assert_eq!(outcome.points.len(), Variant::ALL.len());
+    for (variant, receipts) in &outcome.points {
+        assert!(
+            receipts.len() >= 30 && receipts.iter().any(|r| r.starts_with("promotion batch")),
+            "{variant:?}: {receipts:?}"
+        );
+    }
+    let schedules: Vec<_> = outcome.results.iter().filter_map(|r| r.schedule).collect();
+    assert_eq!(schedules.len(), 24);
+    for &pattern in Pattern::ALL {
+        assert!(
+            schedules.iter().any(|s| s.pattern == pattern),
+            "{pattern:?}"
+        );
+    }
+    let failed: Vec<_> = outcome
+        .results
+        .iter()
+        .filter(|r| r.ended.verdict != Verdict::Passed)
+        .map(|r| {
+            (
+                r.id.clone(),
+                r.ended.failed_checks.clone(),
+                r.ended.reason.clone(),
+            )
+        })
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert_eq!(
+        outcome.closing_line(),
+        "24 signal schedules: 24 ok, 0 not ok"
+    );
+    for variant in Variant::ALL {
+        let matrix = outcome.matrix_markdown(*variant);
+        assert!(
+            matrix.contains("| ok |") || matrix.contains("| ok"),
+            "{matrix}"
+        );
+    }
+}
+
+/// A point the qualification never reaches is a failure that says so, never a pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_point_that_never_comes_is_not_placed_and_fails() {
+    use rehearsal::explore::signals::{self, Pattern, SignalSchedule, Variant};
+    let reports = tempfile::tempdir().unwrap();
+    let outcome = signals::run(signals::SignalsConfig {
+        replay: vec![SignalSchedule {
+            variant: Variant::CompatibleB1,
+            point: 999,
+            pattern: Pattern::Sigint,
+        }],
+        ..signals_config(reports.path())
+    })
+    .await
+    .unwrap();
+    let r = &outcome.results[0];
+    assert_eq!(r.ended.verdict, Verdict::Failed, "{r:?}");
+    let reason = r.ended.reason.clone().unwrap_or_default();
+    assert!(reason.contains("not placed"), "{reason}");
+    assert_eq!(outcome.closing_line(), "1 signal schedules: 0 ok, 1 not ok");
+}

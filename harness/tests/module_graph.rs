@@ -163,7 +163,7 @@ const LAYERED: &[(&str, &str, &[&[&str]])] = &[(
     &[
         &["identity", "tidy"],
         &["access"],
-        &["preflight", "gates"],
+        &["preflight", "gates", "fleet"],
         &["seed"],
         &["rollback", "promotion"],
         &["procedure"],

@@ -67,6 +67,8 @@ pub const ALL: &[&str] = &[
     restore::DATA,
     outcome::OUTCOME,
     qualification::QUALIFICATION,
+    way_back::WAY_BACK,
+    way_back::TRUTH,
 ];
 
 /// The invariants each operation `rehearse explore` covers is judged by, by the operation's
@@ -87,12 +89,16 @@ pub const BY_OPERATION: &[(&str, &[&str])] = &[
     ),
     ("qualify-module", qualification::QUALIFY_INVARIANTS),
     ("qualify-module-moved", qualification::QUALIFY_INVARIANTS),
+    // The qualification procedure itself, stopped by signals at each of its receipts
+    // (`rehearse explore --qualify-signals`).
+    ("qualify-signals", way_back::SIGNAL_INVARIANTS),
 ];
 
 pub mod capture;
 pub mod outcome;
 pub mod qualification;
 pub mod restore;
+pub mod way_back;
 
 /// One broken promise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,7 +16,6 @@
 //! - [`bundle`]: the per-run directory (`reports/<run-id>/`) and the writer API scenarios use.
 //! - [`qualification`]: what a rollout qualification records (its gates and outcome).
 //! - [`invariants`]: the contract's invariants as functions over one operation's observations.
-//! - [`way_back`]: a qualification's way back and its report's truth, judged from a fresh read.
 //! - [`judge`]: verdicts, the audit log's proof and the qualification's gate decisions, pure.
 //! - [`report`]: reports (Markdown, HTML, JUnit, JSON) rendered from bundles only.
 //!
@@ -44,4 +43,3 @@ pub mod receipts;
 pub mod redact;
 pub mod report;
 pub mod summary;
-pub mod way_back;

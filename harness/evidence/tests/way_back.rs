@@ -1,20 +1,20 @@
 //! A qualification's way back and its report's truth, judged against a fresh read of the
-//! cluster (`rehearsal_evidence::way_back`): the shapes the release manager's findings left —
+//! cluster (`rehearsal_evidence::invariants::way_back`): the shapes the release manager's findings left —
 //! a second signal during a restore-required batch whose clean-up deleted the way back, a report
 //! that said nothing was promoted while members ran the candidate — are each named; a correct
 //! end holds both.
 
 use std::collections::BTreeMap;
 
+use rehearsal_evidence::invariants::way_back::{
+    BackupNow, FleetRead, ServerNow, TRUTH, TakenBackup, WAY_BACK, left_on_candidate,
+    taken_from_receipts, truth, verified_back, way_back,
+};
 use rehearsal_evidence::judge::gates::{MemberState, member_state_refusal};
 use rehearsal_evidence::qualification::{
     Interruption, MemberBaseline, Outcome, Plan, Qualification, Rollback, WayBack,
 };
 use rehearsal_evidence::report::qualification::{Meta, QualificationReport, way_back_commands};
-use rehearsal_evidence::way_back::{
-    BackupNow, FleetRead, ServerNow, TRUTH, TakenBackup, WAY_BACK, left_on_candidate,
-    taken_from_receipts, truth, verified_back, way_back,
-};
 
 const FLEET: [&str; 4] = ["a", "b", "c", "d"];
 
@@ -371,12 +371,12 @@ fn the_journal_names_every_pre_promotion_backup_created() {
     let receipts = vec![
         receipt(
             "step",
-            rehearsal_evidence::way_back::WAY_BACK_CREATED_STEP,
+            rehearsal_evidence::invariants::way_back::WAY_BACK_CREATED_STEP,
             serde_json::json!({"member": "c", "backup": "qualify-c-pre-x", "previous": "1.0"}),
         ),
         receipt(
             "step",
-            rehearsal_evidence::way_back::WAY_BACK_CREATED_STEP,
+            rehearsal_evidence::invariants::way_back::WAY_BACK_CREATED_STEP,
             serde_json::json!({"member": "d", "backup": "qualify-d-pre-x", "previous": null}),
         ),
         receipt(

@@ -38,10 +38,28 @@ pub struct ExploreArgs {
     /// Where the bundle is written (<reports>/<run-id>/).
     #[arg(long, default_value = "reports")]
     pub reports: std::path::PathBuf,
+    /// Explore the qualification procedure itself: `rehearse qualify` stopped right after each
+    /// of its receipts by SIGINT, two SIGINTs, SIGTERM, or SIGKILL and a rerun, each ending
+    /// judged from a fresh read of the cluster (way-back, truth, qualification).
+    #[arg(long, conflicts_with_all = ["operations", "faults", "regressions", "save_violations", "mutant"])]
+    pub qualify_signals: bool,
+    /// The qualifications the signal exploration stops (repeatable; default: all four).
+    #[arg(long = "variant", value_enum, requires = "qualify_signals")]
+    pub variants: Vec<explore::signals::Variant>,
+    /// The signal patterns it places (repeatable; default: all four).
+    #[arg(long = "signal", value_enum, requires = "qualify_signals")]
+    pub signals: Vec<explore::signals::Pattern>,
 }
 
 /// Runs `rehearse explore`.
 pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
+    let signal_ids = args
+        .replay
+        .iter()
+        .any(|id| id.starts_with(explore::signals::OPERATION));
+    if args.qualify_signals || signal_ids {
+        return run_signals(args).await;
+    }
     let replay = args
         .replay
         .iter()
@@ -119,6 +137,60 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
     if !failed.is_empty() {
         return Err(CliError::failed(format!(
             "{} schedule(s) violated an invariant or did not finish: {}; replay one with `rehearse explore --replay ID`",
+            failed.len(),
+            failed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// `rehearse explore --qualify-signals`: the qualification procedure stopped by signals at
+/// each of its receipts ([`explore::signals`]); prints a point × pattern matrix per variant and
+/// the closing line, and exits 1 when any schedule is not `ok`.
+async fn run_signals(args: ExploreArgs) -> Result<(), CliError> {
+    use explore::signals::{self, SignalSchedule, SignalsConfig};
+    if args.limit == Some(0) {
+        return Err(CliError::usage(
+            "--limit 0 explores nothing: give at least 1, or leave it out for every schedule",
+        ));
+    }
+    let replay = args
+        .replay
+        .iter()
+        .map(|id| SignalSchedule::parse(id))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::usage)?;
+    let rehearse = std::env::current_exe().map_err(|e| {
+        CliError::usage(format!(
+            "cannot find the rehearse binary to run qualify with: {e}"
+        ))
+    })?;
+    let config = SignalsConfig {
+        variants: args.variants.clone(),
+        patterns: args.signals.clone(),
+        limit: args.limit,
+        replay,
+        reports: args.reports.clone(),
+        run_id: crate::run::new_run_id(),
+        case_bound: crate::run::CASE_BOUND,
+        rehearse,
+    };
+    let outcome = signals::run(config).await.map_err(run_error)?;
+    for (variant, _) in &outcome.points {
+        println!("\n{}: receipt × signal\n", variant.as_str());
+        println!("{}", outcome.matrix_markdown(*variant));
+    }
+    print_report(&outcome.bundle_dir);
+    println!("{}", outcome.closing_line());
+    let failed: Vec<&str> = outcome
+        .results
+        .iter()
+        .filter(|r| r.ended.verdict != crate::evidence::bundle::Verdict::Passed)
+        .map(|r| r.id.as_str())
+        .collect();
+    if !failed.is_empty() {
+        return Err(CliError::failed(format!(
+            "{} signal schedule(s) not ok: {}; replay one with `rehearse explore --replay ID`",
             failed.len(),
             failed.join(", ")
         )));

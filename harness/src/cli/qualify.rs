@@ -301,7 +301,7 @@ fn keep_way_backs(q: &mut qualify::Qualification, kept: &[tidy::KeptWayBack]) {
 }
 
 /// The qualification's own invariants, judged once it ended, from a fresh read of the cluster
-/// ([`crate::evidence::way_back`]: way back, truth; and the qualification invariant D6): fills
+/// ([`crate::evidence::invariants::way_back`]: way back, truth; and the qualification invariant D6): fills
 /// in the interruption (`signal`: which, and whether it stopped the procedure at once) with who
 /// a fresh read shows left on the candidate, builds the report, records the read and
 /// the verdicts as a receipt, and returns the report with the violations.
@@ -320,7 +320,7 @@ async fn judge_own_invariants(
     ),
     CliError,
 > {
-    use crate::evidence::way_back;
+    use crate::evidence::invariants::way_back;
     let at_once = signal.is_some_and(|(_, at_once)| at_once);
     q.interrupted = signal.map(
         |(signal, at_once)| crate::evidence::qualification::Interruption {

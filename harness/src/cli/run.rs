@@ -143,6 +143,11 @@ pub struct BenchArgs {
     /// times and print its wall time, schedules, violations and peak memory.
     #[arg(long, conflicts_with = "fleet")]
     pub explore: bool,
+    /// Instead of rehearsals, run the whole signal exploration of the qualification
+    /// (`rehearse explore --qualify-signals`: every receipt of four qualifications × four
+    /// signal patterns) `--runs` times and print its wall time, schedules and failures.
+    #[arg(long, conflicts_with_all = ["fleet", "explore"])]
+    pub qualify_signals: bool,
     /// Members per promotion batch for --fleet.
     #[arg(long, default_value_t = 10, requires = "fleet")]
     pub batch_size: usize,
@@ -724,21 +729,91 @@ async fn bench_explore(args: &BenchArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `bench --qualify-signals`: the whole signal exploration of the qualification, `--runs` times.
+async fn bench_signals(args: &BenchArgs) -> Result<(), CliError> {
+    use crate::explore::signals::{self, SignalsConfig};
+    let _burners = cpu_burners(args.load)?;
+    let rehearse = std::env::current_exe()
+        .map_err(|e| CliError::usage(format!("cannot find the rehearse binary: {e}")))?;
+    let mut failing_runs = 0;
+    let mut walls = Vec::new();
+    for i in 0..args.runs.max(1) {
+        let t = Instant::now();
+        let outcome = signals::run(SignalsConfig {
+            variants: Vec::new(),
+            patterns: Vec::new(),
+            limit: None,
+            replay: Vec::new(),
+            reports: args.target.reports.clone(),
+            run_id: format!("bench-signals-{}-{i}", run::new_run_id()),
+            case_bound: run::CASE_BOUND,
+            rehearse: rehearse.clone(),
+        })
+        .await
+        .map_err(run_error)?;
+        let wall = t.elapsed();
+        walls.push(wall);
+        let failed = outcome
+            .results
+            .iter()
+            .filter(|r| r.ended.verdict != Verdict::Passed)
+            .count();
+        if failed > 0 {
+            failing_runs += 1;
+        }
+        println!(
+            "signal exploration {}/{}: {:.1} s wall; {} (after {} reference runs)",
+            i + 1,
+            args.runs.max(1),
+            wall.as_secs_f64(),
+            outcome.closing_line(),
+            outcome.points.len()
+        );
+    }
+    walls.sort();
+    println!(
+        "signal exploration wall time over {} run(s): median {:.1} s, max {:.1} s; runs with a schedule not ok: {failing_runs} (target 0)",
+        walls.len(),
+        walls[walls.len() / 2].as_secs_f64(),
+        walls[walls.len() - 1].as_secs_f64()
+    );
+    if failing_runs > 0 {
+        return Err(CliError::failed(
+            "the signal exploration found schedules that are not ok",
+        ));
+    }
+    Ok(())
+}
+
+/// The benchmarks that are not rehearsals (`--fleet`, `--explore`, `--qualify-signals`), when
+/// one is asked for.
+async fn other_bench(args: &BenchArgs, cluster: &Cluster) -> Option<Result<(), CliError>> {
+    if !args.fleet.is_empty() {
+        return Some(bench_fleet(args, cluster).await);
+    }
+    if args.explore {
+        return Some(bench_explore(args).await);
+    }
+    if args.qualify_signals {
+        return Some(bench_signals(args).await);
+    }
+    None
+}
+
 /// Runs the rehearsal `--runs` times and prints start-up, per-case and total times, the step
 /// profile, and how many runs had a failed case (any exits 1); `--load N` runs them beside N CPU burners.
 pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
-    if args.explore && !matches!(args.target.cluster, ClusterArg::Embedded) {
+    if (args.explore || args.qualify_signals)
+        && !matches!(args.target.cluster, ClusterArg::Embedded)
+    {
         return Err(CliError::usage(
-            "bench --explore runs on the embedded cluster only (explore holds the operator's requests in its API server); drop --cluster",
+            "bench --explore and --qualify-signals run on the embedded cluster only (explore holds the operator's requests in its API server; each schedule starts its own); drop --cluster",
         ));
     }
     let cluster = cluster(&args.target)?;
     check_reports_dir(&args.target.reports)?;
-    if !args.fleet.is_empty() {
-        return bench_fleet(&args, &cluster).await;
-    }
-    if args.explore {
-        return bench_explore(&args).await;
+    if let Some(other) = other_bench(&args, &cluster).await {
+        return other;
     }
     if matches!(cluster, Cluster::Embedded) {
         bench_startup(&cluster).await?;

@@ -20,6 +20,7 @@ pub mod observer;
 pub mod qualify;
 pub mod restore;
 pub mod saved;
+pub mod signals;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -1060,7 +1061,13 @@ mod tests {
                 "{op:?} is not in invariants::BY_OPERATION"
             );
         }
-        assert_eq!(BY_OPERATION.len(), Operation::ALL.len());
+        // And the qualification procedure under signals (its own schedules, `signals`).
+        assert!(
+            BY_OPERATION
+                .iter()
+                .any(|(name, _)| *name == signals::OPERATION)
+        );
+        assert_eq!(BY_OPERATION.len(), Operation::ALL.len() + 1);
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! The fleet as a fresh read of the cluster shows it once a qualification ended — what its
-//! report states and what its own invariants (way back, truth: [`crate::evidence::way_back`])
+//! report states and what its own invariants (way back, truth: [`crate::evidence::invariants::way_back`])
 //! are judged against, never the procedure's memory.
 
 use gameplane_api::backup::Backup;
 use kube::api::{Api, ListParams};
 
 use crate::context::{CaseContext, CaseError};
+use crate::evidence::invariants::way_back::{BackupNow, FleetRead, ServerNow, TakenBackup};
 use crate::evidence::qualification::{MemberBaseline, Plan, Qualification};
-use crate::evidence::way_back::{BackupNow, FleetRead, ServerNow, TakenBackup};
 use crate::qualify::access::{get_server_opt, members};
 use crate::qualify::tidy;
 
@@ -82,10 +82,18 @@ pub async fn read(
             snapshot: b.status.and_then(|s| s.snapshot_id),
         })
         .collect();
-    let snapshots = if taken.is_empty() {
-        Some(Vec::new())
+    // Listed whenever a way back may be needed: the run took a pre-promotion Backup, or a
+    // member runs a version it did not run before (a killed run's).
+    let moved = taken.len()
+        + servers
+            .iter()
+            .filter(|s| s.version.as_deref() == Some(plan.candidate.as_str()))
+            .count();
+    // (Not listed when no way back can be needed: nothing then looks a snapshot up.)
+    let snapshots = if moved == 0 {
+        None
     } else {
-        repository_snapshots(ctx, plan, taken).await
+        repository_snapshots(ctx, plan).await
     };
     Ok(FleetRead {
         servers,
@@ -94,25 +102,19 @@ pub async fn read(
     })
 }
 
-/// The snapshot ids the plan's repository lists under the tags of the `taken` Backups (`None`:
-/// it could not be listed — the way back is then unknown, never assumed).
-async fn repository_snapshots(
-    ctx: &CaseContext<'_>,
-    plan: &Plan,
-    taken: &[TakenBackup],
-) -> Option<Vec<String>> {
+/// Every snapshot id the plan's repository lists (`None`: it could not be listed — the way back
+/// is then unknown, never assumed). All of them, not only the run's: a member a killed run left
+/// on the candidate has its way back in an earlier run's snapshot, and a user's own Backup
+/// restores as well.
+async fn repository_snapshots(ctx: &CaseContext<'_>, plan: &Plan) -> Option<Vec<String>> {
     use crate::probe::restic;
-    let groups: Vec<Vec<String>> = taken
-        .iter()
-        .map(|t| tidy::pre_promotion_tags(&plan.run_id, &t.backup))
-        .collect();
     let pod = restic::pod(
         &format!(
             "rehearsal-way-back-{}",
             plan.run_id.to_lowercase().replace(['_', '.'], "-")
         ),
         &plan.repo_secret,
-        &restic::snapshots_script(&groups, false),
+        &restic::snapshots_script(&[], false),
         &tidy::labels(&plan.run_id),
     );
     let output = restic::run(&ctx.client, &ctx.namespace, &pod, ctx.bounds.settle)

@@ -10,11 +10,11 @@ use kube::api::Api;
 use serde_json::json;
 
 use crate::context::{CaseContext, CaseError, HarnessMutant, interrupt_requested};
+use crate::evidence::invariants::way_back;
 use crate::evidence::judge::gates as judge;
 use crate::evidence::qualification::{
     Gate, MemberBaseline, Outcome, Plan, PutBack, Qualification, Rollback, WayBack, gates,
 };
-use crate::evidence::way_back;
 use crate::qualify::access::{
     Access, await_server_phase, get_server, member_state, patch_server, pod_uid,
 };

@@ -178,7 +178,7 @@ pub(super) async fn create_backup(
     if let Some(previous) = way_back_of {
         // A pre-promotion Backup: the clean-up keeps it until its member is back on this version.
         backup.metadata.annotations = Some(std::collections::BTreeMap::from([(
-            crate::evidence::way_back::PREVIOUS_VERSION_ANNOTATION.to_string(),
+            crate::evidence::invariants::way_back::PREVIOUS_VERSION_ANNOTATION.to_string(),
             previous.clone().unwrap_or_default(),
         )]));
     }

@@ -25,7 +25,7 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::evidence::way_back::PREVIOUS_VERSION_ANNOTATION;
+use crate::evidence::invariants::way_back::PREVIOUS_VERSION_ANNOTATION;
 use crate::wait::{WaitError, await_condition, conditions};
 
 /// The label every object a qualification creates carries; its value is the run id.
@@ -353,14 +353,14 @@ pub struct KeptWayBack {
 /// Splits `objects` (a run's, or every run's leftovers) into what may be removed and the
 /// pre-promotion Backups that must stay: one whose member a fresh read does not show back on
 /// the version the Backup's [`PREVIOUS_VERSION_ANNOTATION`] names (see
-/// [`crate::evidence::way_back::verified_back`]) is kept — relabelled [`WAY_BACK_LABEL`], so
+/// [`crate::evidence::invariants::way_back::verified_back`]) is kept — relabelled [`WAY_BACK_LABEL`], so
 /// neither this run nor a later one removes it or forgets its snapshot.
 pub async fn hold_way_backs(
     client: &kube::Client,
     namespace: &str,
     objects: Vec<Created>,
 ) -> Result<(Vec<Created>, Vec<KeptWayBack>), TidyError> {
-    use crate::evidence::way_back::{previous_from_annotation, verified_back};
+    use crate::evidence::invariants::way_back::{previous_from_annotation, verified_back};
     let backups = Api::<Backup>::namespaced(client.clone(), namespace);
     let servers = Api::<GameServer>::namespaced(client.clone(), namespace);
     let list_err = |kind: &'static str| {
@@ -442,9 +442,9 @@ pub async fn hold_way_backs(
     Ok((removable, kept))
 }
 
-/// A GameServer as [`crate::evidence::way_back`] judges it (without its pod and claims).
-pub fn server_now(gs: &GameServer) -> crate::evidence::way_back::ServerNow {
-    crate::evidence::way_back::ServerNow {
+/// A GameServer as [`crate::evidence::invariants::way_back`] judges it (without its pod and claims).
+pub fn server_now(gs: &GameServer) -> crate::evidence::invariants::way_back::ServerNow {
+    crate::evidence::invariants::way_back::ServerNow {
         server: gs.name_any(),
         version: gs.spec.version.clone(),
         suspend: gs.spec.suspend,
@@ -505,6 +505,12 @@ pub async fn snapshots(
 ) -> Result<Snapshots, TidyError> {
     use crate::probe::restic;
     let api = Api::<Backup>::namespaced(client.clone(), namespace);
+    if forget {
+        // `restic forget` needs the repository's exclusive lock, which a copy still running
+        // holds against it (a killed run's pre-promotion Backup, kept as a way back, may be
+        // copying yet): the namespace's Backups under way are let end first.
+        await_copies_ended(&api, bound).await;
+    }
     // Repository Secret → the runs whose Backups named it, and the tags each Backup gave its
     // snapshot (a pre-promotion backup's differ from the source's: see
     // [`pre_promotion_tags`]).
@@ -569,6 +575,40 @@ pub async fn snapshots(
         out.runs.extend(runs.iter().cloned());
     }
     Ok(out)
+}
+
+/// Waits (each within `bound`) until every Backup of `api` that is neither Succeeded nor Failed
+/// has ended or is gone; one that does not is left to the `restic` call to report.
+async fn await_copies_ended(api: &Api<Backup>, bound: Duration) {
+    let Ok(list) = api.list(&ListParams::default()).await else {
+        return;
+    };
+    let ended = || {
+        crate::wait::Condition::new(
+            "the Backup ended (Succeeded or Failed) or gone",
+            |b: Option<&Backup>| {
+                let phase = b.and_then(|b| b.status.as_ref()?.phase);
+                match (b, phase.map(|p| format!("{p:?}"))) {
+                    (None, _) => crate::wait::Progress::Met,
+                    (Some(_), Some(p)) if p == "Succeeded" || p == "Failed" => {
+                        crate::wait::Progress::Met
+                    }
+                    _ => crate::wait::Progress::Pending,
+                }
+            },
+        )
+    };
+    for b in list.items {
+        let phase = b
+            .status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .map(|p| format!("{p:?}"));
+        if matches!(phase.as_deref(), Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        let _ = await_condition(api, &b.name_any(), ended(), bound).await;
+    }
 }
 
 async fn remove_server(

@@ -266,6 +266,8 @@ impl Journal {
             sha256,
         };
         state.next_seq += 1;
+        drop(state);
+        hold_after(receipt.seq);
         Ok(receipt)
     }
 
@@ -329,4 +331,30 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), JournalError> {
             action: "sync directory",
             source,
         })
+}
+
+/// The environment variable that holds this process after one receipt: `SEQ:FIFO`. Once the
+/// entry with sequence number `SEQ` is durable, the writer opens the named pipe `FIFO` for
+/// reading and reads it to its end, so it waits until a writer opened the pipe and closed it
+/// again. The qualification's signal exploration (`rehearse explore --qualify-signals`) uses it
+/// to place a signal exactly after a given receipt: it opens the pipe (which returns once this
+/// process waits in it), sends the signal, then closes the pipe. Unset, nothing waits.
+pub const HOLD_ENV: &str = "REHEARSAL_HOLD_AFTER_RECEIPT";
+
+/// Waits as [`HOLD_ENV`] asks after entry `seq` (once per process).
+fn hold_after(seq: u64) {
+    use std::io::Read;
+    use std::sync::OnceLock;
+    static HOLD: OnceLock<Option<(u64, std::path::PathBuf)>> = OnceLock::new();
+    let hold = HOLD.get_or_init(|| {
+        let value = std::env::var(HOLD_ENV).ok()?;
+        let (at, fifo) = value.split_once(':')?;
+        Some((at.parse().ok()?, fifo.into()))
+    });
+    if let Some((at, fifo)) = hold
+        && *at == seq
+        && let Ok(mut pipe) = std::fs::File::open(fifo)
+    {
+        let _ = pipe.read_to_end(&mut Vec::new());
+    }
 }

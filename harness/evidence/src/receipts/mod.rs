@@ -24,7 +24,7 @@
 mod journal;
 mod verify;
 
-pub use journal::{Clock, Journal, JournalError};
+pub use journal::{Clock, HOLD_ENV, Journal, JournalError};
 pub use verify::{
     PrefixVerified, TruncatedTail, VerifiedJournal, VerifyError, verify, verify_prefix,
 };

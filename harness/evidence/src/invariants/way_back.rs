@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::invariants::Violation;
+use super::Violation;
 use crate::qualification::{Qualification, Rollback};
 use crate::report::qualification::QualificationReport;
 
@@ -30,6 +30,9 @@ pub const WAY_BACK: &str = "way-back";
 pub const TRUTH: &str = "truth";
 /// Every invariant a qualification's end is judged by from the cluster, in report order.
 pub const FLEET_INVARIANTS: &[&str] = &[WAY_BACK, TRUTH];
+/// The invariants of a qualification stopped by a signal (the signal exploration's schedules):
+/// way back, truth and the qualification invariant (D6).
+pub const SIGNAL_INVARIANTS: &[&str] = &[WAY_BACK, TRUTH, super::qualification::QUALIFICATION];
 
 /// The annotation on a pre-promotion Backup naming the version its member ran before the batch
 /// (empty: it tracked the template's default). The clean-up reads it to decide whether the
