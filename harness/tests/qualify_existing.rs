@@ -1902,3 +1902,97 @@ async fn labelled_pvcs(client: &kube::Client) -> std::collections::BTreeMap<Stri
         .filter(|(n, _)| !n.contains("canary"))
         .collect()
 }
+
+/// The example fleet under `examples/fleet`, set up exactly as its README says — kubectl
+/// applying its files, the template pinned by `rehearse cluster images --pin` — qualifies a
+/// compatible candidate end to end (every batch promoted), and a bad one halts at the join gate.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_example_fleet_qualifies_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let reports = dir.path().join("reports");
+    let cluster = ClusterUp::start(&kubeconfig, &dir.path().join("state"));
+    // `rest:http://127.0.0.1:PORT…`: the PORT the README has the reader copy.
+    let port: String = cluster
+        .repo_base
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    assert!(
+        cluster
+            .repo_base
+            .starts_with(&format!("rest:http://127.0.0.1:{port}")),
+        "{}",
+        cluster.repo_base
+    );
+    let config = dir.path().join("kubeconfig-current");
+    std::fs::copy(&kubeconfig, &config).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fleet");
+    let sh = |script: &str| {
+        let out = Command::new("sh")
+            .args(["-euc", script])
+            .env("KUBECONFIG", &config)
+            .env("PORT", &port)
+            .env("REHEARSE", REHEARSE)
+            .env("EXAMPLE", &example)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{script}\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    sh(&format!("kubectl config use-context {CONTEXT}"));
+    sh("kubectl apply -f \"$EXAMPLE/namespace.yaml\"");
+    sh("sed \"s/PORT/$PORT/\" \"$EXAMPLE/secrets.yaml\" | kubectl apply -f -");
+    sh("\"$REHEARSE\" cluster images --pin \"$EXAMPLE/template.yaml\" | kubectl apply -f -");
+    sh("kubectl apply -f \"$EXAMPLE/servers.yaml\"");
+    let client = rehearsal::backend::pinned_client(&kubeconfig, CONTEXT)
+        .await
+        .unwrap();
+    let servers: Api<GameServer> = Api::namespaced(client.clone(), "games");
+    for m in ["survival", "creative"] {
+        await_running(&servers, m).await;
+    }
+    let template: GameTemplate = Api::all(client.clone())
+        .get("minecraft-example")
+        .await
+        .unwrap();
+    assert!(
+        template
+            .spec
+            .versions
+            .iter()
+            .all(|v| v.image.contains("@sha256:")),
+        "{:?}",
+        template.spec.versions
+    );
+    let run = |candidate: &str| {
+        Command::new(REHEARSE)
+            .args(["qualify", "--cluster", "existing", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(["--context", CONTEXT, "--namespace", "games"])
+            .args(["--template", "minecraft-example", "--source", "survival"])
+            .args(["--fleet", "survival,creative", "--candidate", candidate])
+            .arg("--reports")
+            .arg(&reports)
+            .output()
+            .unwrap()
+    };
+    let out = run("1.1-compat");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("promoted 1.1-compat in 2 batch(es)"),
+        "{stdout}"
+    );
+    let out = run("http-only");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains(JOIN_GATE), "{stderr}");
+}

@@ -32,6 +32,18 @@ pub enum ClusterCommand {
     Up(Box<UpArgs>),
     /// Delete a Kind cluster made by `cluster up --kind`.
     Down(DownArgs),
+    /// The embedded cluster's image catalogue: every reference it resolves with the digest it
+    /// pins (what a pod's `imageID` reports); with --pin FILE, FILE printed with each catalogue
+    /// reference by tag (`rehearsal.local/fixture-game:2.0-format`) pinned by digest instead.
+    Images(ImagesArgs),
+}
+
+/// `rehearse cluster images`: list the catalogue, or pin a file's references.
+#[derive(Debug, clap::Args)]
+pub struct ImagesArgs {
+    /// A file (e.g. a GameTemplate manifest) to print with its catalogue references pinned.
+    #[arg(long, value_name = "FILE")]
+    pub pin: Option<PathBuf>,
 }
 
 /// `rehearse cluster up`: which cluster, where its state goes, and (Kind) the operator to deploy.
@@ -121,7 +133,68 @@ pub async fn run(command: ClusterCommand) -> Result<(), CliError> {
         ClusterCommand::Up(args) if args.embedded => up_embedded(*args).await,
         ClusterCommand::Up(args) => up_kind(*args).await,
         ClusterCommand::Down(args) => down_kind(args).await,
+        ClusterCommand::Images(args) => images(&args),
     }
+}
+
+/// `cluster images`: the catalogue's references and digests, or `--pin FILE` pinned.
+fn images(args: &ImagesArgs) -> Result<(), CliError> {
+    let catalogue = rehearsal_embedded::images::ImageCatalogue::with_defaults();
+    let pinned = |reference: &str| {
+        catalogue
+            .resolve(reference)
+            .map(|r| r.image_id)
+            .filter(|_| !reference.contains('*') && !reference.contains('@'))
+    };
+    let Some(path) = &args.pin else {
+        for reference in catalogue.references() {
+            match pinned(&reference) {
+                Some(id) => println!("{reference}\t{id}"),
+                None => println!("{reference}\t(any tag: the host's executable)"),
+            }
+        }
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::usage(format!(
+            "cannot read {}: {e}; name a file to pin with --pin FILE",
+            path.display()
+        ))
+    })?;
+    print!("{}", pin_references(&text, &catalogue.references(), pinned));
+    Ok(())
+}
+
+/// `text` with every whole occurrence of a catalogue reference (`references`, by tag) replaced
+/// by what `pinned` resolves it to; other text untouched.
+pub fn pin_references(
+    text: &str,
+    references: &[String],
+    pinned: impl Fn(&str) -> Option<String>,
+) -> String {
+    let mut by_length: Vec<&String> = references.iter().collect();
+    // Longest first, so `repo:1.1-compat` is never cut at `repo:1`.
+    by_length.sort_by_key(|r| std::cmp::Reverse(r.len()));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    'scan: while !rest.is_empty() {
+        for r in &by_length {
+            if let Some(after) = rest.strip_prefix(r.as_str()) {
+                let whole = after.chars().next().is_none_or(|c| {
+                    !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@'))
+                });
+                if whole && let Some(id) = pinned(r) {
+                    out.push_str(&id);
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().expect("not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 async fn up_embedded(args: UpArgs) -> Result<(), CliError> {
@@ -279,4 +352,21 @@ async fn down_kind(args: DownArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::usage(e.to_string()))?;
     println!("kind cluster {} deleted", args.name);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pin_references;
+
+    #[test]
+    fn only_whole_catalogue_references_are_pinned() {
+        let refs = vec!["repo:1".to_string(), "repo:1.1-compat".to_string()];
+        let pinned = |r: &str| Some(format!("repo@sha256:{}", r.len()));
+        let text =
+            "image: repo:1\nimage: repo:1.1-compat\nimage: repo:10\nimage: repo:1@sha256:x\n";
+        assert_eq!(
+            pin_references(text, &refs, pinned),
+            "image: repo@sha256:6\nimage: repo@sha256:15\nimage: repo:10\nimage: repo:1@sha256:x\n"
+        );
+    }
 }
