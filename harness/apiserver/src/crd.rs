@@ -128,6 +128,10 @@ pub fn definition(crd: &Value) -> Result<Definition, Vec<FieldError>> {
                     .cloned()
                     .unwrap_or_default(),
                 scale: version.pointer("/subresources/scale").cloned(),
+                raw_schema: version
+                    .pointer("/schema/openAPIV3Schema")
+                    .cloned()
+                    .map(Arc::new),
             }),
         });
     }

@@ -336,6 +336,6 @@ pub fn openapi_doc(registry: &Registry, group: &str, version: &str) -> Option<Va
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.37.1"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": crate::openapi_schemas::components(group, version, &resources)},
     }))
 }

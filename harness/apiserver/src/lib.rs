@@ -43,6 +43,7 @@ mod hook;
 mod logs;
 mod meta;
 mod negotiate;
+mod openapi_schemas;
 mod protobuf;
 mod rbac;
 mod rbac_defaults;

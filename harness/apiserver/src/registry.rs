@@ -46,6 +46,9 @@ pub struct CustomInfo {
     /// `subresources.scale` as written in the CRD (specReplicasPath, statusReplicasPath,
     /// labelSelectorPath).
     pub scale: Option<Value>,
+    /// The version's `openAPIV3Schema` as written: what the OpenAPI v3 documents serve (for
+    /// `kubectl explain`).
+    pub raw_schema: Option<Arc<Value>>,
 }
 
 impl ResourceInfo {

@@ -821,3 +821,32 @@ async fn get_componentstatuses_prints_the_control_plane_as_healthy() {
         "{out}"
     );
 }
+
+/// `kubectl explain` reads the OpenAPI v3 documents' schemas: a built-in type's fields with the
+/// Kubernetes API's descriptions, nested through `$ref`s (`pods.spec.containers`), and a custom
+/// resource's from its CRD's `openAPIV3Schema` (`gameservers.spec`).
+#[tokio::test]
+async fn explain_prints_fields_of_built_in_types_and_crds() {
+    let (server, _client) = start().await;
+    let kubectl = Kubectl::new(&server);
+    setup(&kubectl).await;
+    let containers = kubectl.ok(&["explain", "pods.spec.containers"]).await;
+    assert!(containers.contains("KIND:       Pod"), "{containers}");
+    assert!(
+        containers.contains("A single application container that you want to run within a pod."),
+        "{containers}"
+    );
+    for field in ["image", "command", "env", "volumeMounts"] {
+        assert!(
+            containers.contains(&format!("  {field}\t")),
+            "{field}: {containers}"
+        );
+    }
+    let spec = kubectl.ok(&["explain", "gameservers.spec"]).await;
+    assert!(spec.contains("GROUP:      test.rehearsal"), "{spec}");
+    for field in ["templateRef", "suspend"] {
+        assert!(spec.contains(&format!("  {field}\t")), "{field}: {spec}");
+    }
+    let sets = kubectl.ok(&["explain", "statefulsets.spec.replicas"]).await;
+    assert!(sets.contains("FIELD: replicas <integer>"), "{sets}");
+}

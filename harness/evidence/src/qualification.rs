@@ -432,6 +432,9 @@ pub struct Interruption {
     /// the run ended, in fleet order.
     #[serde(default)]
     pub left_on_candidate: Vec<String>,
+    /// The step the procedure did not start because of it, when it stopped at a step boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_step: Option<String>,
 }
 
 impl Qualification {
@@ -464,6 +467,9 @@ impl Qualification {
             } => *batches_promoted,
         };
         let mut line = format!("not qualified: interrupted by {}", i.signal);
+        if let Some(step) = &i.before_step {
+            line.push_str(&format!(" before step {step:?}"));
+        }
         if i.at_once {
             line.push_str(" (a second signal stopped it at once)");
         }

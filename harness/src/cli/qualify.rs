@@ -157,14 +157,13 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
         backend.as_ref(),
         &namespace,
     );
-    let error_line = error.as_ref().map(ToString::to_string);
     let (report, violations) = judge_own_invariants(
         &ctx,
         &plan,
         &mut q,
         &dir,
         meta,
-        error_line.as_deref(),
+        error.as_ref(),
         signal.map(|s| (s, at_once)),
     )
     .await?;
@@ -311,7 +310,7 @@ async fn judge_own_invariants(
     q: &mut qualify::Qualification,
     dir: &std::path::Path,
     meta: Meta,
-    error: Option<&str>,
+    error: Option<&crate::context::CaseError>,
     signal: Option<(&str, bool)>,
 ) -> Result<
     (
@@ -327,8 +326,14 @@ async fn judge_own_invariants(
             signal: signal.to_string(),
             at_once,
             left_on_candidate: Vec::new(),
+            before_step: match error {
+                Some(crate::context::CaseError::Interrupted { step, .. }) => Some(step.clone()),
+                _ => None,
+            },
         },
     );
+    let error_line = error.map(ToString::to_string);
+    let error = error_line.as_deref();
     let journal = crate::evidence::receipts::verify_prefix(dir.join("receipts.jsonl"))
         .map(|p| p.journal.receipts)
         .unwrap_or_default();

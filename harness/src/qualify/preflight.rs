@@ -39,7 +39,6 @@ pub(super) async fn preflight(
                     states.push(judge::MemberState {
                         name: member.clone(),
                         suspended: gs.spec.suspend == Some(true),
-                        image_override: gs.spec.image.clone(),
                     });
                 }
                 Member::Pins(gs.spec.version.unwrap_or_default())

@@ -268,42 +268,27 @@ pub struct MemberState {
     pub name: String,
     /// `spec.suspend` is true: it has no pod, so no gate can run on it.
     pub suspended: bool,
-    /// `spec.image`, when it overrides the version's image: it can never run the candidate.
-    pub image_override: Option<String>,
 }
 
 /// The preflight's refusal of members that can never pass a promotion batch's gates: one left
-/// suspended (an earlier run killed while it was stopped for its backup leaves it so), or one
-/// whose `spec.image` overrides the version, so moving it to the candidate changes nothing it
-/// runs. `None` when every member can run the candidate.
+/// suspended (an earlier run killed while it was stopped for its backup leaves it so). `None`
+/// when every member can run.
+///
+/// (A member whose `spec.image` overrides its version is not refused here: its batch's image
+/// gate fails on it and the batch is put back, which the cases `halt_at_later_batch` and
+/// `failed_format_batch_restored_from_its_backups` rely on to fail a batch.)
 pub fn member_state_refusal(namespace: &str, members: &[MemberState]) -> Option<String> {
     let suspended: Vec<&str> = members
         .iter()
         .filter(|m| m.suspended)
         .map(|m| m.name.as_str())
         .collect();
-    if !suspended.is_empty() {
-        return Some(format!(
+    (!suspended.is_empty()).then(|| {
+        format!(
             "fleet member(s) {} in namespace {namespace} are suspended (spec.suspend: true), so no gate can run on them; resume each (`kubectl -n {namespace} patch gameserver NAME --type merge -p '{{\"spec\":{{\"suspend\":null}}}}'`) or leave it out of --fleet",
             suspended.join(", ")
-        ));
-    }
-    let overridden: Vec<String> = members
-        .iter()
-        .filter_map(|m| {
-            m.image_override
-                .as_deref()
-                .filter(|i| !i.is_empty())
-                .map(|i| format!("{} (spec.image {i})", m.name))
-        })
-        .collect();
-    if !overridden.is_empty() {
-        return Some(format!(
-            "fleet member(s) {} override their image, so they can never run the candidate's; remove spec.image or leave them out of --fleet",
-            overridden.join(", ")
-        ));
-    }
-    None
+        )
+    })
 }
 
 /// The preflight's refusal of the fleet (`members`: each server of the fleet and the source,
