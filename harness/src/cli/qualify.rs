@@ -334,9 +334,13 @@ async fn judge_own_invariants(
     );
     let error_line = error.map(ToString::to_string);
     let error = error_line.as_deref();
-    let journal = crate::evidence::receipts::verify_prefix(dir.join("receipts.jsonl"))
-        .map(|p| p.journal.receipts)
-        .unwrap_or_default();
+    // The journal names every pre-promotion Backup the run created; one it cannot read leaves
+    // the way back unknown, which is judged a violation below, never a pass.
+    let (journal, unread) =
+        match crate::evidence::receipts::verify_prefix(dir.join("receipts.jsonl")) {
+            Ok(p) => (p.journal.receipts, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
     let taken = way_back::taken_from_receipts(&journal);
     let read = qualify::fleet::read(ctx, plan, &taken).await;
     if let Ok(read) = &read {
@@ -349,7 +353,7 @@ async fn judge_own_invariants(
         }
     }
     let report = QualificationReport::new(meta, q, error);
-    let violations = match &read {
+    let mut violations = match &read {
         Ok(read) => {
             let mut v = way_back::way_back(q, &taken, read);
             v.extend(way_back::truth(q, &report, read));
@@ -370,6 +374,13 @@ async fn judge_own_invariants(
             found: format!("unknown: the fleet could not be read after the run: {e}"),
         }],
     };
+    if let Some(e) = unread {
+        violations.push(crate::evidence::invariants::Violation {
+            invariant: way_back::WAY_BACK.into(),
+            evidence: "the run's journal (its pre-promotion Backups)".into(),
+            found: format!("unknown: the journal could not be read: {e}"),
+        });
+    }
     ctx.recorder
         .step(
             "the qualification's own invariants",

@@ -525,6 +525,21 @@ async fn body(
         runs.push(qualify_process(ctx, config, &plan, &reports, &again, None).await?);
     }
     let steps = runs[0].steps.clone();
+    if schedule.is_none() && steps.len() < 2 {
+        // A reference run that learned no points would explore nothing and pass.
+        return Err(CaseError::evidence_absent(
+            format!(
+                "the receipts of the reference qualification {}",
+                runs[0].run_id
+            ),
+            format!(
+                "{} receipt(s) read from {} (exit {:?})",
+                steps.len(),
+                runs[0].bundle.display(),
+                runs[0].exit
+            ),
+        ));
+    }
     ctx.recorder.step(
         "qualify runs",
         json!({"runs": runs.iter().map(|r| json!({
@@ -778,6 +793,16 @@ async fn judge(
             expected: format!("reached (receipt {} written, the run held there)", s.point),
             observed: "not placed: the qualification ended (or did not reach it within its bound) before that receipt, so no signal landed there".into(),
         });
+    }
+    // Every run's journal is evidence (who was promoted, which way backs existed): one that
+    // cannot be read leaves the schedule unknown, never a pass.
+    for r in runs {
+        if let Err(e) = crate::evidence::receipts::verify_prefix(r.bundle.join("receipts.jsonl")) {
+            return Err(CaseError::evidence_absent(
+                format!("the journal of qualify run {}", r.run_id),
+                e.to_string(),
+            ));
+        }
     }
     let taken: Vec<TakenBackup> = runs
         .iter()
