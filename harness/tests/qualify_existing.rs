@@ -1704,8 +1704,9 @@ async fn a_second_signal_keeps_every_way_back_and_the_report_tells_the_fleet() {
     refused_members(&client, &kubeconfig, &reports).await;
 }
 
-/// A member left suspended (as a killed run leaves it) is refused at the preflight, in one line
-/// naming it, before anything moves.
+/// A member left suspended (as a killed run leaves it), and a member whose image override means
+/// it can never run the candidate, are refused at the preflight, in one line naming each,
+/// before anything moves.
 async fn refused_members(client: &kube::Client, kubeconfig: &Path, reports: &Path) {
     let servers: Api<GameServer> = Api::namespaced(client.clone(), NS);
     let patch = |p: serde_json::Value| kube::api::Patch::Merge(p);
@@ -1729,7 +1730,28 @@ async fn refused_members(client: &kube::Client, kubeconfig: &Path, reports: &Pat
         .patch(
             "creative",
             &Default::default(),
-            &patch(json!({"spec": {"suspend": null}})),
+            &patch(json!({"spec": {"suspend": null, "image": "rehearsal.local/fixture-game:1.0"}})),
+        )
+        .await
+        .unwrap();
+    let generation = servers.get("creative").await.unwrap().metadata.generation;
+    let out = qualify(kubeconfig, reports, "2.0-format", &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("FAILED  preflight"), "{stdout}");
+    assert!(
+        stderr.contains("creative (spec.image rehearsal.local/fixture-game:1.0) in namespace games override their image"),
+        "{stderr}"
+    );
+    // Nothing moved: the member still pins its version, at the same generation.
+    let gs = servers.get("creative").await.unwrap();
+    assert_eq!(gs.metadata.generation, generation);
+    assert_ne!(gs.spec.version.as_deref(), Some("2.0-format"));
+    servers
+        .patch(
+            "creative",
+            &Default::default(),
+            &patch(json!({"spec": {"image": null}})),
         )
         .await
         .unwrap();

@@ -400,7 +400,8 @@ fn the_journal_names_every_pre_promotion_backup_created() {
     );
 }
 
-/// Finding 7: a suspended member is refused.
+/// Finding 7: a suspended member and a member whose image override means it can never run
+/// the candidate are refused, each named with its fix.
 #[test]
 fn the_preflight_refuses_members_that_can_never_run_the_candidate() {
     let ok = MemberState {
@@ -414,8 +415,33 @@ fn the_preflight_refuses_members_that_can_never_run_the_candidate() {
     let suspended = MemberState {
         name: "b".into(),
         suspended: true,
+        ..Default::default()
     };
-    let r = member_state_refusal("games", &[ok, suspended]).unwrap();
+    let r = member_state_refusal("games", &[ok.clone(), suspended.clone()]).unwrap();
     assert!(r.contains("b in namespace games are suspended"), "{r}");
     assert!(r.contains("or leave it out of --fleet"), "{r}");
+    assert!(!r.contains("override"), "{r}");
+    let overriding = MemberState {
+        name: "c".into(),
+        image_override: Some("game:1.0".into()),
+        ..Default::default()
+    };
+    let r = member_state_refusal("games", &[ok.clone(), overriding.clone()]).unwrap();
+    assert!(
+        r.contains("c (spec.image game:1.0) in namespace games override their image"),
+        "{r}"
+    );
+    assert!(r.contains("can never run the candidate"), "{r}");
+    assert!(r.contains(r#"{"spec":{"image":null}}"#), "{r}");
+    assert!(!r.contains("suspended"), "{r}");
+    let r = member_state_refusal("games", &[suspended, overriding]).unwrap();
+    assert!(r.contains("b in namespace games are suspended"), "{r}");
+    assert!(r.contains("c (spec.image game:1.0)"), "{r}");
+    // An empty override is no override.
+    let empty = MemberState {
+        name: "d".into(),
+        image_override: Some(String::new()),
+        ..Default::default()
+    };
+    assert_eq!(member_state_refusal("games", &[ok, empty]), None);
 }

@@ -128,6 +128,8 @@ pub struct Embedded {
     reach: ReachMode,
     /// The module bundle registry, started the first time a case asks for it.
     bundles: tokio::sync::OnceCell<crate::registry::LocalRegistry>,
+    /// The API server's request hook: the exploration's, and the writes cases hold.
+    holds: Arc<super::hold::Holds>,
 }
 
 impl std::fmt::Debug for Embedded {
@@ -237,6 +239,8 @@ impl Embedded {
             rest_server_ms = rest_up.as_millis() as u64,
             "embedded backend up"
         );
+        let holds = Arc::new(super::hold::Holds::default());
+        cluster.set_request_hook(Some(holds.clone()));
         Ok(Self {
             cluster,
             operator: std::sync::Mutex::new(operator),
@@ -247,6 +251,7 @@ impl Embedded {
             log,
             reach,
             bundles: tokio::sync::OnceCell::new(),
+            holds,
         })
     }
 
@@ -324,8 +329,16 @@ impl Backend for Embedded {
         &self,
         hook: Option<std::sync::Arc<dyn rehearsal_embedded::RequestHook>>,
     ) -> Result<(), BackendError> {
-        self.cluster.set_request_hook(hook);
+        self.holds.set_exploration(hook);
         Ok(())
+    }
+
+    fn hold_write(
+        &self,
+        namespace: &str,
+        matches: super::hold::WriteMatch,
+    ) -> Result<super::hold::WriteHold, BackendError> {
+        Ok(self.holds.hold(namespace, matches))
     }
 
     fn kubeconfig(&self) -> (&Path, &str) {

@@ -23,6 +23,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub mod embedded;
 pub mod existing;
+pub mod hold;
 pub mod kind;
 pub mod kubeconfig;
 pub mod node_engine;
@@ -307,6 +308,20 @@ pub trait Backend: Send + Sync {
             backend: self.kind(),
             operation: "hold the operator's requests and record every committed change".into(),
             why: "only the embedded cluster's API server is the harness's own; explore on the embedded cluster".into(),
+        })
+    }
+    /// Holds the next write in `namespace` that `matches` until the returned hold is released
+    /// or dropped, so a case places its fault exactly before it. Only the embedded cluster owns
+    /// its API server; elsewhere this is [`BackendError::Unsupported`].
+    fn hold_write(
+        &self,
+        namespace: &str,
+        matches: hold::WriteMatch,
+    ) -> Result<hold::WriteHold, BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.kind(),
+            operation: format!("hold the write {} in {namespace}", matches.label()),
+            why: "only the embedded cluster's API server is the harness's own; run this case on the embedded cluster".into(),
         })
     }
     /// Makes locally built images available to the cluster's nodes.

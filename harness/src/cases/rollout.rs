@@ -137,9 +137,6 @@ pub(crate) struct FleetSpec<'a> {
     pub(crate) members: &'a [&'a str],
     /// Members created without `spec.version` (they track the template default).
     pub(crate) tracking_default: &'a [&'a str],
-    /// Members whose `spec.image` overrides the template's (they keep running it whatever
-    /// version they pin).
-    pub(crate) image_override: &'a [&'a str],
     /// The extra world is declared on the template only: the members declare none.
     pub(crate) extra_on_template: bool,
     /// Members that refuse every login when they run the given fixture game version (the
@@ -158,7 +155,6 @@ impl Default for FleetSpec<'_> {
             candidates: &[],
             members: &[SOURCE, OTHER],
             tracking_default: &[],
-            image_override: &[],
             extra_on_template: false,
             refuse_login_under: &[],
             unreadable_world_under: &[],
@@ -218,13 +214,6 @@ pub(crate) async fn fleet(
                     .env
                     .push(fixture::env("FIXTURE_UNREADABLE_WORLD_UNDER", version));
             }
-            if spec.image_override.contains(s) {
-                gs.spec.image = Some(format!(
-                    "{}:{}",
-                    fixture::GAME_IMAGE_REPO,
-                    fixture::VERSION_STABLE
-                ));
-            }
             servers
                 .create(&PostParams::default(), &gs)
                 .await
@@ -237,8 +226,10 @@ pub(crate) async fn fleet(
             fixture::await_server_phase(ctx, s, "Running").await?;
             fixture::await_server_pod_ready(ctx, s).await?;
         }
-        Ok(json!({"fleet": spec.members, "version": fixture::VERSION_STABLE,
-                  "tracking_default": spec.tracking_default, "image_override": spec.image_override}))
+        Ok(
+            json!({"fleet": spec.members, "version": fixture::VERSION_STABLE,
+                  "tracking_default": spec.tracking_default}),
+        )
     })
     .await?;
     fleet_pod_uids(ctx, spec.members).await
@@ -310,6 +301,73 @@ pub(super) async fn run(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualificat
         json!({"outcome": q.outcome, "line": q.outcome.line(), "gates": q.gates}),
     )?;
     Ok(q)
+}
+
+/// Runs the qualification while an administrator overrides `member`'s image (`spec.image`,
+/// its running version's image) exactly before the qualification moves it: the API server holds
+/// the qualification's first patch of `member`, the override is stored, then the patch goes on.
+/// The preflight has passed by then (it refuses an overriding member), so only the gates can
+/// catch it. The moment comes from the qualification's own write, never from timing: a
+/// qualification that never moves `member` fails the case with that reason.
+async fn run_with_override_before_move(
+    ctx: &CaseContext<'_>,
+    plan: &Plan,
+    member: &str,
+) -> Result<Qualification, CaseError> {
+    use crate::backend::hold::WriteMatch;
+    let mut hold = ctx
+        .backend
+        .hold_write(
+            &ctx.namespace,
+            WriteMatch {
+                verb: "patch",
+                resource: "gameservers",
+                subresource: None,
+                name: member.to_string(),
+                by_operator: false,
+            },
+        )
+        .map_err(|e| CaseError::from(crate::faults::FaultError::from(e)))?;
+    let label = hold.label().to_string();
+    let qualification = run(ctx, plan);
+    tokio::pin!(qualification);
+    tokio::select! {
+        reached = hold.reached() => {
+            if reached.is_none() {
+                return Err(CaseError::Setup(format!("the cluster went away before the write {label}")));
+            }
+            let image = format!("{}:{}", fixture::GAME_IMAGE_REPO, fixture::VERSION_STABLE);
+            let edited = ctx
+                .step("override the member's image before it moves", async {
+                    servers(ctx)
+                        .patch(
+                            member,
+                            &kube::api::PatchParams::default(),
+                            &kube::api::Patch::Merge(json!({"spec": {"image": image}})),
+                        )
+                        .await
+                        .map_err(CaseError::kube("patch GameServer", format!("{}/{member}", ctx.namespace)))?;
+                    Ok(json!({"held": label, "spec.image": image}))
+                })
+                .await;
+            hold.release();
+            edited?;
+            qualification.await
+        }
+        q = &mut qualification => {
+            let q = q?;
+            Err(CaseError::assertion(
+                qualification_object(ctx),
+                format!("the write {label}"),
+                format!("the qualification moves {member}"),
+                format!("it ended without that write: {}", q.outcome.line()),
+            ))
+        }
+    }
+}
+
+fn servers(ctx: &CaseContext<'_>) -> Api<gameplane_api::gameserver::GameServer> {
+    Api::namespaced(ctx.client.clone(), &ctx.namespace)
 }
 
 fn qualification_object(ctx: &CaseContext<'_>) -> String {
@@ -760,10 +818,12 @@ pub async fn member_tracking_default_version(ctx: &CaseContext<'_>) -> Result<()
     )
 }
 
-/// Halt at a later batch: the canary and batch 1 pass; the batch-2 member keeps running its
-/// own image override, so its image gate fails and it is put back on its version; batch 1
-/// stays promoted, the batch-3 member is untouched, and the journal records the failing
-/// member's evidence and 1 batch promoted.
+/// Halt at a later batch: the canary and batch 1 pass; an administrator overrides the batch-2
+/// member's image after the preflight, just before the qualification moves it (the API server
+/// holds the qualification's patch of that member until the override is stored), so it keeps
+/// running that image, its image gate fails and it is put back on its version; batch 1 stays
+/// promoted, the batch-3 member is untouched, and the journal records the failing member's
+/// evidence and 1 batch promoted.
 pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let members = [SOURCE, OTHER, THIRD];
     let before = fleet(
@@ -771,16 +831,12 @@ pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError>
         &FleetSpec {
             candidates: &[fixture::VERSION_COMPAT],
             members: &members,
-            image_override: &[OTHER],
             ..Default::default()
         },
     )
     .await?;
-    let q = run(
-        ctx,
-        &plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible),
-    )
-    .await?;
+    let p = plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
+    let q = run_with_override_before_move(ctx, &p, OTHER).await?;
     let after = fleet_pod_uids(ctx, &members).await?;
     let versions = fleet_versions(ctx, &members).await?;
     let mut checks = Checks::new();
@@ -830,8 +886,9 @@ pub async fn halt_at_later_batch(ctx: &CaseContext<'_>) -> Result<(), CaseError>
 }
 
 /// A format-changing candidate whose first batch fails: the canary passes; batch 1 moves two
-/// members, the first migrates its world to the new format, the second keeps running its own
-/// image override so its image gate fails. The batch is put back whole, each member suspended,
+/// members, the first migrates its world to the new format, the second cannot read its own
+/// world under the candidate (its game refuses to start on it, writing nothing), so its image
+/// gate fails. The batch is put back whole, each member suspended,
 /// restored from the backup taken of it before the batch moved and re-pinned: both run their
 /// own version again (the migrated one could not, re-pinned alone) and nothing is kept as a
 /// way back, since nothing was promoted.
@@ -844,7 +901,7 @@ pub async fn failed_format_batch_restored_from_its_backups(
         &FleetSpec {
             candidates: &[fixture::VERSION_FORMAT],
             members: &members,
-            image_override: &[OTHER],
+            unreadable_world_under: &[(OTHER, FORMAT_GAME_VERSION)],
             ..Default::default()
         },
     )

@@ -1,8 +1,9 @@
 //! The preflight (step 2): what the procedure refuses to start with, before anything is
 //! changed, each refusal one line that names the fix: a missing member, a member tracking the
 //! template's default or already on the candidate, a repository Secret that is missing or not a
-//! REST URL, a missing template or version, a candidate not pinned by digest, a source that
-//! overrides its image, and a template without what the gates need.
+//! REST URL, a missing template or version, a candidate not pinned by digest, a source or a
+//! member that overrides its image or a member left suspended, and a template without what the
+//! gates need.
 
 use gameplane_api::gametemplate::GameTemplate;
 use k8s_openapi::api::core::v1::Secret;
@@ -39,6 +40,7 @@ pub(super) async fn preflight(
                     states.push(judge::MemberState {
                         name: member.clone(),
                         suspended: gs.spec.suspend == Some(true),
+                        image_override: gs.spec.image.clone(),
                     });
                 }
                 Member::Pins(gs.spec.version.unwrap_or_default())

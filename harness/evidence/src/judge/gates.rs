@@ -268,27 +268,41 @@ pub struct MemberState {
     pub name: String,
     /// `spec.suspend` is true: it has no pod, so no gate can run on it.
     pub suspended: bool,
+    /// `spec.image`, when set: it runs that image whatever version it pins.
+    pub image_override: Option<String>,
 }
 
 /// The preflight's refusal of members that can never pass a promotion batch's gates: one left
-/// suspended (an earlier run killed while it was stopped for its backup leaves it so). `None`
-/// when every member can run.
-///
-/// (A member whose `spec.image` overrides its version is not refused here: its batch's image
-/// gate fails on it and the batch is put back, which the cases `halt_at_later_batch` and
-/// `failed_format_batch_restored_from_its_backups` rely on to fail a batch.)
+/// suspended (an earlier run killed while it was stopped for its backup leaves it so), and one
+/// whose `spec.image` overrides its version (it runs that image whatever version it pins, so
+/// it can never run the candidate). `None` when every member can run the candidate.
 pub fn member_state_refusal(namespace: &str, members: &[MemberState]) -> Option<String> {
     let suspended: Vec<&str> = members
         .iter()
         .filter(|m| m.suspended)
         .map(|m| m.name.as_str())
         .collect();
-    (!suspended.is_empty()).then(|| {
-        format!(
+    let overriding: Vec<String> = members
+        .iter()
+        .filter_map(|m| {
+            let image = m.image_override.as_deref().filter(|i| !i.is_empty())?;
+            Some(format!("{} (spec.image {image})", m.name))
+        })
+        .collect();
+    let mut refusals = Vec::new();
+    if !suspended.is_empty() {
+        refusals.push(format!(
             "fleet member(s) {} in namespace {namespace} are suspended (spec.suspend: true), so no gate can run on them; resume each (`kubectl -n {namespace} patch gameserver NAME --type merge -p '{{\"spec\":{{\"suspend\":null}}}}'`) or leave it out of --fleet",
             suspended.join(", ")
-        )
-    })
+        ));
+    }
+    if !overriding.is_empty() {
+        refusals.push(format!(
+            "fleet member(s) {} in namespace {namespace} override their image, so they run it whatever version they pin and can never run the candidate; remove the override (`kubectl -n {namespace} patch gameserver NAME --type merge -p '{{\"spec\":{{\"image\":null}}}}'`) or leave them out of --fleet",
+            overriding.join(", ")
+        ));
+    }
+    (!refusals.is_empty()).then(|| refusals.join("; and "))
 }
 
 /// The preflight's refusal of the fleet (`members`: each server of the fleet and the source,

@@ -1,0 +1,232 @@
+//! Holding one write of any client until a case has placed its fault: the embedded API
+//! server's request hook, shared by the exploration (one hook for a whole cluster) and by cases
+//! that run side by side on one cluster (each holds a write in its own namespace).
+//!
+//! A case asks for the next write that matches ([`WriteMatch`]) in its namespace; the API
+//! server holds that write before anything is read or stored and tells the case
+//! ([`WriteHold::reached`]); the case changes the cluster; then the write goes on
+//! ([`WriteHold::release`], or dropping the hold, also on panic and timeout). So "the fault lands
+//! just before the write" holds every time, on any machine, with no sleep and no race.
+
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rehearsal_embedded::{Change, RequestHook, WriteRequest};
+use tokio::sync::oneshot;
+
+/// The write a case holds: its verb, resource, object name, and whether the operator under
+/// test (a ServiceAccount) or any other client (the harness, an administrator) makes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteMatch {
+    /// `create`, `update`, `patch`, `delete`.
+    pub verb: &'static str,
+    /// The resource's plural, e.g. `gameservers`.
+    pub resource: &'static str,
+    /// The subresource (`status`), or `None` for the object itself.
+    pub subresource: Option<&'static str>,
+    /// The object's name.
+    pub name: String,
+    /// The operator under test makes it (`true`), or any other client (`false`).
+    pub by_operator: bool,
+}
+
+impl WriteMatch {
+    fn matches(&self, w: &WriteRequest) -> bool {
+        w.verb == self.verb
+            && w.resource == self.resource
+            && w.subresource.as_deref() == self.subresource
+            && w.name.as_deref() == Some(self.name.as_str())
+            && w.user.starts_with("system:serviceaccount:") == self.by_operator
+    }
+
+    /// How a report names it: `patch gameservers mc-b (not the operator)`.
+    pub fn label(&self) -> String {
+        let resource = match self.subresource {
+            Some(sub) => format!("{}/{sub}", self.resource),
+            None => self.resource.to_string(),
+        };
+        let by = if self.by_operator {
+            "the operator"
+        } else {
+            "not the operator"
+        };
+        format!("{} {resource} {} ({by})", self.verb, self.name)
+    }
+}
+
+struct Pending {
+    namespace: String,
+    matches: WriteMatch,
+    reached: oneshot::Sender<WriteRequest>,
+    release: oneshot::Receiver<()>,
+}
+
+/// The one hook the embedded API server calls: the exploration's hook when one is attached,
+/// then the holds cases asked for.
+#[derive(Default)]
+pub(crate) struct Holds {
+    exploration: Mutex<Option<Arc<dyn RequestHook>>>,
+    pending: Mutex<Vec<Pending>>,
+}
+
+impl Holds {
+    pub(crate) fn set_exploration(&self, hook: Option<Arc<dyn RequestHook>>) {
+        *self.exploration.lock().unwrap_or_else(|p| p.into_inner()) = hook;
+    }
+
+    /// Holds the next write in `namespace` that `matches`.
+    pub(crate) fn hold(&self, namespace: &str, matches: WriteMatch) -> WriteHold {
+        let (reached_tx, reached) = oneshot::channel();
+        let (release, release_rx) = oneshot::channel();
+        let label = matches.label();
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Pending {
+                namespace: namespace.to_string(),
+                matches,
+                reached: reached_tx,
+                release: release_rx,
+            });
+        WriteHold {
+            label,
+            reached: Some(reached),
+            release: Some(release),
+        }
+    }
+}
+
+impl RequestHook for Holds {
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()> {
+        let exploration = self
+            .exploration
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .map(|h| h.before_write(write.clone()));
+        let held = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            // A hold whose case went away holds nothing.
+            pending.retain(|p| !p.reached.is_closed());
+            let at = pending
+                .iter()
+                .position(|p| p.namespace == write.namespace && p.matches.matches(&write));
+            at.map(|i| pending.remove(i))
+        };
+        let held = held.and_then(|p| p.reached.send(write).ok().map(|()| p.release));
+        async move {
+            if let Some(f) = exploration {
+                f.await;
+            }
+            if let Some(release) = held {
+                // Released, or the hold dropped: the write goes on either way.
+                let _ = release.await;
+            }
+        }
+        .boxed()
+    }
+
+    fn committed(&self, change: Change<'_>) {
+        let exploration = self
+            .exploration
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(h) = exploration {
+            h.committed(change);
+        }
+    }
+}
+
+/// A write held (or waited for) by a case. Dropping it lets the write go.
+pub struct WriteHold {
+    label: String,
+    reached: Option<oneshot::Receiver<WriteRequest>>,
+    release: Option<oneshot::Sender<()>>,
+}
+
+impl WriteHold {
+    /// The write it waits for, as reports name it.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Waits until the write arrives and is held; `None` when it can never arrive (the
+    /// cluster went away) or was already awaited.
+    pub async fn reached(&mut self) -> Option<WriteRequest> {
+        self.reached.take()?.await.ok()
+    }
+
+    /// Lets the held write go on.
+    pub fn release(&mut self) {
+        if let Some(tx) = self.release.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(user: &str, verb: &str, name: &str) -> WriteRequest {
+        WriteRequest {
+            user: user.into(),
+            verb: verb.into(),
+            group: "gameplane.local".into(),
+            resource: "gameservers".into(),
+            subresource: None,
+            namespace: "ns".into(),
+            name: Some(name.into()),
+        }
+    }
+
+    fn wanted() -> WriteMatch {
+        WriteMatch {
+            verb: "patch",
+            resource: "gameservers",
+            subresource: None,
+            name: "mc-b".into(),
+            by_operator: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_first_matching_write_waits_until_released_and_the_next_goes_through() {
+        let holds = Holds::default();
+        let mut hold = holds.hold("ns", wanted());
+        assert_eq!(hold.label(), "patch gameservers mc-b (not the operator)");
+        // Other namespaces, names, verbs and the operator's writes are not held.
+        let mut other = write("admin", "patch", "mc-b");
+        other.namespace = "elsewhere".into();
+        holds.before_write(other).await;
+        holds.before_write(write("admin", "patch", "mc-a")).await;
+        holds.before_write(write("admin", "update", "mc-b")).await;
+        holds
+            .before_write(write("system:serviceaccount:gp:op", "patch", "mc-b"))
+            .await;
+        let mut first = holds.before_write(write("admin", "patch", "mc-b"));
+        assert!((&mut first).now_or_never().is_none(), "held");
+        let reached = hold.reached().await.expect("reached");
+        assert_eq!(reached.name.as_deref(), Some("mc-b"));
+        // The case's own write of the same object goes through while the first waits.
+        holds.before_write(write("admin", "patch", "mc-b")).await;
+        assert!((&mut first).now_or_never().is_none(), "still held");
+        hold.release();
+        first.await;
+    }
+
+    #[tokio::test]
+    async fn a_dropped_hold_lets_its_write_go_and_holds_nothing_later() {
+        let holds = Holds::default();
+        let mut hold = holds.hold("ns", wanted());
+        let first = holds.before_write(write("admin", "patch", "mc-b"));
+        assert!(hold.reached().await.is_some());
+        drop(hold);
+        first.await;
+        let never = holds.hold("ns", wanted());
+        drop(never);
+        holds.before_write(write("admin", "patch", "mc-b")).await;
+    }
+}
