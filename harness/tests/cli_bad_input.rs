@@ -440,6 +440,32 @@ fn explore_regressions_and_its_selftest_refuse_bad_input_by_name() {
         &run(&["explore", "--regressions", dir.path().to_str().unwrap()]),
         &["bad.json is not a saved schedule", "fields"],
     );
+    // The signal exploration's regressions: none in a directory of operator schedules, and
+    // a malformed one.
+    let signals = tmp();
+    assert_one_line_error(
+        &run(&[
+            "explore",
+            "--qualify-signals",
+            "--regressions",
+            signals.path().to_str().unwrap(),
+        ]),
+        &["holds no saved signal schedule", "--save-violations"],
+    );
+    write(
+        signals.path(),
+        "s.json",
+        "{\"operation\": \"qualify-signals\", \"variant\": \"nope\"}",
+    );
+    assert_one_line_error(
+        &run(&[
+            "explore",
+            "--qualify-signals",
+            "--regressions",
+            signals.path().to_str().unwrap(),
+        ]),
+        &["s.json is not a saved signal schedule", "fields"],
+    );
     // A mutant no invariant names.
     assert_one_line_error(
         &run(&["selftest", "--explore", "--mutant", "no-such-mutant"]),

@@ -206,6 +206,7 @@ fn signals_config(reports: &Path) -> rehearsal::explore::signals::SignalsConfig 
         patterns: Vec::new(),
         limit: None,
         replay: Vec::new(),
+        regressions: Vec::new(),
         reports: reports.to_path_buf(),
         run_id: rehearsal::run::new_run_id(),
         case_bound: rehearsal::run::CASE_BOUND,
@@ -288,4 +289,59 @@ async fn a_signal_point_that_never_comes_is_not_placed_and_fails() {
     let reason = r.ended.reason.clone().unwrap_or_default();
     assert!(reason.contains("not placed"), "{reason}");
     assert_eq!(outcome.closing_line(), "1 signal schedules: 0 ok, 1 not ok");
+}
+
+/// Every signal schedule saved in `tests/explore-regressions/` (each once broke an invariant of
+/// the qualification procedure, since fixed) holds way-back, truth and D6 now, placed after the
+/// receipt it names by a reference run of its qualification.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_saved_signal_regressions_hold() {
+    use rehearsal::explore::signals;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/explore-regressions");
+    let saved: Vec<_> = explore::saved::load_signal_dir(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    assert!(
+        !saved.is_empty(),
+        "no saved signal schedule in {}",
+        dir.display()
+    );
+    let reports = tempfile::tempdir().unwrap();
+    let outcome = signals::run(signals::SignalsConfig {
+        regressions: saved.clone(),
+        ..signals_config(reports.path())
+    })
+    .await
+    .unwrap();
+    let schedules: Vec<_> = outcome.results.iter().filter_map(|r| r.schedule).collect();
+    assert_eq!(schedules.len(), saved.len(), "one schedule per saved file");
+    for (s, file) in schedules.iter().zip(&saved) {
+        let (_, steps) = outcome
+            .points
+            .iter()
+            .find(|(v, _)| *v == s.variant)
+            .unwrap();
+        assert_eq!(
+            steps[s.point as usize], file.receipt,
+            "placed after its receipt"
+        );
+    }
+    let failed: Vec<_> = outcome
+        .results
+        .iter()
+        .filter(|r| r.ended.verdict != Verdict::Passed)
+        .map(|r| {
+            (
+                r.id.clone(),
+                r.ended.failed_checks.clone(),
+                r.ended.reason.clone(),
+            )
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "a saved signal regression broke again: {failed:#?}"
+    );
 }

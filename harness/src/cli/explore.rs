@@ -41,7 +41,9 @@ pub struct ExploreArgs {
     /// Explore the qualification procedure itself: `rehearse qualify` stopped right after each
     /// of its receipts by SIGINT, two SIGINTs, SIGTERM, or SIGKILL and a rerun, each ending
     /// judged from a fresh read of the cluster (way-back, truth, qualification).
-    #[arg(long, conflicts_with_all = ["operations", "faults", "regressions", "save_violations", "mutant"])]
+    /// With `--regressions DIR`, replays the signal schedules saved there (files whose
+    /// operation is `qualify-signals`); with `--save-violations DIR`, saves each that is not ok.
+    #[arg(long, conflicts_with_all = ["operations", "faults", "mutant"])]
     pub qualify_signals: bool,
     /// The qualifications the signal exploration stops (repeatable; default: all four).
     #[arg(long = "variant", value_enum, requires = "qualify_signals")]
@@ -160,6 +162,20 @@ async fn run_signals(args: ExploreArgs) -> Result<(), CliError> {
         .map(|id| SignalSchedule::parse(id))
         .collect::<Result<Vec<_>, _>>()
         .map_err(CliError::usage)?;
+    let regressions: Vec<explore::saved::SavedSignalSchedule> = match &args.regressions {
+        Some(dir) => {
+            let saved = explore::saved::load_signal_dir(dir).map_err(CliError::usage)?;
+            if saved.is_empty() {
+                return Err(CliError::usage(format!(
+                    "{} holds no saved signal schedule (*.json whose operation is {}): save some with --qualify-signals --save-violations DIR",
+                    dir.display(),
+                    signals::OPERATION
+                )));
+            }
+            saved.into_iter().map(|(_, s)| s).collect()
+        }
+        None => Vec::new(),
+    };
     let rehearse = std::env::current_exe().map_err(|e| {
         CliError::usage(format!(
             "cannot find the rehearse binary to run qualify with: {e}"
@@ -170,6 +186,7 @@ async fn run_signals(args: ExploreArgs) -> Result<(), CliError> {
         patterns: args.signals.clone(),
         limit: args.limit,
         replay,
+        regressions,
         reports: args.reports.clone(),
         run_id: crate::run::new_run_id(),
         case_bound: crate::run::CASE_BOUND,
@@ -182,6 +199,9 @@ async fn run_signals(args: ExploreArgs) -> Result<(), CliError> {
     }
     print_report(&outcome.bundle_dir);
     println!("{}", outcome.closing_line());
+    if let Some(dir) = &args.save_violations {
+        save_signal_violations(dir, &outcome)?;
+    }
     let failed: Vec<&str> = outcome
         .results
         .iter()
@@ -194,6 +214,38 @@ async fn run_signals(args: ExploreArgs) -> Result<(), CliError> {
             failed.len(),
             failed.join(", ")
         )));
+    }
+    Ok(())
+}
+
+/// Writes each signal schedule of `outcome` that is not ok into `dir` as a regression file.
+fn save_signal_violations(
+    dir: &std::path::Path,
+    outcome: &explore::signals::SignalsOutcome,
+) -> Result<(), CliError> {
+    let harness = format!(
+        "rehearse {} {}",
+        env!("CARGO_PKG_VERSION"),
+        outcome.summary.meta.commit
+    );
+    for r in &outcome.results {
+        let Some(schedule) = &r.schedule else {
+            continue;
+        };
+        if r.ended.verdict == crate::evidence::bundle::Verdict::Passed {
+            continue;
+        }
+        let Some((_, steps)) = outcome.points.iter().find(|(v, _)| *v == schedule.variant) else {
+            continue;
+        };
+        let mut found = r.ended.failed_checks.clone();
+        found.extend(r.ended.reason.clone());
+        let Some(saved) = explore::saved::SavedSignalSchedule::of(schedule, steps, found, &harness)
+        else {
+            continue;
+        };
+        let path = explore::saved::save_signal(dir, &saved).map_err(CliError::usage)?;
+        println!("saved: {} ({})", path.display(), r.id);
     }
     Ok(())
 }

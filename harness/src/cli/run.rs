@@ -744,6 +744,7 @@ async fn bench_signals(args: &BenchArgs) -> Result<(), CliError> {
             patterns: Vec::new(),
             limit: None,
             replay: Vec::new(),
+            regressions: Vec::new(),
             reports: args.target.reports.clone(),
             run_id: format!("bench-signals-{}-{i}", run::new_run_id()),
             case_bound: run::CASE_BOUND,

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::observer::Point;
+use super::signals::{Pattern, SignalSchedule, Variant};
 use super::{Fault, Operation, Schedule};
 
 /// One saved schedule.
@@ -113,26 +114,123 @@ impl SavedSchedule {
     }
 }
 
-/// Reads every `*.json` file of `dir`, sorted by name; an unreadable or malformed file is an
-/// error naming it.
+/// A signal schedule of the qualification procedure (`rehearse explore --qualify-signals`)
+/// saved the same way: the receipt the signal follows is named by its step and occurrence ("the
+/// 1st `pre-promotion backup created`"), so it still follows the same receipt after the
+/// procedure gains or loses others.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedSignalSchedule {
+    /// Always `qualify-signals` (what tells the two kinds of file apart).
+    pub operation: String,
+    /// The qualification (`restore-required-b1`, …).
+    pub variant: String,
+    /// The step of the receipt the signal follows, e.g. `pre-promotion backup created`.
+    pub receipt: String,
+    /// Which receipt of that step, counting from 1.
+    pub occurrence: usize,
+    /// The signal pattern (`sigint`, `sigint-twice`, `sigterm`, `sigkill-rerun`).
+    pub signal: String,
+    /// What it broke when it was saved (invariant: what was found), for the reader.
+    pub found: Vec<String>,
+    /// The harness (rehearse version and commit) it broke on when it was saved.
+    pub harness: String,
+}
+
+impl SavedSignalSchedule {
+    /// The saved form of `schedule`, whose reference run wrote receipts with `steps`.
+    pub fn of(
+        schedule: &SignalSchedule,
+        steps: &[String],
+        found: Vec<String>,
+        harness: &str,
+    ) -> Option<Self> {
+        let at = usize::try_from(schedule.point).ok()?;
+        let step = steps.get(at)?;
+        let occurrence = steps[..=at].iter().filter(|s| *s == step).count();
+        Some(Self {
+            operation: SIGNALS.to_string(),
+            variant: schedule.variant.as_str().to_string(),
+            receipt: step.clone(),
+            occurrence,
+            signal: schedule.pattern.as_str().to_string(),
+            found,
+            harness: harness.to_string(),
+        })
+    }
+
+    /// Its variant; the error names the known ones.
+    pub fn variant(&self) -> Result<Variant, String> {
+        Variant::parse(&self.variant).ok_or_else(|| {
+            format!(
+                "unknown variant {:?}; known: {}",
+                self.variant,
+                Variant::ALL
+                    .iter()
+                    .map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
+    /// The schedule it is in a run whose reference run of its variant wrote receipts with
+    /// `steps`; the error says why not.
+    pub fn resolve(&self, steps: &[String]) -> Result<SignalSchedule, String> {
+        let variant = self.variant()?;
+        let pattern = Pattern::parse(&self.signal).ok_or_else(|| {
+            format!(
+                "unknown signal pattern {:?}; known: {}",
+                self.signal,
+                Pattern::ALL
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        let at = steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s == self.receipt)
+            .nth(self.occurrence.saturating_sub(1))
+            .filter(|_| self.occurrence > 0)
+            .map(|(i, _)| i)
+            .ok_or_else(|| {
+                format!(
+                    "the qualification {} no longer writes receipt {:?} #{} (it writes {} such receipt(s)): re-save the schedule or delete the file",
+                    self.variant,
+                    self.receipt,
+                    self.occurrence,
+                    steps.iter().filter(|s| **s == self.receipt).count()
+                )
+            })?;
+        if at == 0 {
+            return Err(format!(
+                "receipt {:?} #{} is the run's first, written before its signal handlers are installed: no signal can follow it",
+                self.receipt, self.occurrence
+            ));
+        }
+        Ok(SignalSchedule {
+            variant,
+            point: at as u64,
+            pattern,
+        })
+    }
+}
+
+/// The `operation` of a saved signal schedule.
+const SIGNALS: &str = super::signals::OPERATION;
+
+/// Reads every `*.json` file of `dir` that saves an operator's schedule (files of the
+/// qualification's signal schedules are left to [`load_signal_dir`]), sorted by name; an
+/// unreadable or malformed file is an error naming it.
 pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, SavedSchedule)>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        format!(
-            "cannot read the regressions directory {}: {e}; give a directory of saved schedules (*.json)",
-            dir.display()
-        )
-    })?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files = read_dir(dir, false)?;
     files
         .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let saved: SavedSchedule = serde_json::from_str(&text).map_err(|e| {
+        .map(|(path, value)| {
+            let saved: SavedSchedule = serde_json::from_value(value).map_err(|e| {
                 format!(
                     "{} is not a saved schedule: {e}; fields: operation, fault, write, occurrence, found, operator",
                     path.display()
@@ -146,23 +244,99 @@ pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, SavedSchedule)>, String> {
         .collect()
 }
 
+/// Reads every `*.json` file of `dir` that saves a signal schedule of the qualification
+/// (`"operation": "qualify-signals"`), sorted by name; a malformed one is an error naming it.
+pub fn load_signal_dir(dir: &Path) -> Result<Vec<(PathBuf, SavedSignalSchedule)>, String> {
+    let files = read_dir(dir, true)?;
+    files
+        .into_iter()
+        .map(|(path, value)| {
+            let saved: SavedSignalSchedule = serde_json::from_value(value).map_err(|e| {
+                format!(
+                    "{} is not a saved signal schedule: {e}; fields: operation, variant, receipt, occurrence, signal, found, harness",
+                    path.display()
+                )
+            })?;
+            saved
+                .variant()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((path, saved))
+        })
+        .collect()
+}
+
+/// The `*.json` files of `dir` of one kind (`signals`: the qualification's), parsed, sorted by
+/// name.
+fn read_dir(dir: &Path, signals: bool) -> Result<Vec<(PathBuf, serde_json::Value)>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        format!(
+            "cannot read the regressions directory {}: {e}; give a directory of saved schedules (*.json)",
+            dir.display()
+        )
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{} is not a saved schedule: {e}; it must be one JSON object",
+                path.display()
+            )
+        })?;
+        if (value["operation"] == SIGNALS) == signals {
+            out.push((path, value));
+        }
+    }
+    Ok(out)
+}
+
 /// Writes `saved` as `<dir>/<operation>-<fault>-<write slug>-<occurrence>.json` (a file of that
 /// name is replaced: it is the same schedule); returns its path.
 pub fn save(dir: &Path, saved: &SavedSchedule) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let slug: String = saved
-        .write
+    let name = format!(
+        "{}-{}-{}-{}.json",
+        saved.operation,
+        saved.fault,
+        slug(&saved.write),
+        saved.occurrence
+    );
+    write(dir, &name, saved)
+}
+
+/// Writes `saved` as `<dir>/qualify-signals-<variant>-<signal>-<receipt slug>-<occurrence>.json`
+/// (a file of that name is replaced: it is the same schedule); returns its path.
+pub fn save_signal(dir: &Path, saved: &SavedSignalSchedule) -> Result<PathBuf, String> {
+    let name = format!(
+        "{}-{}-{}-{}-{}.json",
+        saved.operation,
+        saved.variant,
+        saved.signal,
+        slug(&saved.receipt),
+        saved.occurrence
+    );
+    write(dir, &name, saved)
+}
+
+fn slug(label: &str) -> String {
+    label
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect::<String>()
         .split('-')
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
-        .join("-");
-    let path = dir.join(format!(
-        "{}-{}-{slug}-{}.json",
-        saved.operation, saved.fault, saved.occurrence
-    ));
+        .join("-")
+}
+
+fn write(dir: &Path, name: &str, saved: &impl Serialize) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join(name);
     let mut text = serde_json::to_string_pretty(saved).unwrap_or_default();
     text.push('\n');
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -239,7 +413,32 @@ mod tests {
             "{}",
             path.display()
         );
-        assert_eq!(load_dir(dir.path()).unwrap(), vec![(path, saved.clone())]);
+        // A signal schedule's file beside it is the other loader's.
+        let signal = SavedSignalSchedule {
+            operation: "qualify-signals".into(),
+            variant: "restore-required-b1".into(),
+            receipt: "pre-promotion backup created".into(),
+            occurrence: 1,
+            signal: "sigkill-rerun".into(),
+            found: vec!["way-back: x".into()],
+            harness: "rehearse 0.1.0".into(),
+        };
+        let signal_path = save_signal(dir.path(), &signal).unwrap();
+        assert!(
+            signal_path.ends_with(
+                "qualify-signals-restore-required-b1-sigkill-rerun-pre-promotion-backup-created-1.json"
+            ),
+            "{}",
+            signal_path.display()
+        );
+        assert_eq!(
+            load_dir(dir.path()).unwrap(),
+            vec![(path.clone(), saved.clone())]
+        );
+        assert_eq!(
+            load_signal_dir(dir.path()).unwrap(),
+            vec![(signal_path, signal)]
+        );
         std::fs::write(dir.path().join("bad.json"), "{\"operation\": 1}").unwrap();
         let e = load_dir(dir.path()).unwrap_err();
         assert!(e.contains("bad.json is not a saved schedule"), "{e}");
@@ -254,6 +453,65 @@ mod tests {
                 .resolve(&points(&["patch restores/status back"]))
                 .unwrap_err()
                 .contains("does not apply to operation restore")
+        );
+    }
+
+    fn steps(labels: &[&str]) -> Vec<String> {
+        labels.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn a_saved_signal_schedule_follows_the_same_receipt_after_the_procedure_gains_others() {
+        let before = steps(&[
+            "run started",
+            "start   promotion batch 1",
+            "pre-promotion backup created",
+            "start   promotion batch 2",
+            "pre-promotion backup created",
+        ]);
+        let schedule = SignalSchedule {
+            variant: Variant::RestoreRequiredB1,
+            point: 4,
+            pattern: Pattern::SigkillRerun,
+        };
+        let saved =
+            SavedSignalSchedule::of(&schedule, &before, vec!["way-back: …".into()], "r").unwrap();
+        assert_eq!(saved.receipt, "pre-promotion backup created");
+        assert_eq!(saved.occurrence, 2);
+        // The procedure now writes a receipt more before them: the same receipt is point 5.
+        let mut after = steps(&["run started", "preflight passed"]);
+        after.extend(before[1..].iter().cloned());
+        assert_eq!(
+            saved.resolve(&after).unwrap(),
+            SignalSchedule {
+                point: 5,
+                ..schedule
+            }
+        );
+        let e = saved.resolve(&after[..4]).unwrap_err();
+        assert!(
+            e.contains("no longer writes receipt \"pre-promotion backup created\" #2"),
+            "{e}"
+        );
+        let first = SavedSignalSchedule {
+            receipt: "run started".into(),
+            occurrence: 1,
+            ..saved.clone()
+        };
+        assert!(
+            first
+                .resolve(&after)
+                .unwrap_err()
+                .contains("the run's first")
+        );
+        let bad = SavedSignalSchedule {
+            signal: "sighup".into(),
+            ..saved
+        };
+        assert!(
+            bad.resolve(&after)
+                .unwrap_err()
+                .contains("unknown signal pattern")
         );
     }
 }

@@ -74,7 +74,7 @@ impl Pattern {
         }
     }
 
-    fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|p| p.as_str() == name)
     }
 
@@ -116,7 +116,7 @@ impl Variant {
         }
     }
 
-    fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|v| v.as_str() == name)
     }
 
@@ -209,6 +209,9 @@ pub struct SignalsConfig {
     pub limit: Option<usize>,
     /// Run exactly these schedules (no reference runs).
     pub replay: Vec<SignalSchedule>,
+    /// Run exactly these saved schedules, each placed by a reference run of its variant (the
+    /// variants above are then those the files name).
+    pub regressions: Vec<super::saved::SavedSignalSchedule>,
     /// `reports/`.
     pub reports: PathBuf,
     /// The run's id.
@@ -377,11 +380,7 @@ pub async fn run(config: SignalsConfig) -> Result<SignalsOutcome, RunError> {
         harness_mutant: None,
         expected_operator: None,
     };
-    let variants = if config.variants.is_empty() {
-        Variant::ALL.to_vec()
-    } else {
-        config.variants.clone()
-    };
+    let variants = variants_of(&config);
     let patterns = if config.patterns.is_empty() {
         Pattern::ALL.to_vec()
     } else {
@@ -390,6 +389,7 @@ pub async fn run(config: SignalsConfig) -> Result<SignalsOutcome, RunError> {
     let mut results = Vec::new();
     let mut points = Vec::new();
     let mut schedules = config.replay.clone();
+    let mut unplaced = Vec::new();
     if schedules.is_empty() {
         for &variant in &variants {
             let id = format!("{OPERATION}-{}-reference", variant.as_str());
@@ -401,19 +401,13 @@ pub async fn run(config: SignalsConfig) -> Result<SignalsOutcome, RunError> {
                 learned.len(),
                 ended.duration.as_secs_f64()
             );
-            // Every receipt after the run's first (the signal handlers are installed before
-            // it) is a point.
-            let mut of_variant: Vec<SignalSchedule> = Vec::new();
-            for point in 1..learned.len() as u64 {
-                for &pattern in &patterns {
-                    of_variant.push(SignalSchedule {
-                        variant,
-                        point,
-                        pattern,
-                    });
-                }
-            }
-            schedules.extend(of_variant);
+            schedules.extend(schedules_of(
+                variant,
+                &learned,
+                &patterns,
+                &config.regressions,
+                &mut unplaced,
+            ));
             results.push(SignalResult {
                 id,
                 schedule: None,
@@ -451,12 +445,69 @@ pub async fn run(config: SignalsConfig) -> Result<SignalsOutcome, RunError> {
         });
     }
     let summary = bundle.finalize(false)?;
+    if !unplaced.is_empty() {
+        return Err(RunError::Schedule(unplaced.join("; ")));
+    }
     Ok(SignalsOutcome {
         bundle_dir: dir,
         summary,
         points,
         results,
     })
+}
+
+/// The variants a run explores: those the saved regressions name, or those asked for (all
+/// when none).
+fn variants_of(config: &SignalsConfig) -> Vec<Variant> {
+    if !config.regressions.is_empty() {
+        let mut of_files: Vec<Variant> = config
+            .regressions
+            .iter()
+            .filter_map(|s| s.variant().ok())
+            .collect();
+        of_files.sort();
+        of_files.dedup();
+        of_files
+    } else if config.variants.is_empty() {
+        Variant::ALL.to_vec()
+    } else {
+        config.variants.clone()
+    }
+}
+
+/// The schedules of `variant` whose reference run wrote receipts with `steps`: every receipt
+/// after the run's first (the signal handlers are installed before it) × every pattern, or,
+/// with `regressions`, exactly those saved for it (one that no longer resolves is added to
+/// `unplaced`, naming it).
+fn schedules_of(
+    variant: Variant,
+    steps: &[String],
+    patterns: &[Pattern],
+    regressions: &[super::saved::SavedSignalSchedule],
+    unplaced: &mut Vec<String>,
+) -> Vec<SignalSchedule> {
+    if regressions.is_empty() {
+        return (1..steps.len() as u64)
+            .flat_map(|point| {
+                patterns.iter().map(move |&pattern| SignalSchedule {
+                    variant,
+                    point,
+                    pattern,
+                })
+            })
+            .collect();
+    }
+    let mut out = Vec::new();
+    for saved in regressions.iter().filter(|s| s.variant() == Ok(variant)) {
+        match saved.resolve(steps) {
+            Ok(s) => out.push(s),
+            Err(e) => unplaced.push(format!(
+                "saved signal schedule {} {} after {:?} #{}: {e}",
+                saved.variant, saved.signal, saved.receipt, saved.occurrence
+            )),
+        }
+    }
+    out
 }
 
 /// Runs one schedule (or, with `schedule` `None`, the reference run of `variant`) as a case on
