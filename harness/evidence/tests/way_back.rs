@@ -10,7 +10,7 @@ use rehearsal_evidence::invariants::way_back::{
     BackupNow, FleetRead, ServerNow, TRUTH, TakenBackup, WAY_BACK, left_on_candidate,
     taken_from_receipts, truth, verified_back, way_back,
 };
-use rehearsal_evidence::judge::gates::{MemberState, member_state_refusal};
+use rehearsal_evidence::judge::gates::{MemberState, did_not_run, member_state_refusal};
 use rehearsal_evidence::qualification::{
     Interruption, MemberBaseline, Outcome, Plan, Qualification, Rollback, WayBack,
 };
@@ -444,4 +444,24 @@ fn the_preflight_refuses_members_that_can_never_run_the_candidate() {
         ..Default::default()
     };
     assert_eq!(member_state_refusal("games", &[ok, empty]), None);
+}
+
+/// Finding 7: the image gate's reason names the bound it really used — its whole wait — not
+/// only the pod's own bound ("within 60s" after two minutes).
+#[test]
+fn the_image_gate_says_how_long_it_waited_in_all() {
+    use std::time::Duration;
+    let r = did_not_run(
+        "pod games/mc-b did not run within 60s",
+        Duration::from_secs(127),
+        Duration::from_secs(60),
+        Duration::from_secs(60),
+    );
+    assert!(
+        r.starts_with("pod games/mc-b did not run within 60s"),
+        "{r}"
+    );
+    assert!(r.contains("waited 127 s in all"), "{r}");
+    assert!(r.contains("the pod up to 60 s"), "{r}");
+    assert!(r.contains("the GameServer's verdict up to 60 s"), "{r}");
 }

@@ -72,6 +72,24 @@ pub fn image(evidence: &ImageEvidence, ran: Result<(), &str>) -> Decision {
     }
 }
 
+/// Why the image gate's pod did not run, with the bound it really used: the pod's wait names
+/// its own bound (`error`), but the gate waited for the generation and the StatefulSet's
+/// revision before it and for the GameServer's verdict after it, so the reason says how long
+/// it waited in all (`waited`) and each bound.
+pub fn did_not_run(
+    error: &str,
+    waited: std::time::Duration,
+    pod_bound: std::time::Duration,
+    verdict_bound: std::time::Duration,
+) -> String {
+    format!(
+        "{error} (the image gate waited {} s in all: the generation and the StatefulSet's revision, then the pod up to {} s, then the GameServer's verdict up to {} s)",
+        waited.as_secs(),
+        pod_bound.as_secs(),
+        verdict_bound.as_secs()
+    )
+}
+
 /// The save gate: one of the game's RCON replies says "Saved the game".
 pub fn save(replies: &[String]) -> Decision {
     Decision {

@@ -89,11 +89,11 @@ pub(in crate::qualify) async fn image_gate(
     // The pod's wait names its own bound; the gate's other waits (the StatefulSet, the
     // GameServer's Failed) add to it, so the reason says how long the gate waited in all.
     let did_not_run = waited.as_ref().err().map(|e| {
-        format!(
-            "{e} (the image gate waited {} s in all: the generation and the StatefulSet's revision, then the pod up to {} s, then the GameServer's verdict up to {} s)",
-            started.elapsed().as_secs(),
-            ctx.bounds.pull_failure.as_secs(),
-            ctx.bounds.pull_failure.as_secs()
+        judge::did_not_run(
+            &e.to_string(),
+            started.elapsed(),
+            ctx.bounds.pull_failure,
+            ctx.bounds.pull_failure,
         )
     });
     let decision = judge::image(&evidence, did_not_run.as_deref().map_or(Ok(()), Err));
