@@ -11,6 +11,9 @@
 #   scripts/mutants.sh judge       case verdicts, the audit log's proof, the qualification's gate
 #                                  decisions and batch arithmetic, the PVC identity check (the
 #                                  evidence crate's judge module) — judged by its own tests
+#   scripts/mutants.sh oracle      the exploration's oracle: every invariant (held, violated,
+#                                  unknown) and a schedule's standing in the matrix — judged by
+#                                  the evidence crate's tests on recorded traces
 #   scripts/mutants.sh harness     qualify gates and cases/observe — judged by the rehearsal
 #                                  crate's tests and the rollout scenario cases (about 300)
 #   scripts/mutants.sh operator    the reference operator's backup, restore, restic and
@@ -55,6 +58,15 @@ judge)
   files=('harness/evidence/src/judge/*.rs' harness/evidence/src/pvc_table.rs)
   tests=(--test-package rehearsal-evidence)
   ;;
+oracle)
+  # The exploration's oracle: the invariants (each one's held, violated or unknown) and the
+  # matrix's standing of a schedule — judged by the evidence crate's tests on recorded traces
+  # (harness/evidence/tests/invariants*.rs, way_back.rs, report_explore.rs): seconds per
+  # mutant, no cluster. Shard with `-- --shard k/N`.
+  files=(harness/evidence/src/invariants.rs 'harness/evidence/src/invariants/*.rs'
+    harness/evidence/src/report/matrix.rs)
+  tests=(--test-package rehearsal-evidence)
+  ;;
 harness)
   files=('harness/src/qualify/*.rs' harness/src/cases/observe.rs)
   tests=(--test-package rehearsal --test-package rehearsal-scenarios)
@@ -70,7 +82,7 @@ module)
     -- -E 'binary(module) | test(=candidate_module_digest_mismatch)')
   ;;
 *)
-  echo "usage: scripts/mutants.sh evidence|judge|harness|operator|module [-- CARGO-MUTANTS-ARGS]" >&2
+  echo "usage: scripts/mutants.sh evidence|judge|oracle|harness|operator|module [-- CARGO-MUTANTS-ARGS]" >&2
   exit 2
   ;;
 esac

@@ -120,6 +120,13 @@ pub enum CaseError {
     /// check a mutant targets (a timeout alone names no check).
     #[error("{0}")]
     Checks(NotPassed),
+    /// The schedule's fault never landed: the point it waits for never came (the operation
+    /// ended first). Every invariant held, but over a run nothing perturbed; never a pass.
+    #[error("not placed: {why}")]
+    NotPlaced {
+        /// What never came and what the run did instead.
+        why: String,
+    },
     /// The source that would show an absence was not there (a missing or empty log): the case
     /// cannot conclude, so it fails, and never on a check.
     #[error("evidence absent: {what}: {why}")]

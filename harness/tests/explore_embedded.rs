@@ -74,8 +74,49 @@ async fn the_reference_operator_holds_every_invariant_at_every_point() {
         "one reference run per operation and one schedule per point and applicable fault"
     );
     assert_eq!(failures(&outcome), Vec::new(), "false alarms");
+    let n = expected - outcome.points.len();
+    assert_eq!(
+        outcome.closing_line(),
+        format!("{n} schedules: {n} ok, 0 violated, 0 unknown, 0 not placed")
+    );
     rehearsal::evidence::receipts::verify(outcome.bundle_dir.join("receipts.jsonl"))
         .expect("the exploration's journal verifies");
+}
+
+/// A schedule whose point never comes (the operation ends before the operator makes that
+/// write) is `not placed`: every invariant held, but nothing was perturbed — never `ok`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_point_that_never_comes_is_not_placed() {
+    let reports = tempfile::tempdir().unwrap();
+    let outcome = explore::run(ExploreConfig {
+        replay: vec![Schedule {
+            operation: Operation::Backup,
+            point: 999,
+            fault: Fault::GameRestart,
+        }],
+        ..config(reports.path())
+    })
+    .await
+    .unwrap();
+    let r = &outcome.results[0];
+    assert_eq!(r.ended.verdict, Verdict::Failed, "{r:?}");
+    assert!(r.ended.failed_checks.is_empty(), "{r:?}");
+    let reason = r.ended.reason.clone().unwrap_or_default();
+    assert!(
+        reason.starts_with("not placed: the operation ended before the operator made write p999"),
+        "{reason}"
+    );
+    assert_eq!(
+        outcome.closing_line(),
+        "1 schedules: 0 ok, 0 violated, 0 unknown, 1 not placed"
+    );
+    assert!(
+        outcome
+            .matrix_markdown(Operation::Backup)
+            .contains("| not placed |"),
+        "{}",
+        outcome.matrix_markdown(Operation::Backup)
+    );
 }
 
 /// Explores `operation` under `mutant` with one fault, then replays its first violating
@@ -258,7 +299,7 @@ async fn the_qualification_holds_its_own_invariants_under_signals() {
     assert!(failed.is_empty(), "{failed:#?}");
     assert_eq!(
         outcome.closing_line(),
-        "24 signal schedules: 24 ok, 0 not ok"
+        "24 signal schedules: 24 ok, 0 violated, 0 unknown, 0 not placed"
     );
     for variant in Variant::ALL {
         let matrix = outcome.matrix_markdown(*variant);
@@ -288,7 +329,15 @@ async fn a_signal_point_that_never_comes_is_not_placed_and_fails() {
     assert_eq!(r.ended.verdict, Verdict::Failed, "{r:?}");
     let reason = r.ended.reason.clone().unwrap_or_default();
     assert!(reason.contains("not placed"), "{reason}");
-    assert_eq!(outcome.closing_line(), "1 signal schedules: 0 ok, 1 not ok");
+    assert_eq!(
+        outcome.closing_line(),
+        "1 signal schedules: 0 ok, 0 violated, 0 unknown, 1 not placed"
+    );
+    assert!(
+        outcome
+            .matrix_markdown(Variant::CompatibleB1)
+            .contains("| not placed |")
+    );
 }
 
 /// Every signal schedule saved in `tests/explore-regressions/` (each once broke an invariant of
@@ -344,4 +393,45 @@ async fn the_saved_signal_regressions_hold() {
         failed.is_empty(),
         "a saved signal regression broke again: {failed:#?}"
     );
+}
+
+/// `rehearse explore --rejudge BUNDLE` judges a saved exploration again offline, from the
+/// traces and placements its bundle kept, and draws the same matrix and closing line as the
+/// run; a bundle whose kept trace was changed does not verify, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejudged_exploration_draws_the_same_matrix() {
+    let reports = tempfile::tempdir().unwrap();
+    let outcome = explore::run(ExploreConfig {
+        operations: vec![Operation::Restore, Operation::Qualify],
+        limit: Some(6),
+        ..config(reports.path())
+    })
+    .await
+    .unwrap();
+    let again = explore::rejudge::rejudge(&outcome.bundle_dir).unwrap();
+    assert_eq!(
+        again.as_recorded,
+        Vec::<String>::new(),
+        "every schedule judged again"
+    );
+    assert_eq!(again.closing_line(), outcome.closing_line());
+    let drawn: Vec<(String, String)> = again
+        .matrices()
+        .iter()
+        .map(|m| (m.operation.clone(), m.markdown("operator write", false)))
+        .collect();
+    let run: Vec<(String, String)> = [Operation::Qualify, Operation::Restore]
+        .iter()
+        .map(|op| (op.as_str().to_string(), outcome.matrix_markdown(*op)))
+        .collect();
+    assert_eq!(drawn, run);
+    // A kept trace changed after the run: the bundle no longer verifies.
+    let trace = std::fs::read_dir(outcome.bundle_dir.join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("artifacts/trace.json"))
+        .find(|p| p.exists())
+        .unwrap();
+    std::fs::write(&trace, b"{}").unwrap();
+    let e = explore::rejudge::rejudge(&outcome.bundle_dir).unwrap_err();
+    assert!(e.contains("not a bundle that verifies"), "{e}");
 }

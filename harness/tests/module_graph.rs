@@ -511,3 +511,17 @@ fn an_upward_edge_between_submodules_fails_the_check() {
         ]
     );
 }
+
+/// The command modules (`harness/src/cli/*`) import no one another in a cycle: what `run` and
+/// `explore` share lives in `cli/output.rs`, below both.
+#[test]
+fn no_import_cycle_between_the_cli_modules() {
+    let g = submodule_graph(&root().join("harness/src"), "cli");
+    assert!(g.contains_key("run") && g.contains_key("explore"), "{g:?}");
+    assert!(g["explore"].contains("output"), "{g:?}");
+    let found = cycles(&g);
+    assert!(
+        found.is_empty(),
+        "import cycle(s) among cli modules: {found:?}"
+    );
+}

@@ -122,6 +122,78 @@ impl Violation {
     }
 }
 
+/// One invariant's verdict over one schedule, from everything the run observed. Evidence that
+/// could not be read, or a run that never reached what the invariant reads, is `Unknown` with
+/// the reason — never `Held`; a schedule is ok only when every invariant that applies held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "verdict")]
+pub enum Judgement {
+    /// It holds over everything the run observed.
+    Held,
+    /// It was broken: what was found, and where.
+    Violated {
+        /// Each broken promise.
+        violations: Vec<Violation>,
+    },
+    /// It could not be judged: why (the evidence that was missing, and what it would take).
+    Unknown {
+        /// One line.
+        why: String,
+    },
+}
+
+impl Judgement {
+    /// `held`, `violated` or `unknown`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Held => "held",
+            Self::Violated { .. } => "violated",
+            Self::Unknown { .. } => "unknown",
+        }
+    }
+}
+
+/// One invariant and its verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Judged {
+    /// The invariant ([`CONSISTENCY`], [`CLEANUP`], …).
+    pub invariant: String,
+    /// Its verdict.
+    pub judgement: Judgement,
+}
+
+/// The verdict of each of `invariants`, in order: `Violated` when `violations` holds one of
+/// it (a broken promise seen is broken, whatever could not be seen), else `Unknown` when
+/// `unknown` gives a reason it could not be judged, else `Held`.
+pub fn judge_each(
+    invariants: &[&str],
+    violations: &[Violation],
+    unknown: impl Fn(&str) -> Option<String>,
+) -> Vec<Judged> {
+    invariants
+        .iter()
+        .map(|id| {
+            let broken: Vec<Violation> = violations
+                .iter()
+                .filter(|v| v.invariant == *id)
+                .cloned()
+                .collect();
+            let judgement = if !broken.is_empty() {
+                Judgement::Violated { violations: broken }
+            } else if let Some(why) = unknown(id) {
+                Judgement::Unknown { why }
+            } else {
+                Judgement::Held
+            };
+            Judged {
+                invariant: (*id).to_string(),
+                judgement,
+            }
+        })
+        .collect()
+}
+
 /// A committed state of the Backup.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -283,6 +355,14 @@ pub struct BackupTrace {
     /// What was done to the run (judged by [`outcome`]); `None`: not judged.
     #[serde(default)]
     pub perturbation: Option<outcome::Perturbation>,
+    /// Why the operation leaves nothing for data's marker and run-state clauses to read, when it
+    /// does so by design (a Backup created together with its server, before any claim
+    /// exists): data then judges the copy and the snapshot id only, and says so here.
+    #[serde(default)]
+    pub data_scope: Option<String>,
+    /// Why the audit log could not be read, when it could not (`audit_read` is false).
+    #[serde(default)]
+    pub audit_error: Option<String>,
     /// The server's run state (`suspend=… asleep=…`) just before the Backup was created.
     #[serde(default)]
     pub run_state_before: Option<String>,
@@ -381,6 +461,79 @@ impl BackupTrace {
             }),
         ));
         out
+    }
+
+    /// Every invariant's verdict, in [`BACKUP_INVARIANTS`] order.
+    pub fn judge(&self) -> Vec<Judged> {
+        judge_each(BACKUP_INVARIANTS, &self.violations(), |id| self.unknown(id))
+    }
+
+    /// Why invariant `id` cannot be judged over this trace, if it cannot: what it reads was
+    /// never recorded or could not be read. (Where the absence is itself a broken promise —
+    /// a Backup that never ended, a Succeeded one without a snapshot — the invariant reports
+    /// it as a violation instead.)
+    pub fn unknown(&self, id: &str) -> Option<String> {
+        let ended = self.terminal_at().is_some()
+            || self.backup_states().last().is_some_and(|(_, b)| b.gone);
+        let never = || {
+            (!ended).then(|| {
+                "the Backup never ended (liveness judges that), so what it owes is not settled"
+                    .to_string()
+            })
+        };
+        let no_state = || {
+            self.final_state().is_none().then(|| {
+                format!(
+                    "no committed state of Backup {} was recorded: the trace holds nothing to judge",
+                    self.backup
+                )
+            })
+        };
+        let unread = || {
+            (!self.audit_read).then(|| {
+                format!(
+                    "the game's RCON audit log could not be read ({}): which game processes ran and what they were sent is unknown",
+                    self.audit_error.as_deref().unwrap_or("no reason recorded")
+                )
+            })
+        };
+        match id {
+            CONSISTENCY => no_state().or_else(|| {
+                let fin = self.final_state()?;
+                let succeeded = fin.phase.as_deref() == Some("Succeeded");
+                match self.window() {
+                    None if succeeded && self.quiesce => Some(format!(
+                        "the Backup Succeeded with consistency {}, but no worker pod of its copy Job was recorded: there is no copy window to judge it over",
+                        fin.consistency.as_deref().unwrap_or("-")
+                    )),
+                    Some(_) if self.quiesce && fin.terminal() => unread(),
+                    _ => None,
+                }
+            }),
+            CLEANUP => unread().or_else(never),
+            DRAIN => never(),
+            restore::DATA => no_state().or_else(|| {
+                if self.data_scope.is_some() {
+                    return None;
+                }
+                let fin = self.final_state()?;
+                if fin.phase.as_deref() == Some("Succeeded") && self.claims.is_empty() {
+                    return Some(
+                        "no marker was planted in the server's claims: what the snapshot holds was not judged".into(),
+                    );
+                }
+                match (&self.run_state_before, &self.run_state_after) {
+                    (Some(_), Some(_)) => None,
+                    _ => Some(
+                        "the server's run state was not read both before the Backup and after it ended".into(),
+                    ),
+                }
+            }),
+            outcome::OUTCOME => self.perturbation.is_none().then(|| {
+                "what was done to the run (operation and fault) was not recorded".to_string()
+            }),
+            _ => None,
+        }
     }
 
     /// The game pod's states that describe the window: the last one committed before it

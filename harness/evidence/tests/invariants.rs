@@ -40,6 +40,8 @@ impl Build {
                 perturbation: None,
                 run_state_before: None,
                 run_state_after: None,
+                audit_error: None,
+                data_scope: None,
             },
             rv: 0,
         }
@@ -507,7 +509,7 @@ fn a_backup_that_never_ends_or_ends_without_a_reason_breaks_liveness() {
 }
 
 #[test]
-fn an_unread_audit_log_judges_no_audit_clause() {
+fn an_unread_audit_log_breaks_no_promise_by_itself() {
     let mut b = correct();
     b.trace.audit.clear();
     b.trace.audit_read = false;
@@ -976,4 +978,190 @@ fn a_raw_copy_is_never_quiesced_and_makes_no_rcon_call() {
     });
     restarted.changes.sort_by_key(|c| c.at);
     assert_eq!(restarted.consistency(), Vec::new());
+}
+
+/// A verdict per invariant: `correct()` made whole (markers planted and listed, the run state
+/// read, what was done recorded).
+fn whole(mut b: Build) -> BackupTrace {
+    use rehearsal_evidence::invariants::outcome::Perturbation;
+    b.trace.claims = vec![MarkedClaim {
+        claim: "mc-data".into(),
+        world: true,
+        marker: "m-world".into(),
+    }];
+    b.trace.snapshot = Some(SnapshotRead {
+        id: "snap-1".into(),
+        files: Some(vec!["/data/m-world".into()]),
+        error: None,
+    });
+    b.trace.run_state_before = Some("suspend=absent asleep=false".into());
+    b.trace.run_state_after = Some("suspend=absent asleep=false".into());
+    b.trace.perturbation = Some(Perturbation {
+        operation: "backup".into(),
+        fault: None,
+    });
+    b.done()
+}
+
+/// Each invariant's verdict, as `(invariant, held|violated|unknown)`, and the unknowns' reasons.
+fn verdicts(t: &BackupTrace) -> (Vec<(String, &'static str)>, Vec<String>) {
+    use rehearsal_evidence::invariants::Judgement;
+    let judged = t.judge();
+    let whys = judged
+        .iter()
+        .filter_map(|j| match &j.judgement {
+            Judgement::Unknown { why } => Some(format!("{}: {why}", j.invariant)),
+            _ => None,
+        })
+        .collect();
+    (
+        judged
+            .into_iter()
+            .map(|j| (j.invariant, j.judgement.as_str()))
+            .collect(),
+        whys,
+    )
+}
+
+fn expect(pairs: &[(&str, &'static str)]) -> Vec<(String, &'static str)> {
+    pairs.iter().map(|(i, v)| (i.to_string(), *v)).collect()
+}
+
+#[test]
+fn a_whole_correct_trace_holds_every_invariant_and_says_so() {
+    let (v, whys) = verdicts(&whole(correct()));
+    assert_eq!(
+        v,
+        expect(&[
+            (CONSISTENCY, "held"),
+            (CLEANUP, "held"),
+            (DRAIN, "held"),
+            (LIVENESS, "held"),
+            (DATA, "held"),
+            ("outcome", "held"),
+        ]),
+        "{whys:?}"
+    );
+}
+
+/// An audit log that could not be read leaves every clause that reads it unknown, naming why:
+/// never held (it was `ok` before: the unread log judged no audit clause).
+#[test]
+fn an_unread_audit_log_leaves_consistency_and_cleanup_unknown() {
+    let mut b = correct();
+    b.trace.audit.clear();
+    b.trace.audit_read = false;
+    b.trace.audit_error = Some("the probe pod found no audit.log".into());
+    let t = whole(b);
+    assert_eq!(t.violations(), Vec::new(), "nothing seen broken");
+    let (v, whys) = verdicts(&t);
+    assert_eq!(
+        v,
+        expect(&[
+            (CONSISTENCY, "unknown"),
+            (CLEANUP, "unknown"),
+            (DRAIN, "held"),
+            (LIVENESS, "held"),
+            (DATA, "held"),
+            ("outcome", "held"),
+        ])
+    );
+    assert!(
+        whys.iter()
+            .all(|w| w.contains("could not be read (the probe pod found no audit.log)")),
+        "{whys:?}"
+    );
+}
+
+/// Each invariant, given a trace without the structure it reads, answers unknown (saying why)
+/// or violated (the absence is the broken promise) — never silence.
+#[test]
+fn every_invariant_answers_without_its_structure() {
+    // Nothing recorded at all: no state of the Backup.
+    let (v, whys) = verdicts(&whole(Build::new()));
+    assert_eq!(
+        v,
+        expect(&[
+            (CONSISTENCY, "unknown"),
+            (CLEANUP, "unknown"),
+            (DRAIN, "unknown"),
+            (LIVENESS, "violated"),
+            (DATA, "unknown"),
+            ("outcome", "violated"),
+        ]),
+        "{whys:?}"
+    );
+    assert!(
+        whys[0].contains("no committed state of Backup live"),
+        "{whys:?}"
+    );
+    assert!(whys[1].contains("never ended"), "{whys:?}");
+
+    // Succeeded with no copy window: no worker pod was recorded.
+    let mut no_window = Build::new();
+    no_window
+        .audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .audit(1_000, "inc-1", Some("save-on"))
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    let (v, whys) = verdicts(&whole(no_window));
+    assert_eq!(v[0], (CONSISTENCY.to_string(), "unknown"), "{whys:?}");
+    assert!(whys[0].contains("no copy window"), "{whys:?}");
+    assert_eq!(v[4], (DATA.to_string(), "violated"));
+
+    // Succeeded, but no marker planted: what the snapshot holds was not judged.
+    let mut unmarked = whole(correct());
+    unmarked.claims.clear();
+    let (v, whys) = verdicts(&unmarked);
+    assert_eq!(v[4], (DATA.to_string(), "unknown"));
+    assert!(whys[0].contains("no marker was planted"), "{whys:?}");
+
+    // The run state not read after: data cannot say the backup kept it.
+    let mut unread_state = whole(correct());
+    unread_state.run_state_after = None;
+    assert_eq!(verdicts(&unread_state).0[4], (DATA.to_string(), "unknown"));
+    // Unless the operation leaves nothing to mark by design, and the trace says so.
+    let mut early = unread_state.clone();
+    early.claims.clear();
+    early.data_scope = Some("created together with its server".into());
+    assert_eq!(verdicts(&early).0[4], (DATA.to_string(), "held"));
+
+    // What was done to the run not recorded: the outcome is unknown.
+    let mut unrecorded = whole(correct());
+    unrecorded.perturbation = None;
+    assert_eq!(
+        verdicts(&unrecorded).0[5],
+        ("outcome".to_string(), "unknown")
+    );
+
+    // Never ended: cleanup and drain have nothing settled to judge; liveness is violated.
+    let mut stuck = Build::new();
+    stuck
+        .audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .copy(400, "Running");
+    let (v, _) = verdicts(&whole(stuck));
+    assert_eq!(
+        v[1..4],
+        expect(&[
+            (CLEANUP, "unknown"),
+            (DRAIN, "unknown"),
+            (LIVENESS, "violated")
+        ])
+    );
+}
+
+/// A broken promise seen is a violation even where something else could not be read.
+#[test]
+fn a_violation_seen_is_violated_even_with_an_unread_log() {
+    let mut b = correct();
+    b.pod(600, POD, "containerd://game-2", true);
+    b.trace.audit_read = false;
+    b.trace.audit.clear();
+    let (v, _) = verdicts(&whole(b));
+    assert_eq!(v[0], (CONSISTENCY.to_string(), "violated"));
+    assert_eq!(v[1], (CLEANUP.to_string(), "unknown"));
 }

@@ -423,3 +423,55 @@ fn the_first_difference_is_named() {
         Some("./z (dir) should not be there")
     );
 }
+
+/// Each restore invariant answers held, violated or unknown; without the structure it reads it
+/// says why, or the absence is the violation.
+#[test]
+fn every_restore_invariant_answers_without_its_structure() {
+    use rehearsal_evidence::invariants::Judgement;
+    use rehearsal_evidence::invariants::outcome::Perturbation;
+    let verdicts = |b: &Build| -> Vec<&'static str> {
+        b.trace
+            .judge()
+            .iter()
+            .map(|j| j.judgement.as_str())
+            .collect()
+    };
+    let unrecorded = |b: &mut Build| {
+        b.trace.perturbation = Some(Perturbation {
+            operation: "restore".into(),
+            fault: None,
+        });
+    };
+    let mut ok = Build::new();
+    ok.through("Succeeded", "Succeeded").after(snapshot_world());
+    unrecorded(&mut ok);
+    assert_eq!(verdicts(&ok), ["held", "held", "held", "held"]);
+    // Never ended: data and drain are unknown, liveness violated.
+    let mut stuck = Build::new();
+    stuck.restore(0, "Running", None).worker(10, "Running");
+    unrecorded(&mut stuck);
+    assert_eq!(
+        verdicts(&stuck),
+        ["unknown", "unknown", "violated", "violated"]
+    );
+    let judged = stuck.trace.judge();
+    assert!(
+        matches!(&judged[0].judgement, Judgement::Unknown { why } if why.contains("never ended")),
+        "{judged:?}"
+    );
+    // The claims before it were not read: data is unknown.
+    let mut blind = Build::new();
+    blind
+        .through("Succeeded", "Succeeded")
+        .after(snapshot_world());
+    unrecorded(&mut blind);
+    blind.trace.before.clear();
+    assert_eq!(verdicts(&blind)[0], "unknown");
+    // Nothing recorded of what was done: the outcome is unknown.
+    let mut plain = Build::new();
+    plain
+        .through("Succeeded", "Succeeded")
+        .after(snapshot_world());
+    assert_eq!(verdicts(&plain), ["held", "held", "held", "unknown"]);
+}

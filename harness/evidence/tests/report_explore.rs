@@ -14,6 +14,13 @@ fn schedule(name: &str, verdict: Verdict, checks: &[&str]) -> CaseSpec {
     c
 }
 
+/// A failed schedule with no failed check, ended for `reason`.
+fn because(name: &str, reason: &str) -> CaseSpec {
+    let mut c = schedule(name, Verdict::Failed, &[]);
+    c.reason = Some(reason.into());
+    c
+}
+
 #[test]
 fn the_html_report_shows_each_operations_point_by_fault_matrix() {
     let dir = tempfile::tempdir().unwrap();
@@ -33,14 +40,57 @@ fn the_html_report_shows_each_operations_point_by_fault_matrix() {
             ),
             schedule("restore-p01-operator-restart", Verdict::Failed, &[]),
             schedule("stopped-backup-p03-server-started", Verdict::Passed, &[]),
+            because(
+                "stopped-backup-p04-server-started",
+                "evidence absent: what invariant(s) cleanup read: cleanup: the RCON audit log could not be read",
+            ),
+            because(
+                "stopped-backup-p05-server-started",
+                "not placed: the operation ended before the operator made write p05",
+            ),
             elsewhere,
         ],
         None,
     );
     let report = Report::merge(vec![load(&bundle).unwrap()], dir.path()).unwrap();
     let html = render(&report, Format::Html);
+    // The report opens with the matrix, before the verdicts.
     let matrix = &html[html.find("Exploration: point × fault").expect("the matrix")
-        ..html.find("<h2>Cases</h2>").unwrap()];
+        ..html.find("<h2>Verdicts</h2>").unwrap()];
+    assert!(
+        matrix.contains("<strong>6 schedules: 2 ok, 1 violated, 1 unknown, 1 not placed, 1 did not finish</strong>"),
+        "{matrix}"
+    );
+    assert!(
+        matrix.contains("<tr><td>p04</td><td><a class=\"v-failed\" href=\"#stopped-backup-p04-server-started\">unknown</a></td></tr>"),
+        "{matrix}"
+    );
+    assert!(
+        matrix.contains("<tr><td>p05</td><td><a class=\"v-failed\" href=\"#stopped-backup-p05-server-started\">not placed</a></td></tr>"),
+        "{matrix}"
+    );
+    // report.md draws the same matrix, from the same model, each cell linking to its section.
+    let md = render(&report, Format::Markdown);
+    let md_matrix = &md[md
+        .find("## Exploration: point × fault")
+        .expect("the markdown matrix")..md.find("## Verdicts").unwrap()];
+    assert!(
+        md_matrix.contains(
+            "**6 schedules: 2 ok, 1 violated, 1 unknown, 1 not placed, 1 did not finish**"
+        ),
+        "{md_matrix}"
+    );
+    assert!(
+        md_matrix.contains("| p01 | [failed](#restore-p01-operator-restart) | [**data, drain**](#restore-p01-restore-deleted) |"),
+        "{md_matrix}"
+    );
+    assert!(
+        md_matrix.contains("| p04 | [unknown](#stopped-backup-p04-server-started) |"),
+        "{md_matrix}"
+    );
+    // A bundle with a case outside the exploration is a qualification report; one of
+    // schedules only, an exploration report.
+    assert!(md.starts_with("# Qualification report"), "{md}");
     assert!(matrix.contains("<h3><code>restore</code></h3>"), "{matrix}");
     assert!(
         matrix.contains("<h3><code>stopped-backup</code></h3>"),

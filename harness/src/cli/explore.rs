@@ -2,7 +2,7 @@
 //! ([`crate::explore`]).
 
 use super::CliError;
-use super::run::{EMBEDDED_PARALLEL, print_report, run_error};
+use super::output::{EMBEDDED_PARALLEL, print_report, run_error};
 use crate::explore::{self, ExploreConfig, Fault, Operation, Schedule};
 
 /// `rehearse explore`: what to explore.
@@ -45,6 +45,11 @@ pub struct ExploreArgs {
     /// operation is `qualify-signals`); with `--save-violations DIR`, saves each that is not ok.
     #[arg(long, conflicts_with_all = ["operations", "faults", "mutant"])]
     pub qualify_signals: bool,
+    /// Judge the exploration in this bundle again, offline, by today's invariants: every
+    /// schedule's kept trace and placement, verified against the journal first; prints the
+    /// matrix and closing line as the run did, and exits 1 unless every schedule is ok.
+    #[arg(long, value_name = "BUNDLE", conflicts_with_all = ["operations", "faults", "replay", "regressions", "save_violations", "mutant", "limit", "qualify_signals"])]
+    pub rejudge: Option<std::path::PathBuf>,
     /// The qualifications the signal exploration stops (repeatable; default: all four).
     #[arg(long = "variant", value_enum, requires = "qualify_signals")]
     pub variants: Vec<explore::signals::Variant>,
@@ -55,6 +60,9 @@ pub struct ExploreArgs {
 
 /// Runs `rehearse explore`.
 pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
+    if let Some(bundle) = &args.rejudge {
+        return rejudge(bundle);
+    }
     let signal_ids = args
         .replay
         .iter()
@@ -121,6 +129,7 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         println!("{}", outcome.matrix_markdown(operation));
     }
     print_report(&outcome.bundle_dir);
+    println!("{}", outcome.closing_line());
     if let Some(dir) = &args.save_violations {
         save_violations(dir, &outcome)?;
     }
@@ -138,9 +147,42 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         .collect();
     if !failed.is_empty() {
         return Err(CliError::failed(format!(
-            "{} schedule(s) violated an invariant or did not finish: {}; replay one with `rehearse explore --replay ID`",
+            "{} schedule(s) not ok (violated, unknown, not placed or did not finish): {}; replay one with `rehearse explore --replay ID`",
             failed.len(),
             failed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// `rehearse explore --rejudge BUNDLE`: the bundle's exploration judged again offline
+/// ([`explore::rejudge`]); the matrix per operation and the closing line, exit 1 unless every
+/// schedule is ok.
+fn rejudge(bundle: &std::path::Path) -> Result<(), CliError> {
+    use crate::evidence::report::matrix::Standing;
+    let rejudged = explore::rejudge::rejudge(bundle).map_err(CliError::usage)?;
+    for m in rejudged.matrices() {
+        println!("\n{}: point × fault\n", m.operation);
+        println!("{}", m.markdown("operator write", false));
+    }
+    if !rejudged.as_recorded.is_empty() {
+        println!(
+            "as recorded (nothing kept to judge again): {}",
+            rejudged.as_recorded.join(", ")
+        );
+    }
+    println!("{}", rejudged.closing_line());
+    let not_ok: Vec<&str> = rejudged
+        .schedules
+        .iter()
+        .filter(|s| !matches!(s.standing(), Standing::Ok | Standing::NotApplicable))
+        .map(|s| s.id.as_str())
+        .collect();
+    if !not_ok.is_empty() {
+        return Err(CliError::failed(format!(
+            "{} schedule(s) not ok when judged again: {}",
+            not_ok.len(),
+            not_ok.join(", ")
         )));
     }
     Ok(())

@@ -11,8 +11,8 @@ use crate::deploy::reference_operator::KindInstall;
 use crate::evidence::bundle::{KillMatrix, Verdict};
 use crate::run::{self, Cluster, RunConfig, RunOutcome};
 
-/// Cases at once on the embedded cluster unless `--parallel` says otherwise.
-pub const EMBEDDED_PARALLEL: usize = 4;
+pub use super::output::EMBEDDED_PARALLEL;
+pub(crate) use super::output::{print_report, run_error};
 /// Cases at once on a shared (Kind or existing) cluster unless `--parallel` says otherwise.
 pub const SHARED_PARALLEL: usize = 2;
 
@@ -318,38 +318,6 @@ fn config(
         case_bound: run::CASE_BOUND,
         operator_profile: target.operator_profile,
     })
-}
-
-pub(crate) fn run_error(e: run::RunError) -> CliError {
-    CliError::usage(format!("the rehearsal could not run: {e}"))
-}
-
-/// Renders the bundle's reports and prints where they and the bundle are; a report that
-/// cannot be rendered is said on stderr (the bundle stays, whole).
-pub(crate) fn print_report(dir: &Path) {
-    match render_report(dir) {
-        Ok(files) => {
-            for f in files {
-                println!("report: {}", f.display());
-            }
-        }
-        Err(e) => {
-            eprintln!("rehearse: the bundle was written but the report could not be rendered: {e}")
-        }
-    }
-    println!("bundle: {}", dir.display());
-}
-
-/// Renders report.md and report.html into the bundle directory.
-pub(crate) fn render_report(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let loaded = crate::report::load(dir).map_err(|e| e.to_string())?;
-    let report = crate::report::Report::merge(vec![loaded], dir).map_err(|e| e.to_string())?;
-    crate::report::write(
-        &report,
-        &[crate::report::Format::Markdown, crate::report::Format::Html],
-        dir,
-    )
-    .map_err(|e| e.to_string())
 }
 
 fn print_outcome(outcome: &RunOutcome) {

@@ -14,11 +14,11 @@ use super::Fault;
 use super::observer::{Observer, Recorded, ReleaseOnDrop};
 use crate::cases::fixture::{self, FixtureOptions};
 use crate::cases::{backup, observe};
-use crate::context::{CaseContext, CaseError, Checks};
+use crate::context::{CaseContext, CaseError};
 use crate::evidence::invariants::capture::{MarkedClaim, SnapshotRead};
 use crate::evidence::invariants::{
-    self, AuditEntry, BackupState, BackupTrace, Committed, CopyJobState, CopyPodState,
-    GamePodState, Subject,
+    AuditEntry, BackupState, BackupTrace, Committed, CopyJobState, CopyPodState, GamePodState,
+    Subject,
 };
 use crate::wait::{Condition, Progress, WaitError, await_condition};
 
@@ -135,17 +135,30 @@ pub async fn schedule(
         .await?;
     let audit = ctx
         .step("read RCON audit log", async {
-            Ok(observe::audit_log(ctx, SERVER, "audit-read").await.ok())
+            Ok(observe::audit_log(ctx, SERVER, "audit-read")
+                .await
+                .map_err(|e| e.to_string()))
         })
         .await?;
     let snapshot = ctx
         .step("list the Backup's snapshot", read_snapshot(ctx, &backups))
         .await?;
-    let mut trace = trace_of(&observer.changes(), audit.as_ref(), faults_stopped_at, ctx);
+    let mut trace = trace_of(
+        &observer.changes(),
+        audit.as_ref().ok(),
+        faults_stopped_at,
+        ctx,
+    );
+    trace.audit_error = audit.as_ref().err().cloned();
     trace.quiesce = quiesce;
     trace.claims = marked;
     trace.snapshot = snapshot;
     trace.run_state_before = run_state_before;
+    if source == Source::NotYetRunning {
+        trace.data_scope = Some(
+            "the Backup is created together with its server, before any claim exists: no marker can be planted and there is no run state before it, so data judges the copy and the snapshot id only".into(),
+        );
+    }
     trace.run_state_after = super::restore::run_state(ctx).await.ok();
     let operation = match source {
         Source::Running => super::Operation::Backup,
@@ -160,6 +173,7 @@ pub async fn schedule(
     judge(
         ctx,
         &trace,
+        placed.placement(hold, &observer.points()),
         json!({"placed": placed, "settled": settled, "ready": ready, "points": observer.points()}),
     )
 }
@@ -371,32 +385,29 @@ async fn heal_repository(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     Ok(())
 }
 
-/// Stores the trace beside the schedule's receipts and assesses one check per invariant, each
-/// with the violations found; `observed` is what the schedule did.
-fn judge(ctx: &CaseContext<'_>, trace: &BackupTrace, mut observed: Value) -> Result<(), CaseError> {
+/// Stores the trace beside the schedule's receipts and assesses one check per invariant from
+/// its verdict (held, violated, unknown), the schedule not placed when its fault never landed;
+/// `observed` is what the schedule did.
+fn judge(
+    ctx: &CaseContext<'_>,
+    trace: &BackupTrace,
+    placement: super::rejudge::Placement,
+    observed: Value,
+) -> Result<(), CaseError> {
     ctx.recorder.artifact(
-        "trace.json",
+        super::rejudge::TRACE,
         &serde_json::to_vec_pretty(trace).unwrap_or_default(),
     )?;
-    let violations = trace.violations();
     ctx.uses("every committed state of the Backup, the game pod and the copy's worker pods (API server commit order)");
     ctx.uses("RCON audit log");
-    let mut checks = Checks::new();
-    let object = format!("backup {}/{BACKUP}", ctx.namespace);
-    for id in invariants::BACKUP_INVARIANTS {
-        let broken: Vec<&invariants::Violation> =
-            violations.iter().filter(|v| v.invariant == *id).collect();
-        checks.check(
-            id,
-            broken.is_empty(),
-            &object,
-            &format!("invariant {id} over the schedule's trace"),
-            "holds",
-            &broken,
-        );
-    }
-    observed["violations"] = json!(violations);
-    ctx.assess_invariants(checks, observed)
+    super::assess_judged(
+        ctx,
+        &format!("backup {}/{BACKUP}", ctx.namespace),
+        "the schedule's trace",
+        &trace.judge(),
+        placement,
+        observed,
+    )
 }
 
 /// A committed state of the Backup, as the invariants read it.
@@ -499,5 +510,7 @@ fn trace_of(
         perturbation: None,
         run_state_before: None,
         run_state_after: None,
+        audit_error: None,
+        data_scope: None,
     }
 }

@@ -18,6 +18,7 @@
 pub mod backup;
 pub mod observer;
 pub mod qualify;
+pub mod rejudge;
 pub mod restore;
 pub mod saved;
 pub mod signals;
@@ -324,9 +325,43 @@ pub(crate) struct Placed {
     pub point_not_reached: bool,
     /// What the fault observed when it landed.
     pub fault: Value,
+    /// The point came, but the fault could not land there (its target went away meanwhile):
+    /// why.
+    pub missed: Option<String>,
 }
 
 impl Placed {
+    /// What the bundle keeps of where the fault landed: why it did not (if it did not) and
+    /// the points the run learned.
+    pub(crate) fn placement(
+        &self,
+        hold: Option<(usize, Fault)>,
+        points: &[observer::Point],
+    ) -> rejudge::Placement {
+        rejudge::Placement {
+            not_placed: self.not_placed(hold),
+            points: points.iter().map(|p| p.label.clone()).collect(),
+        }
+    }
+
+    /// Why the schedule's fault never landed, when it did not: the operation ended (and
+    /// settled) before the operator made the write the fault waits for, or the fault's target
+    /// went away as it was injected.
+    pub(crate) fn not_placed(&self, hold: Option<(usize, Fault)>) -> Option<String> {
+        let (index, fault) = hold?;
+        if let Some(why) = &self.missed {
+            return Some(format!(
+                "fault {fault} could not land before write p{index:02}: {why}"
+            ));
+        }
+        self.point_not_reached.then(|| {
+            format!(
+                "the operation ended before the operator made write p{index:02} (its {}th in the namespace), so fault {fault} never landed",
+                index + 1
+            )
+        })
+    }
+
     /// What was done to the run, for the `outcome` oracle: the fault when it landed (a point
     /// never reached leaves the run unperturbed).
     pub(crate) fn perturbation(
@@ -360,27 +395,48 @@ pub(crate) async fn place_fault<T>(
     let Some((index, fault)) = hold else {
         return Ok((placed, None));
     };
+    let mut reached = reached;
     let arrived = ctx
         .step(&format!("await point {index}"), async {
             tokio::select! {
-                point = reached => Ok(point.ok()),
+                point = &mut reached => Ok(point.ok()),
                 done = over => {
                     done?;
-                    Ok(None)
+                    // The reference run learned its points until the operation settled, so a
+                    // write made after the operation's end (a last status, a finalizer
+                    // removed) is a point too: it is waited for within the settle bound.
+                    Ok(tokio::time::timeout(ctx.bounds.settle, &mut reached)
+                        .await
+                        .ok()
+                        .and_then(Result::ok))
                 }
             }
         })
         .await?;
     match arrived {
         Some(point) => {
-            placed.fault = ctx
+            let pod_before = server_pod_uid(ctx, server).await;
+            let injected = ctx
                 .step(
                     &format!("inject {fault}"),
                     inject(ctx, fault, server, object),
                 )
-                .await?;
+                .await;
+            placed.fault = match injected {
+                Ok(v) => v,
+                // The server's pod replaced while the fault was injected into it (the
+                // operation itself rolling it): the fault did not land, and the schedule says
+                // so instead of failing on it.
+                Err(e) if server_pod_uid(ctx, server).await != pod_before => {
+                    placed.missed = Some(format!(
+                        "the server's pod was replaced while it was injected ({e})"
+                    ));
+                    json!({"missed": e.to_string()})
+                }
+                Err(e) => return Err(e),
+            };
             placed.point = Some(point);
-            if fault == Fault::AgentDown {
+            if fault == Fault::AgentDown && placed.missed.is_none() {
                 // Down across the point: the write goes while the agent is held down, and the
                 // agent is let up once the write was applied (or the operation is over).
                 let applied = ctx
@@ -400,6 +456,20 @@ pub(crate) async fn place_fault<T>(
     }
     observer.release();
     Ok((placed, faults_stopped_at))
+}
+
+/// The UID of `server`'s pod, when it has one (and it could be read).
+async fn server_pod_uid(ctx: &CaseContext<'_>, server: &str) -> Option<String> {
+    if server.is_empty() {
+        return None;
+    }
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    pods.get_opt(&gameplane_api::names::pod(server))
+        .await
+        .ok()
+        .flatten()
+        .and_then(|p| p.metadata.uid)
 }
 
 /// The operations explore covers.
@@ -682,77 +752,160 @@ impl ExploreOutcome {
             .all(|r| matches!(r.ended.verdict, Verdict::Passed | Verdict::NotApplicable))
     }
 
+    /// The closing line: how many schedules, how many ok, violated, unknown and not placed.
+    pub fn closing_line(&self) -> String {
+        matrix::closing_line(
+            "schedules",
+            self.results
+                .iter()
+                .filter(|r| r.schedule.is_some())
+                .map(|r| standing(&r.ended)),
+        )
+    }
+
     /// The point × fault matrix of `operation` as Markdown: one row per point, one column per
     /// fault; a cell is `ok`, the violated invariants, or the verdict.
     pub fn matrix_markdown(&self, operation: Operation) -> String {
-        let points = self
+        let labels = self
             .points
             .iter()
             .find(|(op, _)| *op == operation)
-            .map(|(_, p)| p.clone())
+            .map(|(_, p)| p.iter().map(|p| p.label.clone()).collect())
             .unwrap_or_default();
-        let faults: Vec<Fault> = {
-            let mut f: Vec<Fault> = self
-                .results
-                .iter()
-                .filter_map(|r| r.schedule.as_ref())
-                .filter(|s| s.operation == operation)
-                .map(|s| s.fault)
-                .collect();
-            f.sort();
-            f.dedup();
-            f
-        };
-        let mut out = format!(
-            "| point | operator write | {} |\n",
-            faults
-                .iter()
-                .map(|f| f.as_str())
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
-        out.push_str(&format!("|---|---|{}\n", "---|".repeat(faults.len())));
-        let rows = points.len().max(
+        matrix_markdown_of(
+            operation.as_str(),
             self.results
                 .iter()
-                .filter_map(|r| r.schedule.as_ref())
-                .filter(|s| s.operation == operation)
-                .map(|s| s.point + 1)
-                .max()
-                .unwrap_or(0),
-        );
-        for index in 0..rows {
-            let label = points.get(index).map_or("(replayed)", |p| p.label.as_str());
-            let cells: Vec<String> = faults
-                .iter()
-                .map(|fault| {
-                    let found = self.results.iter().find(|r| {
-                        r.schedule.as_ref().is_some_and(|s| {
-                            s.operation == operation && s.point == index && s.fault == *fault
-                        })
-                    });
-                    match found {
-                        None => "·".to_string(),
-                        Some(r) => cell(&r.ended),
-                    }
+                .filter(|r| {
+                    r.schedule
+                        .as_ref()
+                        .is_some_and(|s| s.operation == operation)
                 })
-                .collect();
-            out.push_str(&format!(
-                "| p{index:02} | `{label}` | {} |\n",
-                cells.join(" | ")
-            ));
-        }
-        out
+                .map(|r| (r.id.as_str(), &r.ended)),
+            labels,
+            "operator write",
+        )
     }
 }
 
-fn cell(ended: &BodyEnded) -> String {
-    match ended.verdict {
-        Verdict::Passed => "ok".to_string(),
-        Verdict::Failed if !ended.failed_checks.is_empty() => {
-            format!("**{}**", ended.failed_checks.join(", "))
+pub use crate::evidence::report::matrix::Standing;
+use crate::evidence::report::matrix::{self, Matrix};
+
+/// A schedule that ended as `ended`, as the matrix reads it.
+pub(crate) fn matrix_schedule(id: &str, ended: &BodyEnded) -> matrix::Schedule {
+    matrix::Schedule {
+        id: id.to_string(),
+        verdict: ended.verdict,
+        reason: ended.reason.clone(),
+        failed_checks: ended.failed_checks.clone(),
+    }
+}
+
+/// Where a schedule that ended as `ended` stands.
+pub fn standing(ended: &BodyEnded) -> Standing {
+    Standing::of(ended.verdict, ended.reason.as_deref(), &ended.failed_checks)
+}
+
+/// The matrix of `operation` (as schedule ids name it) over `schedules` (id, how it ended),
+/// its points named by `labels`, drawn as Markdown with `label_header` over the labels: the
+/// renderer report.md and report.html use too.
+pub(crate) fn matrix_markdown_of<'a>(
+    operation: &str,
+    schedules: impl Iterator<Item = (&'a str, &'a BodyEnded)>,
+    labels: Vec<String>,
+    label_header: &str,
+) -> String {
+    let labels = std::collections::BTreeMap::from([(operation.to_string(), labels)]);
+    let all = matrix::matrices(schedules.map(|(id, e)| matrix_schedule(id, e)), &labels);
+    all.iter().find(|m| m.operation == operation).map_or_else(
+        || {
+            Matrix {
+                operation: operation.to_string(),
+                columns: Vec::new(),
+                rows: Vec::new(),
+            }
+            .markdown(label_header, false)
+        },
+        |m| m.markdown(label_header, false),
+    )
+}
+
+/// Records a schedule's judgement: one check per invariant from its verdict (held passes;
+/// violated fails with the violations; unknown fails with why), then its standing: violated
+/// when one was broken; otherwise evidence absent (`unknown`) when one could not be judged;
+/// otherwise `not placed` when the fault never landed (`not_placed` says why); else ok.
+///
+/// Where the fault landed is kept beside the trace (`placement.json`), so `rehearse explore
+/// --rejudge` can judge the schedule again from the bundle alone.
+pub(crate) fn assess_judged(
+    ctx: &CaseContext<'_>,
+    object: &str,
+    over: &str,
+    judged: &[crate::evidence::invariants::Judged],
+    placement: rejudge::Placement,
+    mut observed: Value,
+) -> Result<(), CaseError> {
+    use crate::evidence::invariants::Judgement;
+    ctx.recorder.artifact(
+        rejudge::PLACEMENT,
+        &serde_json::to_vec_pretty(&placement).unwrap_or_default(),
+    )?;
+    let not_placed = placement.not_placed;
+    let mut checks = crate::context::Checks::new();
+    for j in judged {
+        let (passed, found) = match &j.judgement {
+            Judgement::Held => (true, json!("holds")),
+            Judgement::Violated { violations } => (false, json!(violations)),
+            Judgement::Unknown { why } => (false, json!(format!("unknown: {why}"))),
+        };
+        // Every invariant's id is one of the catalogue's (`invariants::ALL`).
+        let id = crate::evidence::invariants::ALL
+            .iter()
+            .copied()
+            .find(|i| *i == j.invariant)
+            .unwrap_or("unnamed-invariant");
+        checks.check(
+            id,
+            passed,
+            object,
+            &format!("invariant {} over {over}", j.invariant),
+            "holds",
+            found,
+        );
+    }
+    observed["judged"] = json!(judged);
+    observed["not_placed"] = json!(not_placed);
+    let assessed = ctx.assess_invariants(checks, observed);
+    let violated = judged
+        .iter()
+        .any(|j| matches!(j.judgement, Judgement::Violated { .. }));
+    let unknown: Vec<String> = judged
+        .iter()
+        .filter_map(|j| match &j.judgement {
+            Judgement::Unknown { why } => Some(format!("{}: {why}", j.invariant)),
+            _ => None,
+        })
+        .collect();
+    match assessed {
+        Err(CaseError::Checks(_)) if !violated && !unknown.is_empty() => {
+            Err(CaseError::evidence_absent(
+                format!(
+                    "what invariant(s) {} read",
+                    judged
+                        .iter()
+                        .filter(|j| matches!(j.judgement, Judgement::Unknown { .. }))
+                        .map(|j| j.invariant.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                unknown.join("; "),
+            ))
         }
-        other => other.as_str().to_string(),
+        Ok(()) => match not_placed {
+            Some(why) => Err(CaseError::NotPlaced { why }),
+            None => Ok(()),
+        },
+        other => other,
     }
 }
 
@@ -1010,6 +1163,38 @@ pub fn spread(schedules: Vec<Schedule>, limit: usize) -> Vec<Schedule> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A schedule's case ending stands as the matrix module says (the harness's wording of
+    /// unknown and not placed is what it reads).
+    #[test]
+    fn a_case_ending_stands_as_the_matrix_reads_it() {
+        let ended = |verdict, reason: Option<String>, failed: Vec<String>| BodyEnded {
+            verdict,
+            reason,
+            failed_checks: failed,
+            duration: Duration::from_secs(1),
+        };
+        let absent = CaseError::evidence_absent("what invariant(s) cleanup read", "unread log");
+        let not_placed = CaseError::NotPlaced {
+            why: "the operation ended first".into(),
+        };
+        assert_eq!(
+            standing(&ended(Verdict::Failed, Some(absent.to_string()), vec![])),
+            Standing::Unknown
+        );
+        assert_eq!(
+            standing(&ended(
+                Verdict::Failed,
+                Some(not_placed.to_string()),
+                vec![]
+            )),
+            Standing::NotPlaced
+        );
+        assert_eq!(
+            standing(&ended(Verdict::Failed, None, vec!["drain".into()])),
+            Standing::Violated
+        );
+    }
 
     fn all(points: usize) -> Vec<Schedule> {
         (0..points)

@@ -16,8 +16,8 @@ use super::observer::{Observer, ReleaseOnDrop};
 use crate::cases::fixture;
 use crate::cases::module_bundle;
 use crate::cases::rollout::{self, FleetSpec};
-use crate::context::{CaseContext, CaseError, Checks};
-use crate::evidence::invariants::qualification::{self, QUALIFY_INVARIANTS};
+use crate::context::{CaseContext, CaseError};
+use crate::evidence::invariants::qualification::QUALIFY_INVARIANTS;
 use crate::evidence::qualification::{ModulePin, Plan, Rollback};
 
 /// The operator's writes that are a qualification's points: the fleet's and the clone's
@@ -166,32 +166,31 @@ pub async fn schedule(
     // A procedure that stopped on an error (e.g. the source's backup invalidated by the fault)
     // is judged on what it recorded, as a halt: the fleet as it was, nothing promoted.
     let stopped = error.map(|e| e.to_string());
-    let mut violations = qualification::judge(&q, stopped.as_deref(), Some(&perturbation));
-    if let Some(phase) = &restored {
-        violations.extend(qualification::restore_after_halt(phase.as_deref()));
-    }
     ctx.uses("the qualification's record: its plan, gates, outcome and the fleet before and after");
-    let mut checks = Checks::new();
-    let object = format!("qualification {}/{}", ctx.namespace, plan.run_id);
     let ids = crate::evidence::invariants::BY_OPERATION
         .iter()
         .find(|(op, _)| *op == variant.operation().as_str())
         .map_or(QUALIFY_INVARIANTS, |(_, ids)| ids);
-    for id in ids {
-        let broken: Vec<_> = violations.iter().filter(|v| v.invariant == *id).collect();
-        checks.check(
-            id,
-            broken.is_empty(),
-            &object,
-            &format!("invariant {id} over the qualification's record"),
-            "holds",
-            &broken,
-        );
-    }
-    ctx.assess_invariants(
-        checks,
+    // What the judgement reads besides the record, kept so `--rejudge` judges it again the
+    // same way (one judge for both).
+    let inputs = super::rejudge::QualifyInputs {
+        stopped: stopped.clone(),
+        perturbation: perturbation.clone(),
+        restored: restored.clone(),
+        invariants: ids.iter().map(|i| i.to_string()).collect(),
+    };
+    ctx.recorder.artifact(
+        super::rejudge::JUDGEMENT_INPUTS,
+        &serde_json::to_vec_pretty(&inputs).unwrap_or_default(),
+    )?;
+    let judged = super::rejudge::judge_qualification(&q, &inputs);
+    super::assess_judged(
+        ctx,
+        &format!("qualification {}/{}", ctx.namespace, plan.run_id),
+        "the qualification's record",
+        &judged,
+        placed.placement(hold, &observer.points()),
         json!({"placed": placed, "outcome": q.outcome, "line": q.outcome.line(),
-               "stopped": stopped, "restore_after_halt": restored, "points": observer.points(),
-               "violations": violations}),
+               "stopped": stopped, "restore_after_halt": restored, "points": observer.points()}),
     )
 }

@@ -23,7 +23,7 @@ use super::Fault;
 use super::observer::{Observer, Recorded, ReleaseOnDrop};
 use crate::cases::backup;
 use crate::cases::fixture::{self, FixtureOptions};
-use crate::context::{CaseContext, CaseError, Checks};
+use crate::context::{CaseContext, CaseError};
 use crate::evidence::invariants::CopyPodState;
 use crate::evidence::invariants::restore::{
     self as inv, ClaimState, Contents, RestoreCommitted, RestoreState, RestoreSubject, RestoreTrace,
@@ -337,43 +337,38 @@ pub async fn schedule(
     judge(
         ctx,
         &trace,
+        placed.placement(hold, &observer.points()),
         json!({"placed": placed, "settled": settled, "snapshot": saved, "newer_snapshot": later,
                "points": observer.points()}),
     )
 }
 
-/// Stores the trace beside the schedule's receipts and assesses one check per invariant.
+/// Stores the trace beside the schedule's receipts and assesses one check per invariant from
+/// its verdict, the schedule not placed when its fault never landed.
 fn judge(
     ctx: &CaseContext<'_>,
     trace: &RestoreTrace,
-    mut observed: Value,
+    placement: super::rejudge::Placement,
+    observed: Value,
 ) -> Result<(), CaseError> {
     ctx.recorder.artifact(
-        "trace.json",
+        super::rejudge::TRACE,
         &serde_json::to_vec_pretty(trace).unwrap_or_default(),
     )?;
-    let violations = trace.violations();
     ctx.uses("every committed state of the Restore and its worker pods (API server commit order)");
     ctx.uses(
         "every path of the server's claims (digests) as backed up, before and after the restore",
     );
     ctx.uses("PVC UIDs");
     ctx.uses("GameServer spec.suspend and status.idle");
-    let mut checks = Checks::new();
-    let object = format!("restore {}/{RESTORE}", ctx.namespace);
-    for id in inv::RESTORE_INVARIANTS {
-        let broken: Vec<_> = violations.iter().filter(|v| v.invariant == *id).collect();
-        checks.check(
-            id,
-            broken.is_empty(),
-            &object,
-            &format!("invariant {id} over the schedule's trace"),
-            "holds",
-            &broken,
-        );
-    }
-    observed["violations"] = json!(violations);
-    ctx.assess_invariants(checks, observed)
+    super::assess_judged(
+        ctx,
+        &format!("restore {}/{RESTORE}", ctx.namespace),
+        "the schedule's trace",
+        &trace.judge(),
+        placement,
+        observed,
+    )
 }
 
 /// The invariants' view of the Restore's and its worker pods' committed states.

@@ -29,7 +29,7 @@ use crate::backend::Backend;
 use crate::cases::rollout::{self, FleetSpec};
 use crate::cases::{BodyEnded, RunOptions, fixture, run_body};
 use crate::context::{CaseContext, CaseError, Checks};
-use crate::evidence::bundle::{Bundle, BundleMeta, BundleSummary, Verdict};
+use crate::evidence::bundle::{Bundle, BundleMeta, BundleSummary};
 use crate::evidence::invariants::Violation;
 use crate::evidence::invariants::way_back::{self, FleetRead, TRUTH, TakenBackup};
 use crate::evidence::qualification::{Outcome, Plan, Qualification, Rollback};
@@ -250,91 +250,32 @@ impl SignalsOutcome {
     /// The point × pattern matrix of `variant` as Markdown: a row per receipt, a column per
     /// pattern; a cell is `ok`, the invariants broken, or the verdict.
     pub fn matrix_markdown(&self, variant: Variant) -> String {
-        let points = self
+        let labels = self
             .points
             .iter()
             .find(|(v, _)| *v == variant)
             .map(|(_, p)| p.clone())
             .unwrap_or_default();
-        let mut patterns: Vec<Pattern> = self
-            .results
-            .iter()
-            .filter_map(|r| r.schedule)
-            .filter(|s| s.variant == variant)
-            .map(|s| s.pattern)
-            .collect();
-        patterns.sort();
-        patterns.dedup();
-        let mut rows: Vec<u64> = self
-            .results
-            .iter()
-            .filter_map(|r| r.schedule)
-            .filter(|s| s.variant == variant)
-            .map(|s| s.point)
-            .collect();
-        rows.sort_unstable();
-        rows.dedup();
-        let mut out = format!(
-            "| point | after receipt | {} |\n|---|---|{}\n",
-            patterns
+        super::matrix_markdown_of(
+            &format!("{OPERATION}-{}", variant.as_str()),
+            self.results
                 .iter()
-                .map(|p| p.as_str())
-                .collect::<Vec<_>>()
-                .join(" | "),
-            "---|".repeat(patterns.len())
-        );
-        for point in rows {
-            let label = usize::try_from(point)
-                .ok()
-                .and_then(|i| points.get(i))
-                .map_or("(replayed)", String::as_str);
-            let cells: Vec<String> = patterns
-                .iter()
-                .map(|p| {
-                    self.results
-                        .iter()
-                        .find(|r| {
-                            r.schedule.is_some_and(|s| {
-                                s.variant == variant && s.point == point && s.pattern == *p
-                            })
-                        })
-                        .map_or("·".to_string(), |r| cell(&r.ended))
-                })
-                .collect();
-            out.push_str(&format!(
-                "| p{point:02} | `{label}` | {} |\n",
-                cells.join(" | ")
-            ));
-        }
-        out
-    }
-
-    /// The closing line: how many schedules, how many held every invariant, and the rest.
-    pub fn closing_line(&self) -> String {
-        let schedules: Vec<&SignalResult> = self
-            .results
-            .iter()
-            .filter(|r| r.schedule.is_some())
-            .collect();
-        let ok = schedules
-            .iter()
-            .filter(|r| r.ended.verdict == Verdict::Passed)
-            .count();
-        format!(
-            "{} signal schedules: {ok} ok, {} not ok",
-            schedules.len(),
-            schedules.len() - ok
+                .filter(|r| r.schedule.is_some_and(|s| s.variant == variant))
+                .map(|r| (r.id.as_str(), &r.ended)),
+            labels,
+            "after receipt",
         )
     }
-}
 
-fn cell(ended: &BodyEnded) -> String {
-    match ended.verdict {
-        Verdict::Passed => "ok".to_string(),
-        Verdict::Failed if !ended.failed_checks.is_empty() => {
-            format!("**{}**", ended.failed_checks.join(", "))
-        }
-        other => other.as_str().to_string(),
+    /// The closing line: how many schedules, how many ok, violated, unknown and not placed.
+    pub fn closing_line(&self) -> String {
+        crate::evidence::report::matrix::closing_line(
+            "signal schedules",
+            self.results
+                .iter()
+                .filter(|r| r.schedule.is_some())
+                .map(|r| super::standing(&r.ended)),
+        )
     }
 }
 
@@ -838,11 +779,13 @@ async fn judge(
     if let Some(s) = schedule
         && !runs[0].placed
     {
-        return Err(CaseError::Assertion {
-            object: s.id(),
-            field: "its point".into(),
-            expected: format!("reached (receipt {} written, the run held there)", s.point),
-            observed: "not placed: the qualification ended (or did not reach it within its bound) before that receipt, so no signal landed there".into(),
+        return Err(CaseError::NotPlaced {
+            why: format!(
+                "the qualification ended (or did not reach it within its bound) before receipt {} of {}, so no {} landed there",
+                s.point,
+                s.id(),
+                s.pattern.as_str()
+            ),
         });
     }
     // Every run's journal is evidence (who was promoted, which way backs existed): one that

@@ -217,6 +217,36 @@ impl RestoreTrace {
         out
     }
 
+    /// Every invariant's verdict, in [`RESTORE_INVARIANTS`] order.
+    pub fn judge(&self) -> Vec<super::Judged> {
+        super::judge_each(RESTORE_INVARIANTS, &self.violations(), |id| {
+            self.unknown(id)
+        })
+    }
+
+    /// Why invariant `id` cannot be judged over this trace, if it cannot.
+    pub fn unknown(&self, id: &str) -> Option<String> {
+        let ended = self.terminal_at().is_some() || self.removed_at().is_some();
+        let never = || {
+            (!ended).then(|| {
+                "the Restore never ended (liveness judges that), so what it owes is not settled"
+                    .to_string()
+            })
+        };
+        match id {
+            DATA => never().or_else(|| {
+                self.before.is_empty().then(|| {
+                    "the server's claims were not read before the Restore: there is nothing to compare with".to_string()
+                })
+            }),
+            DRAIN => never(),
+            super::outcome::OUTCOME => self.perturbation.is_none().then(|| {
+                "what was done to the run (operation and fault) was not recorded".to_string()
+            }),
+            _ => None,
+        }
+    }
+
     fn world_claims(&self) -> impl Iterator<Item = &String> {
         self.before.keys().filter(|c| !self.mods.contains(c))
     }

@@ -44,19 +44,22 @@ pub fn render(report: &Report) -> String {
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     let _ = writeln!(
         out,
-        "<title>Qualification report: {}</title>",
+        "<title>{} report: {}</title>",
+        report.title(),
         escape(&report.commit)
     );
     let _ = writeln!(out, "<style>\n{CSS}</style>\n</head>\n<body>");
     let _ = writeln!(
         out,
-        "<h1>Qualification report: <code>{}</code></h1>",
+        "<h1>{} report: <code>{}</code></h1>",
+        report.title(),
         escape(&report.commit)
     );
     header(&mut out, report);
+    // An exploration opens with its matrix.
+    explore_matrix(&mut out, report);
     verdicts(&mut out, report);
     runs(&mut out, report);
-    explore_matrix(&mut out, report);
     cases(&mut out, report);
     kill_matrices(&mut out, report);
     out.push_str("</body>\n</html>\n");
@@ -207,77 +210,53 @@ fn cases(out: &mut String, report: &Report) {
     }
 }
 
-/// A case of bucket `explore` named `<operation>-p<NN>-<fault>`: (operation, point, fault).
-fn schedule_of(name: &str) -> Option<(&str, usize, &str)> {
-    name.match_indices("-p").find_map(|(i, _)| {
-        let (num, fault) = name[i + 2..].split_once('-')?;
-        let digits = num.len() >= 2 && num.bytes().all(|b| b.is_ascii_digit());
-        digits.then(|| Some((&name[..i], num.parse().ok()?, fault)))?
-    })
-}
-
-/// An exploration's point × fault matrix per operation (cases of bucket `explore`): a cell is
-/// `ok` when every architecture passed the schedule, else the invariants it broke or its verdict.
+/// An exploration's point × fault matrix per operation (cases of bucket `explore`), from the
+/// one matrix model ([`super::matrix`]): a cell is `ok`, the invariants broken, `unknown`, `not
+/// placed`, or a verdict, each linking to its schedule's case; the closing line counts them.
 fn explore_matrix(out: &mut String, report: &Report) {
-    use std::collections::{BTreeMap, BTreeSet};
-    let mut ops: BTreeMap<&str, BTreeMap<(usize, &str), &MergedCase>> = BTreeMap::new();
-    for case in report.cases.iter().filter(|c| c.bucket == "explore") {
-        if let Some((op, point, fault)) = schedule_of(&case.name) {
-            ops.entry(op).or_default().insert((point, fault), case);
-        }
-    }
-    if ops.is_empty() {
+    use super::matrix::{self, Standing};
+    let all = matrix::of_report(report);
+    if all.is_empty() {
         return;
     }
-    out.push_str("<h2>Exploration: point × fault</h2>\n<p class=\"meta\">One row per operator write a fault was placed before, one column per fault; a cell is <code>ok</code> or the invariants the schedule broke. Each schedule is a case below; <code>rehearse explore --replay ID</code> runs one again.</p>\n");
-    for (op, cells) in &ops {
-        let faults: BTreeSet<&str> = cells.keys().map(|(_, f)| *f).collect();
-        let points: BTreeSet<usize> = cells.keys().map(|(p, _)| *p).collect();
+    out.push_str("<h2>Exploration: point × fault</h2>\n<p class=\"meta\">One row per point a fault was placed at, one column per fault; a cell is <code>ok</code> (every invariant held over a run whose fault landed), the invariants the schedule broke, <code>unknown</code> (an invariant could not be judged), <code>not placed</code> (its point never came) or its verdict. Each schedule is a case below; <code>rehearse explore --replay ID</code> runs one again.</p>\n");
+    let _ = writeln!(
+        out,
+        "<p><strong>{}</strong></p>",
+        escape(&matrix::closing_line(
+            "schedules",
+            all.iter()
+                .flat_map(matrix::Matrix::schedules)
+                .map(matrix::Schedule::standing)
+        ))
+    );
+    for m in &all {
         let _ = write!(
             out,
             "<h3><code>{}</code></h3>\n<table>\n<tr><th>point</th>",
-            escape(op)
+            escape(&m.operation)
         );
-        for f in &faults {
-            let _ = write!(out, "<th><code>{}</code></th>", escape(f));
+        for c in &m.columns {
+            let _ = write!(out, "<th><code>{}</code></th>", escape(c));
         }
         out.push_str("</tr>\n");
-        for p in &points {
-            let _ = write!(out, "<tr><td>p{p:02}</td>");
-            for f in &faults {
-                let cell = match cells.get(&(*p, *f)) {
+        for row in &m.rows {
+            let _ = write!(out, "<tr><td>p{:02}</td>", row.point);
+            for cell in &row.cells {
+                let html = match cell {
                     None => "·".to_string(),
-                    Some(case) => {
-                        let results: Vec<_> = case.results.values().collect();
-                        let link = |text: String, class: &str| {
-                            format!(
-                                "<a class=\"{class}\" href=\"#{}\">{text}</a>",
-                                anchor(&case.name)
-                            )
-                        };
-                        if !results.is_empty()
-                            && results
-                                .iter()
-                                .all(|r| r.case.summary.verdict == Verdict::Passed)
-                        {
-                            link("ok".into(), "v-passed")
+                    Some(s) => format!(
+                        "<a class=\"{}\" href=\"#{}\">{}</a>",
+                        if s.standing() == Standing::Ok {
+                            "v-passed"
                         } else {
-                            let mut broke: Vec<String> = results
-                                .iter()
-                                .flat_map(|r| r.case.summary.failed_checks.clone())
-                                .collect();
-                            broke.sort();
-                            broke.dedup();
-                            if broke.is_empty() {
-                                let v = results.first().map(|r| r.case.summary.verdict);
-                                link(escape(v.map_or("not run", |v| v.as_str())), "v-failed")
-                            } else {
-                                link(escape(&broke.join(", ")), "v-failed")
-                            }
-                        }
-                    }
+                            "v-failed"
+                        },
+                        anchor(&s.id),
+                        escape(&s.cell())
+                    ),
                 };
-                let _ = write!(out, "<td>{cell}</td>");
+                let _ = write!(out, "<td>{html}</td>");
             }
             out.push_str("</tr>\n");
         }

@@ -27,6 +27,7 @@ fn cell(s: &str) -> String {
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     header(&mut out, report);
+    explore_matrix(&mut out, report);
     verdicts(&mut out, report);
     runs(&mut out, report);
     cases(&mut out, report);
@@ -41,7 +42,7 @@ fn header(out: &mut String, report: &Report) {
         .iter()
         .map(|o| format!("{} {}", o.name, o.version))
         .collect();
-    let _ = writeln!(out, "# Qualification report: `{}`\n", report.commit);
+    let _ = writeln!(out, "# {} report: `{}`\n", report.title(), report.commit);
     let _ = writeln!(
         out,
         "Operator **{}** · commit `{}` · architectures: {}\n",
@@ -67,6 +68,30 @@ fn header(out: &mut String, report: &Report) {
             let _ = writeln!(out, "> - `{}`: {}", d.case, parts.join(", "));
         }
         out.push('\n');
+    }
+}
+
+/// An exploration opens with its point × fault matrix per operation (the one matrix model,
+/// [`super::matrix`]), each cell linking to its schedule's section, and the closing line.
+fn explore_matrix(out: &mut String, report: &Report) {
+    use super::matrix;
+    let all = matrix::of_report(report);
+    if all.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Exploration: point × fault\n\n**{}** — a cell is `ok` (every invariant held over a run whose fault landed), the invariants broken (bold), `unknown` (one could not be judged), `not placed` (its point never came) or a verdict; `rehearse explore --replay ID` runs one again.\n",
+        matrix::closing_line(
+            "schedules",
+            all.iter()
+                .flat_map(matrix::Matrix::schedules)
+                .map(matrix::Schedule::standing)
+        )
+    );
+    for m in &all {
+        let _ = writeln!(out, "### `{}`\n", m.operation);
+        let _ = writeln!(out, "{}", m.markdown("point's label", true));
     }
 }
 

@@ -23,6 +23,7 @@ pub mod junit;
 pub mod links;
 pub mod load;
 pub mod markdown;
+pub mod matrix;
 pub mod model;
 pub mod qualification;
 pub mod timeline;

@@ -115,6 +115,18 @@ pub struct MergedCase {
     pub results: BTreeMap<String, CaseResult>,
 }
 
+impl Report {
+    /// What the report is of: `Exploration` when every case is an exploration schedule
+    /// (bucket `explore`), else `Qualification`.
+    pub fn title(&self) -> &'static str {
+        if !self.cases.is_empty() && self.cases.iter().all(|c| c.bucket == "explore") {
+            "Exploration"
+        } else {
+            "Qualification"
+        }
+    }
+}
+
 impl MergedCase {
     /// The verdict per architecture of the report (`None` = not run there).
     pub fn verdicts<'a>(&'a self, arches: &'a [String]) -> Vec<(&'a str, Option<Verdict>)> {

@@ -98,6 +98,8 @@ pub struct CaseSpec {
     pub artifact: bool,
     /// Failed checks it reports.
     pub failed_checks: Vec<String>,
+    /// Why it did not pass (`<verdict> because` when `None`).
+    pub reason: Option<String>,
 }
 
 impl CaseSpec {
@@ -111,6 +113,7 @@ impl CaseSpec {
             pvcs: false,
             artifact: false,
             failed_checks: Vec::new(),
+            reason: None,
         }
     }
 
@@ -169,7 +172,11 @@ pub fn write_bundle(
     }
     for (spec, rec) in cases.iter().zip(recorders) {
         let v = spec.verdict;
-        let reason = (v != Verdict::Passed).then(|| format!("{} because", v.as_str()));
+        let reason = (v != Verdict::Passed).then(|| {
+            spec.reason
+                .clone()
+                .unwrap_or_else(|| format!("{} because", v.as_str()))
+        });
         rec.finish_with_checks(v, reason.as_deref(), &spec.failed_checks)
             .unwrap();
     }
@@ -224,6 +231,7 @@ pub fn runs(max: usize) -> impl proptest::strategy::Strategy<Value = Vec<CaseSpe
                     pvcs,
                     artifact,
                     failed_checks: checks.into_iter().map(str::to_owned).collect(),
+                    reason: None,
                 },
             )
             .collect()

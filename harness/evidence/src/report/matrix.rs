@@ -1,0 +1,403 @@
+//! An exploration's point × fault matrix, built once and drawn for the console, report.md and
+//! report.html alike: where each schedule stands, from what its case recorded.
+//!
+//! A schedule's case is named `<operation>-p<NN>-<column>` (`backup-p05-pod-replaced`,
+//! `qualify-signals-compatible-b1-p12-sigint`): its row is point NN of the operation, its
+//! column the fault (or signal pattern). A cell is `ok` only when every invariant held over a
+//! run whose fault landed; otherwise the invariants it broke, `unknown` (one could not be
+//! judged: its evidence was missing), `not placed` (its point never came), `not applicable`,
+//! or the verdict of a schedule that did not finish.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::bundle::Verdict;
+
+/// Where a schedule stands, as the matrix and the closing line count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Standing {
+    /// Every invariant that applies held, and the fault landed where the schedule says.
+    Ok,
+    /// An invariant was broken (the failed checks name which).
+    Violated,
+    /// No invariant was broken, but one could not be judged: its evidence was missing.
+    Unknown,
+    /// Every invariant held, but the schedule's point never came: nothing was perturbed.
+    NotPlaced,
+    /// The cluster cannot place this fault.
+    NotApplicable,
+    /// It did not reach a judgement (an error, a timeout, an interrupt).
+    DidNotFinish,
+}
+
+impl Standing {
+    /// Every standing, in closing-line order.
+    pub const ALL: &[Standing] = &[
+        Standing::Ok,
+        Standing::Violated,
+        Standing::Unknown,
+        Standing::NotPlaced,
+        Standing::NotApplicable,
+        Standing::DidNotFinish,
+    ];
+
+    /// How a schedule whose case ended `verdict`, with `reason` and `failed_checks`, stands.
+    /// The harness words the two reasons this reads: `evidence absent: …` (an invariant was
+    /// unknown) and `not placed: …` (the fault never landed).
+    pub fn of(verdict: Verdict, reason: Option<&str>, failed_checks: &[String]) -> Self {
+        let reason = reason.unwrap_or_default();
+        match verdict {
+            Verdict::Passed => Self::Ok,
+            Verdict::NotApplicable => Self::NotApplicable,
+            Verdict::Failed if !failed_checks.is_empty() => Self::Violated,
+            Verdict::Failed if reason.starts_with("not placed") => Self::NotPlaced,
+            Verdict::Failed if reason.starts_with("evidence absent") => Self::Unknown,
+            _ => Self::DidNotFinish,
+        }
+    }
+
+    /// As a cell and the closing line name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Violated => "violated",
+            Self::Unknown => "unknown",
+            Self::NotPlaced => "not placed",
+            Self::NotApplicable => "not applicable",
+            Self::DidNotFinish => "did not finish",
+        }
+    }
+}
+
+/// The closing line over `noun` (`schedules`) that stood as `standings`: how many, and how
+/// many of each (`674 schedules: 670 ok, 2 violated, 1 unknown, 1 not placed`; not applicable
+/// and did not finish only when there are any).
+pub fn closing_line(noun: &str, standings: impl Iterator<Item = Standing>) -> String {
+    let mut counts: BTreeMap<Standing, usize> = BTreeMap::new();
+    let mut total = 0;
+    for s in standings {
+        total += 1;
+        *counts.entry(s).or_default() += 1;
+    }
+    let parts: Vec<String> = Standing::ALL
+        .iter()
+        .filter(|s| {
+            matches!(
+                s,
+                Standing::Ok | Standing::Violated | Standing::Unknown | Standing::NotPlaced
+            ) || counts.contains_key(s)
+        })
+        .map(|s| format!("{} {}", counts.get(s).copied().unwrap_or(0), s.as_str()))
+        .collect();
+    format!("{total} {noun}: {}", parts.join(", "))
+}
+
+/// One schedule as its case recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// Its id, also its case's name.
+    pub id: String,
+    /// How its case ended.
+    pub verdict: Verdict,
+    /// Why, when it did not pass.
+    pub reason: Option<String>,
+    /// The invariants (checks) it broke.
+    pub failed_checks: Vec<String>,
+}
+
+impl Schedule {
+    /// Where it stands.
+    pub fn standing(&self) -> Standing {
+        Standing::of(self.verdict, self.reason.as_deref(), &self.failed_checks)
+    }
+
+    /// Its cell's text: `ok`, the invariants it broke, `unknown`, `not placed`, …, or the
+    /// verdict of a schedule that did not finish.
+    pub fn cell(&self) -> String {
+        match self.standing() {
+            Standing::Violated => self.failed_checks.join(", "),
+            Standing::DidNotFinish => self.verdict.as_str().to_string(),
+            other => other.as_str().to_string(),
+        }
+    }
+}
+
+/// `<operation>-p<NN>-<column>`: (operation, point, column).
+pub fn parse_id(id: &str) -> Option<(&str, usize, &str)> {
+    id.match_indices("-p").find_map(|(i, _)| {
+        let (num, column) = id[i + 2..].split_once('-')?;
+        let digits = num.len() >= 2 && num.bytes().all(|b| b.is_ascii_digit());
+        digits.then(|| Some((&id[..i], num.parse().ok()?, column)))?
+    })
+}
+
+/// One operation's matrix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matrix {
+    /// The operation (or qualification variant), as schedule ids name it.
+    pub operation: String,
+    /// The columns (faults or signal patterns), sorted.
+    pub columns: Vec<String>,
+    /// One row per point, in order: its index, its label when known, a cell per column.
+    pub rows: Vec<Row>,
+}
+
+/// One point's row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The point's index.
+    pub point: usize,
+    /// What the point is (the operator write, the receipt), when the exploration learned it.
+    pub label: Option<String>,
+    /// A schedule per column, `None` where none ran.
+    pub cells: Vec<Option<Schedule>>,
+}
+
+/// The matrices of `schedules`, one per operation, in name order; `labels` names each
+/// operation's points by index (empty where unknown: a bundle read back, a replay).
+pub fn matrices(
+    schedules: impl IntoIterator<Item = Schedule>,
+    labels: &BTreeMap<String, Vec<String>>,
+) -> Vec<Matrix> {
+    let mut ops: BTreeMap<String, BTreeMap<(usize, String), Schedule>> = BTreeMap::new();
+    for s in schedules {
+        if let Some((op, point, column)) = parse_id(&s.id) {
+            let (op, column) = (op.to_string(), column.to_string());
+            ops.entry(op).or_default().insert((point, column), s);
+        }
+    }
+    ops.into_iter()
+        .map(|(operation, cells)| {
+            let columns: Vec<String> = cells
+                .keys()
+                .map(|(_, c)| c.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let points: BTreeSet<usize> = cells.keys().map(|(p, _)| *p).collect();
+            let names = labels.get(&operation);
+            let rows = points
+                .into_iter()
+                .map(|point| Row {
+                    point,
+                    label: names.and_then(|n| n.get(point)).cloned(),
+                    cells: columns
+                        .iter()
+                        .map(|c| cells.get(&(point, c.clone())).cloned())
+                        .collect(),
+                })
+                .collect();
+            Matrix {
+                operation,
+                columns,
+                rows,
+            }
+        })
+        .collect()
+}
+
+/// The matrices of a report's exploration schedules (its cases of bucket `explore`): a
+/// schedule is `ok` when every architecture passed it, else it stands as its first
+/// architecture that did not (the invariants every architecture broke together).
+pub fn of_report(report: &super::model::Report) -> Vec<Matrix> {
+    let schedules = report
+        .cases
+        .iter()
+        .filter(|c| c.bucket == "explore")
+        .map(|case| {
+            let results: Vec<_> = case.results.values().map(|r| &r.case.summary).collect();
+            let failing = results.iter().find(|r| r.verdict != Verdict::Passed);
+            let mut failed_checks: Vec<String> = results
+                .iter()
+                .flat_map(|r| r.failed_checks.clone())
+                .collect();
+            failed_checks.sort();
+            failed_checks.dedup();
+            Schedule {
+                id: case.name.clone(),
+                verdict: match (results.is_empty(), failing) {
+                    (true, _) => Verdict::Failed,
+                    (false, Some(r)) => r.verdict,
+                    (false, None) => Verdict::Passed,
+                },
+                reason: failing.and_then(|r| r.reason.clone()).or_else(|| {
+                    results
+                        .is_empty()
+                        .then(|| "not run on any architecture".to_string())
+                }),
+                failed_checks,
+            }
+        });
+    matrices(schedules, &BTreeMap::new())
+}
+
+impl Matrix {
+    /// As a Markdown table: `| point | label | <column>… |`; a violated cell is bold; with
+    /// `link`, each cell links to its schedule's section of report.md.
+    pub fn markdown(&self, label_header: &str, link: bool) -> String {
+        // A matrix read back from a bundle knows no labels: no label column then.
+        let labelled = self.rows.iter().any(|r| r.label.is_some());
+        let mut out = if labelled {
+            format!(
+                "| point | {label_header} | {} |\n|---|---|{}\n",
+                self.columns.join(" | "),
+                "---|".repeat(self.columns.len())
+            )
+        } else {
+            format!(
+                "| point | {} |\n|---|{}\n",
+                self.columns.join(" | "),
+                "---|".repeat(self.columns.len())
+            )
+        };
+        for row in &self.rows {
+            let cells: Vec<String> = row
+                .cells
+                .iter()
+                .map(|c| match c {
+                    None => "·".to_string(),
+                    Some(s) => {
+                        let text = match s.standing() {
+                            Standing::Violated => format!("**{}**", s.cell()),
+                            _ => s.cell(),
+                        };
+                        if link {
+                            format!("[{text}](#{})", s.id)
+                        } else {
+                            text
+                        }
+                    }
+                })
+                .collect();
+            let label = if labelled {
+                row.label
+                    .as_deref()
+                    .map_or_else(|| "(replayed) | ".to_string(), |l| format!("`{l}` | "))
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "| p{:02} | {label}{} |\n",
+                row.point,
+                cells.join(" | ")
+            ));
+        }
+        out
+    }
+
+    /// Every schedule of the matrix.
+    pub fn schedules(&self) -> impl Iterator<Item = &Schedule> {
+        self.rows.iter().flat_map(|r| r.cells.iter().flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(id: &str, verdict: Verdict, reason: Option<&str>, failed: &[&str]) -> Schedule {
+        Schedule {
+            id: id.into(),
+            verdict,
+            reason: reason.map(str::to_string),
+            failed_checks: failed.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    fn endings() -> Vec<Schedule> {
+        vec![
+            s("backup-p00-game-restart", Verdict::Passed, None, &[]),
+            s(
+                "backup-p00-pod-replaced",
+                Verdict::Failed,
+                Some("cleanup: …"),
+                &["cleanup", "drain"],
+            ),
+            s(
+                "backup-p01-game-restart",
+                Verdict::Failed,
+                Some(
+                    "evidence absent: what invariant(s) cleanup read: the audit log could not be read",
+                ),
+                &[],
+            ),
+            s(
+                "backup-p01-pod-replaced",
+                Verdict::Failed,
+                Some("not placed: the operation ended before the operator made write p01"),
+                &[],
+            ),
+            s(
+                "restore-p03-repository-unreachable",
+                Verdict::NotApplicable,
+                Some("not applicable on this cluster"),
+                &[],
+            ),
+            s(
+                "qualify-signals-compatible-b1-p12-sigint",
+                Verdict::Failed,
+                Some("timed out"),
+                &[],
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_ending_stands_as_what_it_is_and_is_counted() {
+        let all = endings();
+        let standings: Vec<Standing> = all.iter().map(Schedule::standing).collect();
+        assert_eq!(standings, Standing::ALL);
+        let cells: Vec<String> = all.iter().map(Schedule::cell).collect();
+        assert_eq!(
+            cells,
+            [
+                "ok",
+                "cleanup, drain",
+                "unknown",
+                "not placed",
+                "not applicable",
+                "failed"
+            ]
+        );
+        assert_eq!(
+            closing_line("schedules", standings.iter().copied()),
+            "6 schedules: 1 ok, 1 violated, 1 unknown, 1 not placed, 1 not applicable, 1 did not finish"
+        );
+        assert_eq!(
+            closing_line("schedules", standings[..1].iter().copied()),
+            "1 schedules: 1 ok, 0 violated, 0 unknown, 0 not placed"
+        );
+    }
+
+    #[test]
+    fn one_matrix_per_operation_with_its_labels_and_cells() {
+        let labels = BTreeMap::from([(
+            "backup".to_string(),
+            vec!["patch backups live".to_string(), "create jobs".to_string()],
+        )]);
+        let m = matrices(endings(), &labels);
+        let ops: Vec<&str> = m.iter().map(|m| m.operation.as_str()).collect();
+        assert_eq!(ops, ["backup", "qualify-signals-compatible-b1", "restore"]);
+        assert_eq!(m[0].columns, ["game-restart", "pod-replaced"]);
+        assert_eq!(
+            m[0].markdown("operator write", false),
+            "| point | operator write | game-restart | pod-replaced |\n|---|---|---|---|\n\
+             | p00 | `patch backups live` | ok | **cleanup, drain** |\n\
+             | p01 | `create jobs` | unknown | not placed |\n"
+        );
+        assert_eq!(
+            m[2].markdown("operator write", true),
+            "| point | repository-unreachable |\n|---|---|\n\
+             | p03 | [not applicable](#restore-p03-repository-unreachable) |\n"
+        );
+        let mut partly = labels.clone();
+        partly.get_mut("backup").unwrap().pop();
+        assert!(
+            matrices(endings(), &partly)[0]
+                .markdown("operator write", false)
+                .contains("| p01 | (replayed) | unknown | not placed |")
+        );
+        assert_eq!(m[1].columns, ["sigint"]);
+        assert_eq!(m.iter().flat_map(Matrix::schedules).count(), 6);
+        assert_eq!(parse_id("backup-reference"), None);
+    }
+}
