@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::bundle::Verdict;
+use crate::summary::Verdict;
 
 /// Where a schedule stands, as the matrix and the closing line count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
