@@ -355,6 +355,10 @@ pub struct BackupTrace {
     /// What was done to the run (judged by [`outcome`]); `None`: not judged.
     #[serde(default)]
     pub perturbation: Option<outcome::Perturbation>,
+    /// The end state of the reference run of this operation, when there was one to compare
+    /// with (the differential oracle, [`outcome::differential`]).
+    #[serde(default)]
+    pub reference_end: Option<outcome::EndState>,
     /// Why the operation leaves nothing for data's marker and run-state clauses to read, when it
     /// does so by design (a Backup created together with its server, before any claim
     /// exists): data then judges the copy and the snapshot id only, and says so here.
@@ -460,7 +464,30 @@ impl BackupTrace {
                 reason: b.completed_reason.clone(),
             }),
         ));
+        out.extend(outcome::differential(
+            self.perturbation.as_ref(),
+            self.reference_end.as_ref(),
+            &self.end_state(),
+        ));
         out
+    }
+
+    /// What this run left: the Backup's ending and finalizers, whether it was removed, and the
+    /// server's run state once it ended.
+    pub fn end_state(&self) -> outcome::EndState {
+        let fin = self.final_state();
+        let mut finalizers = fin.map(|b| b.finalizers.clone()).unwrap_or_default();
+        finalizers.sort();
+        outcome::EndState {
+            ending: fin.map(|b| outcome::Ending {
+                phase: b.phase.clone(),
+                consistency: b.consistency.clone(),
+                reason: b.completed_reason.clone(),
+            }),
+            finalizers,
+            removed: self.backup_states().last().is_some_and(|(_, b)| b.gone),
+            run_state: self.run_state_after.clone(),
+        }
     }
 
     /// Every invariant's verdict, in [`BACKUP_INVARIANTS`] order.

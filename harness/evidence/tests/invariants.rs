@@ -42,6 +42,7 @@ impl Build {
                 run_state_after: None,
                 audit_error: None,
                 data_scope: None,
+                reference_end: None,
             },
             rv: 0,
         }
@@ -1164,4 +1165,138 @@ fn a_violation_seen_is_violated_even_with_an_unread_log() {
     let (v, _) = verdicts(&whole(b));
     assert_eq!(v[0], (CONSISTENCY.to_string(), "violated"));
     assert_eq!(v[1], (CLEANUP.to_string(), "unknown"));
+}
+
+/// The differential oracle: unperturbed or after a transparent fault, a run ends as the
+/// reference run ended, field by field — a difference is a violation naming the field; other
+/// faults, and a run without a reference to compare with, are left to the invariants.
+#[test]
+fn a_transparent_fault_that_changed_the_end_state_is_a_violation_naming_the_field() {
+    use rehearsal_evidence::invariants::outcome::{EndState, Perturbation};
+    let after = |fault: Option<&str>, reference: Option<EndState>| {
+        let mut t = whole(correct());
+        t.perturbation = Some(Perturbation {
+            operation: "backup".into(),
+            fault: fault.map(str::to_string),
+        });
+        t.reference_end = reference;
+        t
+    };
+    let reference = whole(correct()).end_state();
+    assert_eq!(
+        reference
+            .ending
+            .as_ref()
+            .and_then(|e| e.consistency.as_deref()),
+        Some("Quiesced")
+    );
+    // The same end state: nothing to say.
+    assert_eq!(
+        after(Some("operator-restart"), Some(reference.clone())).violations(),
+        Vec::new()
+    );
+    // The reference ended with a finalizer kept and another run state: each field is named.
+    let other = EndState {
+        finalizers: vec!["gameplane.local/backup-cleanup".into()],
+        run_state: Some("suspend=true asleep=false".into()),
+        ..reference.clone()
+    };
+    let v = after(Some("agent-restart"), Some(other.clone())).violations();
+    let found: Vec<&str> = v.iter().map(|v| v.found.as_str()).collect();
+    assert_eq!(v.len(), 2, "{found:#?}");
+    assert!(v.iter().all(|v| v.invariant == "outcome"));
+    assert!(
+        found[0].contains("after fault agent-restart")
+            && found[0].contains("metadata.finalizers []")
+            && found[0].contains("reference run ended with [\"gameplane.local/backup-cleanup\"]"),
+        "{found:#?}"
+    );
+    assert!(
+        found[1].contains("the server's run state suspend=absent asleep=false")
+            && found[1].contains("suspend=true asleep=false"),
+        "{found:#?}"
+    );
+    // Unperturbed, a different ending is named by its field.
+    let failed = EndState {
+        ending: Some(rehearsal_evidence::invariants::outcome::Ending {
+            phase: Some("Succeeded".into()),
+            consistency: Some("Unquiesced".into()),
+            reason: Some("Succeeded".into()),
+        }),
+        ..reference.clone()
+    };
+    let v = after(None, Some(failed)).violations();
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].found.contains("unperturbed, the backup ended with status.consistency Quiesced, where the reference run ended with Unquiesced"),
+        "{}",
+        v[0].found
+    );
+    // A fault that may change the ending, or no reference: left to the invariants.
+    assert_eq!(
+        after(Some("game-restart"), Some(other.clone())).violations(),
+        Vec::new()
+    );
+    assert_eq!(after(Some("agent-restart"), None).violations(), Vec::new());
+    // The removal is compared too.
+    let removed = EndState {
+        removed: true,
+        ..reference
+    };
+    let v = after(Some("operator-restart"), Some(removed)).violations();
+    assert!(v[0].found.contains("removed false"), "{v:#?}");
+}
+
+/// Consistency is unknown only where it would read what is missing: a quiesced Backup that
+/// Succeeded with no copy window, or a terminal quiesced one whose audit log is unread. A
+/// Backup that failed before any copy, a raw copy (judged by its status alone) and a Backup
+/// that has not ended claim nothing the missing evidence could contradict.
+#[test]
+fn consistency_is_unknown_only_where_it_reads_what_is_missing() {
+    let consistency = |t: &BackupTrace| verdicts(t).0[0].1;
+    // Failed before any copy: no window, nothing captured, nothing claimed.
+    let mut failed = Build::new();
+    failed
+        .audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .backup(300, ended("Failed", None, "QuiesceFailed"));
+    assert_eq!(consistency(&whole(failed)), "held");
+    // A raw copy that Succeeded with no window recorded: its status alone is judged.
+    let mut raw = Build::new();
+    raw.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .backup(1_100, ended("Succeeded", Some("Unquiesced"), "Succeeded"));
+    let mut raw = whole(raw);
+    raw.quiesce = false;
+    assert_eq!(consistency(&raw), "held");
+    // A raw copy with a window and an unread log: consistency held, cleanup unknown.
+    let mut raw_unread = whole(correct());
+    raw_unread.quiesce = false;
+    raw_unread.audit_read = false;
+    raw_unread.audit.clear();
+    if let Some(Subject::Backup(b)) = raw_unread
+        .changes
+        .iter_mut()
+        .rev()
+        .map(|c| &mut c.subject)
+        .find(|s| matches!(s, Subject::Backup(_)))
+    {
+        b.consistency = Some("Unquiesced".into());
+        b.unquiesced_reason = None;
+    }
+    let (v, _) = verdicts(&raw_unread);
+    assert_eq!((v[0].1, v[1].1), ("held", "unknown"), "{v:?}");
+    // Not ended yet, its log unread: consistency claims nothing yet.
+    let mut running = Build::new();
+    running
+        .audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(150, bound())
+        .copy(400, "Running");
+    let mut running = whole(running);
+    running.audit_read = false;
+    running.audit.clear();
+    assert_eq!(consistency(&running), "held");
 }

@@ -93,6 +93,7 @@ impl Build {
                 bound_ms: 30_000,
                 observed_until: at(100_000),
                 perturbation: None,
+                reference_end: None,
             },
         }
     }

@@ -82,6 +82,7 @@ pub async fn schedule(
     observer: Arc<Observer>,
     source: Source,
     hold: Option<(usize, Fault)>,
+    reference: Option<crate::evidence::invariants::outcome::EndState>,
 ) -> Result<(), CaseError> {
     let stopped = matches!(source, Source::Suspended | Source::IdleAsleep);
     let quiesce = source != Source::RunningRaw;
@@ -154,6 +155,7 @@ pub async fn schedule(
     trace.claims = marked;
     trace.snapshot = snapshot;
     trace.run_state_before = run_state_before;
+    trace.reference_end = reference;
     if source == Source::NotYetRunning {
         trace.data_scope = Some(
             "the Backup is created together with its server, before any claim exists: no marker can be planted and there is no run state before it, so data judges the copy and the snapshot id only".into(),
@@ -512,5 +514,6 @@ fn trace_of(
         run_state_after: None,
         audit_error: None,
         data_scope: None,
+        reference_end: None,
     }
 }

@@ -788,6 +788,7 @@ impl ExploreOutcome {
     }
 }
 
+use crate::evidence::invariants::outcome::EndState;
 pub use crate::evidence::report::matrix::Standing;
 use crate::evidence::report::matrix::{self, Matrix};
 
@@ -917,17 +918,19 @@ async fn on_own_cluster(
     mutant: Option<&str>,
     operation: Operation,
     hold: Option<(usize, Fault)>,
+    reference: Option<EndState>,
 ) -> Result<(BodyEnded, Vec<Point>), RunError> {
     let backend: Box<dyn Backend> = start_backend(&Cluster::Embedded, mutant).await?;
     let observer = Arc::new(Observer::default());
     backend.set_request_hook(Some(observer.clone()))?;
     let ended = run_body(backend.as_ref(), bundle, name, BUCKET, options, |ctx| {
         let observer = observer.clone();
+        let reference = reference.clone();
         Box::pin(async move {
             match (operation.backup_source(), operation.qualify_variant()) {
-                (Some(source), _) => backup::schedule(ctx, observer, source, hold).await,
+                (Some(source), _) => backup::schedule(ctx, observer, source, hold, reference).await,
                 (None, Some(variant)) => qualify::schedule(ctx, observer, variant, hold).await,
-                (None, None) => restore::schedule(ctx, observer, hold).await,
+                (None, None) => restore::schedule(ctx, observer, hold, reference).await,
             }
         })
     })
@@ -936,6 +939,26 @@ async fn on_own_cluster(
     let points = observer.points();
     let _ = backend.teardown(false).await;
     Ok((ended?, points))
+}
+
+/// The end state the reference run `id` left, read back from the trace its case kept in the
+/// bundle at `dir` (`None` for an operation without one: the qualifications).
+fn reference_end(dir: &std::path::Path, id: &str) -> Option<EndState> {
+    let path = dir
+        .join("cases")
+        .join(id)
+        .join("artifacts")
+        .join(rejudge::TRACE);
+    let v: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    if v.get("backup").is_some() {
+        serde_json::from_value::<crate::evidence::invariants::BackupTrace>(v)
+            .ok()
+            .map(|t| t.end_state())
+    } else {
+        serde_json::from_value::<crate::evidence::invariants::restore::RestoreTrace>(v)
+            .ok()
+            .map(|t| t.end_state())
+    }
 }
 
 /// The schedules of `operation` once its reference run learned `learned`: every point × every
@@ -975,9 +998,8 @@ fn schedules_of(
     out
 }
 
-/// Explores `config`: per operation a reference run, then every (point, fault) schedule.
-pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
-    let dir = Bundle::dir_for(&config.reports, &config.run_id);
+/// The exploration's bundle at `dir`, naming the operator it explores (and its mutant).
+async fn create_bundle(dir: &std::path::Path, config: &ExploreConfig) -> Result<Bundle, RunError> {
     let operator = match crate::deploy::profile::detect_embedded().await {
         Ok(found) => crate::evidence::bundle::Operator {
             name: found.name,
@@ -989,8 +1011,8 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
         Some(m) => format!("{} (mutant {m})", operator.version),
         None => operator.version.clone(),
     };
-    let bundle = Bundle::create(
-        &dir,
+    Ok(Bundle::create(
+        dir,
         BundleMeta::new(
             &config.run_id,
             &current_commit(),
@@ -998,7 +1020,14 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
             &version,
             crate::backend::Arch::host().as_str(),
         ),
-    )?;
+    )?)
+}
+
+/// Explores `config`: per operation a reference run, then every (point, fault) schedule, each
+/// given its reference run's end state (the differential oracle).
+pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
+    let dir = Bundle::dir_for(&config.reports, &config.run_id);
+    let bundle = create_bundle(&dir, &config).await?;
     let options = RunOptions {
         run_id: config.run_id.clone(),
         keep_on_failure: false,
@@ -1028,11 +1057,15 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
         ops.dedup();
         ops
     };
+    let mut references = std::collections::BTreeMap::new();
     if schedules.is_empty() {
         for &operation in &operations {
             let id = format!("{}-reference", operation.as_str());
             let (ended, learned) =
-                on_own_cluster(&bundle, &id, &options, mutant, operation, None).await?;
+                on_own_cluster(&bundle, &id, &options, mutant, operation, None, None).await?;
+            if let Some(end) = reference_end(&dir, &id) {
+                references.insert(operation, end);
+            }
             println!(
                 "[reference] {:<10} {id}: {} operator writes · {:.1}s",
                 ended.verdict.as_str(),
@@ -1059,7 +1092,15 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
         schedules.sort_by_key(|s| (s.operation, s.point, s.fault));
         schedules.dedup();
     }
-    let done = run_schedules(&bundle, &options, mutant, schedules, config.parallel).await;
+    let done = run_schedules(
+        &bundle,
+        &options,
+        mutant,
+        schedules,
+        config.parallel,
+        &references,
+    )
+    .await;
     results.extend(done.0);
     let summary = bundle.finalize(false)?;
     if let Some(e) = done.1 {
@@ -1084,6 +1125,7 @@ async fn run_schedules(
     mutant: Option<&str>,
     schedules: Vec<Schedule>,
     parallel: usize,
+    references: &std::collections::BTreeMap<Operation, EndState>,
 ) -> (Vec<ScheduleResult>, Option<RunError>) {
     let total = schedules.len();
     let bundle_ref = bundle;
@@ -1097,6 +1139,7 @@ async fn run_schedules(
             mutant,
             s.operation,
             Some((s.point, s.fault)),
+            references.get(&s.operation).cloned(),
         )
         .await;
         r.map(|(ended, _)| ScheduleResult {

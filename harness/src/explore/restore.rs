@@ -269,6 +269,7 @@ pub async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
     hold: Option<(usize, Fault)>,
+    reference: Option<crate::evidence::invariants::outcome::EndState>,
 ) -> Result<(), CaseError> {
     observer.watch(&ctx.namespace);
     let Prepared {
@@ -333,6 +334,7 @@ pub async fn schedule(
         bound_ms: ctx.bounds.settle.as_millis() as u64,
         observed_until: jiff::Timestamp::now(),
         perturbation: Some(placed.perturbation(super::Operation::Restore, hold)),
+        reference_end: reference,
     };
     judge(
         ctx,

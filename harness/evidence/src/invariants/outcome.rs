@@ -92,6 +92,99 @@ impl Ending {
     }
 }
 
+/// What one run of an operation left, as the differential oracle compares it with the
+/// reference run's: how its object ended, the finalizers it kept, whether it was removed, and
+/// the server's run state once it ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndState {
+    /// Its object's ending (`None`: it never had a state).
+    pub ending: Option<Ending>,
+    /// The finalizers on its object's last state, sorted.
+    pub finalizers: Vec<String>,
+    /// Its object was removed.
+    pub removed: bool,
+    /// The server's run state once it ended (`None`: not read).
+    pub run_state: Option<String>,
+}
+
+/// The differential oracle (invariant [`OUTCOME`]): unperturbed, or after a fault the
+/// catalogue calls transparent ([`TRANSPARENT_FAULTS`]: it changes neither the game, the
+/// repository nor the object under way), a run ends as the reference run of its operation
+/// ended, field by field; each field that differs is a violation naming it, with both values.
+/// Other faults may end otherwise (the invariants judge those). Without a reference run's end
+/// state (the reference run itself, a replay) there is nothing to compare: the stated endings
+/// ([`expected`]) still judge it.
+pub fn differential(
+    perturbation: Option<&Perturbation>,
+    reference: Option<&EndState>,
+    end: &EndState,
+) -> Vec<Violation> {
+    let (Some(p), Some(r)) = (perturbation, reference) else {
+        return Vec::new();
+    };
+    if !p
+        .fault
+        .as_deref()
+        .is_none_or(|f| TRANSPARENT_FAULTS.contains(&f))
+    {
+        return Vec::new();
+    }
+    let field = |e: &Option<Ending>, f: fn(&Ending) -> &Option<String>| {
+        e.as_ref()
+            .and_then(|e| f(e).clone())
+            .unwrap_or_else(|| "-".into())
+    };
+    let mut differences: Vec<(&str, String, String)> = Vec::new();
+    for (name, of) in [
+        (
+            "status.phase",
+            (|e| &e.phase) as fn(&Ending) -> &Option<String>,
+        ),
+        ("status.consistency", |e| &e.consistency),
+        ("the Completed condition's reason", |e| &e.reason),
+    ] {
+        let (want, got) = (field(&r.ending, of), field(&end.ending, of));
+        if want != got {
+            differences.push((name, want, got));
+        }
+    }
+    if r.finalizers != end.finalizers {
+        differences.push((
+            "metadata.finalizers",
+            format!("{:?}", r.finalizers),
+            format!("{:?}", end.finalizers),
+        ));
+    }
+    if r.removed != end.removed {
+        differences.push(("removed", r.removed.to_string(), end.removed.to_string()));
+    }
+    if let (Some(want), Some(got)) = (&r.run_state, &end.run_state)
+        && want != got
+    {
+        differences.push(("the server's run state", want.clone(), got.clone()));
+    }
+    let after = match &p.fault {
+        Some(f) => format!(
+            "after fault {f}, which changes neither the game, the repository nor the object,"
+        ),
+        None => "unperturbed,".to_string(),
+    };
+    differences
+        .into_iter()
+        .map(|(name, want, got)| {
+            Violation::new(
+                OUTCOME,
+                "the end state beside the reference run's",
+                format!(
+                    "{after} the {} ended with {name} {got}, where the reference run ended with {want}",
+                    p.operation
+                ),
+            )
+        })
+        .collect()
+}
+
 /// Faults that change neither the game, the repository nor the object under way.
 pub const TRANSPARENT_FAULTS: &[&str] = &["agent-restart", "operator-restart"];
 

@@ -117,6 +117,9 @@ pub struct RestoreTrace {
     /// What was done to the run (judged by [`super::outcome`]); `None`: not judged.
     #[serde(default)]
     pub perturbation: Option<super::outcome::Perturbation>,
+    /// The end state of the reference run of the restore, when there was one to compare with.
+    #[serde(default)]
+    pub reference_end: Option<super::outcome::EndState>,
 }
 
 /// The first difference between `found` and `expected`, one line; `None` when they are equal.
@@ -214,7 +217,30 @@ impl RestoreTrace {
                 reason: None,
             }),
         ));
+        out.extend(super::outcome::differential(
+            self.perturbation.as_ref(),
+            self.reference_end.as_ref(),
+            &self.end_state(),
+        ));
         out
+    }
+
+    /// What this run left: the Restore's phase and finalizers, whether it was removed, and the
+    /// server's run state once it ended.
+    pub fn end_state(&self) -> super::outcome::EndState {
+        let fin = self.final_state();
+        let mut finalizers = fin.map(|r| r.finalizers.clone()).unwrap_or_default();
+        finalizers.sort();
+        super::outcome::EndState {
+            ending: fin.map(|r| super::outcome::Ending {
+                phase: r.phase.clone(),
+                consistency: None,
+                reason: None,
+            }),
+            finalizers,
+            removed: self.removed_at().is_some(),
+            run_state: self.run_state_after.clone(),
+        }
     }
 
     /// Every invariant's verdict, in [`RESTORE_INVARIANTS`] order.

@@ -399,5 +399,12 @@ mod tests {
         assert_eq!(m[1].columns, ["sigint"]);
         assert_eq!(m.iter().flat_map(Matrix::schedules).count(), 6);
         assert_eq!(parse_id("backup-reference"), None);
+        // Points are written with two digits at least: `p5` or `p+5` names no schedule.
+        assert_eq!(parse_id("backup-p5-game-restart"), None);
+        assert_eq!(parse_id("backup-p+5-game-restart"), None);
+        assert_eq!(
+            parse_id("backup-p105-game-restart"),
+            Some(("backup", 105, "game-restart"))
+        );
     }
 }
