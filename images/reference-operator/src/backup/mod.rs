@@ -409,12 +409,24 @@ impl<'a> Run<'a> {
             // The defect: fall back to the route that cannot prove which pod it serves.
             result = agent.quiesce_unbound(&live.agent_host).await;
         }
-        if let Err(e) = result {
-            let msg = format!("quiesce of pod {} failed: {e}", live.pod_uid);
-            return self
-                .fail(reasons::QUIESCE_FAILED, msg, None)
-                .await
-                .map(Some);
+        match result {
+            // No answer at all (the agent restarted between the preflight and the call, say):
+            // missing evidence, waited for within the deadline like the preflight's. The
+            // intent is persisted, so whatever the call may have done is paid for; the next
+            // pass proves the pod again and quiesces again (a second save-off to the same game
+            // is paid by the same save-on).
+            Err(e) if e.is_unreachable() && !self.past_deadline().await? => {
+                tracing::debug!(backup = %self.name, error = %e, "agent unreachable at quiesce");
+                return Ok(Some(self.recheck()));
+            }
+            Err(e) => {
+                let msg = format!("quiesce of pod {} failed: {e}", live.pod_uid);
+                return self
+                    .fail(reasons::QUIESCE_FAILED, msg, None)
+                    .await
+                    .map(Some);
+            }
+            Ok(_) => {}
         }
         self.annotate(BTreeMap::from([(ann::QUIESCED_AT, Some(now_rfc3339()))]))
             .await?;
