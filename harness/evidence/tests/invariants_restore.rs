@@ -476,3 +476,45 @@ fn every_restore_invariant_answers_without_its_structure() {
         .after(snapshot_world());
     assert_eq!(verdicts(&plain), ["held", "held", "held", "unknown"]);
 }
+
+/// A restore's end state (its phase, finalizers, removal, the run state after) is what the
+/// differential oracle compares with the reference run's: after a transparent fault a
+/// difference is a violation naming the field.
+#[test]
+fn a_restore_ends_as_its_reference_run_after_a_transparent_fault() {
+    use rehearsal_evidence::invariants::outcome::{EndState, Ending, Perturbation};
+    let mut ok = Build::new();
+    ok.through("Succeeded", "Succeeded").after(snapshot_world());
+    let end = ok.trace.end_state();
+    assert_eq!(
+        end,
+        EndState {
+            ending: Some(Ending {
+                phase: Some("Succeeded".into()),
+                consistency: None,
+                reason: None,
+            }),
+            finalizers: Vec::new(),
+            removed: false,
+            run_state: Some("suspend=absent asleep=true".into()),
+        }
+    );
+    ok.trace.perturbation = Some(Perturbation {
+        operation: "restore".into(),
+        fault: Some("operator-restart".into()),
+    });
+    ok.trace.reference_end = Some(end.clone());
+    assert_eq!(ok.violations(), vec![]);
+    ok.trace.reference_end = Some(EndState {
+        removed: true,
+        ..end
+    });
+    let found = of(&ok.violations(), "outcome");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains(
+            "the restore ended with removed false, where the reference run ended with true"
+        ),
+        "{found:?}"
+    );
+}
