@@ -194,6 +194,26 @@ pub fn judge_each(
         .collect()
 }
 
+/// The invariants of `judged` that were violated, in order.
+pub fn violated(judged: &[Judged]) -> Vec<String> {
+    judged
+        .iter()
+        .filter(|j| matches!(j.judgement, Judgement::Violated { .. }))
+        .map(|j| j.invariant.clone())
+        .collect()
+}
+
+/// `<invariant>: <why>` for each invariant of `judged` that could not be judged, in order.
+pub fn unknown_reasons(judged: &[Judged]) -> Vec<String> {
+    judged
+        .iter()
+        .filter_map(|j| match &j.judgement {
+            Judgement::Unknown { why } => Some(format!("{}: {why}", j.invariant)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A committed state of the Backup.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

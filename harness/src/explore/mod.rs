@@ -886,16 +886,8 @@ pub(crate) fn assess_judged(
     observed["judged"] = json!(judged);
     observed["not_placed"] = json!(not_placed);
     let assessed = ctx.assess_invariants(checks, observed);
-    let violated = judged
-        .iter()
-        .any(|j| matches!(j.judgement, Judgement::Violated { .. }));
-    let unknown: Vec<String> = judged
-        .iter()
-        .filter_map(|j| match &j.judgement {
-            Judgement::Unknown { why } => Some(format!("{}: {why}", j.invariant)),
-            _ => None,
-        })
-        .collect();
+    let violated = !crate::evidence::invariants::violated(judged).is_empty();
+    let unknown = crate::evidence::invariants::unknown_reasons(judged);
     match assessed {
         Err(CaseError::Checks(_)) if !violated && !unknown.is_empty() => {
             Err(CaseError::evidence_absent(

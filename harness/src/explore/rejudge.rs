@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::evidence::bundle::Verdict;
 use crate::evidence::invariants::restore::RestoreTrace;
-use crate::evidence::invariants::{BackupTrace, Judged, Judgement};
+use crate::evidence::invariants::{BackupTrace, Judged};
 use crate::evidence::report::matrix::{self, Matrix, Schedule};
 
 /// Artifact: where a schedule's fault landed.
@@ -98,18 +98,8 @@ impl Rejudged {
 
 /// A schedule standing as `judged` says, its fault placed unless `not_placed`.
 pub fn schedule_of(id: &str, judged: &[Judged], not_placed: Option<&str>) -> Schedule {
-    let violated: Vec<String> = judged
-        .iter()
-        .filter(|j| matches!(j.judgement, Judgement::Violated { .. }))
-        .map(|j| j.invariant.clone())
-        .collect();
-    let unknown: Vec<String> = judged
-        .iter()
-        .filter_map(|j| match &j.judgement {
-            Judgement::Unknown { why } => Some(format!("{}: {why}", j.invariant)),
-            _ => None,
-        })
-        .collect();
+    let violated = crate::evidence::invariants::violated(judged);
+    let unknown = crate::evidence::invariants::unknown_reasons(judged);
     let (verdict, reason) = if !violated.is_empty() {
         (
             Verdict::Failed,
@@ -227,7 +217,7 @@ pub fn rejudge(bundle: &Path) -> Result<Rejudged, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::invariants::Violation;
+    use crate::evidence::invariants::{Judgement, Violation};
 
     fn judged(pairs: &[(&str, Judgement)]) -> Vec<Judged> {
         pairs
