@@ -34,6 +34,10 @@ pub struct Saver {
     published: std::sync::Mutex<Vec<WorldSummary>>,
     game_version: String,
     save_on: AtomicBool,
+    /// Set by the server's last save: no autosave writes after it (one that was waiting for the
+    /// lock would otherwise write step 1 and be cut off in its gap when the server exits,
+    /// leaving a torn world behind a clean stop).
+    closed: AtomicBool,
     /// Wakes an autosave waiting between its two steps when a full save wants the lock.
     hurry: Notify,
     /// Full saves waiting for the lock (a count, not a stored permit, so no stale wake-up
@@ -64,6 +68,7 @@ impl Saver {
             worlds: Mutex::new(worlds),
             game_version: game_version.to_owned(),
             save_on: AtomicBool::new(true),
+            closed: AtomicBool::new(false),
             hurry: Notify::new(),
             full_saves_waiting: AtomicUsize::new(0),
             interval,
@@ -84,17 +89,33 @@ impl Saver {
 
     /// Write a complete, consistent save of every world (both steps back to back).
     pub async fn save_all(&self) -> Result<(), WorldError> {
+        self.full_save(false, true).await
+    }
+
+    /// The server's last word on its worlds: a complete save when `save` (as [`Saver::save_all`]),
+    /// and no autosave writes anything after it, so the world on disk is exactly this save
+    /// (or, without `save`, exactly the last one) whenever the process ends.
+    pub async fn finish(&self, save: bool) -> Result<(), WorldError> {
+        self.full_save(true, save).await
+    }
+
+    async fn full_save(&self, close: bool, save: bool) -> Result<(), WorldError> {
         self.full_saves_waiting.fetch_add(1, Ordering::SeqCst);
         self.hurry.notify_waiters();
         let mut worlds = self.worlds.lock().await;
         self.full_saves_waiting.fetch_sub(1, Ordering::SeqCst);
-        for world in worlds.iter_mut() {
-            world.save_step_region(&self.game_version).await?;
-            self.log_step("full", "region", world);
-            world.save_step_manifest().await?;
-            self.log_step("full", "manifest", world);
+        if close {
+            self.closed.store(true, Ordering::SeqCst);
         }
-        self.publish(&worlds);
+        if save {
+            for world in worlds.iter_mut() {
+                world.save_step_region(&self.game_version).await?;
+                self.log_step("full", "region", world);
+                world.save_step_manifest().await?;
+                self.log_step("full", "manifest", world);
+            }
+            self.publish(&worlds);
+        }
         Ok(())
     }
 
@@ -105,8 +126,9 @@ impl Saver {
     /// One autosave: region files of every world, the gap, then every manifest.
     async fn autosave_once(&self) -> Result<(), WorldError> {
         let mut worlds = self.worlds.lock().await;
-        // `save-off` may have arrived while this autosave waited for a full save's lock.
-        if !self.save_on() {
+        // `save-off` or the server's last save may have arrived while this autosave waited for
+        // the lock.
+        if !self.save_on() || self.closed.load(Ordering::SeqCst) {
             return Ok(());
         }
         for world in worlds.iter_mut() {
@@ -191,4 +213,41 @@ fn summarize(worlds: &[World]) -> Vec<WorldSummary> {
             generation: w.state().generation,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn saver(dir: &std::path::Path) -> Saver {
+        let (world, _) = World::open_or_create("world", dir, "m", "1.0")
+            .await
+            .unwrap();
+        Saver::new(vec![world], "1.0", Duration::from_millis(1), Duration::ZERO)
+    }
+
+    #[tokio::test]
+    async fn no_autosave_writes_after_the_last_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let saver = saver(dir.path()).await;
+        saver.finish(true).await.unwrap();
+        let last = saver.summary();
+        // An autosave that was waiting for the lock gets it now: it must write nothing (its
+        // step 1 would be left without step 2 when the process exits).
+        saver.autosave_once().await.unwrap();
+        assert_eq!(saver.summary(), last);
+        let (reopened, _) = World::open_or_create("world", dir.path(), "m", "1.0")
+            .await
+            .unwrap();
+        assert_eq!(reopened.state().generation, last[0].generation);
+    }
+
+    #[tokio::test]
+    async fn before_the_last_save_an_autosave_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let saver = saver(dir.path()).await;
+        let before = saver.summary()[0].generation;
+        saver.autosave_once().await.unwrap();
+        assert_eq!(saver.summary()[0].generation, before + 1);
+    }
 }

@@ -356,9 +356,7 @@ pub async fn serve(args: ServeArgs) -> Result<Stopped, ServeError> {
     // `stop` always saves, like vanilla; a signal saves only if saving is on, so a quiesced
     // world stays exactly as the last flush left it.
     let saved = cause == StopCause::StopCommand || saver.save_on();
-    if saved {
-        saver.save_all().await?;
-    }
+    saver.finish(saved).await?;
     tasks.abort_all();
     Ok(Stopped { cause, saved })
 }
