@@ -308,7 +308,7 @@ impl fmt::Display for MatrixProblem {
             ),
             Self::InvariantOperations { id, listed, judged } => write!(
                 f,
-                "[[invariant]] {id} lists operations {listed:?}, but the schedules of {judged:?} are judged by it (invariants::BY_OPERATION): list exactly those"
+                "[[invariant]] {id} lists operations {listed:?}, but the schedules of {judged:?} are judged by it (invariants::by_operation): list exactly those"
             ),
             Self::UnknownInvariantMutant { id, mutant } => write!(
                 f,
@@ -475,7 +475,7 @@ impl Contract {
         ids: &mut BTreeSet<String>,
         problems: &mut Vec<MatrixProblem>,
     ) {
-        use crate::evidence::invariants::{ALL, BY_OPERATION};
+        use crate::evidence::invariants::{ALL, by_operation};
         let known = manifest.cases_targeting();
         for row in &self.invariants {
             if !ids.insert(row.id.clone()) {
@@ -485,7 +485,7 @@ impl Contract {
                 problems.push(MatrixProblem::UnknownInvariant(row.id.clone()));
                 continue;
             }
-            let judged: Vec<String> = BY_OPERATION
+            let judged: Vec<String> = by_operation()
                 .iter()
                 .filter(|(_, ids)| ids.contains(&row.id.as_str()))
                 .map(|(op, _)| op.to_string())
@@ -791,10 +791,10 @@ mod tests {
 
     /// An `[[invariant]]` row for every invariant of the evidence crate, as it judges them.
     fn invariant_rows(mutant: &str) -> String {
-        use crate::evidence::invariants::{ALL, BY_OPERATION};
+        use crate::evidence::invariants::{ALL, by_operation};
         ALL.iter()
             .map(|id| {
-                let ops: Vec<String> = BY_OPERATION
+                let ops: Vec<String> = by_operation()
                     .iter()
                     .filter(|(_, ids)| ids.contains(id))
                     .map(|(op, _)| format!("\"{op}\""))
@@ -896,9 +896,9 @@ mod tests {
             contract_with(clause, &invariant_rows("\"m\"")).verify(&m),
             Vec::<MatrixProblem>::new()
         );
-        // The operations `drain` judges (every one but the qualification), as BY_OPERATION has
+        // The operations `drain` judges (every one but the qualification), as by_operation has
         // them.
-        let judged: Vec<String> = crate::evidence::invariants::BY_OPERATION
+        let judged: Vec<String> = crate::evidence::invariants::by_operation()
             .iter()
             .filter(|(_, ids)| ids.contains(&"drain"))
             .map(|(op, _)| op.to_string())

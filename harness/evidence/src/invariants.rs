@@ -71,28 +71,31 @@ pub const ALL: &[&str] = &[
     way_back::TRUTH,
 ];
 
+/// The invariants that judge the operations the catalogue marks `judges`.
+pub fn judged_by(judges: crate::catalogue::Judges) -> &'static [&'static str] {
+    use crate::catalogue::Judges;
+    match judges {
+        Judges::Backup => BACKUP_INVARIANTS,
+        Judges::Restore => restore::RESTORE_INVARIANTS,
+        Judges::Qualify => qualification::QUALIFY_INVARIANTS,
+        Judges::QualifyThenRestore => qualification::QUALIFY_RESTORE_INVARIANTS,
+    }
+}
+
+/// The name of the qualification procedure's own schedules, stopped by signals at each of its
+/// receipts (`rehearse explore --qualify-signals`).
+pub const QUALIFY_SIGNALS: &str = "qualify-signals";
+
 /// The invariants each operation `rehearse explore` covers is judged by, by the operation's
-/// name in schedule ids; `docs/contract.toml` lists the same under each `[[invariant]]`.
-pub const BY_OPERATION: &[(&str, &[&str])] = &[
-    ("backup", BACKUP_INVARIANTS),
-    ("raw-backup", BACKUP_INVARIANTS),
-    ("stopped-backup", BACKUP_INVARIANTS),
-    ("idle-backup", BACKUP_INVARIANTS),
-    ("early-backup", BACKUP_INVARIANTS),
-    ("old-agent-backup", BACKUP_INVARIANTS),
-    ("legacy-backup", BACKUP_INVARIANTS),
-    ("restore", restore::RESTORE_INVARIANTS),
-    ("qualify", qualification::QUALIFY_INVARIANTS),
-    (
-        "qualify-unpullable",
-        qualification::QUALIFY_RESTORE_INVARIANTS,
-    ),
-    ("qualify-module", qualification::QUALIFY_INVARIANTS),
-    ("qualify-module-moved", qualification::QUALIFY_INVARIANTS),
-    // The qualification procedure itself, stopped by signals at each of its receipts
-    // (`rehearse explore --qualify-signals`).
-    ("qualify-signals", way_back::SIGNAL_INVARIANTS),
-];
+/// name in schedule ids (the catalogue's operations, then [`QUALIFY_SIGNALS`]);
+/// `docs/contract.toml` lists the same under each `[[invariant]]`.
+pub fn by_operation() -> Vec<(&'static str, &'static [&'static str])> {
+    crate::catalogue::OPERATIONS
+        .iter()
+        .map(|row| (row.name, judged_by(row.judges)))
+        .chain([(QUALIFY_SIGNALS, way_back::SIGNAL_INVARIANTS)])
+        .collect()
+}
 
 pub mod capture;
 pub mod outcome;
@@ -507,7 +510,27 @@ impl BackupTrace {
             finalizers,
             removed: self.backup_states().last().is_some_and(|(_, b)| b.gone),
             run_state: self.run_state_after.clone(),
+            claims: None,
+            snapshot_holds: self.snapshot_holds(),
         }
+    }
+
+    /// The claims whose planted marker the snapshot the Backup ended with lists, sorted
+    /// (`None`: no snapshot id, no markers planted, or the snapshot was not listed).
+    fn snapshot_holds(&self) -> Option<Vec<String>> {
+        let id = self.final_state()?.snapshot_id.clone()?;
+        let files = self.snapshot.as_ref().filter(|s| s.id == id)?.files.as_ref()?;
+        if self.claims.is_empty() {
+            return None;
+        }
+        let mut held: Vec<String> = self
+            .claims
+            .iter()
+            .filter(|c| files.iter().any(|f| f.ends_with(&format!("/{}", c.marker))))
+            .map(|c| c.claim.clone())
+            .collect();
+        held.sort();
+        Some(held)
     }
 
     /// Every invariant's verdict, in [`BACKUP_INVARIANTS`] order.

@@ -15,6 +15,7 @@
 //! - [`summary`] and [`kill_matrix`]: what a bundle's `bundle.json` and `kill-matrix.json` hold.
 //! - [`bundle`]: the per-run directory (`reports/<run-id>/`) and the writer API scenarios use.
 //! - [`qualification`]: what a rollout qualification records (its gates and outcome).
+//! - [`catalogue`]: the exploration's operations and faults, one table the rest reads.
 //! - [`invariants`]: the contract's invariants as functions over one operation's observations.
 //! - [`judge`]: verdicts, the audit log's proof and the qualification's gate decisions, pure.
 //! - [`report`]: reports (Markdown, HTML, JUnit, JSON) rendered from bundles only.
@@ -33,6 +34,7 @@
 
 pub mod bundle;
 pub mod canonical;
+pub mod catalogue;
 pub mod invariants;
 pub mod judge;
 pub mod kill_matrix;

@@ -3,6 +3,7 @@
 //! promise is named by its invariant — swept over every position of the fault where the answer
 //! depends on the moment.
 
+use rehearsal_evidence::catalogue::{Fault, Operation};
 use rehearsal_evidence::invariants::capture::{MarkedClaim, SnapshotRead};
 use rehearsal_evidence::invariants::restore::DATA;
 use rehearsal_evidence::invariants::{
@@ -810,8 +811,8 @@ fn where_the_contract_allows_one_ending_the_operation_ends_that_way() {
     let run = |fault: Option<&str>, trace: BackupTrace| {
         let mut t = trace;
         t.perturbation = Some(Perturbation {
-            operation: "backup".into(),
-            fault: fault.map(str::to_string),
+            operation: Operation::parse("backup").unwrap(),
+            fault: fault.map(|f| Fault::parse(f).unwrap()),
         });
         invariants_of(&t)
     };
@@ -860,7 +861,7 @@ fn where_the_contract_allows_one_ending_the_operation_ends_that_way() {
     // A stopped server's backup is Stopped, not Quiesced.
     let mut stopped = correct().done();
     stopped.perturbation = Some(Perturbation {
-        operation: "stopped-backup".into(),
+        operation: Operation::parse("stopped-backup").unwrap(),
         fault: None,
     });
     let v = stopped.violations();
@@ -884,8 +885,8 @@ fn an_older_agent_or_an_older_operators_backup_fails_for_the_reason_the_contract
             .backup(300, ended("Failed", None, reason));
         let mut t = b.done();
         t.perturbation = Some(Perturbation {
-            operation: operation.into(),
-            fault: fault.map(str::to_string),
+            operation: Operation::parse(operation).unwrap(),
+            fault: fault.map(|f| Fault::parse(f).unwrap()),
         });
         t.violations()
     };
@@ -909,7 +910,7 @@ fn an_older_agent_or_an_older_operators_backup_fails_for_the_reason_the_contract
         // A success (bound to whichever game runs now) is never the ending.
         let mut t = correct().done();
         t.perturbation = Some(Perturbation {
-            operation: operation.into(),
+            operation: Operation::parse(operation).unwrap(),
             fault: None,
         });
         assert_eq!(invariants_of(&t), [OUTCOME], "{operation}");
@@ -924,8 +925,8 @@ fn a_backup_never_changes_the_servers_run_state_unless_its_fault_started_it() {
         t.run_state_before = Some(before.into());
         t.run_state_after = Some(after.into());
         t.perturbation = Some(Perturbation {
-            operation: "idle-backup".into(),
-            fault: fault.map(str::to_string),
+            operation: Operation::parse("idle-backup").unwrap(),
+            fault: fault.map(|f| Fault::parse(f).unwrap()),
         });
         t.data()
     };
@@ -998,7 +999,7 @@ fn whole(mut b: Build) -> BackupTrace {
     b.trace.run_state_before = Some("suspend=absent asleep=false".into());
     b.trace.run_state_after = Some("suspend=absent asleep=false".into());
     b.trace.perturbation = Some(Perturbation {
-        operation: "backup".into(),
+        operation: Operation::parse("backup").unwrap(),
         fault: None,
     });
     b.done()
@@ -1176,8 +1177,8 @@ fn a_transparent_fault_that_changed_the_end_state_is_a_violation_naming_the_fiel
     let after = |fault: Option<&str>, reference: Option<EndState>| {
         let mut t = whole(correct());
         t.perturbation = Some(Perturbation {
-            operation: "backup".into(),
-            fault: fault.map(str::to_string),
+            operation: Operation::parse("backup").unwrap(),
+            fault: fault.map(|f| Fault::parse(f).unwrap()),
         });
         t.reference_end = reference;
         t
@@ -1241,10 +1242,25 @@ fn a_transparent_fault_that_changed_the_end_state_is_a_violation_naming_the_fiel
     // The removal is compared too.
     let removed = EndState {
         removed: true,
-        ..reference
+        ..reference.clone()
     };
     let v = after(Some("operator-restart"), Some(removed)).violations();
     assert!(v[0].found.contains("removed false"), "{v:#?}");
+    // What the snapshot holds is compared as the claims whose marker it lists (each run writes
+    // its own world: the relation, not the bytes).
+    assert_eq!(reference.snapshot_holds, Some(vec!["mc-data".to_string()]));
+    let more = EndState {
+        snapshot_holds: Some(vec!["mc-data".into(), "mc-nether".into()]),
+        ..reference.clone()
+    };
+    let v = after(Some("agent-restart"), Some(more)).violations();
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].found.contains(
+            "with the claims its snapshot holds [\"mc-data\"], where the reference run ended with [\"mc-data\", \"mc-nether\"]"
+        ),
+        "{v:#?}"
+    );
 }
 
 /// Consistency is unknown only where it would read what is missing: a quiesced Backup that

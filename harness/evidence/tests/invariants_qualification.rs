@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use rehearsal_evidence::catalogue::{Fault, Operation};
 use rehearsal_evidence::invariants::outcome::{OUTCOME, Perturbation};
 use rehearsal_evidence::invariants::qualification::{QUALIFICATION, judge};
 use rehearsal_evidence::qualification::{
@@ -195,8 +196,8 @@ fn the_fleet_outside_the_promoted_batches_is_as_it_was() {
 #[test]
 fn a_good_candidate_unperturbed_is_promoted_in_every_batch() {
     let p = |fault: Option<&str>| Perturbation {
-        operation: "qualify".into(),
-        fault: fault.map(str::to_string),
+        operation: Operation::parse("qualify").unwrap(),
+        fault: fault.map(|f| Fault::parse(f).unwrap()),
     };
     assert_eq!(judge(&qualification(3), None, Some(&p(None))), Vec::new());
     // Halted with nothing wrong with the candidate, or stopped on an error: the oracle says so.
@@ -227,7 +228,7 @@ fn a_good_candidate_unperturbed_is_promoted_in_every_batch() {
 fn an_unpullable_candidate_halts_on_the_canary_with_the_pull_failure_reported() {
     use rehearsal_evidence::qualification::{ImageEvidence, Observed, gates};
     let p = |operation: &str| Perturbation {
-        operation: operation.into(),
+        operation: Operation::parse(operation).unwrap(),
         fault: None,
     };
     let image_gate = |phase: &str, reason: &str| {
@@ -288,8 +289,8 @@ fn an_unpullable_candidate_halts_on_the_canary_with_the_pull_failure_reported() 
 fn a_moved_bundle_tag_halts_at_the_module_gate_with_the_operator_refusing_it() {
     use rehearsal_evidence::qualification::{ModuleEvidence, Observed};
     let p = Perturbation {
-        operation: "qualify-module-moved".into(),
-        fault: Some("operator-restart".into()),
+        operation: Operation::parse("qualify-module-moved").unwrap(),
+        fault: Some(Fault::parse("operator-restart").unwrap()),
     };
     let halted = |phase: &str, reason: &str| {
         let g = Gate::new(

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use rehearsal_evidence::catalogue::{Fault, Operation};
 use rehearsal_evidence::invariants::restore::{
     ClaimState, Contents, DATA, RestoreCommitted, RestoreState, RestoreSubject, RestoreTrace,
     first_difference, parse_listing,
@@ -440,7 +441,7 @@ fn every_restore_invariant_answers_without_its_structure() {
     };
     let unrecorded = |b: &mut Build| {
         b.trace.perturbation = Some(Perturbation {
-            operation: "restore".into(),
+            operation: Operation::parse("restore").unwrap(),
             fault: None,
         });
     };
@@ -497,17 +498,30 @@ fn a_restore_ends_as_its_reference_run_after_a_transparent_fault() {
             finalizers: Vec::new(),
             removed: false,
             run_state: Some("suspend=absent asleep=true".into()),
+            // Each claim relative to the run's own snapshot and before: the world claims as the
+            // snapshot holds them, the mods claim as it was, none replaced.
+            claims: Some(
+                [
+                    (EXTRA, "as the snapshot, same UID"),
+                    (MODS, "as before, same UID"),
+                    (WORLD, "as the snapshot, same UID"),
+                ]
+                .into_iter()
+                .map(|(c, r)| (c.to_string(), r.to_string()))
+                .collect()
+            ),
+            snapshot_holds: None,
         }
     );
     ok.trace.perturbation = Some(Perturbation {
-        operation: "restore".into(),
-        fault: Some("operator-restart".into()),
+        operation: Operation::parse("restore").unwrap(),
+        fault: Some(Fault::parse("operator-restart").unwrap()),
     });
     ok.trace.reference_end = Some(end.clone());
     assert_eq!(ok.violations(), vec![]);
     ok.trace.reference_end = Some(EndState {
         removed: true,
-        ..end
+        ..end.clone()
     });
     let found = of(&ok.violations(), "outcome");
     assert_eq!(found.len(), 1, "{found:?}");
@@ -516,5 +530,19 @@ fn a_restore_ends_as_its_reference_run_after_a_transparent_fault() {
             "the restore ended with removed false, where the reference run ended with true"
         ),
         "{found:?}"
+    );
+    // A transparent fault after which the world claim is left as it was before the Restore
+    // (the run's own digests differ from the reference's; the relation is what is compared):
+    // the claim is named.
+    let mut kept = Build::new();
+    kept.through("Succeeded", "Succeeded").after(later_world());
+    kept.trace.perturbation = ok.trace.perturbation.clone();
+    kept.trace.reference_end = Some(end);
+    let found = of(&kept.violations(), "outcome");
+    assert!(
+        found.iter().any(|f| f.contains(&format!(
+            "with a claim's contents {WORLD}: as before, same UID, where the reference run ended with {WORLD}: as the snapshot, same UID"
+        ))),
+        "{found:#?}"
     );
 }

@@ -52,34 +52,14 @@ fn operation_over() -> Condition<Backup> {
     )
 }
 
-/// What the backed-up server is doing when its Backup is created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// Running: a quiesced live capture.
-    Running,
-    /// Running, copied raw (`spec.quiesce: false`): no agent call, no RCON command.
-    RunningRaw,
-    /// Suspended (`spec.suspend: true`, no pod).
-    Suspended,
-    /// Idle-asleep (idle enabled, `status.idle.asleep: true`, no pod).
-    IdleAsleep,
-    /// Not running yet: the Backup is created together with its server, before the game runs,
-    /// so preparation must wait for a running game within its deadline.
-    NotYetRunning,
-    /// Running with an older agent that has no identity route: the Backup must fail at the
-    /// preflight (`IdentityPreflightFailed`) and quiesce nothing.
-    OldAgent,
-    /// Running, with a Backup an older operator left mid-preparation (it had sent `save-off`;
-    /// the record holds no incarnation fields) when this operator starts: it must end Failed,
-    /// `LegacyPreparation`, and still pay the `save-on` owed.
-    LegacyPreparation,
-}
+pub use crate::evidence::catalogue::Source;
 
 /// Runs one backup schedule of a server in state `source`; `hold` is the point (an index into the operator's writes) and fault, `None` for the
 /// reference run. The observer must be the cluster's request hook.
 pub async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
+    operation: super::Operation,
     source: Source,
     hold: Option<(usize, Fault)>,
     reference: Option<crate::evidence::invariants::outcome::EndState>,
@@ -162,15 +142,6 @@ pub async fn schedule(
         );
     }
     trace.run_state_after = super::restore::run_state(ctx).await.ok();
-    let operation = match source {
-        Source::Running => super::Operation::Backup,
-        Source::RunningRaw => super::Operation::RawBackup,
-        Source::Suspended => super::Operation::StoppedBackup,
-        Source::IdleAsleep => super::Operation::IdleBackup,
-        Source::NotYetRunning => super::Operation::EarlyBackup,
-        Source::OldAgent => super::Operation::OldAgentBackup,
-        Source::LegacyPreparation => super::Operation::LegacyBackup,
-    };
     trace.perturbation = Some(placed.perturbation(operation, hold));
     judge(
         ctx,

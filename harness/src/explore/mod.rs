@@ -41,74 +41,7 @@ use observer::{Observer, Point};
 /// The bucket every schedule is recorded under.
 pub const BUCKET: &str = "explore";
 
-/// A fault a schedule places before one of the operator's writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
-pub enum Fault {
-    /// The game container restarted in place (same pod, new container ID).
-    GameRestart,
-    /// The agent container restarted in place; the game is unchanged.
-    AgentRestart,
-    /// The agent container held down (stopped, in `CrashLoopBackOff`) across the point: from
-    /// before the held write until that write was applied, then let up again.
-    AgentDown,
-    /// The server's pod deleted and recreated by its StatefulSet (new pod UID).
-    PodReplaced,
-    /// The Backup deleted by a user.
-    BackupDeleted,
-    /// The operator killed without grace and started again.
-    OperatorRestart,
-    /// A stopped server started (`spec.suspend: false`), or an idle-asleep one woken, while its
-    /// Backup is under way.
-    ServerStarted,
-    /// The Restore deleted by a user.
-    RestoreDeleted,
-    /// The repository made unreachable: its Secret names a repository that does not exist.
-    RepositoryUnreachable,
-    /// The repository refuses every call: its Secret's password is changed to a wrong one.
-    RepositoryWrongPassword,
-}
-
-impl Fault {
-    /// Every fault, in matrix order.
-    pub const ALL: &[Fault] = &[
-        Fault::GameRestart,
-        Fault::AgentRestart,
-        Fault::AgentDown,
-        Fault::PodReplaced,
-        Fault::BackupDeleted,
-        Fault::OperatorRestart,
-        Fault::ServerStarted,
-        Fault::RestoreDeleted,
-        Fault::RepositoryUnreachable,
-        Fault::RepositoryWrongPassword,
-    ];
-
-    /// Its name in schedule ids and the matrix.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Fault::GameRestart => "game-restart",
-            Fault::AgentRestart => "agent-restart",
-            Fault::AgentDown => "agent-down",
-            Fault::PodReplaced => "pod-replaced",
-            Fault::BackupDeleted => "backup-deleted",
-            Fault::OperatorRestart => "operator-restart",
-            Fault::ServerStarted => "server-started",
-            Fault::RestoreDeleted => "restore-deleted",
-            Fault::RepositoryUnreachable => "repository-unreachable",
-            Fault::RepositoryWrongPassword => "repository-wrong-password",
-        }
-    }
-
-    pub(crate) fn parse(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|f| f.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for Fault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::evidence::catalogue::{Fault, Operation, Setup};
 
 /// Injects `fault` into server `server`'s namespace and the operation's object `object` (its
 /// Backup or Restore); returns once the cluster shows it landed, with what was observed.
@@ -379,10 +312,8 @@ impl Placed {
         hold: Option<(usize, Fault)>,
     ) -> crate::evidence::invariants::outcome::Perturbation {
         crate::evidence::invariants::outcome::Perturbation {
-            operation: operation.as_str().to_string(),
-            fault: hold
-                .filter(|_| self.point.is_some())
-                .map(|(_, f)| f.as_str().to_string()),
+            operation,
+            fault: hold.filter(|_| self.point.is_some()).map(|(_, f)| f),
         }
     }
 }
@@ -479,175 +410,6 @@ async fn server_pod_uid(ctx: &CaseContext<'_>, server: &str) -> Option<String> {
         .ok()
         .flatten()
         .and_then(|p| p.metadata.uid)
-}
-
-/// The operations explore covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
-pub enum Operation {
-    /// A quiesced backup of a running server.
-    Backup,
-    /// A raw backup of a running server (`spec.quiesce: false`): consistency `Unquiesced`.
-    RawBackup,
-    /// A backup of a suspended server (no pod): consistency `Stopped`.
-    StoppedBackup,
-    /// A backup of an idle-asleep server (no pod, idle intent kept): consistency `Stopped`.
-    IdleBackup,
-    /// A quiesced backup created together with its server, before the game runs: preparation
-    /// waits for the game within its persisted deadline.
-    EarlyBackup,
-    /// A quiesced backup of a server whose agent is older, without the identity route: it must
-    /// fail at the preflight (`IdentityPreflightFailed`) with nothing quiesced.
-    OldAgentBackup,
-    /// A Backup an older operator left mid-preparation (the game quiesced, no incarnation
-    /// fields) met by this operator when it starts: Failed, `LegacyPreparation`, cleanup paid.
-    LegacyBackup,
-    /// A restore of a stopped server's world and extra claims from its Backup.
-    Restore,
-    /// A qualification of a good candidate on a fleet of two, promoted in batches of one.
-    Qualify,
-    /// A qualification of an unpullable candidate (halted at the canary's image gate), then a
-    /// Restore of the source from the qualification's backup.
-    QualifyUnpullable,
-    /// A qualification of a good candidate whose module bundle is served as pinned.
-    QualifyModule,
-    /// A qualification of a good candidate whose bundle's tag was moved after it was pinned.
-    QualifyModuleMoved,
-}
-
-impl Operation {
-    /// Every operation, in matrix order.
-    pub const ALL: &[Operation] = &[
-        Operation::Backup,
-        Operation::RawBackup,
-        Operation::StoppedBackup,
-        Operation::IdleBackup,
-        Operation::EarlyBackup,
-        Operation::OldAgentBackup,
-        Operation::LegacyBackup,
-        Operation::Restore,
-        Operation::Qualify,
-        Operation::QualifyUnpullable,
-        Operation::QualifyModule,
-        Operation::QualifyModuleMoved,
-    ];
-
-    /// Its name in schedule ids.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Backup => "backup",
-            Operation::RawBackup => "raw-backup",
-            Operation::StoppedBackup => "stopped-backup",
-            Operation::IdleBackup => "idle-backup",
-            Operation::EarlyBackup => "early-backup",
-            Operation::OldAgentBackup => "old-agent-backup",
-            Operation::LegacyBackup => "legacy-backup",
-            Operation::Restore => "restore",
-            Operation::Qualify => "qualify",
-            Operation::QualifyUnpullable => "qualify-unpullable",
-            Operation::QualifyModule => "qualify-module",
-            Operation::QualifyModuleMoved => "qualify-module-moved",
-        }
-    }
-
-    pub(crate) fn parse(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|o| o.as_str() == name)
-    }
-
-    /// The server a backup operation backs up (`None` for the others).
-    fn backup_source(self) -> Option<backup::Source> {
-        Some(match self {
-            Operation::Backup => backup::Source::Running,
-            Operation::RawBackup => backup::Source::RunningRaw,
-            Operation::StoppedBackup => backup::Source::Suspended,
-            Operation::IdleBackup => backup::Source::IdleAsleep,
-            Operation::EarlyBackup => backup::Source::NotYetRunning,
-            Operation::OldAgentBackup => backup::Source::OldAgent,
-            Operation::LegacyBackup => backup::Source::LegacyPreparation,
-            _ => return None,
-        })
-    }
-
-    /// The qualification a qualification operation runs (`None` for the others).
-    fn qualify_variant(self) -> Option<qualify::Variant> {
-        Some(match self {
-            Operation::Qualify => qualify::Variant::Good,
-            Operation::QualifyUnpullable => qualify::Variant::Unpullable,
-            Operation::QualifyModule => qualify::Variant::Module,
-            Operation::QualifyModuleMoved => qualify::Variant::ModuleMoved,
-            _ => return None,
-        })
-    }
-
-    /// The faults that apply to it: a stopped server has no pod to restart or replace, and a
-    /// running one is not started.
-    pub fn faults(self) -> &'static [Fault] {
-        match self {
-            Operation::Backup | Operation::RawBackup => &[
-                Fault::GameRestart,
-                Fault::AgentRestart,
-                Fault::AgentDown,
-                Fault::PodReplaced,
-                Fault::BackupDeleted,
-                Fault::OperatorRestart,
-                Fault::RepositoryUnreachable,
-                Fault::RepositoryWrongPassword,
-            ],
-            Operation::StoppedBackup | Operation::IdleBackup => &[
-                Fault::ServerStarted,
-                Fault::BackupDeleted,
-                Fault::OperatorRestart,
-                Fault::RepositoryUnreachable,
-                Fault::RepositoryWrongPassword,
-            ],
-            // Faults that need a running game have nothing to act on at the points before it
-            // runs: the operator's restart (its deadline must hold), a deletion and the
-            // repository are what can happen while preparation waits.
-            Operation::EarlyBackup => &[
-                Fault::BackupDeleted,
-                Fault::OperatorRestart,
-                Fault::RepositoryWrongPassword,
-            ],
-            // The repository is never reached: each fails before a copy exists.
-            Operation::OldAgentBackup => &[
-                Fault::GameRestart,
-                Fault::AgentRestart,
-                Fault::AgentDown,
-                Fault::PodReplaced,
-                Fault::BackupDeleted,
-                Fault::OperatorRestart,
-            ],
-            // Not deleted: the older operator's record carries no finalizer of this one, so a
-            // deletion before this operator's first write removes the only record of what is
-            // owed, which no operator could then pay.
-            Operation::LegacyBackup => &[
-                Fault::GameRestart,
-                Fault::AgentRestart,
-                Fault::AgentDown,
-                Fault::PodReplaced,
-                Fault::OperatorRestart,
-            ],
-            Operation::Restore => &[
-                Fault::RestoreDeleted,
-                Fault::OperatorRestart,
-                Fault::RepositoryUnreachable,
-                Fault::RepositoryWrongPassword,
-            ],
-            // Faults on the source member and the operator, which change no member's pod or
-            // claims by themselves (what the qualification invariant compares).
-            Operation::Qualify => &[
-                Fault::GameRestart,
-                Fault::AgentRestart,
-                Fault::OperatorRestart,
-            ],
-            // The variants differ from `qualify` before its points (the candidate, the module
-            // gate), so the operator's restart is what they add at each point. (After an
-            // unpullable candidate's halt the source is stopped for its restore: no agent to
-            // restart.)
-            Operation::QualifyUnpullable
-            | Operation::QualifyModule
-            | Operation::QualifyModuleMoved => &[Fault::OperatorRestart],
-        }
-    }
 }
 
 /// One schedule: an operation with one fault before one of the operator's writes.
@@ -928,10 +690,14 @@ async fn on_own_cluster(
         let observer = observer.clone();
         let reference = reference.clone();
         Box::pin(async move {
-            match (operation.backup_source(), operation.qualify_variant()) {
-                (Some(source), _) => backup::schedule(ctx, observer, source, hold, reference).await,
-                (None, Some(variant)) => qualify::schedule(ctx, observer, variant, hold).await,
-                (None, None) => restore::schedule(ctx, observer, hold, reference).await,
+            match operation.setup() {
+                Setup::Backup(source) => {
+                    backup::schedule(ctx, observer, operation, source, hold, reference).await
+                }
+                Setup::Qualify(variant) => {
+                    qualify::schedule(ctx, observer, operation, variant, hold).await
+                }
+                Setup::Restore => restore::schedule(ctx, observer, hold, reference).await,
             }
         })
     })
@@ -1282,21 +1048,14 @@ mod tests {
     }
 
     #[test]
-    fn every_operation_is_judged_by_the_invariants_the_contract_lists() {
-        use crate::evidence::invariants::BY_OPERATION;
-        for op in Operation::ALL {
-            assert!(
-                BY_OPERATION.iter().any(|(name, _)| *name == op.as_str()),
-                "{op:?} is not in invariants::BY_OPERATION"
-            );
-        }
-        // And the qualification procedure under signals (its own schedules, `signals`).
+    fn the_signal_schedules_are_judged_by_their_own_invariants() {
+        use crate::evidence::invariants::by_operation;
         assert!(
-            BY_OPERATION
+            by_operation()
                 .iter()
-                .any(|(name, _)| *name == signals::OPERATION)
+                .any(|(name, ids)| *name == signals::OPERATION && *ids == signals::INVARIANTS)
         );
-        assert_eq!(BY_OPERATION.len(), Operation::ALL.len() + 1);
+        assert_eq!(by_operation().len(), Operation::ALL.len() + 1);
     }
 
     #[test]

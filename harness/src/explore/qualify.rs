@@ -17,7 +17,6 @@ use crate::cases::fixture;
 use crate::cases::module_bundle;
 use crate::cases::rollout::{self, FleetSpec};
 use crate::context::{CaseContext, CaseError};
-use crate::evidence::invariants::qualification::QUALIFY_INVARIANTS;
 use crate::evidence::qualification::{ModulePin, Plan, Rollback};
 
 /// The operator's writes that are a qualification's points: the fleet's and the clone's
@@ -29,31 +28,7 @@ pub const POINT_RESOURCES: &[&str] =
 /// restore operations' own matter): a prefix no pod name has.
 const NO_WORKERS: &str = "\u{0}";
 
-/// Which qualification a schedule runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
-    /// A good candidate (the compatible version): promoted in every batch.
-    Good,
-    /// An unpullable candidate: halted at the canary's image gate; then a Restore of the
-    /// source from the qualification's backup must run to its end (a halt locks no server).
-    Unpullable,
-    /// A good candidate with its module bundle pinned to the digest its tag serves.
-    Module,
-    /// A good candidate whose bundle's tag was moved to other content after it was pinned.
-    ModuleMoved,
-}
-
-impl Variant {
-    /// Its operation.
-    pub fn operation(self) -> super::Operation {
-        match self {
-            Variant::Good => super::Operation::Qualify,
-            Variant::Unpullable => super::Operation::QualifyUnpullable,
-            Variant::Module => super::Operation::QualifyModule,
-            Variant::ModuleMoved => super::Operation::QualifyModuleMoved,
-        }
-    }
-}
+pub use crate::evidence::catalogue::Variant;
 
 /// The fleet running and the plan of `variant` (its bundle published and pinned, and moved,
 /// for the module variants).
@@ -129,6 +104,7 @@ async fn restore_after_halt(
 pub async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
+    operation: super::Operation,
     variant: Variant,
     hold: Option<(usize, Fault)>,
 ) -> Result<(), CaseError> {
@@ -158,7 +134,7 @@ pub async fn schedule(
     observer.freeze();
     let (placed, _) = placed?;
     let restored = restored.transpose()?;
-    let perturbation = placed.perturbation(variant.operation(), hold);
+    let perturbation = placed.perturbation(operation, hold);
     ctx.recorder.artifact(
         "qualification.json",
         &serde_json::to_vec_pretty(&q).unwrap_or_default(),
@@ -167,10 +143,7 @@ pub async fn schedule(
     // is judged on what it recorded, as a halt: the fleet as it was, nothing promoted.
     let stopped = error.map(|e| e.to_string());
     ctx.uses("the qualification's record: its plan, gates, outcome and the fleet before and after");
-    let ids = crate::evidence::invariants::BY_OPERATION
-        .iter()
-        .find(|(op, _)| *op == variant.operation().as_str())
-        .map_or(QUALIFY_INVARIANTS, |(_, ids)| ids);
+    let ids = crate::evidence::invariants::judged_by(operation.row().judges);
     // What the judgement reads besides the record, kept so `--rejudge` judges it again the
     // same way (one judge for both).
     let inputs = super::rejudge::QualifyInputs {

@@ -37,7 +37,7 @@ use crate::evidence::report::qualification::QualificationReport;
 use crate::run::{Cluster, RunError, current_commit, start_backend};
 
 /// The bucket (and operation name) every signal schedule is recorded under.
-pub const OPERATION: &str = "qualify-signals";
+pub const OPERATION: &str = crate::evidence::invariants::QUALIFY_SIGNALS;
 
 /// The invariants every signal schedule is judged by, in report order.
 pub const INVARIANTS: &[&str] = way_back::SIGNAL_INVARIANTS;

@@ -117,7 +117,7 @@ impl BackupTrace {
         let started = self
             .perturbation
             .as_ref()
-            .is_some_and(|p| p.fault.as_deref() == Some("server-started"));
+            .is_some_and(|p| p.fault == Some(crate::catalogue::Fault::ServerStarted));
         match (&self.run_state_before, &self.run_state_after) {
             (Some(before), Some(after)) if before != after && !started => vec![Violation::new(
                 DATA,

@@ -1,31 +1,24 @@
-//! The oracle beside the invariants: the end state compared with the unperturbed run, where
-//! the contract allows only one outcome.
+//! The oracle beside the invariants: the end state compared with the unperturbed run, and
+//! with the ending the catalogue states where the contract allows only one.
 //!
 //! The invariants say what must hold *whichever* way an operation ends; they cannot see an
 //! operator that gives up when it need not. So a schedule also records what was done to it (its
-//! [`Perturbation`]), and [`expected`] names the one outcome the contract allows when that is
-//! a single one:
-//! - the unperturbed run (the reference, or a schedule whose point was never reached) ends as
-//!   the operation is meant to: a backup of a running server `Succeeded`, consistency
-//!   `Quiesced` (also when it was created before the game ran: preparation waits for it); of a
-//!   stopped one `Succeeded`, `Stopped`; a restore `Succeeded`;
-//! - a Backup of a server whose agent is older (no identity route) ends `Failed`, reason
-//!   `IdentityPreflightFailed`; a Backup an older operator left mid-preparation ends `Failed`,
-//!   reason `LegacyPreparation`;
-//! - a fault that changes neither the game, the repository nor the object under way ends the
-//!   same way: the agent restarted (the game it serves is the same process), the operator
-//!   restarted (its progress is in the API server, not in its memory);
-//! - the agent held down across a point never invalidates the capture (the game did not
-//!   change): the Backup may fail because the agent could not be reached to quiesce, but never
-//!   with consistency `Invalidated`.
+//! [`Perturbation`]), and two judgements follow:
+//! - [`judge`]: the ending the catalogue states for the operation ([`crate::catalogue::Ends`],
+//!   [`crate::catalogue::Operation::allowed`]) after no fault or a transparent one — a Backup of
+//!   a running server `Succeeded`, `Quiesced`; an older agent's refused at the preflight — and,
+//!   after a fault that keeps the source (the agent held down), never `Invalidated`;
+//! - [`differential`]: after no fault or a transparent one, the end state field by field
+//!   against the reference run's.
 //!
-//! Every other fault (the game restarted, the pod replaced, the server started, the object
-//! deleted, the repository unreachable) leaves more than one ending allowed; the invariants
-//! judge those.
+//! After a fault that changes something (the game restarted, the pod replaced, the server
+//! started, the object deleted, the repository unreachable) more than one ending is allowed;
+//! the invariants judge those.
 
 use serde::{Deserialize, Serialize};
 
 use super::Violation;
+use crate::catalogue::{Allowed, Ends, Fault, FaultClass, Operation, class_of};
 
 /// Invariant `outcome`: where the contract allows one ending, the operation ends that way.
 pub const OUTCOME: &str = "outcome";
@@ -34,11 +27,11 @@ pub const OUTCOME: &str = "outcome";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Perturbation {
-    /// The operation (`backup`, `stopped-backup`, `idle-backup`, `restore`).
-    pub operation: String,
+    /// The operation.
+    pub operation: Operation,
     /// The fault that landed, `None` when none did (the reference run, or a point the run never
     /// reached).
-    pub fault: Option<String>,
+    pub fault: Option<Fault>,
 }
 
 /// How an operation's object ended.
@@ -55,20 +48,19 @@ pub struct Ending {
 }
 
 impl Ending {
-    fn new(phase: &str, consistency: Option<&str>) -> Self {
-        Self {
+    /// The ending the catalogue states, for an object with a phase (`None`: a qualification's).
+    fn stated(ends: Ends) -> Option<Self> {
+        let (phase, consistency, reason) = match ends {
+            Ends::Succeeded(consistency) => ("Succeeded", consistency, None),
+            // Any consistency.
+            Ends::Refused(reason) => ("Failed", None, Some(reason)),
+            Ends::Promoted | Ends::HaltedOnClone(_) => return None,
+        };
+        Some(Self {
             phase: Some(phase.to_string()),
             consistency: consistency.map(str::to_string),
-            reason: None,
-        }
-    }
-
-    /// `Failed` for `reason` (any consistency).
-    fn failed(reason: &str) -> Self {
-        Self {
-            reason: Some(reason.to_string()),
-            ..Self::new("Failed", None)
-        }
+            reason: reason.map(str::to_string),
+        })
     }
 
     fn describe(&self) -> String {
@@ -106,15 +98,26 @@ pub struct EndState {
     pub removed: bool,
     /// The server's run state once it ended (`None`: not read).
     pub run_state: Option<String>,
+    /// What each claim holds once it ended, relative to what the run itself had (each run
+    /// writes its own world, so raw digests differ between runs; the relation does not): for a
+    /// restore `as the snapshot` / `as before` / `other`, each with `same UID` or `new UID`.
+    /// `None`: not read, or the operation changes no claim.
+    #[serde(default)]
+    pub claims: Option<std::collections::BTreeMap<String, String>>,
+    /// What the repository holds for it: for a backup, the claims whose planted marker its
+    /// snapshot lists, sorted. `None`: no snapshot was read (none taken, or unreadable; the
+    /// `data` invariant judges those).
+    #[serde(default)]
+    pub snapshot_holds: Option<Vec<String>>,
 }
 
 /// The differential oracle (invariant [`OUTCOME`]): unperturbed, or after a fault the
-/// catalogue calls transparent ([`TRANSPARENT_FAULTS`]: it changes neither the game, the
+/// catalogue calls transparent ([`FaultClass::Transparent`]: it changes neither the game, the
 /// repository nor the object under way), a run ends as the reference run of its operation
 /// ended, field by field; each field that differs is a violation naming it, with both values.
 /// Other faults may end otherwise (the invariants judge those). Without a reference run's end
 /// state (the reference run itself, a replay) there is nothing to compare: the stated endings
-/// ([`expected`]) still judge it.
+/// ([`judge`]) still judge it.
 pub fn differential(
     perturbation: Option<&Perturbation>,
     reference: Option<&EndState>,
@@ -123,11 +126,7 @@ pub fn differential(
     let (Some(p), Some(r)) = (perturbation, reference) else {
         return Vec::new();
     };
-    if !p
-        .fault
-        .as_deref()
-        .is_none_or(|f| TRANSPARENT_FAULTS.contains(&f))
-    {
+    if class_of(p.fault) != FaultClass::Transparent {
         return Vec::new();
     }
     let field = |e: &Option<Ending>, f: fn(&Ending) -> &Option<String>| {
@@ -164,6 +163,28 @@ pub fn differential(
     {
         differences.push(("the server's run state", want.clone(), got.clone()));
     }
+    if let (Some(want), Some(got)) = (&r.claims, &end.claims) {
+        let names: std::collections::BTreeSet<&String> = want.keys().chain(got.keys()).collect();
+        for name in names {
+            let (w, g) = (want.get(name), got.get(name));
+            if w != g {
+                differences.push((
+                    "a claim's contents",
+                    format!("{name}: {}", w.map_or("absent", String::as_str)),
+                    format!("{name}: {}", g.map_or("absent", String::as_str)),
+                ));
+            }
+        }
+    }
+    if let (Some(want), Some(got)) = (&r.snapshot_holds, &end.snapshot_holds)
+        && want != got
+    {
+        differences.push((
+            "the claims its snapshot holds",
+            format!("{want:?}"),
+            format!("{got:?}"),
+        ));
+    }
     let after = match &p.fault {
         Some(f) => format!(
             "after fault {f}, which changes neither the game, the repository nor the object,"
@@ -185,61 +206,13 @@ pub fn differential(
         .collect()
 }
 
-/// Faults that change neither the game, the repository nor the object under way.
-pub const TRANSPARENT_FAULTS: &[&str] = &["agent-restart", "operator-restart"];
-
-/// Faults that leave the game as it was, so a capture they interrupt is never `Invalidated`.
-pub const SOURCE_KEEPING_FAULTS: &[&str] = &["agent-down"];
-
-/// What the contract allows after a perturbation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Allowed {
-    /// Exactly this ending.
-    Only(Ending),
-    /// Any ending but consistency `Invalidated` (the source did not change).
-    NotInvalidated,
-}
-
-/// The ending(s) the contract allows after `perturbation`, when it narrows them.
-pub fn expected(perturbation: &Perturbation) -> Option<Allowed> {
-    let fault = perturbation.fault.as_deref();
-    // Refused whatever the game does meanwhile, and an agent held down changes nothing of it.
-    let refused = match perturbation.operation.as_str() {
-        // The older agent cannot name the game it would quiesce: refused at the preflight.
-        "old-agent-backup" => Some("IdentityPreflightFailed"),
-        // Nothing says which game the older operator quiesced: never bound to whichever runs.
-        "legacy-backup" => Some("LegacyPreparation"),
-        _ => None,
-    };
-    if let Some(reason) = refused
-        && fault
-            .is_none_or(|f| TRANSPARENT_FAULTS.contains(&f) || SOURCE_KEEPING_FAULTS.contains(&f))
-    {
-        return Some(Allowed::Only(Ending::failed(reason)));
-    }
-    if fault.is_some_and(|f| SOURCE_KEEPING_FAULTS.contains(&f)) {
-        return Some(Allowed::NotInvalidated);
-    }
-    if !fault.is_none_or(|f| TRANSPARENT_FAULTS.contains(&f)) {
-        return None;
-    }
-    match perturbation.operation.as_str() {
-        "backup" | "early-backup" => Some(Ending::new("Succeeded", Some("Quiesced"))),
-        "raw-backup" => Some(Ending::new("Succeeded", Some("Unquiesced"))),
-        "stopped-backup" | "idle-backup" => Some(Ending::new("Succeeded", Some("Stopped"))),
-        "restore" => Some(Ending::new("Succeeded", None)),
-        _ => None,
-    }
-    .map(Allowed::Only)
-}
-
 /// Invariant [`OUTCOME`] for a run whose object ended as `ended` (its last state before any
 /// removal; `None` when it never had one).
 pub fn judge(perturbation: Option<&Perturbation>, ended: Option<Ending>) -> Vec<Violation> {
     let Some(p) = perturbation else {
         return Vec::new();
     };
-    let Some(allowed) = expected(p) else {
+    let Some(allowed) = p.operation.allowed(p.fault) else {
         return Vec::new();
     };
     let got = ended.unwrap_or(Ending {
@@ -247,7 +220,7 @@ pub fn judge(perturbation: Option<&Perturbation>, ended: Option<Ending>) -> Vec<
         consistency: None,
         reason: None,
     });
-    let fault = p.fault.as_deref().unwrap_or("-");
+    let fault = p.fault.map_or("-", Fault::as_str);
     let found = match allowed {
         Allowed::NotInvalidated if got.consistency.as_deref() == Some("Invalidated") => format!(
             "after fault {fault}, which leaves the game as it was, the {} ended {} (a capture of an unchanged source is never Invalidated)",
@@ -255,21 +228,29 @@ pub fn judge(perturbation: Option<&Perturbation>, ended: Option<Ending>) -> Vec<
             got.describe()
         ),
         Allowed::NotInvalidated => return Vec::new(),
-        // A restore has no consistency: compare what the contract names.
-        Allowed::Only(want) if got.matches(&want) => return Vec::new(),
-        Allowed::Only(want) => format!(
-            "{} the {} ended {} (the contract allows only {})",
-            if p.fault.is_some() {
-                format!(
-                    "after fault {fault}, which changes neither the game, the repository nor the object,"
-                )
-            } else {
-                "unperturbed,".to_string()
-            },
-            p.operation,
-            got.describe(),
-            want.describe()
-        ),
+        Allowed::Only(ends) => {
+            // A qualification's ending is judged by the qualification invariant.
+            let Some(want) = Ending::stated(ends) else {
+                return Vec::new();
+            };
+            // A restore has no consistency: compare what the contract names.
+            if got.matches(&want) {
+                return Vec::new();
+            }
+            format!(
+                "{} the {} ended {} (the contract allows only {})",
+                if p.fault.is_some() {
+                    format!(
+                        "after fault {fault}, which changes neither the game, the repository nor the object,"
+                    )
+                } else {
+                    "unperturbed,".to_string()
+                },
+                p.operation,
+                got.describe(),
+                want.describe()
+            )
+        }
     };
     vec![Violation::new(
         OUTCOME,

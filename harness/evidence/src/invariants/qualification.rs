@@ -18,8 +18,9 @@
 
 use std::collections::BTreeMap;
 
-use super::outcome::{OUTCOME, Perturbation, TRANSPARENT_FAULTS};
+use super::outcome::{OUTCOME, Perturbation};
 use super::{LIVENESS, Violation};
+use crate::catalogue::{Allowed, Ends};
 use crate::qualification::{Gate, MemberBaseline, Outcome, Qualification};
 
 /// Invariant `qualification`: promotion only behind passed gates, and a halted fleet as it was.
@@ -229,39 +230,18 @@ fn untouched(before: &MemberBaseline, after: &MemberBaseline) -> Option<String> 
     (!changed.is_empty()).then(|| changed.join("; "))
 }
 
-/// The one ending the contract allows a qualification operation, unperturbed or after a
-/// transparent fault.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expected {
-    /// Promoted in every batch (a good candidate, its module bundle served as pinned).
-    EveryBatch,
-    /// Halted at this gate on the canary clone, nothing promoted, with the operator's verdict
-    /// the gate read: for the image gate the clone's GameServer `Failed`, `ImagePullFailed`;
-    /// for the module bundle gate the canary Module `Failed`, `DigestMismatch`.
-    HaltedOnClone(&'static str),
-}
-
-/// What operation `name` must end as, if it is a qualification's.
-pub fn expected(name: &str) -> Option<Expected> {
-    use crate::qualification::gates;
-    match name {
-        "qualify" | "qualify-module" => Some(Expected::EveryBatch),
-        "qualify-unpullable" => Some(Expected::HaltedOnClone(gates::IMAGE)),
-        "qualify-module-moved" => Some(Expected::HaltedOnClone(gates::MODULE)),
-        _ => None,
-    }
-}
-
 /// Why `q` did not end as `want` (`None`: it did).
-fn missed(q: &Qualification, want: &Expected) -> Option<String> {
+fn missed(q: &Qualification, want: &Ends) -> Option<String> {
     use crate::qualification::gates;
     match want {
-        Expected::EveryBatch => {
+        Ends::Promoted => {
             let batches = q.plan.fleet.len().div_ceil(q.plan.batch_size.max(1));
             (q.outcome != Outcome::Promoted { batches })
                 .then(|| format!("promoted in {batches} batch(es)"))
         }
-        Expected::HaltedOnClone(gate) => {
+        // Not a qualification's ending (filtered out by the caller).
+        Ends::Succeeded(_) | Ends::Refused(_) => None,
+        Ends::HaltedOnClone(gate) => {
             let want = format!("halted at gate {gate:?} on the canary {}", q.clone);
             let Outcome::Halted {
                 gate: at,
@@ -315,14 +295,13 @@ fn expected_outcome(
     stopped: Option<&str>,
     perturbation: Option<&Perturbation>,
 ) -> Vec<Violation> {
-    let Some((p, want)) = perturbation.and_then(|p| Some((p, expected(&p.operation)?))) else {
+    // The catalogue states how a qualification ends unperturbed or after a transparent fault.
+    let Some((p, Some(Allowed::Only(want)))) =
+        perturbation.map(|p| (p, p.operation.allowed(p.fault)))
+    else {
         return Vec::new();
     };
-    if !p
-        .fault
-        .as_deref()
-        .is_none_or(|f| TRANSPARENT_FAULTS.contains(&f))
-    {
+    if !matches!(want, Ends::Promoted | Ends::HaltedOnClone(_)) {
         return Vec::new();
     }
     let allowed = match (stopped, missed(q, &want)) {

@@ -240,7 +240,36 @@ impl RestoreTrace {
             finalizers,
             removed: self.removed_at().is_some(),
             run_state: self.run_state_after.clone(),
+            claims: self.claims_end(),
+            snapshot_holds: None,
         }
+    }
+
+    /// What each claim holds once the Restore ended, relative to the snapshot and to itself
+    /// before (see [`super::outcome::EndState::claims`]); `None` when they were not read.
+    fn claims_end(&self) -> Option<BTreeMap<String, String>> {
+        let after = self.after.as_ref()?;
+        Some(
+            after
+                .iter()
+                .map(|(name, now)| {
+                    let before = self.before.get(name);
+                    let contents = if self.snapshot.get(name) == Some(&now.contents) {
+                        "as the snapshot"
+                    } else if before.is_some_and(|b| b.contents == now.contents) {
+                        "as before"
+                    } else {
+                        "other"
+                    };
+                    let uid = if before.is_some_and(|b| b.uid == now.uid) {
+                        "same UID"
+                    } else {
+                        "new UID"
+                    };
+                    (name.clone(), format!("{contents}, {uid}"))
+                })
+                .collect(),
+        )
     }
 
     /// Every invariant's verdict, in [`RESTORE_INVARIANTS`] order.

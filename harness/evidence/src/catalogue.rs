@@ -1,0 +1,496 @@
+//! The exploration's catalogue, one table: every operation `rehearse explore` runs (what it sets
+//! up, the faults that apply to it, how the contract says it ends, which invariants judge it)
+//! and every fault (what it changes).
+//!
+//! Everything else reads these rows: schedule ids and the matrix (the names), the runner (which
+//! faults to place, which driver sets an operation up), the oracle (the stated endings and the
+//! faults' classes), the contract check (which invariants judge which operation). Adding an
+//! operation is one row in [`operations!`]'s invocation below; a driver is written only for a
+//! new kind of [`Setup`]. Adding a fault is one row in [`faults!`]'s invocation, plus how the
+//! runner injects it.
+//!
+//! The names are the serde, clap and schedule-id spelling alike (kebab-case of the variant).
+
+use serde::{Deserialize, Serialize};
+
+use crate::qualification::gates;
+
+/// What a fault changes, which decides what the oracle may demand after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultClass {
+    /// Changes neither the game, the repository nor the object under way (the operator's or the
+    /// agent's process restarted: their progress is in the API server, the game is the same
+    /// process): the run must end exactly as the unperturbed reference run did.
+    Transparent,
+    /// Leaves the game as it was (the agent held down): a capture it interrupts may fail, but is
+    /// never `Invalidated`.
+    KeepsSource,
+    /// Changes the game, the pod, the object or the repository: more than one ending is allowed,
+    /// and the invariants judge which.
+    Changes,
+}
+
+/// One fault's row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultRow {
+    /// The fault.
+    pub fault: Fault,
+    /// Its name in schedule ids and the matrix.
+    pub name: &'static str,
+    /// What it changes.
+    pub class: FaultClass,
+}
+
+macro_rules! faults {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $class:ident; )*) => {
+        /// A fault a schedule places before one of the operator's writes.
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+        )]
+        #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Fault {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        /// Every fault's row, in matrix order.
+        pub const FAULTS: &[FaultRow] = &[
+            $( FaultRow { fault: Fault::$variant, name: $name, class: FaultClass::$class }, )*
+        ];
+
+        impl Fault {
+            /// Every fault, in matrix order.
+            pub const ALL: &[Fault] = &[ $( Fault::$variant, )* ];
+        }
+    };
+}
+
+faults! {
+    /// The game container restarted in place (same pod, new container ID).
+    GameRestart = "game-restart", Changes;
+    /// The agent container restarted in place; the game is unchanged.
+    AgentRestart = "agent-restart", Transparent;
+    /// The agent container held down (stopped, in `CrashLoopBackOff`) across the point: from
+    /// before the held write until that write was applied, then let up again.
+    AgentDown = "agent-down", KeepsSource;
+    /// The server's pod deleted and recreated by its StatefulSet (new pod UID).
+    PodReplaced = "pod-replaced", Changes;
+    /// The Backup deleted by a user.
+    BackupDeleted = "backup-deleted", Changes;
+    /// The operator killed without grace and started again.
+    OperatorRestart = "operator-restart", Transparent;
+    /// A stopped server started (`spec.suspend: false`), or an idle-asleep one woken, while its
+    /// Backup is under way.
+    ServerStarted = "server-started", Changes;
+    /// The Restore deleted by a user.
+    RestoreDeleted = "restore-deleted", Changes;
+    /// The repository made unreachable: its Secret names a repository that does not exist.
+    RepositoryUnreachable = "repository-unreachable", Changes;
+    /// The repository refuses every call: its Secret's password is changed to a wrong one.
+    RepositoryWrongPassword = "repository-wrong-password", Changes;
+}
+
+impl Fault {
+    /// Its row.
+    pub fn row(self) -> &'static FaultRow {
+        FAULTS
+            .iter()
+            .find(|r| r.fault == self)
+            .expect("faults! gives every fault a row")
+    }
+
+    /// Its name in schedule ids and the matrix.
+    pub fn as_str(self) -> &'static str {
+        self.row().name
+    }
+
+    /// What it changes.
+    pub fn class(self) -> FaultClass {
+        self.row().class
+    }
+
+    /// The fault named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        FAULTS.iter().find(|r| r.name == name).map(|r| r.fault)
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The class of an optional fault: `None` (no fault landed) is as transparent as can be.
+pub fn class_of(fault: Option<Fault>) -> FaultClass {
+    fault.map_or(FaultClass::Transparent, Fault::class)
+}
+
+/// What the backed-up server is doing when its Backup is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Running: a quiesced live capture.
+    Running,
+    /// Running, copied raw (`spec.quiesce: false`): no agent call, no RCON command.
+    RunningRaw,
+    /// Suspended (`spec.suspend: true`, no pod).
+    Suspended,
+    /// Idle-asleep (idle enabled, `status.idle.asleep: true`, no pod).
+    IdleAsleep,
+    /// Not running yet: the Backup is created together with its server, before the game runs,
+    /// so preparation must wait for a running game within its deadline.
+    NotYetRunning,
+    /// Running with an older agent that has no identity route: the Backup must fail at the
+    /// preflight (`IdentityPreflightFailed`) and quiesce nothing.
+    OldAgent,
+    /// Running, with a Backup an older operator left mid-preparation (it had sent `save-off`;
+    /// the record holds no incarnation fields) when this operator starts: it must end Failed,
+    /// `LegacyPreparation`, and still pay the `save-on` owed.
+    LegacyPreparation,
+}
+
+/// Which qualification a schedule runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// A good candidate (the compatible version): promoted in every batch.
+    Good,
+    /// An unpullable candidate: halted at the canary's image gate; then a Restore of the
+    /// source from the qualification's backup must run to its end (a halt locks no server).
+    Unpullable,
+    /// A good candidate with its module bundle pinned to the digest its tag serves.
+    Module,
+    /// A good candidate whose bundle's tag was moved to other content after it was pinned.
+    ModuleMoved,
+}
+
+/// What the driver sets up and runs for an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setup {
+    /// A Backup of a server doing this.
+    Backup(Source),
+    /// A Restore of a stopped server's world and extra claims from its Backup.
+    Restore,
+    /// A qualification of this candidate on a fleet of two, in batches of one.
+    Qualify(Variant),
+}
+
+/// How the contract says an operation ends, unperturbed or after a fault that does not narrow
+/// it away (see [`Operation::allowed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ends {
+    /// `Succeeded`, with this consistency (`None`: the object has none, a Restore).
+    Succeeded(Option<&'static str>),
+    /// `Failed` for this reason whatever the game does meanwhile: after no fault, a transparent
+    /// one or one that keeps the source.
+    Refused(&'static str),
+    /// Promoted in every batch.
+    Promoted,
+    /// Halted at this gate on the canary clone, nothing promoted, with the operator's verdict the
+    /// gate read.
+    HaltedOnClone(&'static str),
+}
+
+/// Which invariants judge an operation's schedules (the names are listed with the invariants:
+/// `invariants::judged_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judges {
+    /// consistency, cleanup, drain, liveness, data, outcome.
+    Backup,
+    /// data, drain, liveness, outcome.
+    Restore,
+    /// qualification, outcome.
+    Qualify,
+    /// qualification, liveness (of the Restore after the halt), outcome.
+    QualifyThenRestore,
+}
+
+/// One operation's row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OperationRow {
+    /// The operation.
+    pub operation: Operation,
+    /// Its name in schedule ids and the matrix.
+    pub name: &'static str,
+    /// What its driver sets up.
+    pub setup: Setup,
+    /// The faults that apply to it, in matrix order.
+    pub faults: &'static [Fault],
+    /// How the contract says it ends.
+    pub ends: Ends,
+    /// The invariants that judge it.
+    pub judges: Judges,
+}
+
+macro_rules! operations {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal {
+        setup: $setup:expr, faults: $faults:expr, ends: $ends:expr, judges: $judges:ident $(,)?
+    } )*) => {
+        /// The operations explore covers.
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+        )]
+        #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Operation {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        /// Every operation's row, in matrix order.
+        pub const OPERATIONS: &[OperationRow] = &[
+            $( OperationRow {
+                operation: Operation::$variant,
+                name: $name,
+                setup: $setup,
+                faults: $faults,
+                ends: $ends,
+                judges: Judges::$judges,
+            }, )*
+        ];
+
+        impl Operation {
+            /// Every operation, in matrix order.
+            pub const ALL: &[Operation] = &[ $( Operation::$variant, )* ];
+        }
+    };
+}
+
+use Fault::*;
+
+/// The faults of a backup of a running server.
+const RUNNING_BACKUP: &[Fault] = &[
+    GameRestart,
+    AgentRestart,
+    AgentDown,
+    PodReplaced,
+    BackupDeleted,
+    OperatorRestart,
+    RepositoryUnreachable,
+    RepositoryWrongPassword,
+];
+
+/// The faults of a backup of a server without a pod: it is started, not restarted.
+const STOPPED_BACKUP: &[Fault] = &[
+    ServerStarted,
+    BackupDeleted,
+    OperatorRestart,
+    RepositoryUnreachable,
+    RepositoryWrongPassword,
+];
+
+operations! {
+    /// A quiesced backup of a running server.
+    Backup = "backup" {
+        setup: Setup::Backup(Source::Running),
+        faults: RUNNING_BACKUP,
+        ends: Ends::Succeeded(Some("Quiesced")),
+        judges: Backup,
+    }
+    /// A raw backup of a running server (`spec.quiesce: false`): consistency `Unquiesced`.
+    RawBackup = "raw-backup" {
+        setup: Setup::Backup(Source::RunningRaw),
+        faults: RUNNING_BACKUP,
+        ends: Ends::Succeeded(Some("Unquiesced")),
+        judges: Backup,
+    }
+    /// A backup of a suspended server (no pod): consistency `Stopped`.
+    StoppedBackup = "stopped-backup" {
+        setup: Setup::Backup(Source::Suspended),
+        faults: STOPPED_BACKUP,
+        ends: Ends::Succeeded(Some("Stopped")),
+        judges: Backup,
+    }
+    /// A backup of an idle-asleep server (no pod, idle intent kept): consistency `Stopped`.
+    IdleBackup = "idle-backup" {
+        setup: Setup::Backup(Source::IdleAsleep),
+        faults: STOPPED_BACKUP,
+        ends: Ends::Succeeded(Some("Stopped")),
+        judges: Backup,
+    }
+    /// A quiesced backup created together with its server, before the game runs: preparation
+    /// waits for the game within its persisted deadline (and so still ends `Quiesced`).
+    EarlyBackup = "early-backup" {
+        setup: Setup::Backup(Source::NotYetRunning),
+        // Faults that need a running game have nothing to act on at the points before it runs:
+        // the operator's restart (its deadline must hold), a deletion and the repository are
+        // what can happen while preparation waits.
+        faults: &[BackupDeleted, OperatorRestart, RepositoryWrongPassword],
+        ends: Ends::Succeeded(Some("Quiesced")),
+        judges: Backup,
+    }
+    /// A quiesced backup of a server whose agent is older, without the identity route: it must
+    /// fail at the preflight (`IdentityPreflightFailed`) with nothing quiesced.
+    OldAgentBackup = "old-agent-backup" {
+        setup: Setup::Backup(Source::OldAgent),
+        // The repository is never reached: each fails before a copy exists.
+        faults: &[GameRestart, AgentRestart, AgentDown, PodReplaced, BackupDeleted, OperatorRestart],
+        ends: Ends::Refused("IdentityPreflightFailed"),
+        judges: Backup,
+    }
+    /// A Backup an older operator left mid-preparation (the game quiesced, no incarnation
+    /// fields) met by this operator when it starts: Failed, `LegacyPreparation`, cleanup paid.
+    LegacyBackup = "legacy-backup" {
+        setup: Setup::Backup(Source::LegacyPreparation),
+        // Not deleted: the older operator's record carries no finalizer of this one, so a
+        // deletion before this operator's first write removes the only record of what is owed,
+        // which no operator could then pay.
+        faults: &[GameRestart, AgentRestart, AgentDown, PodReplaced, OperatorRestart],
+        ends: Ends::Refused("LegacyPreparation"),
+        judges: Backup,
+    }
+    /// A restore of a stopped server's world and extra claims from its Backup.
+    Restore = "restore" {
+        setup: Setup::Restore,
+        faults: &[RestoreDeleted, OperatorRestart, RepositoryUnreachable, RepositoryWrongPassword],
+        ends: Ends::Succeeded(None),
+        judges: Restore,
+    }
+    /// A qualification of a good candidate on a fleet of two, promoted in batches of one.
+    Qualify = "qualify" {
+        setup: Setup::Qualify(Variant::Good),
+        // Faults on the source member and the operator, which change no member's pod or claims
+        // by themselves (what the qualification invariant compares).
+        faults: &[GameRestart, AgentRestart, OperatorRestart],
+        ends: Ends::Promoted,
+        judges: Qualify,
+    }
+    /// A qualification of an unpullable candidate (halted at the canary's image gate), then a
+    /// Restore of the source from the qualification's backup.
+    QualifyUnpullable = "qualify-unpullable" {
+        setup: Setup::Qualify(Variant::Unpullable),
+        // The variants differ from `qualify` before its points (the candidate, the module
+        // gate), so the operator's restart is what they add at each point. (After an
+        // unpullable candidate's halt the source is stopped for its restore: no agent to
+        // restart.)
+        faults: &[OperatorRestart],
+        ends: Ends::HaltedOnClone(gates::IMAGE),
+        judges: QualifyThenRestore,
+    }
+    /// A qualification of a good candidate whose module bundle is served as pinned.
+    QualifyModule = "qualify-module" {
+        setup: Setup::Qualify(Variant::Module),
+        faults: &[OperatorRestart],
+        ends: Ends::Promoted,
+        judges: Qualify,
+    }
+    /// A qualification of a good candidate whose bundle's tag was moved after it was pinned.
+    QualifyModuleMoved = "qualify-module-moved" {
+        setup: Setup::Qualify(Variant::ModuleMoved),
+        faults: &[OperatorRestart],
+        ends: Ends::HaltedOnClone(gates::MODULE),
+        judges: Qualify,
+    }
+}
+
+/// What the contract allows after a perturbation, when it narrows the endings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allowed {
+    /// Exactly this ending.
+    Only(Ends),
+    /// Any ending but consistency `Invalidated` (the source did not change).
+    NotInvalidated,
+}
+
+impl Operation {
+    /// Its row.
+    pub fn row(self) -> &'static OperationRow {
+        OPERATIONS
+            .iter()
+            .find(|r| r.operation == self)
+            .expect("operations! gives every operation a row")
+    }
+
+    /// Its name in schedule ids and the matrix.
+    pub fn as_str(self) -> &'static str {
+        self.row().name
+    }
+
+    /// The operation named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        OPERATIONS
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| r.operation)
+    }
+
+    /// The faults that apply to it, in matrix order.
+    pub fn faults(self) -> &'static [Fault] {
+        self.row().faults
+    }
+
+    /// What its driver sets up.
+    pub fn setup(self) -> Setup {
+        self.row().setup
+    }
+
+    /// The ending(s) the contract allows once `fault` landed (`None`: unperturbed), when it
+    /// narrows them:
+    /// - unperturbed or after a transparent fault, the stated ending;
+    /// - a refusal also after a fault that keeps the source (the refusal does not depend on the
+    ///   game);
+    /// - otherwise, after a fault that keeps the source, anything but `Invalidated`;
+    /// - after a fault that changes something, nothing stated (the invariants judge it).
+    pub fn allowed(self, fault: Option<Fault>) -> Option<Allowed> {
+        let ends = self.row().ends;
+        match (class_of(fault), ends) {
+            (FaultClass::Transparent, _) | (FaultClass::KeepsSource, Ends::Refused(_)) => {
+                Some(Allowed::Only(ends))
+            }
+            (FaultClass::KeepsSource, _) => Some(Allowed::NotInvalidated),
+            (FaultClass::Changes, _) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_serde_spelling_and_unique() {
+        for row in OPERATIONS {
+            assert_eq!(
+                serde_json::to_value(row.operation).unwrap(),
+                serde_json::json!(row.name)
+            );
+            assert_eq!(Operation::parse(row.name), Some(row.operation));
+        }
+        for row in FAULTS {
+            assert_eq!(
+                serde_json::to_value(row.fault).unwrap(),
+                serde_json::json!(row.name)
+            );
+            assert_eq!(Fault::parse(row.name), Some(row.fault));
+        }
+        assert_eq!(Operation::parse("nope"), None);
+        assert_eq!(Fault::parse("nope"), None);
+    }
+
+    #[test]
+    fn a_refusal_holds_after_a_fault_that_keeps_the_source() {
+        let refused = Operation::OldAgentBackup;
+        assert_eq!(
+            refused.allowed(Some(AgentDown)),
+            Some(Allowed::Only(Ends::Refused("IdentityPreflightFailed")))
+        );
+        assert_eq!(
+            Operation::Backup.allowed(Some(AgentDown)),
+            Some(Allowed::NotInvalidated)
+        );
+        assert_eq!(
+            Operation::Backup.allowed(Some(OperatorRestart)),
+            Some(Allowed::Only(Ends::Succeeded(Some("Quiesced"))))
+        );
+        assert_eq!(
+            Operation::Backup.allowed(None),
+            Some(Allowed::Only(Ends::Succeeded(Some("Quiesced"))))
+        );
+        assert_eq!(refused.allowed(Some(GameRestart)), None);
+        assert_eq!(Operation::Restore.allowed(Some(RestoreDeleted)), None);
+    }
+}
