@@ -98,6 +98,7 @@ pub fn by_operation() -> Vec<(&'static str, &'static [&'static str])> {
 }
 
 pub mod capture;
+pub mod history;
 pub mod outcome;
 pub mod qualification;
 pub mod restore;
@@ -519,7 +520,12 @@ impl BackupTrace {
     /// (`None`: no snapshot id, no markers planted, or the snapshot was not listed).
     fn snapshot_holds(&self) -> Option<Vec<String>> {
         let id = self.final_state()?.snapshot_id.clone()?;
-        let files = self.snapshot.as_ref().filter(|s| s.id == id)?.files.as_ref()?;
+        let files = self
+            .snapshot
+            .as_ref()
+            .filter(|s| s.id == id)?
+            .files
+            .as_ref()?;
         if self.claims.is_empty() {
             return None;
         }

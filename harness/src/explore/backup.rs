@@ -16,10 +16,7 @@ use crate::cases::fixture::{self, FixtureOptions};
 use crate::cases::{backup, observe};
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::invariants::capture::{MarkedClaim, SnapshotRead};
-use crate::evidence::invariants::{
-    AuditEntry, BackupState, BackupTrace, Committed, CopyJobState, CopyPodState, GamePodState,
-    Subject,
-};
+use crate::evidence::invariants::{AuditEntry, BackupTrace};
 use crate::wait::{Condition, Progress, WaitError, await_condition};
 
 /// The server every backup schedule backs up.
@@ -383,26 +380,6 @@ fn judge(
     )
 }
 
-/// A committed state of the Backup, as the invariants read it.
-fn backup_state(o: &Value, gone: bool) -> BackupState {
-    use super::observer::{annotation, condition_reason, finalizers};
-    let str_at = |p: &str| o.pointer(p).and_then(Value::as_str).map(str::to_string);
-    BackupState {
-        phase: str_at("/status/phase"),
-        consistency: str_at("/status/consistency"),
-        source_pod_uid: str_at("/status/source/podUID"),
-        source_container: str_at("/status/source/gameContainerID"),
-        completed_reason: condition_reason(o, "Completed"),
-        unquiesced_reason: condition_reason(o, "Unquiesced"),
-        snapshot_id: str_at("/status/snapshotID"),
-        deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
-        quiesce_attempted: annotation(o, names::annotations::QUIESCE_ATTEMPTED),
-        preparation_deadline: annotation(o, names::annotations::PREPARATION_DEADLINE),
-        finalizers: finalizers(o),
-        gone,
-    }
-}
-
 /// The invariants' view of what the schedule's cluster committed and the game logged.
 fn trace_of(
     changes: &[Recorded],
@@ -412,48 +389,17 @@ fn trace_of(
 ) -> BackupTrace {
     let game_pod = names::pod(SERVER);
     let copy_job = names::backup_job(BACKUP);
-    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
-    let subjects = changes.iter().filter_map(|c| {
-        let o = &c.object;
-        let name = str_at(o, "/metadata/name").unwrap_or_default();
-        let subject = match c.resource {
-            "backups" if name == BACKUP => Subject::Backup(backup_state(o, c.gone)),
-            "pods" if name == game_pod => {
-                let game = o
-                    .pointer("/status/containerStatuses")
-                    .and_then(Value::as_array)
-                    .and_then(|cs| cs.iter().find(|s| s["name"] == names::containers::GAME));
-                Subject::GamePod(GamePodState {
-                    uid: str_at(o, "/metadata/uid").unwrap_or_default(),
-                    game_container: game
-                        .and_then(|g| g["containerID"].as_str())
-                        .map(str::to_string),
-                    game_running: game.is_some_and(|g| g.pointer("/state/running").is_some()),
-                    gone: c.gone,
-                })
-            }
-            "pods"
-                if str_at(o, "/metadata/labels/job-name").as_deref() == Some(copy_job.as_str()) =>
-            {
-                Subject::CopyPod(CopyPodState {
-                    name,
-                    phase: str_at(o, "/status/phase"),
-                    gone: c.gone,
-                })
-            }
-            "jobs" if name == copy_job => Subject::CopyJob(CopyJobState {
-                deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
-                gone: c.gone,
-            }),
-            _ => return None,
-        };
-        Some(Committed {
-            rv: c.rv,
-            at: c.at,
-            subject,
-        })
-    });
-    let changes: Vec<Committed> = subjects.collect();
+    let changes = crate::evidence::invariants::history::backup_changes(
+        changes,
+        &crate::evidence::invariants::history::BackupNames {
+            backup: BACKUP,
+            game_pod: &game_pod,
+            game_container: names::containers::GAME,
+            copy_job: &copy_job,
+            quiesce_attempted: names::annotations::QUIESCE_ATTEMPTED,
+            preparation_deadline: names::annotations::PREPARATION_DEADLINE,
+        },
+    );
     let audit_entries = audit
         .map(|log| {
             log.lines

@@ -46,20 +46,7 @@ impl Point {
     }
 }
 
-/// A committed change of a pod, a Job, a Backup or a Restore in the schedule's namespace.
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    /// Its resourceVersion.
-    pub rv: u64,
-    /// When it was committed.
-    pub at: jiff::Timestamp,
-    /// `pods`, `jobs`, `backups` or `restores`.
-    pub resource: &'static str,
-    /// It removed the object.
-    pub gone: bool,
-    /// The object as committed.
-    pub object: Value,
-}
+pub use crate::evidence::invariants::history::Recorded;
 
 #[derive(Default)]
 struct Inner {
@@ -255,38 +242,9 @@ impl RequestHook for Observer {
         inner.changes.push(Recorded {
             rv: change.resource_version,
             at: change.at,
-            resource,
+            resource: resource.to_string(),
             gone: change.kind == "DELETED",
             object: change.object.clone(),
         });
     }
-}
-
-/// `metadata.finalizers` of a committed object.
-pub(crate) fn finalizers(o: &Value) -> Vec<String> {
-    o.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|f| {
-            f.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Annotation `key` of a committed object.
-pub(crate) fn annotation(o: &Value, key: &str) -> Option<String> {
-    o.pointer("/metadata/annotations")
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
-/// The reason of a committed object's condition `kind`.
-pub(crate) fn condition_reason(o: &Value, kind: &str) -> Option<String> {
-    o.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
-        .and_then(|c| c["reason"].as_str())
-        .map(str::to_string)
 }

@@ -24,9 +24,8 @@ use super::observer::{Observer, Recorded, ReleaseOnDrop};
 use crate::cases::backup;
 use crate::cases::fixture::{self, FixtureOptions};
 use crate::context::{CaseContext, CaseError};
-use crate::evidence::invariants::CopyPodState;
 use crate::evidence::invariants::restore::{
-    self as inv, ClaimState, Contents, RestoreCommitted, RestoreState, RestoreSubject, RestoreTrace,
+    self as inv, ClaimState, Contents, RestoreCommitted, RestoreTrace,
 };
 use crate::evidence::pvc_table::Role;
 use crate::wait::{Condition, Progress, WaitError, await_condition};
@@ -375,35 +374,9 @@ fn judge(
 
 /// The invariants' view of the Restore's and its worker pods' committed states.
 fn trace_of(changes: &[Recorded]) -> Vec<RestoreCommitted> {
-    let job = names::restore_job(RESTORE);
-    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
-    changes
-        .iter()
-        .filter_map(|c| {
-            let o = &c.object;
-            let name = str_at(o, "/metadata/name").unwrap_or_default();
-            let subject = match c.resource {
-                "restores" if name == RESTORE => RestoreSubject::Restore(RestoreState {
-                    phase: str_at(o, "/status/phase"),
-                    completed_reason: super::observer::condition_reason(o, "Completed"),
-                    finalizers: super::observer::finalizers(o),
-                    deleting: o.pointer("/metadata/deletionTimestamp").is_some(),
-                    gone: c.gone,
-                }),
-                "pods" if str_at(o, "/metadata/labels/job-name").as_deref() == Some(&job) => {
-                    RestoreSubject::WorkerPod(CopyPodState {
-                        name,
-                        phase: str_at(o, "/status/phase"),
-                        gone: c.gone,
-                    })
-                }
-                _ => return None,
-            };
-            Some(RestoreCommitted {
-                rv: c.rv,
-                at: c.at,
-                subject,
-            })
-        })
-        .collect()
+    crate::evidence::invariants::history::restore_changes(
+        changes,
+        RESTORE,
+        &names::restore_job(RESTORE),
+    )
 }
