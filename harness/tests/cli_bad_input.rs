@@ -466,6 +466,49 @@ fn explore_regressions_and_its_selftest_refuse_bad_input_by_name() {
         ]),
         &["s.json is not a saved signal schedule", "fields"],
     );
+    // A replay from a bundle that is not an exploration's, or whose reference run learned
+    // fewer writes than the id names; --from with a signal schedule.
+    assert_one_line_error(
+        &run(&[
+            "explore",
+            "--replay",
+            "backup-p03-game-restart",
+            "--from",
+            "/nonexistent/bundle",
+        ]),
+        &[
+            "backup-reference",
+            "--from names the bundle of an exploration",
+        ],
+    );
+    let bundle = tmp();
+    let artifacts = bundle.path().join("cases/backup-reference/artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    write(
+        &artifacts,
+        "placement.json",
+        "{\"not_placed\": null, \"points\": [\"create pods mc-0\", \"patch backups live\"]}",
+    );
+    assert_one_line_error(
+        &run(&[
+            "explore",
+            "--replay",
+            "backup-p03-game-restart",
+            "--from",
+            bundle.path().to_str().unwrap(),
+        ]),
+        &["learned 2 write(s), so there is no p03"],
+    );
+    assert_one_line_error(
+        &run(&[
+            "explore",
+            "--replay",
+            "qualify-signals-compatible-b1-sigint-r01",
+            "--from",
+            bundle.path().to_str().unwrap(),
+        ]),
+        &["leave out --from"],
+    );
     // A mutant no invariant names.
     assert_one_line_error(
         &run(&["selftest", "--explore", "--mutant", "no-such-mutant"]),

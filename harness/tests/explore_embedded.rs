@@ -164,6 +164,7 @@ async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
     let schedule = Schedule::parse(&id).unwrap();
     let saved = explore::saved::SavedSchedule::of(&schedule, points, violated.clone(), mutant)
         .expect("the schedule's write is a point");
+    let (saved_write, saved_occurrence) = (saved.write.clone(), saved.occurrence);
     let mut from_file = cfg.clone();
     from_file.run_id = rehearsal::run::new_run_id();
     from_file.regressions = vec![saved];
@@ -175,6 +176,25 @@ async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
             .collect::<Vec<_>>(),
         vec![(id.clone(), Verdict::Failed, violated.clone())],
         "{id} under mutant {mutant}, replayed from its saved form"
+    );
+    // Replayed from the exploration's bundle (`--replay ID --from BUNDLE`): placed by the same
+    // write's label and occurrence after a fresh reference run, the same violation.
+    let from_bundle = explore::saved::from_bundle(&outcome.bundle_dir, &id).unwrap();
+    assert_eq!(
+        (from_bundle.write.as_str(), from_bundle.occurrence),
+        (saved_write.as_str(), saved_occurrence)
+    );
+    let mut from_run = cfg.clone();
+    from_run.run_id = rehearsal::run::new_run_id();
+    from_run.regressions = vec![from_bundle];
+    let again = explore::run(from_run).await.unwrap();
+    assert_eq!(
+        failures(&again)
+            .into_iter()
+            .map(|(id, verdict, checks, _)| (id, verdict, checks))
+            .collect::<Vec<_>>(),
+        vec![(id.clone(), Verdict::Failed, violated.clone())],
+        "{id} under mutant {mutant}, replayed from its bundle"
     );
     for attempt in 1..=2 {
         let mut again = cfg.clone();

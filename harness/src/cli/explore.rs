@@ -18,9 +18,16 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub limit: Option<usize>,
     /// Run exactly this schedule again (repeatable), e.g. `backup-p03-game-restart`, as a
-    /// violation's line names it; no reference run.
+    /// violation's line names it: by its point's index, with no reference run (with `--from`,
+    /// by the write it landed before).
     #[arg(long = "replay")]
     pub replay: Vec<String>,
+    /// The bundle of the exploration the `--replay` ids come from (reports/<run-id>): each is
+    /// placed before the same write — its label and occurrence in that run's reference run —
+    /// after a fresh reference run, and judged beside it (the differential oracle too); a write
+    /// the operator no longer makes is refused by name.
+    #[arg(long, value_name = "BUNDLE", requires = "replay")]
+    pub from: Option<std::path::PathBuf>,
     /// Replay every schedule saved in this directory (`*.json`, written by
     /// `--save-violations`), each placed by a reference run: each must hold every invariant.
     #[arg(long, conflicts_with_all = ["replay", "limit", "operations", "faults"])]
@@ -68,36 +75,19 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         .iter()
         .any(|id| id.starts_with(explore::signals::OPERATION));
     if args.qualify_signals || signal_ids {
+        if args.from.is_some() {
+            return Err(CliError::usage(
+                "--from places an operation's schedule by its write; a qualify-signals schedule is replayed by its id alone: leave out --from",
+            ));
+        }
         return run_signals(args).await;
     }
-    let replay = args
-        .replay
-        .iter()
-        .map(|id| Schedule::parse(id))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::usage)?;
     if args.limit == Some(0) {
         return Err(CliError::usage(
             "--limit 0 explores nothing: give at least 1, or leave it out for every schedule",
         ));
     }
-    let regressions = match &args.regressions {
-        Some(dir) => explore::saved::load_dir(dir)
-            .map_err(CliError::usage)?
-            .into_iter()
-            .map(|(_, s)| s)
-            .collect(),
-        None => Vec::new(),
-    };
-    if args.regressions.is_some() && regressions.is_empty() {
-        return Err(CliError::usage(format!(
-            "{} holds no saved schedule (*.json): save some with --save-violations DIR",
-            args.regressions
-                .as_deref()
-                .unwrap_or_else(|| std::path::Path::new(""))
-                .display()
-        )));
-    }
+    let (replay, regressions) = replays_and_saved(&args)?;
     let operations = if !regressions.is_empty() {
         let mut ops: Vec<Operation> = regressions
             .iter()
@@ -147,12 +137,51 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         .collect();
     if !failed.is_empty() {
         return Err(CliError::failed(format!(
-            "{} schedule(s) not ok (violated, unknown, not placed or did not finish): {}; replay one with `rehearse explore --replay ID`",
+            "{} schedule(s) not ok (violated, unknown, not placed or did not finish): {}; replay one with `rehearse explore --replay ID --from {}`",
             failed.len(),
-            failed.join(", ")
+            failed.join(", "),
+            outcome.bundle_dir.display()
         )));
     }
     Ok(())
+}
+
+/// The schedules to replay by index (`--replay ID`) and those placed by their write
+/// (`--regressions DIR`, or `--replay ID --from BUNDLE`).
+fn replays_and_saved(
+    args: &ExploreArgs,
+) -> Result<(Vec<Schedule>, Vec<explore::saved::SavedSchedule>), CliError> {
+    if let Some(bundle) = &args.from {
+        // Replays from a bundle are placed by their write's label and occurrence, as saved ones.
+        let saved = args
+            .replay
+            .iter()
+            .map(|id| explore::saved::from_bundle(bundle, id))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(CliError::usage)?;
+        return Ok((Vec::new(), saved));
+    }
+    let replay = args
+        .replay
+        .iter()
+        .map(|id| Schedule::parse(id))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::usage)?;
+    let Some(dir) = &args.regressions else {
+        return Ok((replay, Vec::new()));
+    };
+    let saved: Vec<_> = explore::saved::load_dir(dir)
+        .map_err(CliError::usage)?
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    if saved.is_empty() {
+        return Err(CliError::usage(format!(
+            "{} holds no saved schedule (*.json): save some with --save-violations DIR",
+            dir.display()
+        )));
+    }
+    Ok((replay, saved))
 }
 
 /// `rehearse explore --rejudge BUNDLE`: the bundle's exploration judged again offline

@@ -931,9 +931,10 @@ async fn run_schedules(
                         String::new()
                     } else {
                         format!(
-                            " · violated: {} · replay: rehearse explore --replay {}",
+                            " · violated: {} · replay: rehearse explore --replay {} --from {}",
                             r.ended.failed_checks.join(", "),
-                            r.id
+                            r.id,
+                            bundle_ref.dir().display()
                         )
                     }
                 );

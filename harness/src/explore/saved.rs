@@ -114,6 +114,50 @@ impl SavedSchedule {
     }
 }
 
+/// Schedule `id` of the exploration kept in bundle `dir`, named by the write its fault landed
+/// before — that write's label and occurrence in the operation's reference run there
+/// (`cases/<operation>-reference/artifacts/placement.json`) — so a replay lands on the same
+/// write even after the operator gained or lost others (`rehearse explore --replay ID --from
+/// BUNDLE`). The error is one line naming what is missing.
+pub fn from_bundle(dir: &Path, id: &str) -> Result<SavedSchedule, String> {
+    let schedule = Schedule::parse(id)?;
+    let path = dir
+        .join("cases")
+        .join(format!("{}-reference", schedule.operation.as_str()))
+        .join("artifacts")
+        .join(super::rejudge::PLACEMENT);
+    let bytes = std::fs::read(&path).map_err(|e| {
+        format!(
+            "{}: {e}: --from names the bundle of an exploration that ran {} (reports/<run-id>)",
+            path.display(),
+            schedule.operation
+        )
+    })?;
+    let placement: super::rejudge::Placement = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{}: not a placement record: {e}", path.display()))?;
+    let points: Vec<Point> = placement
+        .points
+        .into_iter()
+        .enumerate()
+        .map(|(index, label)| Point { index, label })
+        .collect();
+    SavedSchedule::of(
+        &schedule,
+        &points,
+        Vec::new(),
+        &format!("replayed from {}", dir.display()),
+    )
+    .ok_or_else(|| {
+        format!(
+            "{id}: the {} reference run in {} learned {} write(s), so there is no p{:02}",
+            schedule.operation,
+            dir.display(),
+            points.len(),
+            schedule.point
+        )
+    })
+}
+
 /// A signal schedule of the qualification procedure (`rehearse explore --qualify-signals`)
 /// saved the same way: the receipt the signal follows is named by its step and occurrence ("the
 /// 1st `pre-promotion backup created`"), so it still follows the same receipt after the
