@@ -76,7 +76,7 @@ async fn a_pod_without_volumes_backs_up_into_the_backends_rest_repository() {
     assert_eq!(url, format!("{}/{name}", rest.base()));
     assert!(
         rest.base()
-            .starts_with(&format!("rest:http://{}/", rest.addr())),
+            .starts_with(&format!("rest:http://{}/", rest.gate().addr())),
         "{}",
         rest.base()
     );

@@ -333,6 +333,13 @@ impl Backend for Embedded {
         Ok(())
     }
 
+    fn hold_repository_request(
+        &self,
+        matches: super::rest_gate::RepoRequest,
+    ) -> Result<super::rest_gate::RequestHold, BackendError> {
+        Ok(self.rest.gate().hold(matches))
+    }
+
     fn hold_write(
         &self,
         namespace: &str,

@@ -29,6 +29,7 @@ pub mod kubeconfig;
 pub mod node_engine;
 pub mod operator_pod;
 pub mod port_forward;
+pub mod rest_gate;
 pub mod rest_server;
 
 pub use port_forward::PortForward;
@@ -322,6 +323,20 @@ pub trait Backend: Send + Sync {
             backend: self.kind(),
             operation: format!("hold the write {} in {namespace}", matches.label()),
             why: "only the embedded cluster's API server is the harness's own; run this case on the embedded cluster".into(),
+        })
+    }
+    /// Holds the next request of a Job's restic to the repository that `matches` until the
+    /// returned hold is released or dropped, so a case places its fault while the copy is under
+    /// way. Only the embedded cluster's pods reach the repository through the harness's own
+    /// gate; elsewhere this is [`BackendError::Unsupported`].
+    fn hold_repository_request(
+        &self,
+        matches: rest_gate::RepoRequest,
+    ) -> Result<rest_gate::RequestHold, BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.kind(),
+            operation: format!("hold the repository request {}", matches.label()),
+            why: "only the embedded cluster's pods reach the repository through the harness's own gate; run this case on the embedded cluster".into(),
         })
     }
     /// Makes locally built images available to the cluster's nodes.

@@ -319,6 +319,9 @@ pub async fn stop_shared() {
 #[derive(Debug)]
 pub struct RestTenant {
     server: Arc<RestServer>,
+    /// The cluster's way to the server: its pods' restic reaches the server through it, so a
+    /// case can hold one of their requests ([`super::rest_gate`]).
+    gate: super::rest_gate::RestGate,
     tenant: String,
     repos: PathBuf,
     link: PathBuf,
@@ -350,8 +353,14 @@ impl RestTenant {
                 ..record.clone()
             });
         }
+        let gate = super::rest_gate::RestGate::start(server.addr)
+            .await
+            .map_err(|e| {
+                BackendError::Setup(format!("cannot start the REST gate on 127.0.0.1: {e}"))
+            })?;
         Ok(Self {
             server,
+            gate,
             tenant,
             repos: repos.to_path_buf(),
             link,
@@ -363,9 +372,15 @@ impl RestTenant {
         self.server.addr
     }
 
-    /// This cluster's repository base URL (`rest:http://127.0.0.1:PORT/<tenant>`).
+    /// This cluster's gate to the server, where a case holds a request of its pods' restic.
+    pub fn gate(&self) -> &super::rest_gate::RestGate {
+        &self.gate
+    }
+
+    /// This cluster's repository base URL (`rest:http://127.0.0.1:GATE/<tenant>`), through its
+    /// gate.
     pub fn base(&self) -> String {
-        format!("{}/{}", self.server.base(), self.tenant)
+        format!("rest:http://{}/{}", self.gate.addr(), self.tenant)
     }
 
     /// The directory this cluster's repositories are in.

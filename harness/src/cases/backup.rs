@@ -11,13 +11,13 @@
 use gameplane_api::backup::Backup;
 use gameplane_api::conditions::{reasons, types};
 use gameplane_api::names;
-use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use serde_json::{Value, json};
 
 use super::fixture::{self, AgentKind, FixtureOptions, GameIncarnation};
 use super::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
+use crate::backend::rest_gate::{RepoRequest, RequestHold};
 use crate::context::{CaseContext, CaseError, Checks};
 use crate::evidence::pvc_table::PvcPhase;
 use crate::faults;
@@ -140,79 +140,48 @@ pub(crate) async fn await_backup(
     Ok((b, job))
 }
 
-/// Steps "create backup" (quiesced) and "await copy started": returns once the copy Job of
-/// Backup `name` exists, the moment the cases inject their faults.
-pub(super) async fn copy_under_way(ctx: &CaseContext<'_>, name: &str) -> Result<(), CaseError> {
+/// Steps "create backup" (quiesced) and "hold the copy before its snapshot": the copy's last
+/// write to the repository — restic saving the snapshot — is held at the cluster's gate to the
+/// repository ([`crate::backend::rest_gate`]), so when this returns the copy of Backup `name` is
+/// under way (its worker pod running, blocked on that write) every time, on any machine. The
+/// case places its fault, then releases the hold (dropping it releases it too). A Backup that
+/// ends without its copy ever saving a snapshot fails the case: the operator never made the
+/// copy the case places its fault in.
+pub(super) async fn copy_held(ctx: &CaseContext<'_>, name: &str) -> Result<RequestHold, CaseError> {
+    let mut hold = ctx
+        .backend
+        .hold_repository_request(RepoRequest {
+            method: "POST",
+            repository: fixture::repository_name(&ctx.namespace).to_string(),
+            kind: "snapshots",
+        })
+        .map_err(|e| CaseError::from(crate::faults::FaultError::from(e)))?;
     ctx.step(
         "create backup",
         fixture::create_backup(ctx, name, SERVER, true),
     )
     .await?;
-    ctx.step("await copy started", async {
-        let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        let job = await_object(
-            &jobs,
-            &names::backup_job(name),
-            conditions::exists(),
-            ctx.bounds.settle,
-        )
-        .await?;
-        Ok(json!({"job": job.metadata.name, "uid": job.metadata.uid}))
+    ctx.step("hold the copy before its snapshot is saved", async {
+        let label = hold.label().to_string();
+        let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+        tokio::select! {
+            request = hold.reached() => match request {
+                Some(path) => Ok(json!({"held": label, "request": path})),
+                None => Err(CaseError::Setup(format!("the cluster's repository gate went away before {label}"))),
+            },
+            ended = await_object(&api, name, terminal_phase(), ctx.bounds.settle) => Err(match ended {
+                Ok(b) => CaseError::assertion(
+                    object(ctx, "backup", name),
+                    "its copy's snapshot save (the moment the case places its fault before)",
+                    "the copy reaches it",
+                    format!("the Backup ended {} without its copy saving a snapshot: the operator never made the copy the case waits for", backup_phase(&b)),
+                ),
+                Err(e) => e.into(),
+            }),
+        }
     })
     .await?;
-    Ok(())
-}
-
-/// Right after a fault: the Backup must not have ended before the fault landed, or the case
-/// cannot say whether the operator noticed it (evidence absent, not a verdict). `container` is
-/// the container the fault restarted (its previous instance's termination time is the moment).
-async fn fault_landed_before_completion(
-    ctx: &CaseContext<'_>,
-    backup: &str,
-    container: &str,
-) -> Result<Value, CaseError> {
-    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let b = backups.get(backup).await.map_err(CaseError::kube(
-        "get Backup",
-        format!("{}/{backup}", ctx.namespace),
-    ))?;
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let pod = pods
-        .get_opt(&names::pod(SERVER))
-        .await
-        .map_err(CaseError::kube(
-            "get Pod",
-            format!("{}/{}", ctx.namespace, names::pod(SERVER)),
-        ))?;
-    let fault_at = pod
-        .as_ref()
-        .and_then(|p| p.status.as_ref()?.container_statuses.clone())
-        .and_then(|cs| cs.into_iter().find(|c| c.name == container))
-        .and_then(|c| c.last_state?.terminated?.finished_at)
-        .map(|t| t.0);
-    let completed_at = b
-        .status
-        .as_ref()
-        .and_then(|s| s.completion_time.as_ref())
-        .map(|t| t.0);
-    if let (Some(fault), Some(done)) = (fault_at, completed_at)
-        && done < fault
-    {
-        return Err(CaseError::evidence_absent(
-            format!("backup {}/{backup}", ctx.namespace),
-            format!(
-                "the Backup ended ({}) at {done}, before the {container} container was stopped at {fault}: the fault did not interfere with the copy; rerun the case",
-                backup_phase(&b)
-            ),
-        ));
-    }
-    let job = observe::job_state(ctx, &names::backup_job(backup)).await?;
-    Ok(json!({
-        "container_stopped_at": fault_at.map(|t| t.to_string()),
-        "backup_phase_at_fault": backup_phase(&b),
-        "backup_completed_at": completed_at.map(|t| t.to_string()),
-        "copy_job_at_fault": job,
-    }))
+    Ok(hold)
 }
 
 /// Sets up the fixture and one running server; returns its first observed incarnation.
@@ -337,7 +306,7 @@ pub(super) fn check_succeeded(
 /// reported as such).
 pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
-    copy_under_way(ctx, "live").await?;
+    let mut copy = copy_held(ctx, "live").await?;
     let restart = ctx
         .step("restart game container in place", async {
             Ok(faults::restart_game_container(
@@ -349,12 +318,7 @@ pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<
             .await?)
         })
         .await?;
-    let ordering = ctx
-        .step(
-            "fault landed before the backup ended",
-            fault_landed_before_completion(ctx, "live", names::containers::GAME),
-        )
-        .await?;
+    copy.release();
     let (backup, job) = backup_finished(ctx, "live").await?;
     let audit = read_audit(ctx, "audit-read").await?;
     let original = audit.nth_newest(1, "the original and the restarted game")?;
@@ -407,7 +371,7 @@ pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<
     );
     ctx.assess(
         checks,
-        json!({"restart": restart, "ordering": ordering, "backup": backup_observation(&backup), "copy_job": job,
+        json!({"restart": restart, "backup": backup_observation(&backup), "copy_job": job,
                "original_incarnation": original, "original_commands": audit.commands_of(&original),
                "new_incarnation": new, "new_incarnation_commands": new_cmds}),
     )
@@ -418,7 +382,7 @@ pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<
 /// through the restarted agent.
 pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
-    copy_under_way(ctx, "live").await?;
+    let mut copy = copy_held(ctx, "live").await?;
     let restart = ctx
         .step("restart agent container in place", async {
             Ok(faults::restart_agent_container(
@@ -430,12 +394,7 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
             .await?)
         })
         .await?;
-    let ordering = ctx
-        .step(
-            "fault landed before the backup ended",
-            fault_landed_before_completion(ctx, "live", names::containers::AGENT),
-        )
-        .await?;
+    copy.release();
     let (backup, job) = backup_finished(ctx, "live").await?;
     let after = ctx
         .step(
@@ -479,7 +438,7 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
         check_save_on_after_copy_end(ctx, &mut checks, &audit, &original, &backup, 0).await?;
     ctx.assess(
         checks,
-        json!({"restart": restart, "ordering": ordering, "game": after, "backup": backup_observation(&backup),
+        json!({"restart": restart, "game": after, "backup": backup_observation(&backup),
                "copy_job": job, "original_commands": cmds, "copy_end": copy_end}),
     )
 }
@@ -991,25 +950,15 @@ pub async fn stopped_server_backup_started_mid_copy(
 ) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
     ctx.step("stop server", stop_server(ctx)).await?;
-    copy_under_way(ctx, "stopped").await?;
+    let mut copy = copy_held(ctx, "stopped").await?;
     let start = ctx
         .step("start server mid-copy", async {
             let change = faults::set_suspended(&ctx.client, &ctx.namespace, SERVER, false).await?;
             let job = observe::job_state(ctx, &names::backup_job("stopped")).await?;
-            let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-            let b = backups.get("stopped").await.map_err(CaseError::kube(
-                "get Backup",
-                object(ctx, "backup", "stopped"),
-            ))?;
-            Ok(json!({"change": change, "copy_job_at_start": job, "backup_phase_at_start": backup_phase(&b)}))
+            Ok(json!({"change": change, "copy_job_at_start": job}))
         })
         .await?;
-    if start["backup_phase_at_start"] == json!("Succeeded") {
-        return Err(CaseError::evidence_absent(
-            object(ctx, "backup", "stopped"),
-            "the Backup had already succeeded when the server was started: the start did not interfere with the copy; rerun the case",
-        ));
-    }
+    copy.release();
     let (backup, job) = backup_finished(ctx, "stopped").await?;
     ctx.uses("Backup status (phase, Completed reason, consistency)");
     ctx.uses("copy Job");
@@ -1484,20 +1433,9 @@ pub(crate) fn agent_in_back_off() -> Condition<Pod> {
 /// after the copy ended.
 pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
-    ctx.step("create backup and await quiesce", async {
-        fixture::create_backup(ctx, "live", SERVER, true).await?;
-        let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        let b = await_object(&api, "live", quiesced(), ctx.bounds.settle).await?;
-        Ok(backup_observation(&b))
-    })
-    .await?;
+    let mut copy = copy_held(ctx, "live").await?;
     let down = ctx.step("stop agent twice", agent_down(ctx)).await?;
-    let ordering = ctx
-        .step(
-            "fault landed before the backup ended",
-            fault_landed_before_completion(ctx, "live", names::containers::AGENT),
-        )
-        .await?;
+    copy.release();
     let (backup, job) = backup_finished(ctx, "live").await?;
     let after = ctx
         .step(
@@ -1555,7 +1493,7 @@ pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseErr
         check_save_on_after_copy_end(ctx, &mut checks, &audit, &original, &backup, 0).await?;
     ctx.assess(
         checks,
-        json!({"agent": down, "ordering": ordering, "game": after, "backup": backup_observation(&backup),
+        json!({"agent": down, "game": after, "backup": backup_observation(&backup),
                "copy_job": job, "original_commands": cmds, "copy_end": copy_end}),
     )
 }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::backup::{
     SERVER, backup_finished, backup_observation, check_failed_for, check_save_on_after_copy_end,
-    copy_under_way, object, read_audit, running_server,
+    copy_held, object, read_audit, running_server,
 };
 use super::fixture::{self, FixtureOptions};
 use super::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
@@ -512,30 +512,13 @@ fn check_save_on_once(ctx: &CaseContext<'_>, checks: &mut Checks, audit: &AuditL
     );
 }
 
-/// The fault (`observed` by its step) landed mid-copy: the copy Job ran and the Backup had not
-/// ended. Otherwise the case cannot say whether the operator handled it: evidence absent.
-fn mid_copy(ctx: &CaseContext<'_>, observed: &Value, moment: &str) -> Result<(), CaseError> {
-    let phase = &observed["backup_phase_before"];
-    let job = &observed["copy_job_before"];
-    let running = matches!(phase.as_str(), Some("Pending" | "Running"));
-    if running && job["present"] == json!(true) && job["succeeded"] == json!(0) {
-        return Ok(());
-    }
-    Err(CaseError::evidence_absent(
-        object(ctx, "backup", "live"),
-        format!(
-            "when {moment} the Backup was {phase} and its copy Job {job}: the fault did not land mid-copy; rerun the case"
-        ),
-    ))
-}
-
 /// Live backup, operator restart mid-copy: the operator is killed after quiesce (the copy Job
 /// exists) while the copy runs, and restarted. The Backup ends — Succeeded with consistency
 /// Quiesced, or Failed with a reason, never left running; the copy is finished or drained;
 /// save-on reaches the original game exactly once, after the copy.
 pub async fn live_backup_operator_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
-    copy_under_way(ctx, "live").await?;
+    let mut copy = copy_held(ctx, "live").await?;
     let restart = ctx
         .step("restart the operator mid-copy", async {
             let before = get_backup(ctx, "live").await?;
@@ -545,7 +528,7 @@ pub async fn live_backup_operator_restart(ctx: &CaseContext<'_>) -> Result<(), C
                       "backup_phase_before": before.as_ref().map(backup_phase)}))
         })
         .await?;
-    mid_copy(ctx, &restart, "the operator was killed")?;
+    copy.release();
     let (backup, job) = backup_finished(ctx, "live").await?;
     let audit = read_audit(ctx, "audit-read").await?;
     let game = audit.nth_newest(0, "the game that was backed up")?;
@@ -597,7 +580,7 @@ pub async fn live_backup_operator_restart(ctx: &CaseContext<'_>) -> Result<(), C
 /// no saving-off state is left.
 pub async fn live_backup_deleted_mid_copy(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
-    copy_under_way(ctx, "live").await?;
+    let mut copy = copy_held(ctx, "live").await?;
     let deleted = ctx
         .step("delete the backup mid-copy", async {
             let before = get_backup(ctx, "live").await?;
@@ -613,7 +596,7 @@ pub async fn live_backup_deleted_mid_copy(ctx: &CaseContext<'_>) -> Result<(), C
                       "backup_phase_before": before.as_ref().map(backup_phase)}))
         })
         .await?;
-    mid_copy(ctx, &deleted, "it was deleted")?;
+    copy.release();
     let (gone_at, job, job_pods) = ctx
         .step("await the backup gone", async {
             await_condition(
