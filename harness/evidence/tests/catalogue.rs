@@ -121,3 +121,27 @@ fn each_operation_is_judged_by_the_invariants_its_row_names() {
         && ids.contains(&invariants::restore::DATA)
         && !ids.contains(&invariants::CONSISTENCY)));
 }
+
+/// A schedule's verdicts read two ways — the invariants it violated, and why each unknown one
+/// could not be judged — the same for the run and for `--rejudge`.
+#[test]
+fn the_violated_and_unknown_invariants_are_read_in_order() {
+    use rehearsal_evidence::invariants::{Violation, judge_each, unknown_reasons, violated};
+    let violation = |invariant: &str| Violation {
+        invariant: invariant.into(),
+        evidence: "recorded".into(),
+        found: "broken".into(),
+    };
+    let violations = vec![violation("drain"), violation("consistency")];
+    let judged = judge_each(
+        &["consistency", "cleanup", "drain", "liveness"],
+        &violations,
+        |id| (id == "cleanup").then(|| "the audit log was not read".to_string()),
+    );
+    assert_eq!(violated(&judged), ["consistency", "drain"]);
+    assert_eq!(
+        unknown_reasons(&judged),
+        ["cleanup: the audit log was not read"]
+    );
+    assert!(violated(&judge_each(&["liveness"], &[], |_| None)).is_empty());
+}
