@@ -675,31 +675,14 @@ const RCON_PORT: u16 = 25575;
 
 /// Sends `commands` to the server's game over RCON, as an older operator's agent would have.
 async fn rcon(ctx: &CaseContext<'_>, commands: &[&str]) -> Result<Vec<String>, CaseError> {
-    let pod = names::pod(SERVER);
-    let reach = ctx
-        .backend
-        .reach(&ctx.namespace, &pod, RCON_PORT)
-        .await
-        .map_err(|e| {
-            CaseError::Setup(format!("reach RCON of {}: {e}", object(ctx, "pod", &pod)))
-        })?;
-    let what = format!("RCON of {} at {}", object(ctx, "pod", &pod), reach.addr);
-    let mut client = fixture_game::rcon::RconClient::connect_with_timeout(
-        reach.addr,
+    crate::qualify::access::rcon_at(
+        ctx,
+        &names::pod(SERVER),
+        RCON_PORT,
         fixture::RCON_PASSWORD,
-        ctx.bounds.probe,
+        commands,
     )
     .await
-    .map_err(|e| CaseError::assertion(&what, "login", "accepted", e))?;
-    let mut replies = Vec::new();
-    for c in commands {
-        let reply = client
-            .command(c)
-            .await
-            .map_err(|e| CaseError::assertion(&what, format!("reply to {c}"), "a reply", e))?;
-        replies.push(reply);
-    }
-    Ok(replies)
 }
 
 /// Writes Backup `name` as an older operator left it mid-preparation: quiesce attempted and

@@ -293,9 +293,22 @@ pub async fn rcon(
 ) -> Result<Vec<String>, CaseError> {
     let pod = names::pod(server);
     check_port_forward(ctx, &pod, access.rcon_port).await?;
+    rcon_at(ctx, &pod, access.rcon_port, &access.rcon_password, commands).await
+}
+
+/// Sends RCON `commands` to pod `pod`'s port `port` with `password`, returning the replies:
+/// the one RCON client of the cases and the qualification (a refused login or a missing reply
+/// is an assertion on that RCON, an unreachable pod a set-up error).
+pub async fn rcon_at(
+    ctx: &CaseContext<'_>,
+    pod: &str,
+    port: u16,
+    password: &str,
+    commands: &[&str],
+) -> Result<Vec<String>, CaseError> {
     let reach = ctx
         .backend
-        .reach(&ctx.namespace, &pod, access.rcon_port)
+        .reach(&ctx.namespace, pod, port)
         .await
         .map_err(|e| {
             CaseError::Setup(format!(
@@ -306,7 +319,7 @@ pub async fn rcon(
     let object = format!("RCON of pod {}/{pod} at {}", ctx.namespace, reach.addr);
     let mut client = fixture_game::rcon::RconClient::connect_with_timeout(
         reach.addr,
-        &access.rcon_password,
+        password,
         ctx.bounds.probe,
     )
     .await
