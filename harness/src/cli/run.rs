@@ -128,9 +128,11 @@ pub struct BenchArgs {
     /// Consecutive full rehearsals to run (the flake check wants 20).
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
-    /// Run the rehearsals on a busy machine: N CPU-burning processes (busy shell loops) started
-    /// before the first run and ended after the last, so what a loaded CI runner does to the
-    /// verdicts is measured (the target is still 0 runs with a failed case).
+    /// Run the rehearsals on a busy machine: N CPU-burning processes (busy shell loops) and,
+    /// with them, one I/O mixer (writes, fsyncs, reads and removes 64 MiB in a loop, as
+    /// `stress-ng --iomix` does), started before the first run and ended after the last, so
+    /// what a loaded CI runner does to the verdicts is measured (the target is still 0 runs with
+    /// a failed case).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub load: usize,
     /// Instead of rehearsals, qualify fleets of these sizes (e.g. `10,50,100`), each on its own
@@ -156,18 +158,78 @@ pub struct BenchArgs {
     pub gate_concurrency: usize,
 }
 
-/// `n` CPU-burning processes (`sh -c 'while :; do :; done'`), each ended when its guard drops
-/// (and with the harness, by `PR_SET_PDEATHSIG`).
-fn cpu_burners(n: usize) -> Result<Vec<crate::process::ChildGuard>, CliError> {
+/// The load `--load N` puts on the machine: N CPU burners and one I/O mixer, all ended when it
+/// drops.
+struct Load {
+    burners: Vec<crate::process::ChildGuard>,
+    mixer: Option<IoMixer>,
+}
+
+/// Writes, fsyncs, reads and removes a 64 MiB file in the temporary directory in a loop on its
+/// own thread (as `stress-ng --iomix` does), until dropped; the file goes with it.
+struct IoMixer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IoMixer {
+    fn start() -> Result<Self, CliError> {
+        use std::io::{Read, Write};
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let file = std::env::temp_dir().join(format!("rehearsal-iomix-{}", std::process::id()));
+        let running = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("io-mixer".into())
+            .spawn(move || {
+                let block = vec![0x5a_u8; 1 << 20];
+                let mut back = vec![0_u8; 1 << 20];
+                while !running.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut f) = std::fs::File::create(&file) else {
+                        return;
+                    };
+                    for _ in 0..64 {
+                        if f.write_all(&block).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = f.sync_all();
+                    if let Ok(mut f) = std::fs::File::open(&file) {
+                        while matches!(f.read(&mut back), Ok(n) if n > 0) {}
+                    }
+                    let _ = std::fs::remove_file(&file);
+                }
+            })
+            .map_err(|e| CliError::usage(format!("cannot start the I/O mixer for --load: {e}")))?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for IoMixer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `n` CPU-burning processes (`sh -c 'while :; do :; done'`, each ended when the load drops,
+/// and with the harness, by `PR_SET_PDEATHSIG`) and, when `n` > 0, one [`IoMixer`].
+fn cpu_burners(n: usize) -> Result<Load, CliError> {
     let log = crate::process::ProcessLog::default();
-    (0..n)
+    let burners = (0..n)
         .map(|_| {
             crate::process::Cmd::new("sh")
                 .args(["-c", "while :; do :; done"])
                 .spawn(std::path::Path::new("/dev/null"), &log)
                 .map_err(|e| CliError::usage(format!("cannot start a CPU burner for --load: {e}")))
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let mixer = if n > 0 { Some(IoMixer::start()?) } else { None };
+    Ok(Load { burners, mixer })
 }
 
 /// Picks the cases named by buckets and cases (all when neither is given).
@@ -788,10 +850,10 @@ pub async fn bench(args: BenchArgs) -> Result<(), CliError> {
         bench_startup(&cluster).await?;
     }
     let burners = cpu_burners(args.load)?;
-    if !burners.is_empty() {
+    if burners.mixer.is_some() {
         println!(
-            "under load: {} CPU-burning process(es) on {} core(s), until the last run ends",
-            burners.len(),
+            "under load: {} CPU-burning process(es) and an I/O mixer on {} core(s), until the last run ends",
+            burners.burners.len(),
             std::thread::available_parallelism().map_or(1, |n| n.get())
         );
     }
