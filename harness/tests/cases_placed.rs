@@ -29,7 +29,7 @@ async fn a_case_whose_moment_never_comes_fails_on_the_operator() {
     assert_eq!(r.verdict, Verdict::Failed, "{r:?}");
     let reason = r.reason.clone().unwrap_or_default();
     assert!(
-        reason.contains("without its copy saving a snapshot")
+        reason.contains("expected POST snapshots of repository")
             && reason.contains("the operator never made the copy the case waits for"),
         "{reason}"
     );

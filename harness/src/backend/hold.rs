@@ -25,8 +25,8 @@ pub struct WriteMatch {
     pub resource: &'static str,
     /// The subresource (`status`), or `None` for the object itself.
     pub subresource: Option<&'static str>,
-    /// The object's name.
-    pub name: String,
+    /// The object's name; `None` for any (a create names no object in its path).
+    pub name: Option<String>,
     /// The operator under test makes it (`true`), or any other client (`false`).
     pub by_operator: bool,
 }
@@ -36,7 +36,10 @@ impl WriteMatch {
         w.verb == self.verb
             && w.resource == self.resource
             && w.subresource.as_deref() == self.subresource
-            && w.name.as_deref() == Some(self.name.as_str())
+            && self
+                .name
+                .as_ref()
+                .is_none_or(|n| w.name.as_deref() == Some(n.as_str()))
             && w.user.starts_with("system:serviceaccount:") == self.by_operator
     }
 
@@ -51,7 +54,8 @@ impl WriteMatch {
         } else {
             "not the operator"
         };
-        format!("{} {resource} {} ({by})", self.verb, self.name)
+        let name = self.name.as_deref().unwrap_or("(any)");
+        format!("{} {resource} {name} ({by})", self.verb)
     }
 }
 
@@ -187,9 +191,32 @@ mod tests {
             verb: "patch",
             resource: "gameservers",
             subresource: None,
-            name: "mc-b".into(),
+            name: Some("mc-b".into()),
             by_operator: false,
         }
+    }
+
+    #[tokio::test]
+    async fn a_hold_without_a_name_holds_the_operators_next_create_of_the_resource() {
+        let holds = Holds::default();
+        let mut hold = holds.hold(
+            "ns",
+            WriteMatch {
+                verb: "create",
+                resource: "gameservers",
+                subresource: None,
+                name: None,
+                by_operator: true,
+            },
+        );
+        assert_eq!(hold.label(), "create gameservers (any) (the operator)");
+        let mut create = write("system:serviceaccount:gp:op", "create", "x");
+        create.name = None;
+        holds.before_write(write("admin", "create", "x")).await;
+        let first = holds.before_write(create);
+        assert!(hold.reached().await.is_some());
+        hold.release();
+        first.await;
     }
 
     #[tokio::test]

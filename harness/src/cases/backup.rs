@@ -13,6 +13,7 @@ use gameplane_api::conditions::{reasons, types};
 use gameplane_api::names;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::fixture::{self, AgentKind, FixtureOptions, GameIncarnation};
@@ -34,30 +35,6 @@ pub(super) fn terminal_phase() -> Condition<Backup> {
             _ => Progress::Pending,
         }
     })
-}
-
-/// The operator has quiesced the source (annotation `quiesced-at`).
-fn quiesced() -> Condition<Backup> {
-    Condition::new(
-        "annotation backup.gameplane.local/quiesced-at",
-        |b: Option<&Backup>| {
-            let Some(b) = b else { return Progress::Pending };
-            let annotated = b
-                .metadata
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key(names::annotations::QUIESCED_AT));
-            if annotated {
-                return Progress::Met;
-            }
-            match b.status.as_ref().and_then(|s| s.phase) {
-                Some(p) if p.is_terminal() => Progress::Terminal(format!(
-                    "the Backup finished ({p:?}) before the source was quiesced"
-                )),
-                _ => Progress::Pending,
-            }
-        },
-    )
 }
 
 /// Backup summary written into receipts.
@@ -140,6 +117,34 @@ pub(crate) async fn await_backup(
     Ok((b, job))
 }
 
+/// Waits for a held moment of Backup `name`'s operation (`reached` resolves once the cluster
+/// holds it, `None` if it never can), returning what was held; a Backup that ends first fails
+/// the case on the operator: it never made the `what` the case places its fault in.
+pub(super) async fn held_moment<T: Serialize>(
+    ctx: &CaseContext<'_>,
+    name: &str,
+    label: String,
+    what: &str,
+    reached: impl std::future::Future<Output = Option<T>>,
+) -> Result<Value, CaseError> {
+    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    tokio::select! {
+        held = reached => match held {
+            Some(held) => Ok(json!({"held": label, "request": held})),
+            None => Err(CaseError::Setup(format!("the cluster went away before {label}"))),
+        },
+        ended = await_object(&api, name, terminal_phase(), ctx.bounds.settle) => Err(match ended {
+            Ok(b) => CaseError::assertion(
+                object(ctx, "backup", name),
+                label,
+                "to come",
+                format!("the Backup ended {} without it: the operator never made the {what} the case waits for", backup_phase(&b)),
+            ),
+            Err(e) => e.into(),
+        }),
+    }
+}
+
 /// Steps "create backup" (quiesced) and "hold the copy before its snapshot": the copy's last
 /// write to the repository — restic saving the snapshot — is held at the cluster's gate to the
 /// repository ([`crate::backend::rest_gate`]), so when this returns the copy of Backup `name` is
@@ -161,25 +166,10 @@ pub(super) async fn copy_held(ctx: &CaseContext<'_>, name: &str) -> Result<Reque
         fixture::create_backup(ctx, name, SERVER, true),
     )
     .await?;
-    ctx.step("hold the copy before its snapshot is saved", async {
-        let label = hold.label().to_string();
-        let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        tokio::select! {
-            request = hold.reached() => match request {
-                Some(path) => Ok(json!({"held": label, "request": path})),
-                None => Err(CaseError::Setup(format!("the cluster's repository gate went away before {label}"))),
-            },
-            ended = await_object(&api, name, terminal_phase(), ctx.bounds.settle) => Err(match ended {
-                Ok(b) => CaseError::assertion(
-                    object(ctx, "backup", name),
-                    "its copy's snapshot save (the moment the case places its fault before)",
-                    "the copy reaches it",
-                    format!("the Backup ended {} without its copy saving a snapshot: the operator never made the copy the case waits for", backup_phase(&b)),
-                ),
-                Err(e) => e.into(),
-            }),
-        }
-    })
+    ctx.step(
+        "hold the copy before its snapshot is saved",
+        held_moment(ctx, name, hold.label().to_string(), "copy", hold.reached()),
+    )
     .await?;
     Ok(hold)
 }
@@ -443,6 +433,26 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
     )
 }
 
+/// Holds the operator's next create of a `resource` in the case's namespace (a create names no
+/// object in its path: the operator's next one of that kind).
+fn hold_operator_create(
+    ctx: &CaseContext<'_>,
+    resource: &'static str,
+) -> Result<crate::backend::hold::WriteHold, CaseError> {
+    ctx.backend
+        .hold_write(
+            &ctx.namespace,
+            crate::backend::hold::WriteMatch {
+                verb: "create",
+                resource,
+                subresource: None,
+                name: None,
+                by_operator: true,
+            },
+        )
+        .map_err(|e| CaseError::from(crate::faults::FaultError::from(e)))
+}
+
 /// Live backup, pod replaced during preparation: the Backup fails (SourceChanged); the exit of
 /// the original is reported (Unquiesced, OriginalProcessExited); cleanup never reaches the
 /// successor pod.
@@ -450,24 +460,37 @@ pub async fn live_backup_pod_replaced_during_preparation(
     ctx: &CaseContext<'_>,
 ) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
+    // Replace the pod once the original game has been quiesced, before its copy starts: the
+    // operator's creation of the copy Job (which follows the quiesce) is held until the pod is
+    // replaced. From then on cleanup (save-on) is owed to the original process, and must never
+    // reach its successor.
+    let mut copy_job = hold_operator_create(ctx, "jobs")?;
     ctx.step(
         "create backup",
         fixture::create_backup(ctx, "live", SERVER, true),
     )
     .await?;
-    // Replace the pod once the original game has been quiesced: from then on cleanup
-    // (save-on) is owed to the original process, and must never reach its successor.
-    ctx.step("await quiesce of the original", async {
-        let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        let b = await_object(&api, "live", quiesced(), ctx.bounds.settle).await?;
-        Ok(backup_observation(&b))
-    })
+    ctx.step(
+        "hold the copy Job's creation (the original quiesced)",
+        held_moment(
+            ctx,
+            "live",
+            copy_job.label().to_string(),
+            "copy Job",
+            async {
+                let w = copy_job.reached().await?;
+                Some(format!("{} {} by {}", w.verb, w.resource, w.user))
+            },
+        ),
+    )
     .await?;
     let replaced = ctx
         .step("replace pod", async {
             Ok(faults::replace_pod(&ctx.client, &ctx.namespace, SERVER, ctx.bounds.settle).await?)
         })
-        .await?;
+        .await;
+    copy_job.release();
+    let replaced = replaced?;
     let (backup, job) = backup_finished(ctx, "live").await?;
     // The successor must be running before its audit log can speak for it.
     let successor_inc = ctx

@@ -323,7 +323,7 @@ async fn run_with_override_before_move(
                 verb: "patch",
                 resource: "gameservers",
                 subresource: None,
-                name: member.to_string(),
+                name: Some(member.to_string()),
                 by_operator: false,
             },
         )
