@@ -1316,3 +1316,33 @@ fn consistency_is_unknown_only_where_it_reads_what_is_missing() {
     running.audit.clear();
     assert_eq!(consistency(&running), "held");
 }
+
+/// The copy's window ends when its last worker pod ended; the pod's removal afterwards does not
+/// move it (a pod still running when removed ends the window there).
+#[test]
+fn the_copy_window_ends_when_its_last_pod_ended_not_when_it_was_removed() {
+    let mut b = correct();
+    b.copy_gone(1_050);
+    let w = b.done().window().unwrap();
+    assert_eq!((w.start, w.end), (at(400), Some(at(900))));
+    let mut cut = Build::new();
+    cut.copy(400, "Pending").copy(500, "Running").copy_gone(700);
+    assert_eq!(cut.done().window().unwrap().end, Some(at(700)));
+}
+
+/// The game pod's last state before the copy's window describes the window's beginning: a game
+/// that had stopped before the copy began, and did not change inside it, was not running
+/// throughout the copy, whatever the Backup claims.
+#[test]
+fn the_pod_state_before_the_window_is_judged_with_it() {
+    let mut b = correct();
+    b.pod(300, POD, GAME, false);
+    let found = b
+        .done()
+        .consistency()
+        .into_iter()
+        .map(|v| v.found)
+        .collect::<Vec<_>>();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].contains("the game was"), "{found:#?}");
+}

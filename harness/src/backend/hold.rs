@@ -93,11 +93,7 @@ impl Holds {
                 reached: reached_tx,
                 release: release_rx,
             });
-        WriteHold {
-            label,
-            reached: Some(reached),
-            release: Some(release),
-        }
+        WriteHold::new(label, reached, release)
     }
 }
 
@@ -143,32 +139,50 @@ impl RequestHook for Holds {
     }
 }
 
-/// A write held (or waited for) by a case. Dropping it lets the write go.
-pub struct WriteHold {
+/// Something a case holds until its fault has landed — a write in the API server
+/// ([`WriteHold`]), a request to the repository ([`super::rest_gate::RequestHold`]) — and what
+/// it learns when it arrives (`T`). Dropping it lets it go.
+pub struct Hold<T> {
     label: String,
-    reached: Option<oneshot::Receiver<WriteRequest>>,
+    reached: Option<oneshot::Receiver<T>>,
     release: Option<oneshot::Sender<()>>,
 }
 
-impl WriteHold {
-    /// The write it waits for, as reports name it.
+impl<T> Hold<T> {
+    /// A hold named `label`: `reached` tells it the held thing arrived, `release` lets it go.
+    pub(crate) fn new(
+        label: String,
+        reached: oneshot::Receiver<T>,
+        release: oneshot::Sender<()>,
+    ) -> Self {
+        Self {
+            label,
+            reached: Some(reached),
+            release: Some(release),
+        }
+    }
+
+    /// What it waits for, as reports name it.
     pub fn label(&self) -> &str {
         &self.label
     }
 
-    /// Waits until the write arrives and is held; `None` when it can never arrive (the
-    /// cluster went away) or was already awaited.
-    pub async fn reached(&mut self) -> Option<WriteRequest> {
+    /// Waits until it arrives and is held; `None` when it can never arrive (the cluster went
+    /// away) or was already awaited.
+    pub async fn reached(&mut self) -> Option<T> {
         self.reached.take()?.await.ok()
     }
 
-    /// Lets the held write go on.
+    /// Lets it go on.
     pub fn release(&mut self) {
         if let Some(tx) = self.release.take() {
             let _ = tx.send(());
         }
     }
 }
+
+/// A write held (or waited for) by a case.
+pub type WriteHold = Hold<WriteRequest>;
 
 #[cfg(test)]
 mod tests {

@@ -62,32 +62,8 @@ struct Pending {
     release: oneshot::Receiver<()>,
 }
 
-/// A repository request held (or waited for) by a case. Dropping it lets the request go.
-pub struct RequestHold {
-    label: String,
-    reached: Option<oneshot::Receiver<String>>,
-    release: Option<oneshot::Sender<()>>,
-}
-
-impl RequestHold {
-    /// The request it waits for, as reports name it.
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
-    /// Waits until the request arrives and is held; returns its path, or `None` when it can
-    /// never arrive (the gate went away) or was already awaited.
-    pub async fn reached(&mut self) -> Option<String> {
-        self.reached.take()?.await.ok()
-    }
-
-    /// Lets the held request go on.
-    pub fn release(&mut self) {
-        if let Some(tx) = self.release.take() {
-            let _ = tx.send(());
-        }
-    }
-}
+/// A repository request held (or waited for) by a case; it learns the request's path.
+pub type RequestHold = super::hold::Hold<String>;
 
 type Holds = Arc<Mutex<Vec<Pending>>>;
 
@@ -156,11 +132,7 @@ impl RestGate {
                 reached: reached_tx,
                 release: release_rx,
             });
-        RequestHold {
-            label,
-            reached: Some(reached),
-            release: Some(release),
-        }
+        RequestHold::new(label, reached, release)
     }
 }
 
