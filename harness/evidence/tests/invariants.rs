@@ -1346,3 +1346,334 @@ fn the_pod_state_before_the_window_is_judged_with_it() {
     assert_eq!(found.len(), 1, "{found:#?}");
     assert!(found[0].contains("the game was"), "{found:#?}");
 }
+
+fn found_of(v: Vec<rehearsal_evidence::invariants::Violation>) -> Vec<String> {
+    v.into_iter().map(|v| v.found).collect()
+}
+
+/// A game process counts as started inside the copy's window only strictly between its start
+/// and its end: one that started as the window began or as it ended is not inside it.
+#[test]
+fn a_process_start_is_inside_the_window_only_strictly_between_its_ends() {
+    let inside = |ms: i64| {
+        let mut b = correct();
+        b.audit(ms, "inc-2", None);
+        found_of(b.done().consistency())
+            .iter()
+            .any(|f| f.contains("game process inc-2 started"))
+    };
+    assert!(inside(600));
+    assert!(!inside(400), "at the window's start");
+    assert!(!inside(900), "at the window's end");
+}
+
+/// Each way the recorded source can differ inside the window, alone, breaks a Quiesced success
+/// and calls for Invalidated: the pod gone, another pod UID, another game container, the game
+/// not running. A pod state inside the window that shows the recorded source unchanged is no
+/// change at all.
+#[test]
+fn each_difference_from_the_recorded_source_alone_is_a_change() {
+    let with = |state: GamePodState| {
+        let mut b = correct();
+        b.change(600, Subject::GamePod(state));
+        found_of(b.done().consistency())
+    };
+    let same = GamePodState {
+        uid: POD.into(),
+        game_container: Some(GAME.into()),
+        game_running: true,
+        gone: false,
+    };
+    assert_eq!(with(same.clone()), Vec::<String>::new());
+    for (what, state) in [
+        (
+            "gone",
+            GamePodState {
+                gone: true,
+                ..same.clone()
+            },
+        ),
+        (
+            "uid",
+            GamePodState {
+                uid: "pod-uid-2".into(),
+                ..same.clone()
+            },
+        ),
+        (
+            "container",
+            GamePodState {
+                game_container: Some("containerd://game-2".into()),
+                ..same.clone()
+            },
+        ),
+        (
+            "stopped",
+            GamePodState {
+                game_running: false,
+                ..same.clone()
+            },
+        ),
+    ] {
+        let found = with(state);
+        assert!(
+            found
+                .iter()
+                .any(|f| f.contains("Succeeded with consistency Quiesced from pod")),
+            "{what}: {found:#?}"
+        );
+        assert!(
+            found.iter().any(|f| f.contains("the recorded source (pod")),
+            "{what}: {found:#?}"
+        );
+    }
+}
+
+/// A Backup that failed claims no consistent capture: the Quiesced and Stopped promises are
+/// judged on successes only (a failed one with a source change is still held to Invalidated).
+#[test]
+fn the_consistency_promises_bind_successes_only() {
+    let mut failed = correct();
+    failed.audit(600, "inc-1", Some("save-on")).backup(
+        1_200,
+        BackupState {
+            phase: Some("Failed".into()),
+            consistency: Some("Quiesced".into()),
+            completed_reason: Some("CopyFailed".into()),
+            ..bound()
+        },
+    );
+    assert_eq!(found_of(failed.done().consistency()), Vec::<String>::new());
+    let stopped_failed = {
+        let mut b = stopped_copy(true);
+        b.backup(
+            1_200,
+            BackupState {
+                phase: Some("Failed".into()),
+                consistency: Some("Stopped".into()),
+                completed_reason: Some("CopyFailed".into()),
+                ..pending()
+            },
+        );
+        found_of(b.done().consistency())
+    };
+    assert!(
+        !stopped_failed
+            .iter()
+            .any(|f| f.contains("Succeeded with consistency Stopped")),
+        "{stopped_failed:#?}"
+    );
+}
+
+/// A stopped server's copy (no source recorded) where the pod at 600 shows a running game
+/// (`running`), or a pod whose game is not running.
+fn stopped_copy(running: bool) -> Build {
+    let mut b = Build::new();
+    b.backup(100, pending())
+        .copy(400, "Pending")
+        .copy(500, "Running")
+        .pod(600, POD, GAME, running)
+        .copy(900, "Succeeded");
+    b
+}
+
+/// A stopped server's Succeeded, Stopped copy: a game running inside the window breaks it (and
+/// calls for SourceStarted); a pod inside the window whose game does not run does not.
+#[test]
+fn a_stopped_copy_is_broken_by_a_running_game_only() {
+    let stopped = BackupState {
+        phase: Some("Succeeded".into()),
+        consistency: Some("Stopped".into()),
+        completed_reason: Some("Succeeded".into()),
+        ..pending()
+    };
+    let mut started = stopped_copy(true);
+    started.backup(1_100, stopped.clone());
+    let found = found_of(started.done().consistency());
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("Succeeded with consistency Stopped, but at rv")),
+        "{found:#?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("the stopped server started during the copy")),
+        "{found:#?}"
+    );
+    let mut idle = stopped_copy(false);
+    idle.backup(1_100, stopped);
+    assert_eq!(found_of(idle.done().consistency()), Vec::<String>::new());
+}
+
+/// A Backup with no recorded source that says its copy was not quiesced (`Unquiesced`) claims
+/// nothing about a stopped source: a game running inside the window does not call for
+/// SourceStarted.
+#[test]
+fn an_unquiesced_copy_without_a_source_is_not_held_to_source_started() {
+    let mut b = stopped_copy(true);
+    b.backup(
+        1_100,
+        BackupState {
+            phase: Some("Succeeded".into()),
+            consistency: Some("Unquiesced".into()),
+            completed_reason: Some("Succeeded".into()),
+            ..pending()
+        },
+    );
+    assert_eq!(found_of(b.done().consistency()), Vec::<String>::new());
+}
+
+/// The process running when the copy began must have had its save-off strictly before the
+/// window began, from itself (another process' save-off does not quiesce it), and a save-on
+/// only once the copy ended.
+#[test]
+fn the_running_process_is_quiesced_before_the_window_by_its_own_save_off() {
+    let consistency = |b: &Build| found_of(b.done().consistency());
+    // Its save-off as the window began: too late.
+    let mut late = Build::new();
+    late.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(100, pending())
+        .backup(150, bound())
+        .audit(400, "inc-1", Some("save-off"))
+        .copy(400, "Pending")
+        .copy(900, "Succeeded")
+        .audit(1_000, "inc-1", Some("save-on"))
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    assert!(
+        consistency(&late)
+            .iter()
+            .any(|f| f.contains("received no save-off before the copy began")),
+        "{:#?}",
+        consistency(&late)
+    );
+    // Another process' save-off.
+    let mut other = Build::new();
+    other
+        .audit(-6_000, "inc-0", None)
+        .audit(-5_500, "inc-0", Some("save-off"))
+        .audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(100, pending())
+        .backup(150, bound())
+        .copy(400, "Pending")
+        .copy(900, "Succeeded")
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    assert!(
+        consistency(&other)
+            .iter()
+            .any(|f| f.contains("game process inc-1 received no save-off")),
+        "{:#?}",
+        consistency(&other)
+    );
+    // A save-on as the copy ended is after it.
+    let mut at_end = correct();
+    at_end.audit(900, "inc-1", Some("save-on"));
+    assert!(
+        !consistency(&at_end)
+            .iter()
+            .any(|f| f.contains("while the copy ran")),
+        "{:#?}",
+        consistency(&at_end)
+    );
+    // A game that started only as the copy began had not started before it.
+    let mut fresh = Build::new();
+    fresh
+        .pod(-4_000, POD, GAME, true)
+        .backup(100, pending())
+        .backup(150, bound())
+        .audit(400, "inc-1", None)
+        .copy(400, "Pending")
+        .copy(900, "Succeeded")
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    assert!(
+        consistency(&fresh)
+            .iter()
+            .any(|f| f.contains("no game process had started before the copy began")),
+        "{:#?}",
+        consistency(&fresh)
+    );
+}
+
+/// A raw copy makes no RCON call once it began: a command before the Backup, or a game
+/// process starting after it, is none of its doing.
+#[test]
+fn a_raw_copy_is_judged_on_its_own_commands_after_it_began() {
+    let raw = |extra: &dyn Fn(&mut Build)| {
+        let mut b = Build::new();
+        b.trace.quiesce = false;
+        b.audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .backup(100, pending());
+        extra(&mut b);
+        b.copy(400, "Pending")
+            .copy(900, "Succeeded")
+            .backup(1_100, ended("Succeeded", Some("Unquiesced"), "Succeeded"));
+        found_of(b.done().cleanup())
+    };
+    assert_eq!(raw(&|_| {}), Vec::<String>::new());
+    assert_eq!(
+        raw(&|b| {
+            b.audit(50, "inc-1", Some("save-all"));
+        }),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        raw(&|b| {
+            b.audit(100, "inc-1", Some("save-all"));
+        }),
+        Vec::<String>::new(),
+        "a command as the Backup was created is not after it began"
+    );
+    assert_eq!(
+        raw(&|b| {
+            b.audit(500, "inc-2", None);
+        }),
+        Vec::<String>::new()
+    );
+    assert!(
+        raw(&|b| {
+            b.audit(500, "inc-1", Some("save-off"));
+        })
+        .iter()
+        .any(|f| f.contains("it must make no RCON call"))
+    );
+}
+
+/// An unpaid save-off is a violation only while its game still runs at the end: a pod whose
+/// game has stopped (or that is gone) left no one unable to save.
+#[test]
+fn an_unpaid_save_off_binds_only_a_game_still_running() {
+    let unpaid = |last: GamePodState| {
+        let mut b = Build::new();
+        b.audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .backup(100, pending())
+            .backup(150, bound())
+            .audit(200, "inc-1", Some("save-off"))
+            .copy(400, "Pending")
+            .copy(900, "Succeeded")
+            .change(950, Subject::GamePod(last))
+            .backup(1_100, ended("Failed", None, "CopyFailed"));
+        found_of(b.done().cleanup())
+            .iter()
+            .any(|f| f.contains("never a save-on"))
+    };
+    let running = GamePodState {
+        uid: POD.into(),
+        game_container: Some(GAME.into()),
+        game_running: true,
+        gone: false,
+    };
+    assert!(unpaid(running.clone()));
+    assert!(!unpaid(GamePodState {
+        game_running: false,
+        ..running.clone()
+    }));
+    assert!(!unpaid(GamePodState {
+        gone: true,
+        ..running
+    }));
+}
