@@ -1677,3 +1677,241 @@ fn an_unpaid_save_off_binds_only_a_game_still_running() {
         ..running
     }));
 }
+
+/// An older operator's record names its quiesced process only by time: what counts is when the
+/// successor *started*, not when it first got a command.
+#[test]
+fn an_older_operators_record_is_matched_by_the_successors_start() {
+    let attempted = BackupState {
+        quiesce_attempted: Some(at(0).to_string()),
+        ..pending()
+    };
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .audit(10, "inc-1", Some("save-off"))
+        .backup(20, attempted.clone())
+        .audit(300, "inc-2", None)
+        .pod(310, POD, "containerd://game-2", true)
+        // Its first command comes seconds after it started.
+        .audit(2_500, "inc-2", Some("save-on"))
+        .backup(
+            2_600,
+            BackupState {
+                phase: Some("Failed".into()),
+                consistency: Some("Invalidated".into()),
+                completed_reason: Some("LegacyPreparation".into()),
+                ..attempted
+            },
+        );
+    assert_eq!(b.done().cleanup(), Vec::new());
+}
+
+/// A copy that failed with its source unchanged must say `CopyFailed`; once the source moved —
+/// each way it can, alone — the operator may have stopped the copy itself and say so instead.
+/// What happened before the source was recorded, or before the Backup began, moved nothing.
+#[test]
+fn a_failed_copy_is_copy_failed_unless_the_source_moved() {
+    let liveness_of = |extra: &dyn Fn(&mut Build)| {
+        let mut b = Build::new();
+        b.audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .backup(100, pending())
+            .backup(150, bound())
+            .audit(200, "inc-1", Some("save-off"));
+        extra(&mut b);
+        b.copy(400, "Pending")
+            .copy(500, "Running")
+            .copy(700, "Failed")
+            .audit(1_000, "inc-1", Some("save-on"))
+            .backup(1_100, ended("Failed", Some("Invalidated"), "SourceChanged"));
+        b.done()
+            .liveness()
+            .into_iter()
+            .any(|v| v.found.contains("with the source unchanged"))
+    };
+    // Unchanged: SourceChanged is the wrong reason.
+    assert!(liveness_of(&|_| {}));
+    // Before the source was recorded: nothing moved.
+    assert!(liveness_of(&|b| {
+        b.pod(120, POD, GAME, false);
+    }));
+    assert!(liveness_of(&|b| {
+        b.audit(140, "inc-0", None);
+    }));
+    let pod = |uid: &str, container: &str, running: bool, gone: bool| GamePodState {
+        uid: uid.into(),
+        game_container: Some(container.into()),
+        game_running: running,
+        gone,
+    };
+    for (what, state) in [
+        ("gone", pod(POD, GAME, true, true)),
+        ("another pod", pod("pod-uid-2", GAME, true, false)),
+        (
+            "another container",
+            pod(POD, "containerd://game-2", true, false),
+        ),
+        ("stopped", pod(POD, GAME, false, false)),
+    ] {
+        assert!(
+            !liveness_of(&|b| {
+                b.change(600, Subject::GamePod(state.clone()));
+            }),
+            "{what}"
+        );
+    }
+    assert!(!liveness_of(&|b| {
+        b.audit(600, "inc-2", None);
+    }));
+    // The same state of the recorded source is no move.
+    assert!(liveness_of(&|b| {
+        b.pod(600, POD, GAME, true);
+    }));
+}
+
+/// A stopped server's failed copy: any game pod seen after the Backup began moved its source;
+/// a pod gone, or one seen before the Backup, did not.
+#[test]
+fn a_stopped_servers_failed_copy_moved_only_with_a_pod_after_it_began() {
+    let liveness_of = |extra: &dyn Fn(&mut Build)| {
+        let mut b = Build::new();
+        extra(&mut b);
+        b.backup(100, pending())
+            .copy(400, "Pending")
+            .copy(700, "Failed")
+            .backup(
+                1_100,
+                BackupState {
+                    phase: Some("Failed".into()),
+                    consistency: Some("Invalidated".into()),
+                    completed_reason: Some("SourceStarted".into()),
+                    ..pending()
+                },
+            );
+        b.done()
+            .liveness()
+            .into_iter()
+            .any(|v| v.found.contains("with the source unchanged"))
+    };
+    assert!(liveness_of(&|_| {}));
+    assert!(!liveness_of(&|b| {
+        b.pod(500, POD, GAME, true);
+    }));
+    assert!(liveness_of(&|b| {
+        b.pod(50, POD, GAME, true);
+    }));
+    assert!(liveness_of(&|b| {
+        b.change(
+            500,
+            Subject::GamePod(GamePodState {
+                uid: POD.into(),
+                game_container: None,
+                game_running: false,
+                gone: true,
+            }),
+        );
+    }));
+}
+
+/// A save-on reached the game during the copy only strictly inside its window: one as the copy
+/// began, or as its last pod ended, is not "before the copy's last worker pod ended".
+#[test]
+fn a_save_on_is_during_the_copy_only_strictly_inside_its_window() {
+    let during = |ms: i64| {
+        let mut b = Build::new();
+        b.audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .backup(100, pending())
+            .backup(150, bound())
+            .audit(200, "inc-1", Some("save-off"))
+            .copy(400, "Pending")
+            .audit(ms, "inc-1", Some("save-on"))
+            .copy(900, "Succeeded")
+            .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+        b.done()
+            .cleanup()
+            .into_iter()
+            .any(|v| v.found.contains("before the copy's last worker pod ended"))
+    };
+    assert!(during(600));
+    assert!(!during(400));
+    assert!(!during(900));
+}
+
+/// What a violation says of the game and of the window is readable: the game's state in
+/// words, and a window that never ended as "still running".
+#[test]
+fn violations_describe_the_game_and_an_open_window() {
+    let mut b = correct();
+    b.pod(600, POD, GAME, false);
+    let found = found_of(b.done().consistency());
+    assert!(
+        found.iter().any(|f| f
+            .contains("the game was not running in pod pod-uid-1 (container containerd://game-1)")),
+        "{found:#?}"
+    );
+    let mut open = Build::new();
+    open.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(100, pending())
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Pending")
+        .audit(600, "inc-2", None)
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    let found = found_of(open.done().consistency());
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("inside the copy's window") && f.ends_with("– still running)")),
+        "{found:#?}"
+    );
+}
+
+/// A Backup a user removed may take its snapshot with it: only its copy is judged, not a
+/// snapshot nobody could read any more.
+#[test]
+fn a_removed_backups_snapshot_is_not_judged() {
+    let mut b = correct();
+    b.backup(
+        1_200,
+        BackupState {
+            gone: true,
+            ..ended("Succeeded", Some("Quiesced"), "Succeeded")
+        },
+    );
+    let mut t = b.done();
+    marked(&mut t, None);
+    assert_eq!(t.data(), Vec::new());
+    // Not removed, the same unreadable snapshot is a violation.
+    let mut kept = correct().done();
+    marked(&mut kept, None);
+    assert!(!kept.data().is_empty());
+}
+
+/// A Backup reported Succeeded whose copy never succeeded names each phase its worker pods
+/// showed, once, in order.
+#[test]
+fn a_success_without_a_succeeded_copy_names_the_phases_seen() {
+    let mut b = Build::new();
+    b.audit(-5_000, "inc-1", None)
+        .pod(-4_000, POD, GAME, true)
+        .backup(100, pending())
+        .backup(150, bound())
+        .audit(200, "inc-1", Some("save-off"))
+        .copy(400, "Pending")
+        .copy(450, "Pending")
+        .copy(500, "Running")
+        .copy(900, "Failed")
+        .audit(1_000, "inc-1", Some("save-on"))
+        .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
+    let found = found_of(b.done().data());
+    assert!(
+        found
+            .iter()
+            .any(|f| f
+                .ends_with("no copy worker pod succeeded (phases seen: Pending, Running, Failed)")),
+        "{found:#?}"
+    );
+}

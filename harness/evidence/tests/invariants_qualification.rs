@@ -283,6 +283,43 @@ fn an_unpullable_candidate_halts_on_the_canary_with_the_pull_failure_reported() 
         judge(&qualification(3), None, Some(&p("qualify-module"))),
         Vec::new()
     );
+    // Failed for another reason is not the pull failure.
+    let other = halted(image_gate("Failed", "CrashLoop"));
+    let v = judge(&other, None, Some(&p("qualify-unpullable")));
+    assert_eq!(v.len(), 1, "{v:?}");
+    // A passed gate of the same name before the failed one is not the gate that halted it.
+    let mut retried = halted(image_gate("Failed", "ImagePullFailed"));
+    let mut passed = image_gate("Running", "Ready");
+    passed.passed = true;
+    retried.gates.insert(2, passed);
+    assert_eq!(
+        judge(&retried, None, Some(&p("qualify-unpullable"))),
+        Vec::new()
+    );
+    // A halt at another gate on the canary is the wrong ending, named as the halt it must be.
+    let mut join = image_gate("Failed", "ImagePullFailed");
+    join.name = gates::JOIN.into();
+    let v = judge(&halted(join), None, Some(&p("qualify-unpullable")));
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].found.ends_with(&format!(
+            "(the contract allows only halted at gate {:?} on the canary mc-a-canary)",
+            gates::IMAGE
+        )),
+        "{}",
+        v[0].found
+    );
+}
+
+/// A member whose world was not read back after the qualification (no digests) is judged on
+/// what was read: its version, pod and claims.
+#[test]
+fn an_unread_world_digest_is_not_a_change() {
+    let mut q = halted_at(qualification(0), "mc-a-canary", 0);
+    q.after[2].digests.clear();
+    assert_eq!(found(&q), Vec::<String>::new());
+    q.after[2].digests = BTreeMap::from([("mc-c-data".to_string(), "sha-2".to_string())]);
+    assert_eq!(found(&q).len(), 1, "{:?}", found(&q));
 }
 
 #[test]
@@ -327,4 +364,51 @@ fn a_moved_bundle_tag_halts_at_the_module_gate_with_the_operator_refusing_it() {
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!(v[0].invariant, OUTCOME);
     assert!(v[0].found.contains("DigestMismatch"), "{}", v[0].found);
+}
+
+/// Batches are the fleet in order, `batch_size` members each: a promotion of one batch of two
+/// moved exactly the first two members.
+#[test]
+fn a_batch_of_two_moves_its_two_members() {
+    let mut q = qualification(2);
+    q.plan.batch_size = 2;
+    q.outcome = Outcome::Promoted { batches: 1 };
+    q.promotion_receipts = 1;
+    assert_eq!(found(&q), Vec::<String>::new());
+}
+
+/// A qualification that stopped on an error after promoting batch 1 is judged with batch 2 as
+/// the one cut short: batch 1 stays on the candidate.
+#[test]
+fn a_stopped_qualification_cut_short_the_batch_after_its_promoted_ones() {
+    let q = qualification(1);
+    let found: Vec<String> = judge(&q, Some("stopped on an error"), None)
+        .into_iter()
+        .filter(|v| v.invariant == QUALIFICATION)
+        .map(|v| v.found)
+        .collect();
+    assert_eq!(found, Vec::<String>::new());
+}
+
+/// The Restore of the source after a halt: Succeeded holds; Failed breaks the outcome; anything
+/// else (never ended, or no phase) breaks liveness, naming the last phase.
+#[test]
+fn the_restore_after_a_halt_must_succeed() {
+    use rehearsal_evidence::invariants::LIVENESS;
+    use rehearsal_evidence::invariants::qualification::restore_after_halt;
+    assert_eq!(restore_after_halt(Some("Succeeded")), Vec::new());
+    let failed = restore_after_halt(Some("Failed"));
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].invariant, OUTCOME);
+    let pending = restore_after_halt(Some("Pending"));
+    assert_eq!(pending[0].invariant, LIVENESS);
+    assert!(
+        pending[0].found.ends_with("last phase Pending"),
+        "{pending:?}"
+    );
+    assert!(
+        restore_after_halt(None)[0]
+            .found
+            .ends_with("last phase none")
+    );
 }

@@ -404,6 +404,12 @@ fn a_listing_is_read_whole_or_refused() {
             .unwrap_err()
             .contains(&format!("no end line for {MODS}"))
     );
+    assert!(
+        !read.contains_key("other"),
+        "a claim not asked for is not read"
+    );
+    let empty_digest = format!("{WORLD}\tfile\t./x\t\n{WORLD}\tend\n{MODS}\tend\n");
+    assert!(parse_listing(&empty_digest, &claims).is_err());
     let bad = format!("{WORLD}\tfile\t./x\n{WORLD}\tend\n{MODS}\tend\n");
     assert!(parse_listing(&bad, &claims).unwrap_err().contains("line 1"));
     let late = format!("{WORLD}\tend\n{WORLD}\tdir\t./x\n{MODS}\tend\n");

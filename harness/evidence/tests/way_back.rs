@@ -387,6 +387,18 @@ fn the_journal_names_every_pre_promotion_backup_created() {
             "back up batch 2",
             serde_json::json!({"snapshot_id": "snap-c", "details": {"backup": "qualify-c-pre-x", "server": "c"}}),
         ),
+        // Another step with the same fields, and another kind under the step's name: neither
+        // is a Backup created.
+        receipt(
+            "step",
+            "pre-promotion backup awaited",
+            serde_json::json!({"member": "e", "backup": "qualify-e-pre-x", "previous": "1.0"}),
+        ),
+        receipt(
+            "gate",
+            rehearsal_evidence::invariants::way_back::WAY_BACK_CREATED_STEP,
+            serde_json::json!({"member": "f", "backup": "qualify-f-pre-x", "previous": "1.0"}),
+        ),
     ];
     assert_eq!(
         taken_from_receipts(&receipts),
@@ -464,4 +476,12 @@ fn the_image_gate_says_how_long_it_waited_in_all() {
     assert!(r.contains("waited 127 s in all"), "{r}");
     assert!(r.contains("the pod up to 60 s"), "{r}");
     assert!(r.contains("the GameServer's verdict up to 60 s"), "{r}");
+}
+
+/// An annotation that records the previous version: empty means the template's default.
+#[test]
+fn the_previous_version_is_read_from_its_annotation() {
+    use rehearsal_evidence::invariants::way_back::previous_from_annotation;
+    assert_eq!(previous_from_annotation(""), None);
+    assert_eq!(previous_from_annotation("1.0"), Some("1.0"));
 }

@@ -372,3 +372,26 @@ pub fn taken_from_receipts(receipts: &[crate::receipts::Receipt]) -> Vec<TakenBa
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_is_named_by_its_id_or_a_prefix_of_at_least_eight() {
+        let read = FleetRead {
+            servers: Vec::new(),
+            backups: Vec::new(),
+            snapshots: Some(vec!["0123456789abcdef".into()]),
+        };
+        assert_eq!(read.has_snapshot("0123456789abcdef"), Some(true));
+        assert_eq!(read.has_snapshot("01234567"), Some(true));
+        assert_eq!(read.has_snapshot("0123456"), Some(false));
+        assert_eq!(read.has_snapshot("fedcba98"), Some(false));
+        let unlisted = FleetRead {
+            snapshots: None,
+            ..read
+        };
+        assert_eq!(unlisted.has_snapshot("0123456789abcdef"), None);
+    }
+}
