@@ -381,7 +381,10 @@ fn a_batch_of_two_moves_its_two_members() {
 /// the one cut short: batch 1 stays on the candidate.
 #[test]
 fn a_stopped_qualification_cut_short_the_batch_after_its_promoted_ones() {
-    let q = qualification(1);
+    // Batch 2 (mc-b) was moved and put back: a new pod on its version, as a put-back leaves it
+    // (an untouched member would keep its pod).
+    let mut q = qualification(1);
+    q.after[1] = member("mc-b", "stable", "pod-mc-b-3");
     let found: Vec<String> = judge(&q, Some("stopped on an error"), None)
         .into_iter()
         .filter(|v| v.invariant == QUALIFICATION)
