@@ -1038,8 +1038,9 @@ async fn qualify_a_hand_made_fleet_twice_in_one_namespace() {
     );
 }
 
-/// A case whose fault this cluster cannot inject (an in-place container restart, with no
-/// access to the nodes' runtime on `--cluster existing`) is "not applicable on this cluster":
+/// A case whose fault this cluster cannot place (its copy held at the repository, which only
+/// the embedded cluster's own gate can do; then an in-place container restart, with no access
+/// to the nodes' runtime on `--cluster existing`) is "not applicable on this cluster":
 /// that verdict in the bundle, skipped in JUnit, said in the report, and the run exits 0 —
 /// the operator is not blamed for a harness limit.
 #[tokio::test(flavor = "multi_thread")]
@@ -1064,7 +1065,7 @@ async fn a_fault_the_cluster_cannot_inject_is_not_applicable() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
         stdout.contains("not-applicable live_backup_same_pod_game_restart")
-            && stdout.contains("cannot restart container `game` in place"),
+            && stdout.contains("cannot hold the repository request POST snapshots"),
         "{stdout}"
     );
     let bundle = bundle_of(&stdout);
@@ -1078,7 +1079,7 @@ async fn a_fault_the_cluster_cannot_inject_is_not_applicable() {
     assert!(
         junit.contains("skipped=\"1\"")
             && junit.contains("failures=\"0\"")
-            && junit.contains("<skipped message=\"not applicable on this cluster: existing backend cannot restart container"),
+            && junit.contains("<skipped message=\"not applicable on this cluster: existing backend cannot hold the repository request"),
         "{junit}"
     );
     let md = std::fs::read_to_string(bundle.join("report.md")).unwrap();
