@@ -136,6 +136,14 @@ async fn a_point_that_never_comes_is_not_placed() {
     );
 }
 
+/// Each schedule that did not pass: its id, verdict and failed checks.
+fn failed_checks(outcome: &explore::ExploreOutcome) -> Vec<(String, Verdict, Vec<String>)> {
+    failures(outcome)
+        .into_iter()
+        .map(|(id, verdict, checks, _)| (id, verdict, checks))
+        .collect()
+}
+
 /// Explores `operation` under `mutant` with one fault, then replays its first violating
 /// schedule twice: each replay violates the same invariants.
 async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
@@ -170,10 +178,7 @@ async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
     from_file.regressions = vec![saved];
     let again = explore::run(from_file).await.unwrap();
     assert_eq!(
-        failures(&again)
-            .into_iter()
-            .map(|(id, verdict, checks, _)| (id, verdict, checks))
-            .collect::<Vec<_>>(),
+        failed_checks(&again),
         vec![(id.clone(), Verdict::Failed, violated.clone())],
         "{id} under mutant {mutant}, replayed from its saved form"
     );
@@ -189,10 +194,7 @@ async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
     from_run.regressions = vec![from_bundle];
     let again = explore::run(from_run).await.unwrap();
     assert_eq!(
-        failures(&again)
-            .into_iter()
-            .map(|(id, verdict, checks, _)| (id, verdict, checks))
-            .collect::<Vec<_>>(),
+        failed_checks(&again),
         vec![(id.clone(), Verdict::Failed, violated.clone())],
         "{id} under mutant {mutant}, replayed from its bundle"
     );
@@ -203,10 +205,7 @@ async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
         let replayed = explore::run(again).await.unwrap();
         assert!(replayed.points.is_empty(), "a replay runs no reference");
         assert_eq!(
-            failures(&replayed)
-                .into_iter()
-                .map(|(id, verdict, checks, _)| (id, verdict, checks))
-                .collect::<Vec<_>>(),
+            failed_checks(&replayed),
             vec![(id.clone(), Verdict::Failed, violated.clone())],
             "replay {attempt} of {id} under mutant {mutant}"
         );

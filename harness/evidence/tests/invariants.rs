@@ -117,6 +117,16 @@ impl Build {
         self
     }
 
+    /// The usual start: game process inc-1 running in the recorded pod, the Backup created and
+    /// bound to it, then its save-off (the copy's window comes after, from 400).
+    fn quiesced(&mut self) -> &mut Self {
+        self.audit(-5_000, "inc-1", None)
+            .pod(-4_000, POD, GAME, true)
+            .backup(100, pending())
+            .backup(150, bound())
+            .audit(200, "inc-1", Some("save-off"))
+    }
+
     fn done(&self) -> BackupTrace {
         self.trace.clone()
     }
@@ -157,11 +167,7 @@ fn correct() -> Build {
         ..ended("Succeeded", Some("Quiesced"), "Succeeded")
     };
     let mut b = Build::new();
-    b.audit(-5_000, "inc-1", None)
-        .pod(-4_000, POD, GAME, true)
-        .backup(100, pending())
-        .backup(150, bound())
-        .audit(200, "inc-1", Some("save-off"))
+    b.quiesced()
         .audit(210, "inc-1", Some("save-all"))
         .copy(400, "Pending")
         .copy(500, "Running")
@@ -208,11 +214,7 @@ fn a_game_restart_during_the_copy_must_fail_the_backup_wherever_it_lands() {
 
         let mut honest = Build::new();
         honest
-            .audit(-5_000, "inc-1", None)
-            .pod(-4_000, POD, GAME, true)
-            .backup(100, pending())
-            .backup(150, bound())
-            .audit(200, "inc-1", Some("save-off"))
+            .quiesced()
             .copy(400, "Pending")
             .copy(420, "Running")
             .pod(ms, POD, GAME, false)
@@ -1648,11 +1650,7 @@ fn a_raw_copy_is_judged_on_its_own_commands_after_it_began() {
 fn an_unpaid_save_off_binds_only_a_game_still_running() {
     let unpaid = |last: GamePodState| {
         let mut b = Build::new();
-        b.audit(-5_000, "inc-1", None)
-            .pod(-4_000, POD, GAME, true)
-            .backup(100, pending())
-            .backup(150, bound())
-            .audit(200, "inc-1", Some("save-off"))
+        b.quiesced()
             .copy(400, "Pending")
             .copy(900, "Succeeded")
             .change(950, Subject::GamePod(last))
@@ -1714,11 +1712,7 @@ fn an_older_operators_record_is_matched_by_the_successors_start() {
 fn a_failed_copy_is_copy_failed_unless_the_source_moved() {
     let liveness_of = |extra: &dyn Fn(&mut Build)| {
         let mut b = Build::new();
-        b.audit(-5_000, "inc-1", None)
-            .pod(-4_000, POD, GAME, true)
-            .backup(100, pending())
-            .backup(150, bound())
-            .audit(200, "inc-1", Some("save-off"));
+        b.quiesced();
         extra(&mut b);
         b.copy(400, "Pending")
             .copy(500, "Running")
@@ -1820,11 +1814,7 @@ fn a_stopped_servers_failed_copy_moved_only_with_a_pod_after_it_began() {
 fn a_save_on_is_during_the_copy_only_strictly_inside_its_window() {
     let during = |ms: i64| {
         let mut b = Build::new();
-        b.audit(-5_000, "inc-1", None)
-            .pod(-4_000, POD, GAME, true)
-            .backup(100, pending())
-            .backup(150, bound())
-            .audit(200, "inc-1", Some("save-off"))
+        b.quiesced()
             .copy(400, "Pending")
             .audit(ms, "inc-1", Some("save-on"))
             .copy(900, "Succeeded")
@@ -1852,11 +1842,7 @@ fn violations_describe_the_game_and_an_open_window() {
         "{found:#?}"
     );
     let mut open = Build::new();
-    open.audit(-5_000, "inc-1", None)
-        .pod(-4_000, POD, GAME, true)
-        .backup(100, pending())
-        .backup(150, bound())
-        .audit(200, "inc-1", Some("save-off"))
+    open.quiesced()
         .copy(400, "Pending")
         .audit(600, "inc-2", None)
         .backup(1_100, ended("Succeeded", Some("Quiesced"), "Succeeded"));
@@ -1895,11 +1881,7 @@ fn a_removed_backups_snapshot_is_not_judged() {
 #[test]
 fn a_success_without_a_succeeded_copy_names_the_phases_seen() {
     let mut b = Build::new();
-    b.audit(-5_000, "inc-1", None)
-        .pod(-4_000, POD, GAME, true)
-        .backup(100, pending())
-        .backup(150, bound())
-        .audit(200, "inc-1", Some("save-off"))
+    b.quiesced()
         .copy(400, "Pending")
         .copy(450, "Pending")
         .copy(500, "Running")

@@ -62,8 +62,7 @@ impl WriteMatch {
 struct Pending {
     namespace: String,
     matches: WriteMatch,
-    reached: oneshot::Sender<WriteRequest>,
-    release: oneshot::Receiver<()>,
+    waiting: Waiting<WriteRequest>,
 }
 
 /// The one hook the embedded API server calls: the exploration's hook when one is attached,
@@ -81,19 +80,16 @@ impl Holds {
 
     /// Holds the next write in `namespace` that `matches`.
     pub(crate) fn hold(&self, namespace: &str, matches: WriteMatch) -> WriteHold {
-        let (reached_tx, reached) = oneshot::channel();
-        let (release, release_rx) = oneshot::channel();
-        let label = matches.label();
+        let (hold, waiting) = Hold::open(matches.label());
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(Pending {
                 namespace: namespace.to_string(),
                 matches,
-                reached: reached_tx,
-                release: release_rx,
+                waiting,
             });
-        WriteHold::new(label, reached, release)
+        hold
     }
 }
 
@@ -108,20 +104,19 @@ impl RequestHook for Holds {
         let held = {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
             // A hold whose case went away holds nothing.
-            pending.retain(|p| !p.reached.is_closed());
+            pending.retain(|p| !p.waiting.abandoned());
             let at = pending
                 .iter()
                 .position(|p| p.namespace == write.namespace && p.matches.matches(&write));
             at.map(|i| pending.remove(i))
         };
-        let held = held.and_then(|p| p.reached.send(write).ok().map(|()| p.release));
+        let held = held.map(|p| p.waiting.arrive(write));
         async move {
             if let Some(f) = exploration {
                 f.await;
             }
-            if let Some(release) = held {
-                // Released, or the hold dropped: the write goes on either way.
-                let _ = release.await;
+            if let Some(released) = held {
+                released.await;
             }
         }
         .boxed()
@@ -149,17 +144,22 @@ pub struct Hold<T> {
 }
 
 impl<T> Hold<T> {
-    /// A hold named `label`: `reached` tells it the held thing arrived, `release` lets it go.
-    pub(crate) fn new(
-        label: String,
-        reached: oneshot::Receiver<T>,
-        release: oneshot::Sender<()>,
-    ) -> Self {
-        Self {
+    /// A hold named `label` and the other end, kept where the held thing passes.
+    pub(crate) fn open(label: String) -> (Self, Waiting<T>) {
+        let (reached_tx, reached) = oneshot::channel();
+        let (release, release_rx) = oneshot::channel();
+        let hold = Self {
             label,
             reached: Some(reached),
             release: Some(release),
-        }
+        };
+        (
+            hold,
+            Waiting {
+                reached: reached_tx,
+                release: release_rx,
+            },
+        )
     }
 
     /// What it waits for, as reports name it.
@@ -183,6 +183,31 @@ impl<T> Hold<T> {
 
 /// A write held (or waited for) by a case.
 pub type WriteHold = Hold<WriteRequest>;
+
+/// Where a [`Hold`]'s thing passes: told it arrived, it waits for the release.
+pub(crate) struct Waiting<T> {
+    reached: oneshot::Sender<T>,
+    release: oneshot::Receiver<()>,
+}
+
+impl<T> Waiting<T> {
+    /// The case that asked for the hold went away: it holds nothing.
+    pub(crate) fn abandoned(&self) -> bool {
+        self.reached.is_closed()
+    }
+
+    /// Tells the case `what` arrived; the returned future ends once the case releases it (or
+    /// drops its hold, or already had): the held thing goes on either way.
+    pub(crate) fn arrive(self, what: T) -> impl std::future::Future<Output = ()> {
+        let told = self.reached.send(what).is_ok();
+        let release = self.release;
+        async move {
+            if told {
+                let _ = release.await;
+            }
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,6 @@ use hyper::{Request, Response};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::sync::oneshot;
 
 /// The request a case holds: its method, the repository, and the kind of file it reads or
 /// writes (restic's REST API: `config`, `keys`, `locks`, `data`, `index`, `snapshots`).
@@ -58,8 +57,7 @@ impl RepoRequest {
 
 struct Pending {
     matches: RepoRequest,
-    reached: oneshot::Sender<String>,
-    release: oneshot::Receiver<()>,
+    waiting: super::hold::Waiting<String>,
 }
 
 /// A repository request held (or waited for) by a case; it learns the request's path.
@@ -121,18 +119,12 @@ impl RestGate {
 
     /// Holds the next request that `matches`.
     pub fn hold(&self, matches: RepoRequest) -> RequestHold {
-        let (reached_tx, reached) = oneshot::channel();
-        let (release, release_rx) = oneshot::channel();
-        let label = matches.label();
+        let (hold, waiting) = RequestHold::open(matches.label());
         self.holds
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(Pending {
-                matches,
-                reached: reached_tx,
-                release: release_rx,
-            });
-        RequestHold::new(label, reached, release)
+            .push(Pending { matches, waiting });
+        hold
     }
 }
 
@@ -153,17 +145,15 @@ async fn pass(
     let held = {
         let mut pending = holds.lock().unwrap_or_else(|p| p.into_inner());
         // A hold whose case went away holds nothing.
-        pending.retain(|p| !p.reached.is_closed());
+        pending.retain(|p| !p.waiting.abandoned());
         let at = pending
             .iter()
             .position(|p| p.matches.matches(req.method().as_str(), &path));
         at.map(|i| pending.remove(i))
     };
-    if let Some(p) = held
-        && p.reached.send(path.clone()).is_ok()
-    {
+    if let Some(p) = held {
         // Released, or the hold dropped: the request goes on either way.
-        let _ = p.release.await;
+        p.waiting.arrive(path.clone()).await;
     }
     let target = format!(
         "http://{upstream}{}",
