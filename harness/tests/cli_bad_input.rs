@@ -472,7 +472,7 @@ fn explore_regressions_and_its_selftest_refuse_bad_input_by_name() {
         &run(&[
             "explore",
             "--replay",
-            "backup-p03-game-restart",
+            "backup.create_jobs.1.game-restart",
             "--from",
             "/nonexistent/bundle",
         ]),
@@ -493,11 +493,11 @@ fn explore_regressions_and_its_selftest_refuse_bad_input_by_name() {
         &run(&[
             "explore",
             "--replay",
-            "backup-p03-game-restart",
+            "backup.patch_backups_live.2.game-restart",
             "--from",
             bundle.path().to_str().unwrap(),
         ]),
-        &["learned 2 write(s), so there is no p03"],
+        &["made 1 `patch backups live` write(s), fewer than 2"],
     );
     assert_one_line_error(
         &run(&[

@@ -64,7 +64,10 @@ async fn the_reference_operator_holds_every_invariant_at_every_point() {
         expected += 1 + points.len() * operation.faults().len();
         let matrix = outcome.matrix_markdown(*operation);
         for p in points {
-            assert!(matrix.contains(&format!("p{:02}", p.index)), "{matrix}");
+            assert!(
+                matrix.contains(&format!("| p{:02} | `{}", p.index, p.label)),
+                "{matrix}"
+            );
         }
     }
     assert_eq!(outcome.points.len(), Operation::ALL.len());
@@ -83,7 +86,7 @@ async fn the_reference_operator_holds_every_invariant_at_every_point() {
     for (id, _, _, why) in &not_placed {
         let why = why.as_deref().unwrap_or_default();
         assert!(
-            why.contains("this run's operator made only"),
+            why.contains("write(s), the reference run's at least"),
             "{id}: not placed without an explanation by its reference run: {why}"
         );
     }
@@ -108,7 +111,10 @@ async fn a_point_that_never_comes_is_not_placed() {
     let outcome = explore::run(ExploreConfig {
         replay: vec![Schedule {
             operation: Operation::Backup,
-            point: 999,
+            place: explore::Place {
+                label: "create jobs".into(),
+                occurrence: 999,
+            },
             fault: Fault::GameRestart,
         }],
         ..config(reports.path())
@@ -120,7 +126,9 @@ async fn a_point_that_never_comes_is_not_placed() {
     assert!(r.ended.failed_checks.is_empty(), "{r:?}");
     let reason = r.ended.reason.clone().unwrap_or_default();
     assert!(
-        reason.starts_with("not placed: the operation ended before the operator made write p999"),
+        reason.starts_with(
+            "not placed: the operation ended before the operator made the 999th `create jobs`"
+        ),
         "{reason}"
     );
     assert_eq!(
@@ -164,14 +172,8 @@ async fn replay_reproduces(mutant: &str, operation: Operation, fault: Fault) {
         );
     }
     // Saved as a regression file and replayed from it: the same write, the same violation.
-    let (_, points) = outcome
-        .points
-        .iter()
-        .find(|(op, _)| *op == operation)
-        .expect("the reference run's points");
     let schedule = Schedule::parse(&id).unwrap();
-    let saved = explore::saved::SavedSchedule::of(&schedule, points, violated.clone(), mutant)
-        .expect("the schedule's write is a point");
+    let saved = explore::saved::SavedSchedule::of(&schedule, violated.clone(), mutant);
     let (saved_write, saved_occurrence) = (saved.write.clone(), saved.occurrence);
     let mut from_file = cfg.clone();
     from_file.run_id = rehearsal::run::new_run_id();
@@ -312,7 +314,11 @@ async fn the_qualification_holds_its_own_invariants_under_signals() {
             "{variant:?}: {receipts:?}"
         );
     }
-    let schedules: Vec<_> = outcome.results.iter().filter_map(|r| r.schedule).collect();
+    let schedules: Vec<_> = outcome
+        .results
+        .iter()
+        .filter_map(|r| r.schedule.clone())
+        .collect();
     assert_eq!(schedules.len(), 24);
     for &pattern in Pattern::ALL {
         assert!(
@@ -354,7 +360,10 @@ async fn a_signal_point_that_never_comes_is_not_placed_and_fails() {
     let outcome = signals::run(signals::SignalsConfig {
         replay: vec![SignalSchedule {
             variant: Variant::CompatibleB1,
-            point: 999,
+            place: explore::Place {
+                label: "promotion batch 1".into(),
+                occurrence: 999,
+            },
             pattern: Pattern::Sigint,
         }],
         ..signals_config(reports.path())
@@ -400,7 +409,11 @@ async fn the_saved_signal_regressions_hold() {
     })
     .await
     .unwrap();
-    let schedules: Vec<_> = outcome.results.iter().filter_map(|r| r.schedule).collect();
+    let schedules: Vec<_> = outcome
+        .results
+        .iter()
+        .filter_map(|r| r.schedule.clone())
+        .collect();
     assert_eq!(schedules.len(), saved.len(), "one schedule per saved file");
     for (s, file) in schedules.iter().zip(&saved) {
         let (_, steps) = outcome
@@ -408,9 +421,11 @@ async fn the_saved_signal_regressions_hold() {
             .iter()
             .find(|(v, _)| *v == s.variant)
             .unwrap();
-        assert_eq!(
-            steps[s.point as usize], file.receipt,
-            "placed after its receipt"
+        assert_eq!(s.place.label, file.receipt, "placed after its receipt");
+        assert_eq!(s.place.occurrence, file.occurrence);
+        assert!(
+            s.place.index_in(steps).is_some(),
+            "its reference run wrote that receipt"
         );
     }
     let failed: Vec<_> = outcome

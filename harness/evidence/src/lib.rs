@@ -39,6 +39,7 @@ pub mod invariants;
 pub mod judge;
 pub mod kill_matrix;
 pub mod observation;
+pub mod place;
 pub mod pvc_table;
 pub mod qualification;
 pub mod receipts;

@@ -21,31 +21,50 @@ fn because(name: &str, reason: &str) -> CaseSpec {
     c
 }
 
+/// The restore's reference run: its order orders the rows, not the labels' names.
+fn reference() -> CaseSpec {
+    let mut r = schedule("restore-reference", Verdict::Passed, &[]);
+    r.placement = Some(vec!["patch restores live".into(), "create jobs".into()]);
+    r
+}
+
 #[test]
 fn the_html_report_shows_each_operations_point_by_fault_matrix() {
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("run-1");
-    let mut elsewhere = CaseSpec::passed("backup-p09-not-a-schedule");
+    let mut elsewhere = CaseSpec::passed("backup.create_jobs.1.not-a-schedule");
     elsewhere.bucket = "backup".into();
     support::write_bundle(
         &bundle,
         support::meta("run-1", "amd64"),
         &[
-            schedule("restore-reference", Verdict::Passed, &[]),
-            schedule("restore-p00-restore-deleted", Verdict::Passed, &[]),
+            reference(),
             schedule(
-                "restore-p01-restore-deleted",
+                "restore.patch_restores_live.1.restore-deleted",
+                Verdict::Passed,
+                &[],
+            ),
+            schedule(
+                "restore.create_jobs.1.restore-deleted",
                 Verdict::Failed,
                 &["data", "drain"],
             ),
-            schedule("restore-p01-operator-restart", Verdict::Failed, &[]),
-            schedule("stopped-backup-p03-server-started", Verdict::Passed, &[]),
+            schedule(
+                "restore.create_jobs.1.operator-restart",
+                Verdict::Failed,
+                &[],
+            ),
+            schedule(
+                "stopped-backup.create_jobs.1.server-started",
+                Verdict::Passed,
+                &[],
+            ),
             because(
-                "stopped-backup-p04-server-started",
+                "stopped-backup.patch_backups~status_live.1.server-started",
                 "evidence absent: what invariant(s) cleanup read: cleanup: the RCON audit log could not be read",
             ),
             because(
-                "stopped-backup-p05-server-started",
+                "stopped-backup.patch_backups~status_live.2.server-started",
                 "not placed: the operation ended before the operator made write p05",
             ),
             elsewhere,
@@ -62,11 +81,11 @@ fn the_html_report_shows_each_operations_point_by_fault_matrix() {
         "{matrix}"
     );
     assert!(
-        matrix.contains("<tr><td>p04</td><td><a class=\"v-failed\" href=\"#stopped-backup-p04-server-started\">unknown</a></td></tr>"),
+        matrix.contains("<tr><td>·</td><td><code>patch backups/status live</code></td><td><a class=\"v-failed\" href=\"#stopped-backuppatch_backupsstatus_live1server-started\">unknown</a></td></tr>"),
         "{matrix}"
     );
     assert!(
-        matrix.contains("<tr><td>p05</td><td><a class=\"v-failed\" href=\"#stopped-backup-p05-server-started\">not placed</a></td></tr>"),
+        matrix.contains("<tr><td>·</td><td><code>patch backups/status live #2</code></td><td><a class=\"v-failed\" href=\"#stopped-backuppatch_backupsstatus_live2server-started\">not placed</a></td></tr>"),
         "{matrix}"
     );
     // report.md draws the same matrix, from the same model, each cell linking to its section.
@@ -81,11 +100,11 @@ fn the_html_report_shows_each_operations_point_by_fault_matrix() {
         "{md_matrix}"
     );
     assert!(
-        md_matrix.contains("| p01 | [failed](#restore-p01-operator-restart) | [**data, drain**](#restore-p01-restore-deleted) |"),
+        md_matrix.contains("| p01 | `create jobs` | [failed](#restorecreate_jobs1operator-restart) | [**data, drain**](#restorecreate_jobs1restore-deleted) |"),
         "{md_matrix}"
     );
     assert!(
-        md_matrix.contains("| p04 | [unknown](#stopped-backup-p04-server-started) |"),
+        md_matrix.contains("| · | `patch backups/status live` | [unknown](#stopped-backuppatch_backupsstatus_live1server-started) |"),
         "{md_matrix}"
     );
     // A bundle with a case outside the exploration is a qualification report; one of
@@ -103,11 +122,11 @@ fn the_html_report_shows_each_operations_point_by_fault_matrix() {
         "{matrix}"
     );
     assert!(
-        matrix.contains("<tr><td>p00</td><td>·</td><td><a class=\"v-passed\" href=\"#restore-p00-restore-deleted\">ok</a></td></tr>"),
+        matrix.contains("<tr><td>p00</td><td><code>patch restores live</code></td><td>·</td><td><a class=\"v-passed\" href=\"#restorepatch_restores_live1restore-deleted\">ok</a></td></tr>"),
         "{matrix}"
     );
     assert!(
-        matrix.contains("<tr><td>p01</td><td><a class=\"v-failed\" href=\"#restore-p01-operator-restart\">failed</a></td><td><a class=\"v-failed\" href=\"#restore-p01-restore-deleted\">data, drain</a></td></tr>"),
+        matrix.contains("<tr><td>p01</td><td><code>create jobs</code></td><td><a class=\"v-failed\" href=\"#restorecreate_jobs1operator-restart\">failed</a></td><td><a class=\"v-failed\" href=\"#restorecreate_jobs1restore-deleted\">data, drain</a></td></tr>"),
         "{matrix}"
     );
     assert!(
@@ -116,7 +135,7 @@ fn the_html_report_shows_each_operations_point_by_fault_matrix() {
     );
     assert!(!matrix.contains("not-a-schedule"), "only bucket explore");
     // Each linked case is rendered below under that anchor.
-    assert!(html.contains("<h3 id=\"restore-p01-restore-deleted\">"));
+    assert!(html.contains("<h3 id=\"restorecreate_jobs1restore-deleted\">"));
 
     // A run without exploration has no matrix.
     let plain = dir.path().join("run-2");

@@ -17,15 +17,16 @@ pub struct ExploreArgs {
     /// At most this many schedules after the reference run, spread over every fault and point.
     #[arg(long)]
     pub limit: Option<usize>,
-    /// Run exactly this schedule again (repeatable), e.g. `backup-p03-game-restart`, as a
-    /// violation's line names it: by its point's index, with no reference run (with `--from`,
-    /// by the write it landed before).
+    /// Run exactly this schedule again (repeatable), e.g.
+    /// `backup.patch_backups~status_live.2.game-restart` (the fault before the 2nd `patch
+    /// backups/status live`), as a violation's line names it; with no reference run unless
+    /// `--from` is given.
     #[arg(long = "replay")]
     pub replay: Vec<String>,
     /// The bundle of the exploration the `--replay` ids come from (reports/<run-id>): each is
-    /// placed before the same write — its label and occurrence in that run's reference run —
-    /// after a fresh reference run, and judged beside it (the differential oracle too); a write
-    /// the operator no longer makes is refused by name.
+    /// checked against that run's reference run (a write it never made is refused by name),
+    /// then run after a fresh reference run and judged beside it (the differential oracle
+    /// too); a write the operator no longer makes is refused by name.
     #[arg(long, value_name = "BUNDLE", requires = "replay")]
     pub from: Option<std::path::PathBuf>,
     /// Replay every schedule saved in this directory (`*.json`, written by
@@ -306,15 +307,9 @@ fn save_signal_violations(
         if r.ended.verdict == crate::evidence::bundle::Verdict::Passed {
             continue;
         }
-        let Some((_, steps)) = outcome.points.iter().find(|(v, _)| *v == schedule.variant) else {
-            continue;
-        };
         let mut found = r.ended.failed_checks.clone();
         found.extend(r.ended.reason.clone());
-        let Some(saved) = explore::saved::SavedSignalSchedule::of(schedule, steps, found, &harness)
-        else {
-            continue;
-        };
+        let saved = explore::saved::SavedSignalSchedule::of(schedule, found, &harness);
         let path = explore::saved::save_signal(dir, &saved).map_err(CliError::usage)?;
         println!("saved: {} ({})", path.display(), r.id);
     }
@@ -339,19 +334,9 @@ fn save_violations(
         {
             continue;
         }
-        let Some((_, points)) = outcome
-            .points
-            .iter()
-            .find(|(op, _)| *op == schedule.operation)
-        else {
-            continue;
-        };
         let mut found = r.ended.failed_checks.clone();
         found.extend(r.ended.reason.clone());
-        let Some(saved) = explore::saved::SavedSchedule::of(schedule, points, found, &operator)
-        else {
-            continue;
-        };
+        let saved = explore::saved::SavedSchedule::of(schedule, found, &operator);
         let path = explore::saved::save(dir, &saved).map_err(CliError::usage)?;
         println!("saved: {} ({})", path.display(), r.id);
     }

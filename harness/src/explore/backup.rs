@@ -51,14 +51,14 @@ fn operation_over() -> Condition<Backup> {
 
 pub use crate::evidence::catalogue::Source;
 
-/// Runs one backup schedule of a server in state `source`; `hold` is the point (an index into the operator's writes) and fault, `None` for the
+/// Runs one backup schedule of a server in state `source`; `hold` is the write (its label and occurrence) and fault, `None` for the
 /// reference run. The observer must be the cluster's request hook.
 pub async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
     operation: super::Operation,
     source: Source,
-    hold: Option<(usize, Fault)>,
+    hold: Option<&(super::Place, Fault)>,
     reference: Option<crate::evidence::invariants::outcome::EndState>,
 ) -> Result<(), CaseError> {
     let stopped = matches!(source, Source::Suspended | Source::IdleAsleep);
@@ -68,7 +68,7 @@ pub async fn schedule(
     let reached = observer.begin(
         POINT_RESOURCES,
         &names::backup_job(BACKUP),
-        hold.map(|(point, _)| point),
+        hold.map(|(place, _)| place.clone()),
     );
     let _release = ReleaseOnDrop(observer.clone());
     start(ctx, source, fx.as_ref(), quiesce).await?;
@@ -99,7 +99,7 @@ pub async fn schedule(
     // The audit log is read with the server settled (its game running and ready), so the
     // newest process in the log is the one that runs: what cleanup owes is judged against it.
     // A stopped server nobody started stays stopped: nothing to wait for.
-    let expect_running = !stopped || hold.is_some_and(|(_, f)| f == Fault::ServerStarted);
+    let expect_running = !stopped || hold.is_some_and(|(_, f)| *f == Fault::ServerStarted);
     let ready = ctx
         .step("await server ready", async {
             if !expect_running {

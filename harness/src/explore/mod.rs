@@ -42,6 +42,7 @@ use observer::{Observer, Point};
 pub const BUCKET: &str = "explore";
 
 pub use crate::evidence::catalogue::{Fault, Operation, Setup};
+pub use crate::evidence::place::Place;
 
 /// Injects `fault` into server `server`'s namespace and the operation's object `object` (its
 /// Backup or Restore); returns once the cluster shows it landed, with what was observed.
@@ -268,17 +269,18 @@ impl Placed {
     /// the points the run learned.
     pub(crate) fn placement(
         &self,
-        hold: Option<(usize, Fault)>,
+        hold: Option<&(Place, Fault)>,
         points: &[observer::Point],
     ) -> rejudge::Placement {
         rejudge::Placement {
-            not_placed: self.not_placed(hold).map(|why| match (hold, self.missed.is_none()) {
-                // Explained by the reference run: this run's operator made fewer writes (its
-                // last ones are not made every run: a status it sometimes coalesces).
-                (Some((index, _)), true) if points.len() <= index => format!(
-                    "{why}; this run's operator made only {} write(s) in all, the reference run's at least {}",
-                    points.len(),
-                    index + 1
+            not_placed: self.not_placed(hold).map(|why| match hold {
+                // Explained by the reference run: this run's operator made fewer such writes
+                // (its last ones are not made every run: a status it sometimes coalesces).
+                Some((place, _)) if self.missed.is_none() => format!(
+                    "{why}; this run's operator made {} `{}` write(s), the reference run's at least {}",
+                    points.iter().filter(|p| p.label == place.label).count(),
+                    place.label,
+                    place.occurrence
                 ),
                 _ => why,
             }),
@@ -289,17 +291,16 @@ impl Placed {
     /// Why the schedule's fault never landed, when it did not: the operation ended (and
     /// settled) before the operator made the write the fault waits for, or the fault's target
     /// went away as it was injected.
-    pub(crate) fn not_placed(&self, hold: Option<(usize, Fault)>) -> Option<String> {
-        let (index, fault) = hold?;
+    pub(crate) fn not_placed(&self, hold: Option<&(Place, Fault)>) -> Option<String> {
+        let (place, fault) = hold?;
         if let Some(why) = &self.missed {
             return Some(format!(
-                "fault {fault} could not land before write p{index:02}: {why}"
+                "fault {fault} could not land before {place}: {why}"
             ));
         }
         self.point_not_reached.then(|| {
             format!(
-                "the operation ended before the operator made write p{index:02} (its {}th in the namespace), so fault {fault} never landed",
-                index + 1
+                "the operation ended before the operator made {place}, so fault {fault} never landed"
             )
         })
     }
@@ -309,16 +310,16 @@ impl Placed {
     pub(crate) fn perturbation(
         &self,
         operation: Operation,
-        hold: Option<(usize, Fault)>,
+        hold: Option<&(Place, Fault)>,
     ) -> crate::evidence::invariants::outcome::Perturbation {
         crate::evidence::invariants::outcome::Perturbation {
             operation,
-            fault: hold.filter(|_| self.point.is_some()).map(|(_, f)| f),
+            fault: hold.filter(|_| self.point.is_some()).map(|(_, f)| *f),
         }
     }
 }
 
-/// Steps "await point N" and "inject FAULT": waits until the operator's held write `hold`
+/// Steps "await the Nth `WRITE`" and "inject FAULT": waits until the operator's held write `hold`
 /// arrives (`reached`) or the operation is `over` first, injects the fault while the write is
 /// held, then lets it go. Returns what was placed and when the fault had landed; with no
 /// `hold` (the reference run), nothing.
@@ -326,18 +327,19 @@ pub(crate) async fn place_fault<T>(
     ctx: &CaseContext<'_>,
     observer: &observer::Observer,
     reached: tokio::sync::oneshot::Receiver<observer::Point>,
-    hold: Option<(usize, Fault)>,
+    hold: Option<&(Place, Fault)>,
     over: impl std::future::Future<Output = Result<T, crate::wait::WaitError>>,
     (server, object): (&str, &str),
 ) -> Result<(Placed, Option<jiff::Timestamp>), CaseError> {
     let mut placed = Placed::default();
     let mut faults_stopped_at = None;
-    let Some((index, fault)) = hold else {
+    let Some((place, fault)) = hold else {
         return Ok((placed, None));
     };
+    let fault = *fault;
     let mut reached = reached;
     let arrived = ctx
-        .step(&format!("await point {index}"), async {
+        .step(&format!("await {place}"), async {
             tokio::select! {
                 point = &mut reached => Ok(point.ok()),
                 done = over => {
@@ -412,33 +414,31 @@ async fn server_pod_uid(ctx: &CaseContext<'_>, server: &str) -> Option<String> {
         .and_then(|p| p.metadata.uid)
 }
 
-/// One schedule: an operation with one fault before one of the operator's writes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One schedule: an operation with one fault before one of the operator's writes, named by
+/// that write's label and occurrence ([`Place`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Schedule {
     /// The operation.
     pub operation: Operation,
-    /// The index of the operator's write the fault lands before.
-    pub point: usize,
+    /// The operator's write the fault lands before.
+    pub place: Place,
     /// The fault.
     pub fault: Fault,
 }
 
 impl Schedule {
-    /// Its id, also its case name in the bundle: `backup-p03-game-restart`.
+    /// Its id, also its case name in the bundle:
+    /// `backup.patch_backups~status_live.2.game-restart` ([`crate::evidence::place`]).
     pub fn id(&self) -> String {
-        format!(
-            "{}-p{:02}-{}",
-            self.operation.as_str(),
-            self.point,
-            self.fault
-        )
+        crate::evidence::place::id(self.operation.as_str(), &self.place, self.fault.as_str())
     }
 
     /// Parses an id written by [`Self::id`]; the error names the expected shape.
     pub fn parse(id: &str) -> Result<Self, String> {
         let bad = || {
             format!(
-                "schedule id {id:?} is not <operation>-p<NN>-<fault> (e.g. backup-p03-game-restart); operations: {}; faults: {}",
+                "schedule id {id:?} is not {}; operations: {}; faults: {}",
+                crate::evidence::place::SHAPE,
                 Operation::ALL
                     .iter()
                     .map(|o| o.as_str())
@@ -451,17 +451,19 @@ impl Schedule {
                     .join(", ")
             )
         };
-        // The operation is the prefix before `-p<NN>-` that names one (names hold dashes).
-        let (operation, rest) = id
-            .match_indices("-p")
-            .find_map(|(i, _)| Some((Operation::parse(&id[..i])?, &id[i + 2..])))
-            .ok_or_else(bad)?;
-        let (point, fault) = rest.split_once('-').ok_or_else(bad)?;
+        let (operation, place, fault) = crate::evidence::place::parse(id).ok_or_else(bad)?;
         Ok(Self {
-            operation,
-            point: point.parse().map_err(|_| bad())?,
+            operation: Operation::parse(operation).ok_or_else(bad)?,
+            place,
             fault: Fault::parse(fault).ok_or_else(bad)?,
         })
+    }
+
+    /// Its position among the writes `learned` (a reference run's), for the matrix order;
+    /// `usize::MAX` for a write it did not make.
+    fn position(&self, learned: &[Point]) -> usize {
+        let labels: Vec<&str> = learned.iter().map(|p| p.label.as_str()).collect();
+        self.place.index_in(&labels).unwrap_or(usize::MAX)
     }
 }
 
@@ -680,7 +682,7 @@ async fn on_own_cluster(
     options: &RunOptions,
     mutant: Option<&str>,
     operation: Operation,
-    hold: Option<(usize, Fault)>,
+    hold: Option<(Place, Fault)>,
     reference: Option<EndState>,
 ) -> Result<(BodyEnded, Vec<Point>), RunError> {
     let backend: Box<dyn Backend> = start_backend(&Cluster::Embedded, mutant).await?;
@@ -689,7 +691,9 @@ async fn on_own_cluster(
     let ended = run_body(backend.as_ref(), bundle, name, BUCKET, options, |ctx| {
         let observer = observer.clone();
         let reference = reference.clone();
+        let hold = hold.clone();
         Box::pin(async move {
+            let hold = hold.as_ref();
             match operation.setup() {
                 Setup::Backup(source) => {
                     backup::schedule(ctx, observer, operation, source, hold, reference).await
@@ -740,11 +744,12 @@ fn schedules_of(
 ) -> Vec<Schedule> {
     let mut out = Vec::new();
     if regressions.is_empty() {
-        for point in learned {
+        let labels: Vec<&str> = learned.iter().map(|p| p.label.as_str()).collect();
+        for place in Place::all(&labels) {
             for &fault in faults.iter().filter(|f| operation.faults().contains(f)) {
                 out.push(Schedule {
                     operation,
-                    point: point.index,
+                    place: place.clone(),
                     fault,
                 });
             }
@@ -854,9 +859,9 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
             points.push((operation, learned));
         }
         if let Some(limit) = config.limit {
-            schedules = spread(schedules, limit);
+            schedules = spread(schedules, limit, &points);
         }
-        schedules.sort_by_key(|s| (s.operation, s.point, s.fault));
+        sort(&mut schedules, &points);
         schedules.dedup();
     }
     let done = run_schedules(
@@ -865,7 +870,7 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
         mutant,
         schedules,
         config.parallel,
-        &references,
+        (&references, &points),
     )
     .await;
     results.extend(done.0);
@@ -892,7 +897,7 @@ async fn run_schedules(
     mutant: Option<&str>,
     schedules: Vec<Schedule>,
     parallel: usize,
-    references: &std::collections::BTreeMap<Operation, EndState>,
+    (references, learned): (&References, &[Learned]),
 ) -> (Vec<ScheduleResult>, Option<RunError>) {
     let total = schedules.len();
     let bundle_ref = bundle;
@@ -905,7 +910,7 @@ async fn run_schedules(
             options_ref,
             mutant,
             s.operation,
-            Some((s.point, s.fault)),
+            Some((s.place.clone(), s.fault)),
             references.get(&s.operation).cloned(),
         )
         .await;
@@ -946,13 +951,50 @@ async fn run_schedules(
         }
     }
     drop(stream);
-    done.sort_by_key(|r| r.schedule.as_ref().map(|s| (s.operation, s.point, s.fault)));
+    done.sort_by_key(|r| {
+        r.schedule.as_ref().map(|s| {
+            (
+                s.operation,
+                s.position(learned_of(learned, s.operation)),
+                s.clone(),
+            )
+        })
+    });
     (done, first_error)
+}
+
+/// Each operation's reference end state.
+type References = std::collections::BTreeMap<Operation, EndState>;
+/// An operation and the writes its reference run made.
+type Learned = (Operation, Vec<Point>);
+
+/// The writes the reference run of `operation` made (none when it had no reference run).
+fn learned_of(learned: &[(Operation, Vec<Point>)], operation: Operation) -> &[Point] {
+    learned
+        .iter()
+        .find(|(op, _)| *op == operation)
+        .map_or(&[][..], |(_, p)| p.as_slice())
+}
+
+/// Sorts `schedules` into matrix order: by operation, then by where its reference run made
+/// the write (`learned`), then by fault.
+fn sort(schedules: &mut [Schedule], learned: &[(Operation, Vec<Point>)]) {
+    schedules.sort_by_key(|s| {
+        (
+            s.operation,
+            s.position(learned_of(learned, s.operation)),
+            s.clone(),
+        )
+    });
 }
 
 /// At most `limit` of `schedules`, spread so every fault keeps an equal share (the first
 /// faults one more when it does not divide) and each share is taken evenly over the points.
-pub fn spread(schedules: Vec<Schedule>, limit: usize) -> Vec<Schedule> {
+pub fn spread(
+    schedules: Vec<Schedule>,
+    limit: usize,
+    learned: &[(Operation, Vec<Point>)],
+) -> Vec<Schedule> {
     if limit >= schedules.len() {
         return schedules;
     }
@@ -967,7 +1009,7 @@ pub fn spread(schedules: Vec<Schedule>, limit: usize) -> Vec<Schedule> {
         let take = share.min(n);
         picked.extend((0..take).map(|k| of_fault[(2 * k + 1) * n / (2 * take)].clone()));
     }
-    picked.sort_by_key(|s| (s.operation, s.point, s.fault));
+    sort(&mut picked, learned);
     picked
 }
 
@@ -1007,19 +1049,30 @@ mod tests {
         );
     }
 
-    fn all(points: usize) -> Vec<Schedule> {
-        (0..points)
-            .flat_map(|point| {
-                Operation::Backup
-                    .faults()
-                    .iter()
-                    .map(move |&fault| Schedule {
-                        operation: Operation::Backup,
-                        point,
-                        fault,
-                    })
+    /// `n` writes: `create jobs` at every third, `patch backups/status live` otherwise.
+    fn learned(n: usize) -> Vec<Learned> {
+        let points = (0..n)
+            .map(|index| Point {
+                index,
+                label: if index % 3 == 0 {
+                    "create jobs".into()
+                } else {
+                    "patch backups/status live".into()
+                },
             })
-            .collect()
+            .collect();
+        vec![(Operation::Backup, points)]
+    }
+
+    fn all(points: usize) -> Vec<Schedule> {
+        let learned = learned(points);
+        schedules_of(
+            Operation::Backup,
+            &learned[0].1,
+            Fault::ALL,
+            &[],
+            &mut Vec::new(),
+        )
     }
 
     #[test]
@@ -1029,23 +1082,53 @@ mod tests {
         }
         let stopped = Schedule {
             operation: Operation::StoppedBackup,
-            point: 3,
+            place: Place {
+                label: "patch pods/status mc-copy-*".into(),
+                occurrence: 3,
+            },
             fault: Fault::ServerStarted,
         };
-        assert_eq!(stopped.id(), "stopped-backup-p03-server-started");
+        assert_eq!(
+            stopped.id(),
+            "stopped-backup.patch_pods~status_mc-copy-+.3.server-started"
+        );
         assert_eq!(Schedule::parse(&stopped.id()).unwrap(), stopped);
-        assert_eq!(all(4)[8].id(), "backup-p01-game-restart");
-        assert_eq!(all(4)[11].id(), "backup-p01-pod-replaced");
+        let faults = Operation::Backup.faults().len();
+        assert_eq!(
+            all(4)[faults].id(),
+            format!(
+                "backup.patch_backups~status_live.1.{}",
+                Operation::Backup.faults()[0]
+            )
+        );
         for bad in [
             "",
             "backup",
-            "backup-p1x-game-restart",
-            "rollout-p01-game-restart",
-            "backup-p01-fire",
+            "backup-p01-game-restart",
+            "rollout.create_jobs.1.game-restart",
+            "backup.create_jobs.1.fire",
         ] {
             let e = Schedule::parse(bad).unwrap_err();
-            assert!(e.contains("<operation>-p<NN>-<fault>"), "{e}");
+            assert!(
+                e.contains("<operation>.<write>.<occurrence>.<fault>"),
+                "{e}"
+            );
         }
+    }
+
+    #[test]
+    fn schedules_sort_in_the_order_their_reference_run_made_the_writes() {
+        let learned = learned(6);
+        let mut schedules = all(6);
+        schedules.reverse();
+        sort(&mut schedules, &learned);
+        assert_eq!(schedules, all(6));
+        let labels: Vec<&str> = learned[0].1.iter().map(|p| p.label.as_str()).collect();
+        let positions: Vec<usize> = schedules
+            .iter()
+            .map(|s| s.place.index_in(&labels).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] <= w[1]), "{positions:?}");
     }
 
     #[test]
@@ -1062,9 +1145,10 @@ mod tests {
     #[test]
     fn a_limit_keeps_every_fault_and_spreads_over_the_points() {
         let schedules = all(11);
-        assert_eq!(spread(schedules.clone(), 100), schedules);
+        let learned = learned(11);
+        assert_eq!(spread(schedules.clone(), 100, &learned), schedules);
         for limit in 1..schedules.len() {
-            let picked = spread(schedules.clone(), limit);
+            let picked = spread(schedules.clone(), limit, &learned);
             assert_eq!(picked.len(), limit, "limit {limit}");
             let mut faults: Vec<Fault> = picked.iter().map(|s| s.fault).collect();
             faults.sort();
@@ -1083,11 +1167,12 @@ mod tests {
             );
         }
         // Two per fault out of eleven points: neither both at the start nor both at the end.
-        let ten = spread(schedules, 10);
+        let ten = spread(schedules, 10, &learned);
+        let labels: Vec<&str> = learned[0].1.iter().map(|p| p.label.as_str()).collect();
         let points: Vec<usize> = ten
             .iter()
             .filter(|s| s.fault == Fault::GameRestart)
-            .map(|s| s.point)
+            .map(|s| s.place.index_in(&labels).unwrap())
             .collect();
         assert_eq!(points, [2, 8]);
     }

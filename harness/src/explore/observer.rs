@@ -57,7 +57,7 @@ struct Inner {
     /// claims, services, its status — is not).
     resources: &'static [&'static str],
     points: Vec<Point>,
-    hold_at: Option<usize>,
+    hold_at: Option<crate::evidence::place::Place>,
     reached: Option<oneshot::Sender<Point>>,
     /// `<job>-`: the operation's worker pods, whose status writes (the kubelet reporting them
     /// started, running, ended) are points too.
@@ -108,7 +108,7 @@ impl Observer {
         &self,
         resources: &'static [&'static str],
         workers: &str,
-        hold_at: Option<usize>,
+        hold_at: Option<crate::evidence::place::Place>,
     ) -> oneshot::Receiver<Point> {
         let (tx, rx) = oneshot::channel();
         let mut inner = self.inner();
@@ -211,7 +211,16 @@ impl RequestHook for Observer {
         }
         let point = Point::of(inner.points.len(), &write, inner.workers.as_deref());
         inner.points.push(point.clone());
-        if inner.hold_at != Some(point.index) {
+        let held = inner.hold_at.as_ref().is_some_and(|at| {
+            at.label == point.label
+                && inner
+                    .points
+                    .iter()
+                    .filter(|p| p.label == point.label)
+                    .count()
+                    == at.occurrence
+        });
+        if !held {
             return futures::future::ready(()).boxed();
         }
         if let Some(tx) = inner.reached.take() {

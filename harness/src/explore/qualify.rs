@@ -106,11 +106,15 @@ pub async fn schedule(
     observer: Arc<Observer>,
     operation: super::Operation,
     variant: Variant,
-    hold: Option<(usize, Fault)>,
+    hold: Option<&(super::Place, Fault)>,
 ) -> Result<(), CaseError> {
     observer.watch(&ctx.namespace);
     let plan = set_up(ctx, variant).await?;
-    let reached = observer.begin(POINT_RESOURCES, NO_WORKERS, hold.map(|(point, _)| point));
+    let reached = observer.begin(
+        POINT_RESOURCES,
+        NO_WORKERS,
+        hold.map(|(place, _)| place.clone()),
+    );
     let _release = ReleaseOnDrop(observer.clone());
     let (over_tx, over_rx) = tokio::sync::oneshot::channel::<()>();
     let run = async {

@@ -22,21 +22,11 @@ use crate::evidence::invariants::restore::RestoreTrace;
 use crate::evidence::invariants::{BackupTrace, Judged};
 use crate::evidence::report::matrix::{self, Matrix, Schedule};
 
-/// Artifact: where a schedule's fault landed.
-pub const PLACEMENT: &str = "placement.json";
+pub use crate::evidence::place::{PLACEMENT, Placement};
 /// Artifact: a backup's or a restore's trace.
 pub const TRACE: &str = "trace.json";
 /// Artifact: what a qualification schedule's judgement read besides its record.
 pub const JUDGEMENT_INPUTS: &str = "judgement-inputs.json";
-
-/// Where a schedule's fault landed, as its bundle keeps it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Placement {
-    /// Why the fault never landed, when it did not.
-    pub not_placed: Option<String>,
-    /// The labels of the points its run learned (the reference run's are the operation's).
-    pub points: Vec<String>,
-}
 
 /// A qualification schedule's judgement inputs besides its `qualification.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -262,12 +262,12 @@ async fn prepare(ctx: &CaseContext<'_>) -> Result<Prepared, CaseError> {
     })
 }
 
-/// Runs one restore schedule; `hold` is the point (an index into the operator's writes) and
+/// Runs one restore schedule; `hold` is the write (its label and occurrence) and
 /// fault, `None` for the reference run. The observer must be the cluster's request hook.
 pub async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
-    hold: Option<(usize, Fault)>,
+    hold: Option<&(super::Place, Fault)>,
     reference: Option<crate::evidence::invariants::outcome::EndState>,
 ) -> Result<(), CaseError> {
     observer.watch(&ctx.namespace);
@@ -283,7 +283,7 @@ pub async fn schedule(
     let reached = observer.begin(
         POINT_RESOURCES,
         &names::restore_job(RESTORE),
-        hold.map(|(point, _)| point),
+        hold.map(|(place, _)| place.clone()),
     );
     let _release = ReleaseOnDrop(observer.clone());
     ctx.step(

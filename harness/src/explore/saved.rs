@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::observer::Point;
 use super::signals::{Pattern, SignalSchedule, Variant};
-use super::{Fault, Operation, Schedule};
+use super::{Fault, Operation, Place, Schedule};
 
 /// One saved schedule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,26 +35,16 @@ pub struct SavedSchedule {
 }
 
 impl SavedSchedule {
-    /// The saved form of `schedule`, placed before `points[schedule.point]`.
-    pub fn of(
-        schedule: &Schedule,
-        points: &[Point],
-        found: Vec<String>,
-        operator: &str,
-    ) -> Option<Self> {
-        let point = points.get(schedule.point)?;
-        let occurrence = points[..=schedule.point]
-            .iter()
-            .filter(|p| p.label == point.label)
-            .count();
-        Some(Self {
+    /// The saved form of `schedule`.
+    pub fn of(schedule: &Schedule, found: Vec<String>, operator: &str) -> Self {
+        Self {
             operation: schedule.operation.as_str().to_string(),
             fault: schedule.fault.as_str().to_string(),
-            write: point.label.clone(),
-            occurrence,
+            write: schedule.place.label.clone(),
+            occurrence: schedule.place.occurrence,
             found,
             operator: operator.to_string(),
-        })
+        }
     }
 
     /// Its operation; the error names the known ones.
@@ -92,12 +82,12 @@ impl SavedSchedule {
                 self.fault, self.operation
             ));
         }
-        let point = points
-            .iter()
-            .filter(|p| p.label == self.write)
-            .nth(self.occurrence.saturating_sub(1))
-            .filter(|_| self.occurrence > 0)
-            .ok_or_else(|| {
+        let place = Place {
+            label: self.write.clone(),
+            occurrence: self.occurrence,
+        };
+        let labels: Vec<&str> = points.iter().map(|p| p.label.as_str()).collect();
+        place.index_in(&labels).ok_or_else(|| {
                 format!(
                     "the operator no longer makes write {} #{} during a {} (it makes {} such write(s)): re-save the schedule or delete the file",
                     self.write,
@@ -108,7 +98,7 @@ impl SavedSchedule {
             })?;
         Ok(Schedule {
             operation,
-            point: point.index,
+            place,
             fault,
         })
     }
@@ -135,27 +125,25 @@ pub fn from_bundle(dir: &Path, id: &str) -> Result<SavedSchedule, String> {
     })?;
     let placement: super::rejudge::Placement = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{}: not a placement record: {e}", path.display()))?;
-    let points: Vec<Point> = placement
-        .points
-        .into_iter()
-        .enumerate()
-        .map(|(index, label)| Point { index, label })
-        .collect();
-    SavedSchedule::of(
-        &schedule,
-        &points,
-        Vec::new(),
-        &format!("replayed from {}", dir.display()),
-    )
-    .ok_or_else(|| {
-        format!(
-            "{id}: the {} reference run in {} learned {} write(s), so there is no p{:02}",
+    if schedule.place.index_in(&placement.points).is_none() {
+        return Err(format!(
+            "{id}: the {} reference run in {} made {} `{}` write(s), fewer than {}",
             schedule.operation,
             dir.display(),
-            points.len(),
-            schedule.point
-        )
-    })
+            placement
+                .points
+                .iter()
+                .filter(|l| **l == schedule.place.label)
+                .count(),
+            schedule.place.label,
+            schedule.place.occurrence
+        ));
+    }
+    Ok(SavedSchedule::of(
+        &schedule,
+        Vec::new(),
+        &format!("replayed from {}", dir.display()),
+    ))
 }
 
 /// A signal schedule of the qualification procedure (`rehearse explore --qualify-signals`)
@@ -182,25 +170,17 @@ pub struct SavedSignalSchedule {
 }
 
 impl SavedSignalSchedule {
-    /// The saved form of `schedule`, whose reference run wrote receipts with `steps`.
-    pub fn of(
-        schedule: &SignalSchedule,
-        steps: &[String],
-        found: Vec<String>,
-        harness: &str,
-    ) -> Option<Self> {
-        let at = usize::try_from(schedule.point).ok()?;
-        let step = steps.get(at)?;
-        let occurrence = steps[..=at].iter().filter(|s| *s == step).count();
-        Some(Self {
+    /// The saved form of `schedule`.
+    pub fn of(schedule: &SignalSchedule, found: Vec<String>, harness: &str) -> Self {
+        Self {
             operation: SIGNALS.to_string(),
             variant: schedule.variant.as_str().to_string(),
-            receipt: step.clone(),
-            occurrence,
+            receipt: schedule.place.label.clone(),
+            occurrence: schedule.place.occurrence,
             signal: schedule.pattern.as_str().to_string(),
             found,
             harness: harness.to_string(),
-        })
+        }
     }
 
     /// Its variant; the error names the known ones.
@@ -233,14 +213,11 @@ impl SavedSignalSchedule {
                     .join(", ")
             )
         })?;
-        let at = steps
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s == self.receipt)
-            .nth(self.occurrence.saturating_sub(1))
-            .filter(|_| self.occurrence > 0)
-            .map(|(i, _)| i)
-            .ok_or_else(|| {
+        let place = Place {
+            label: self.receipt.clone(),
+            occurrence: self.occurrence,
+        };
+        let at = place.index_in(steps).ok_or_else(|| {
                 format!(
                     "the qualification {} no longer writes receipt {:?} #{} (it writes {} such receipt(s)): re-save the schedule or delete the file",
                     self.variant,
@@ -257,7 +234,7 @@ impl SavedSignalSchedule {
         }
         Ok(SignalSchedule {
             variant,
-            point: at as u64,
+            place,
             pattern,
         })
     }
@@ -413,24 +390,28 @@ mod tests {
         ]);
         let schedule = Schedule {
             operation: Operation::Restore,
-            point: 4,
+            place: Place::at(
+                &before.iter().map(|p| p.label.as_str()).collect::<Vec<_>>(),
+                4,
+            )
+            .unwrap(),
             fault: Fault::RestoreDeleted,
         };
-        let saved = SavedSchedule::of(&schedule, &before, vec!["drain: …".into()], "ref").unwrap();
+        let saved = SavedSchedule::of(&schedule, vec!["drain: …".into()], "ref");
         assert_eq!(saved.write, "patch restores/status back");
         assert_eq!(saved.occurrence, 3);
-        // The operator now adds its finalizer first: the same write is point 5.
+        // The operator now adds its finalizer first: the same write is the 6th, and the
+        // schedule (its id too) is the same.
         let mut after = points(&["patch restores back"]);
         after.extend(before.iter().map(|p| Point {
             index: p.index + 1,
             label: p.label.clone(),
         }));
+        let resolved = saved.resolve(&after).unwrap();
+        assert_eq!(resolved, schedule);
         assert_eq!(
-            saved.resolve(&after).unwrap(),
-            Schedule {
-                point: 5,
-                ..schedule
-            }
+            resolved.id(),
+            "restore.patch_restores~status_back.3.restore-deleted"
         );
         // A write that is gone is refused, naming it.
         let e = saved.resolve(&after[..3]).unwrap_err();
@@ -515,23 +496,17 @@ mod tests {
         ]);
         let schedule = SignalSchedule {
             variant: Variant::RestoreRequiredB1,
-            point: 4,
+            place: Place::at(&before, 4).unwrap(),
             pattern: Pattern::SigkillRerun,
         };
-        let saved =
-            SavedSignalSchedule::of(&schedule, &before, vec!["way-back: …".into()], "r").unwrap();
+        let saved = SavedSignalSchedule::of(&schedule, vec!["way-back: …".into()], "r");
         assert_eq!(saved.receipt, "pre-promotion backup created");
         assert_eq!(saved.occurrence, 2);
-        // The procedure now writes a receipt more before them: the same receipt is point 5.
+        // The procedure now writes a receipt more before them: the same receipt, the same
+        // schedule.
         let mut after = steps(&["run started", "preflight passed"]);
         after.extend(before[1..].iter().cloned());
-        assert_eq!(
-            saved.resolve(&after).unwrap(),
-            SignalSchedule {
-                point: 5,
-                ..schedule
-            }
-        );
+        assert_eq!(saved.resolve(&after).unwrap(), schedule);
         let e = saved.resolve(&after[..4]).unwrap_err();
         assert!(
             e.contains("no longer writes receipt \"pre-promotion backup created\" #2"),

@@ -18,6 +18,7 @@
 //!    from their journals, what the report says from its `qualification.json`. A point the run
 //!    never reached is a failed check (`placed`), never a pass.
 
+use crate::evidence::place::Place;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -142,25 +143,26 @@ impl Variant {
     }
 }
 
-/// One schedule: a variant stopped by a pattern right after receipt `point` of its run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// One schedule: a variant stopped by a pattern right after one receipt of its run, named by
+/// that receipt's step and occurrence ([`Place`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SignalSchedule {
     /// The qualification.
     pub variant: Variant,
-    /// The receipt (its sequence number in the run's journal) the signal follows.
-    pub point: u64,
+    /// The receipt the signal follows.
+    pub place: Place,
     /// How it is stopped.
     pub pattern: Pattern,
 }
 
 impl SignalSchedule {
-    /// Its id, also its case name: `qualify-signals-restore-required-b2-p17-sigint-twice`.
+    /// Its id, also its case name:
+    /// `qualify-signals-restore-required-b2.back_up_batch_2.1.sigint-twice`.
     pub fn id(&self) -> String {
-        format!(
-            "{OPERATION}-{}-p{:02}-{}",
-            self.variant.as_str(),
-            self.point,
-            self.pattern.as_str()
+        crate::evidence::place::id(
+            &format!("{OPERATION}-{}", self.variant.as_str()),
+            &self.place,
+            self.pattern.as_str(),
         )
     }
 
@@ -168,7 +170,7 @@ impl SignalSchedule {
     pub fn parse(id: &str) -> Result<Self, String> {
         let bad = || {
             format!(
-                "signal schedule id {id:?} is not {OPERATION}-<variant>-p<NN>-<pattern> (e.g. {OPERATION}-compatible-b1-p12-sigint); variants: {}; patterns: {}",
+                "signal schedule id {id:?} is not {OPERATION}-<variant>.<receipt>.<occurrence>.<pattern> (the receipt's step with _ for a space, e.g. {OPERATION}-compatible-b1.back_up_batch_1.1.sigint); variants: {}; patterns: {}",
                 Variant::ALL
                     .iter()
                     .map(|v| v.as_str())
@@ -181,18 +183,15 @@ impl SignalSchedule {
                     .join(", ")
             )
         };
-        let rest = id
+        let (operation, place, pattern) = crate::evidence::place::parse(id).ok_or_else(bad)?;
+        let variant = operation
             .strip_prefix(OPERATION)
             .and_then(|r| r.strip_prefix('-'))
+            .and_then(Variant::parse)
             .ok_or_else(bad)?;
-        let (variant, rest) = rest
-            .match_indices("-p")
-            .find_map(|(i, _)| Some((Variant::parse(&rest[..i])?, &rest[i + 2..])))
-            .ok_or_else(bad)?;
-        let (point, pattern) = rest.split_once('-').ok_or_else(bad)?;
         Ok(Self {
             variant,
-            point: point.parse().map_err(|_| bad())?,
+            place,
             pattern: Pattern::parse(pattern).ok_or_else(bad)?,
         })
     }
@@ -260,7 +259,7 @@ impl SignalsOutcome {
             &format!("{OPERATION}-{}", variant.as_str()),
             self.results
                 .iter()
-                .filter(|r| r.schedule.is_some_and(|s| s.variant == variant))
+                .filter(|r| r.schedule.as_ref().is_some_and(|s| s.variant == variant))
                 .map(|r| (r.id.as_str(), &r.ended)),
             labels,
             "after receipt",
@@ -294,7 +293,7 @@ pub fn spread(schedules: Vec<SignalSchedule>, limit: usize) -> Vec<SignalSchedul
         let share = limit / patterns.len() + usize::from(i < limit % patterns.len());
         let of: Vec<&SignalSchedule> = schedules.iter().filter(|s| s.pattern == *pattern).collect();
         let n = of.len();
-        picked.extend((0..share.min(n)).map(|j| *of[j * n / share.min(n).max(1)]));
+        picked.extend((0..share.min(n)).map(|j| of[j * n / share.min(n).max(1)].clone()));
     }
     picked.sort();
     picked
@@ -364,7 +363,7 @@ pub async fn run(config: SignalsConfig) -> Result<SignalsOutcome, RunError> {
     for (i, s) in schedules.into_iter().enumerate() {
         let id = s.id();
         let (ended, _) =
-            on_own_cluster(&bundle, &id, &options, &config, s.variant, Some(s)).await?;
+            on_own_cluster(&bundle, &id, &options, &config, s.variant, Some(s.clone())).await?;
         println!(
             "[{}/{total}] {:<10} {id} {:.1}s{}",
             i + 1,
@@ -428,11 +427,13 @@ fn schedules_of(
     unplaced: &mut Vec<String>,
 ) -> Vec<SignalSchedule> {
     if regressions.is_empty() {
-        return (1..steps.len() as u64)
-            .flat_map(|point| {
+        return Place::all(steps)
+            .into_iter()
+            .skip(1)
+            .flat_map(|place| {
                 patterns.iter().map(move |&pattern| SignalSchedule {
                     variant,
-                    point,
+                    place: place.clone(),
                     pattern,
                 })
             })
@@ -510,9 +511,13 @@ async fn body(
     // Short run ids (a run id labels objects: at most 63 characters), unique per namespace.
     let tail = &ctx.namespace[ctx.namespace.len().saturating_sub(8)..];
     let first = format!("signals-{tail}-q");
-    let hold = schedule.map(|s| (s.point, s.pattern));
+    let hold = schedule.as_ref().map(|s| (s.place.clone(), s.pattern));
     let mut runs = vec![qualify_process(ctx, config, &plan, &reports, &first, hold).await?];
-    if schedule.is_some_and(|s| s.pattern == Pattern::SigkillRerun) && runs[0].placed {
+    if schedule
+        .as_ref()
+        .is_some_and(|s| s.pattern == Pattern::SigkillRerun)
+        && runs[0].placed
+    {
         let again = format!("signals-{tail}-r");
         runs.push(qualify_process(ctx, config, &plan, &reports, &again, None).await?);
     }
@@ -562,7 +567,7 @@ async fn qualify_process(
     plan: &Plan,
     reports: &Path,
     run_id: &str,
-    hold: Option<(u64, Pattern)>,
+    hold: Option<(Place, Pattern)>,
 ) -> Result<QualifyRun, CaseError> {
     let (kubeconfig, context) = ctx.backend.kubeconfig();
     let fifo = reports.join(format!("{run_id}.hold"));
@@ -596,7 +601,7 @@ async fn qualify_process(
         .kill_on_drop(true);
     // Ended with the explorer, also when it is killed.
     crate::process::set_parent_death_signal(&mut cmd);
-    if let Some((point, _)) = hold {
+    if let Some((place, _)) = &hold {
         nix::unistd::mkfifo(
             &fifo,
             nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
@@ -604,7 +609,7 @@ async fn qualify_process(
         .map_err(|e| CaseError::Setup(format!("mkfifo {}: {e}", fifo.display())))?;
         cmd.env(
             crate::evidence::receipts::HOLD_ENV,
-            format!("{point}:{}", fifo.display()),
+            format!("{}:{}", place.encode(), fifo.display()),
         );
     }
     let mut child = cmd
@@ -615,7 +620,7 @@ async fn qualify_process(
     let bound = ctx.bounds.settle * 6;
     let mut placed = hold.is_none();
     if let Some((_, pattern)) = hold {
-        placed = place(&mut child, &mut lines, &fifo, pid, pattern, bound).await;
+        placed = hold_and_signal(&mut child, &mut lines, &fifo, pid, pattern, bound).await;
     }
     // The rest of its output is read (so it never blocks on a full pipe) until it exits.
     let drained = async { while let Ok(Some(_)) = lines.next_line().await {} };
@@ -646,7 +651,7 @@ async fn qualify_process(
 
 /// Waits (within `bound`) for the process to hold in `fifo`, stops it by `pattern` and lets it
 /// go on; `false` when it ended (or the bound passed) before it held: the point never came.
-async fn place(
+async fn hold_and_signal(
     child: &mut tokio::process::Child,
     lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
     fifo: &Path,
@@ -776,14 +781,13 @@ async fn judge(
     runs: &[QualifyRun],
     schedule: Option<SignalSchedule>,
 ) -> Result<(), CaseError> {
-    if let Some(s) = schedule
+    if let Some(s) = &schedule
         && !runs[0].placed
     {
         return Err(CaseError::NotPlaced {
             why: format!(
-                "the qualification ended (or did not reach it within its bound) before receipt {} of {}, so no {} landed there",
-                s.point,
-                s.id(),
+                "the qualification ended (or did not reach it within its bound) before it wrote {} receipt, so no {} landed there",
+                s.place,
                 s.pattern.as_str()
             ),
         });
@@ -807,7 +811,7 @@ async fn judge(
         })
         .collect();
     let read = crate::qualify::fleet::read(ctx, plan, &taken).await?;
-    let (violations, _) = judge_runs(plan, before, runs, &read, schedule);
+    let (violations, _) = judge_runs(plan, before, runs, &read, schedule.clone());
     ctx.uses("a fresh read of the fleet, its Backups and the repository after the runs ended");
     let mut checks = Checks::new();
     let object = format!("qualification of {} in {}", plan.candidate, ctx.namespace);
@@ -840,7 +844,10 @@ mod tests {
                 for &pattern in Pattern::ALL {
                     out.push(SignalSchedule {
                         variant,
-                        point,
+                        place: Place {
+                            label: format!("promotion batch {}", point % 3),
+                            occurrence: point / 3 + 1,
+                        },
                         pattern,
                     });
                 }
@@ -857,21 +864,27 @@ mod tests {
         assert_eq!(
             SignalSchedule {
                 variant: Variant::RestoreRequiredB2,
-                point: 7,
+                place: Place {
+                    label: "back up batch 2".into(),
+                    occurrence: 1
+                },
                 pattern: Pattern::SigintTwice
             }
             .id(),
-            "qualify-signals-restore-required-b2-p07-sigint-twice"
+            "qualify-signals-restore-required-b2.back_up_batch_2.1.sigint-twice"
         );
         for bad in [
             "qualify-signals",
-            "qualify-signals-compatible-b3-p01-sigint",
-            "qualify-signals-compatible-b1-pxx-sigint",
-            "qualify-signals-compatible-b1-p01-sighup",
-            "backup-p01-game-restart",
+            "qualify-signals-compatible-b3.back_up_batch_1.1.sigint",
+            "qualify-signals-compatible-b1.back_up_batch_1.x.sigint",
+            "qualify-signals-compatible-b1.back_up_batch_1.1.sighup",
+            "backup.create_jobs.1.game-restart",
         ] {
             let e = SignalSchedule::parse(bad).unwrap_err();
-            assert!(e.contains("<variant>-p<NN>-<pattern>"), "{e}");
+            assert!(
+                e.contains("<variant>.<receipt>.<occurrence>.<pattern>"),
+                "{e}"
+            );
         }
     }
 

@@ -87,7 +87,7 @@ pub enum BundleError {
     },
     /// A run id, case or artifact name would escape its directory or is not portable.
     #[error(
-        "invalid {what} name {name:?}: use letters, digits, '.', '_' and '-' (artifacts may add '/'-separated subdirectories)"
+        "invalid {what} name {name:?}: use letters, digits, '.', '_', '-', '~', '+' and '%' (artifacts may add '/'-separated subdirectories)"
     )]
     InvalidName {
         /// What the name names (`run id`, `case`, `artifact`).
@@ -429,7 +429,7 @@ pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), Bundle
         && name != ".."
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '~' | '+' | '%'));
     if ok {
         Ok(())
     } else {

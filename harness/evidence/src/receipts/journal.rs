@@ -267,7 +267,7 @@ impl Journal {
         };
         state.next_seq += 1;
         drop(state);
-        hold_after(receipt.seq);
+        hold_after(&receipt.step);
         Ok(receipt)
     }
 
@@ -333,26 +333,30 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), JournalError> {
         })
 }
 
-/// The environment variable that holds this process after one receipt: `SEQ:FIFO`. Once the
-/// entry with sequence number `SEQ` is durable, the writer opens the named pipe `FIFO` for
-/// reading and reads it to its end, so it waits until a writer opened the pipe and closed it
-/// again. The qualification's signal exploration (`rehearse explore --qualify-signals`) uses it
-/// to place a signal exactly after a given receipt: it opens the pipe (which returns once this
-/// process waits in it), sends the signal, then closes the pipe. Unset, nothing waits.
+/// The environment variable that holds this process after one receipt: `PLACE:FIFO`, `PLACE`
+/// the receipt as [`crate::place::Place::encode`] writes it (the `occurrence`-th receipt of a
+/// step). Once that entry is durable, the writer opens the named pipe `FIFO` for reading and
+/// reads it to its end, so it waits until a writer opened the pipe and closed it again. The
+/// qualification's signal exploration (`rehearse explore --qualify-signals`) uses it to place a
+/// signal exactly after a given receipt: it opens the pipe (which returns once this process
+/// waits in it), sends the signal, then closes the pipe. Unset, nothing waits.
 pub const HOLD_ENV: &str = "REHEARSAL_HOLD_AFTER_RECEIPT";
 
-/// Waits as [`HOLD_ENV`] asks after entry `seq` (once per process).
-fn hold_after(seq: u64) {
+/// Waits as [`HOLD_ENV`] asks after a receipt of `step` (once per process).
+fn hold_after(step: &str) {
     use std::io::Read;
     use std::sync::OnceLock;
-    static HOLD: OnceLock<Option<(u64, std::path::PathBuf)>> = OnceLock::new();
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static HOLD: OnceLock<Option<(crate::place::Place, std::path::PathBuf)>> = OnceLock::new();
+    static SEEN: AtomicUsize = AtomicUsize::new(0);
     let hold = HOLD.get_or_init(|| {
         let value = std::env::var(HOLD_ENV).ok()?;
         let (at, fifo) = value.split_once(':')?;
-        Some((at.parse().ok()?, fifo.into()))
+        Some((crate::place::Place::decode(at)?, fifo.into()))
     });
     if let Some((at, fifo)) = hold
-        && *at == seq
+        && at.label == step
+        && SEEN.fetch_add(1, Ordering::SeqCst) + 1 == at.occurrence
         && let Ok(mut pipe) = std::fs::File::open(fifo)
     {
         let _ = pipe.read_to_end(&mut Vec::new());

@@ -20,6 +20,18 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// GitHub's heading anchor for a case heading `` `name` ``.
+pub fn anchor(name: &str) -> String {
+    name.chars()
+        .filter_map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '_' => Some(c),
+            'A'..='Z' => Some(c.to_ascii_lowercase()),
+            ' ' => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::escape;

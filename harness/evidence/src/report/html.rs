@@ -233,7 +233,7 @@ fn explore_matrix(out: &mut String, report: &Report) {
     for m in &all {
         let _ = write!(
             out,
-            "<h3><code>{}</code></h3>\n<table>\n<tr><th>point</th>",
+            "<h3><code>{}</code></h3>\n<table>\n<tr><th>point</th><th>write</th>",
             escape(&m.operation)
         );
         for c in &m.columns {
@@ -241,7 +241,12 @@ fn explore_matrix(out: &mut String, report: &Report) {
         }
         out.push_str("</tr>\n");
         for row in &m.rows {
-            let _ = write!(out, "<tr><td>p{:02}</td>", row.point);
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><code>{}</code></td>",
+                row.point_text(),
+                escape(&row.label_text())
+            );
             for cell in &row.cells {
                 let html = match cell {
                     None => "·".to_string(),

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use crate::summary::Verdict;
 
+pub use super::escape::anchor;
 use super::model::{CaseResult, MergedCase, Report, format_duration};
 
 /// A verdict with a symbol a reviewer can scan.
@@ -210,18 +211,6 @@ fn kill_matrices(out: &mut String, report: &Report) {
             out.push('\n');
         }
     }
-}
-
-/// GitHub's heading anchor for a case heading `` `name` ``.
-pub fn anchor(name: &str) -> String {
-    name.chars()
-        .filter_map(|c| match c {
-            'a'..='z' | '0'..='9' | '-' | '_' => Some(c),
-            'A'..='Z' => Some(c.to_ascii_lowercase()),
-            ' ' => Some('-'),
-            _ => None,
-        })
-        .collect()
 }
 
 fn render_case(out: &mut String, report: &Report, case: &MergedCase) {

@@ -1,15 +1,17 @@
 //! An exploration's point × fault matrix, built once and drawn for the console, report.md and
 //! report.html alike: where each schedule stands, from what its case recorded.
 //!
-//! A schedule's case is named `<operation>-p<NN>-<column>` (`backup-p05-pod-replaced`,
-//! `qualify-signals-compatible-b1-p12-sigint`): its row is point NN of the operation, its
-//! column the fault (or signal pattern). A cell is `ok` only when every invariant held over a
+//! A schedule's case is named by its id (`<operation>.<write>.<occurrence>.<column>`,
+//! [`crate::place`]): its row is that write of the operation (the `occurrence`-th write with
+//! that label, placed where the operation's reference run made it), its column the fault (or
+//! signal pattern). A cell is `ok` only when every invariant held over a
 //! run whose fault landed; otherwise the invariants it broke, `unknown` (one could not be
 //! judged: its evidence was missing), `not placed` (its point never came), `not applicable`,
 //! or the verdict of a schedule that did not finish.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::place::Place;
 use crate::summary::Verdict;
 
 /// Where a schedule stands, as the matrix and the closing line count it.
@@ -121,15 +123,6 @@ impl Schedule {
     }
 }
 
-/// `<operation>-p<NN>-<column>`: (operation, point, column).
-pub fn parse_id(id: &str) -> Option<(&str, usize, &str)> {
-    id.match_indices("-p").find_map(|(i, _)| {
-        let (num, column) = id[i + 2..].split_once('-')?;
-        let digits = num.len() >= 2 && num.bytes().all(|b| b.is_ascii_digit());
-        digits.then(|| Some((&id[..i], num.parse().ok()?, column)))?
-    })
-}
-
 /// One operation's matrix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Matrix {
@@ -137,32 +130,50 @@ pub struct Matrix {
     pub operation: String,
     /// The columns (faults or signal patterns), sorted.
     pub columns: Vec<String>,
-    /// One row per point, in order: its index, its label when known, a cell per column.
+    /// One row per write, in the order the reference run made them; writes it did not make
+    /// (a replay's, a saved schedule's) after them.
     pub rows: Vec<Row>,
 }
 
-/// One point's row.
+/// One write's row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
-    /// The point's index.
-    pub point: usize,
-    /// What the point is (the operator write, the receipt), when the exploration learned it.
-    pub label: Option<String>,
+    /// Its index among the reference run's writes, when that run made it.
+    pub point: Option<usize>,
+    /// The write (or receipt): its label and occurrence.
+    pub place: Place,
     /// A schedule per column, `None` where none ran.
     pub cells: Vec<Option<Schedule>>,
 }
 
-/// The matrices of `schedules`, one per operation, in name order; `labels` names each
-/// operation's points by index (empty where unknown: a bundle read back, a replay).
+impl Row {
+    /// `p03`, or `·` for a write the reference run did not make.
+    pub fn point_text(&self) -> String {
+        self.point
+            .map_or_else(|| "·".to_string(), |p| format!("p{p:02}"))
+    }
+
+    /// The write as the matrix names it: its label, with `#n` from its second occurrence on.
+    pub fn label_text(&self) -> String {
+        if self.place.occurrence > 1 {
+            format!("{} #{}", self.place.label, self.place.occurrence)
+        } else {
+            self.place.label.clone()
+        }
+    }
+}
+
+/// The matrices of `schedules`, one per operation, in name order; `labels` holds each
+/// operation's reference run's writes in order (a row's position; empty where unknown).
 pub fn matrices(
     schedules: impl IntoIterator<Item = Schedule>,
     labels: &BTreeMap<String, Vec<String>>,
 ) -> Vec<Matrix> {
-    let mut ops: BTreeMap<String, BTreeMap<(usize, String), Schedule>> = BTreeMap::new();
+    let mut ops: BTreeMap<String, BTreeMap<(Place, String), Schedule>> = BTreeMap::new();
     for s in schedules {
-        if let Some((op, point, column)) = parse_id(&s.id) {
+        if let Some((op, place, column)) = crate::place::parse(&s.id) {
             let (op, column) = (op.to_string(), column.to_string());
-            ops.entry(op).or_default().insert((point, column), s);
+            ops.entry(op).or_default().insert((place, column), s);
         }
     }
     ops.into_iter()
@@ -173,17 +184,25 @@ pub fn matrices(
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            let points: BTreeSet<usize> = cells.keys().map(|(p, _)| *p).collect();
-            let names = labels.get(&operation);
-            let rows = points
+            let names = labels.get(&operation).map_or(&[][..], Vec::as_slice);
+            let mut places: Vec<(Option<usize>, Place)> = cells
+                .keys()
+                .map(|(p, _)| p.clone())
+                .collect::<BTreeSet<_>>()
                 .into_iter()
-                .map(|point| Row {
+                .map(|p| (p.index_in(names), p))
+                .collect();
+            // The reference run's order first; the writes it did not make after, by name.
+            places.sort_by(|a, b| (a.0.is_none(), a.0, &a.1).cmp(&(b.0.is_none(), b.0, &b.1)));
+            let rows = places
+                .into_iter()
+                .map(|(point, place)| Row {
                     point,
-                    label: names.and_then(|n| n.get(point)).cloned(),
                     cells: columns
                         .iter()
-                        .map(|c| cells.get(&(point, c.clone())).cloned())
+                        .map(|c| cells.get(&(place.clone(), c.clone())).cloned())
                         .collect(),
+                    place,
                 })
                 .collect();
             Matrix {
@@ -227,28 +246,18 @@ pub fn of_report(report: &super::model::Report) -> Vec<Matrix> {
                 failed_checks,
             }
         });
-    matrices(schedules, &BTreeMap::new())
+    matrices(schedules, &report.point_labels)
 }
 
 impl Matrix {
     /// As a Markdown table: `| point | label | <column>… |`; a violated cell is bold; with
     /// `link`, each cell links to its schedule's section of report.md.
     pub fn markdown(&self, label_header: &str, link: bool) -> String {
-        // A matrix read back from a bundle knows no labels: no label column then.
-        let labelled = self.rows.iter().any(|r| r.label.is_some());
-        let mut out = if labelled {
-            format!(
-                "| point | {label_header} | {} |\n|---|---|{}\n",
-                self.columns.join(" | "),
-                "---|".repeat(self.columns.len())
-            )
-        } else {
-            format!(
-                "| point | {} |\n|---|{}\n",
-                self.columns.join(" | "),
-                "---|".repeat(self.columns.len())
-            )
-        };
+        let mut out = format!(
+            "| point | {label_header} | {} |\n|---|---|{}\n",
+            self.columns.join(" | "),
+            "---|".repeat(self.columns.len())
+        );
         for row in &self.rows {
             let cells: Vec<String> = row
                 .cells
@@ -261,23 +270,17 @@ impl Matrix {
                             _ => s.cell(),
                         };
                         if link {
-                            format!("[{text}](#{})", s.id)
+                            format!("[{text}](#{})", super::escape::anchor(&s.id))
                         } else {
                             text
                         }
                     }
                 })
                 .collect();
-            let label = if labelled {
-                row.label
-                    .as_deref()
-                    .map_or_else(|| "(replayed) | ".to_string(), |l| format!("`{l}` | "))
-            } else {
-                String::new()
-            };
             out.push_str(&format!(
-                "| p{:02} | {label}{} |\n",
-                row.point,
+                "| {} | `{}` | {} |\n",
+                row.point_text(),
+                row.label_text(),
                 cells.join(" | ")
             ));
         }
@@ -305,15 +308,20 @@ mod tests {
 
     fn endings() -> Vec<Schedule> {
         vec![
-            s("backup-p00-game-restart", Verdict::Passed, None, &[]),
             s(
-                "backup-p00-pod-replaced",
+                "backup.patch_backups_live.1.game-restart",
+                Verdict::Passed,
+                None,
+                &[],
+            ),
+            s(
+                "backup.patch_backups_live.1.pod-replaced",
                 Verdict::Failed,
                 Some("cleanup: …"),
                 &["cleanup", "drain"],
             ),
             s(
-                "backup-p01-game-restart",
+                "backup.create_jobs.1.game-restart",
                 Verdict::Failed,
                 Some(
                     "evidence absent: what invariant(s) cleanup read: the audit log could not be read",
@@ -321,19 +329,19 @@ mod tests {
                 &[],
             ),
             s(
-                "backup-p01-pod-replaced",
+                "backup.create_jobs.1.pod-replaced",
                 Verdict::Failed,
                 Some("not placed: the operation ended before the operator made write p01"),
                 &[],
             ),
             s(
-                "restore-p03-repository-unreachable",
+                "restore.create_jobs.2.repository-unreachable",
                 Verdict::NotApplicable,
                 Some("not applicable on this cluster"),
                 &[],
             ),
             s(
-                "qualify-signals-compatible-b1-p12-sigint",
+                "qualify-signals-compatible-b1.back_up_batch_1.1.sigint",
                 Verdict::Failed,
                 Some("timed out"),
                 &[],
@@ -386,25 +394,40 @@ mod tests {
         );
         assert_eq!(
             m[2].markdown("operator write", true),
-            "| point | repository-unreachable |\n|---|---|\n\
-             | p03 | [not applicable](#restore-p03-repository-unreachable) |\n"
+            "| point | operator write | repository-unreachable |\n|---|---|---|\n\
+             | · | `create jobs #2` | [not applicable](#restorecreate_jobs2repository-unreachable) |\n"
         );
+        // The reference run's order, not the names': a write it did not make comes last.
+        let mut reordered = labels.clone();
+        reordered.insert(
+            "backup".into(),
+            vec!["create jobs".to_string(), "patch backups live".to_string()],
+        );
+        let m2 = matrices(endings(), &reordered);
+        assert_eq!(m2[0].rows[0].place.label, "create jobs");
+        assert_eq!(m2[0].rows[0].point, Some(0));
         let mut partly = labels.clone();
         partly.get_mut("backup").unwrap().pop();
+        let m3 = matrices(endings(), &partly);
+        assert_eq!(m3[0].rows[1].point, None);
         assert!(
-            matrices(endings(), &partly)[0]
+            m3[0]
                 .markdown("operator write", false)
-                .contains("| p01 | (replayed) | unknown | not placed |")
+                .contains("| · | `create jobs` | unknown | not placed |")
         );
         assert_eq!(m[1].columns, ["sigint"]);
         assert_eq!(m.iter().flat_map(Matrix::schedules).count(), 6);
-        assert_eq!(parse_id("backup-reference"), None);
-        // Points are written with two digits at least: `p5` or `p+5` names no schedule.
-        assert_eq!(parse_id("backup-p5-game-restart"), None);
-        assert_eq!(parse_id("backup-p+5-game-restart"), None);
+        // A reference run's case is no schedule.
+        let with_reference =
+            endings()
+                .into_iter()
+                .chain([s("backup-reference", Verdict::Passed, None, &[])]);
         assert_eq!(
-            parse_id("backup-p105-game-restart"),
-            Some(("backup", 105, "game-restart"))
+            matrices(with_reference, &labels)
+                .iter()
+                .flat_map(Matrix::schedules)
+                .count(),
+            6
         );
     }
 }

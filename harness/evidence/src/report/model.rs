@@ -170,6 +170,9 @@ pub struct Report {
     pub kill_matrices: BTreeMap<String, KillMatrix>,
     /// Every bundle's proven summary, in the order of [`Report::runs`] (for JUnit).
     pub summaries: Vec<BundleSummary>,
+    /// An exploration's operations: the writes each reference run made, in order (what orders
+    /// the matrix's rows), from its `placement.json`.
+    pub point_labels: BTreeMap<String, Vec<String>>,
 }
 
 impl Report {
@@ -201,6 +204,10 @@ impl Report {
             .collect();
         arches.dedup();
         let mut merging = Merging::default();
+        let mut point_labels = BTreeMap::new();
+        for bundle in &bundles {
+            point_labels.extend(crate::place::reference_labels(bundle));
+        }
         for bundle in bundles {
             merging.add(bundle, out_dir)?;
         }
@@ -224,6 +231,7 @@ impl Report {
             disagreements,
             kill_matrices,
             summaries,
+            point_labels,
         })
     }
 

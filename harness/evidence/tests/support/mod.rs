@@ -100,6 +100,8 @@ pub struct CaseSpec {
     pub failed_checks: Vec<String>,
     /// Why it did not pass (`<verdict> because` when `None`).
     pub reason: Option<String>,
+    /// The writes its run made, kept as its `placement.json` (an exploration's reference run).
+    pub placement: Option<Vec<String>>,
 }
 
 impl CaseSpec {
@@ -114,6 +116,7 @@ impl CaseSpec {
             artifact: false,
             failed_checks: Vec::new(),
             reason: None,
+            placement: None,
         }
     }
 
@@ -165,6 +168,17 @@ pub fn write_bundle(
             rec.artifact(
                 "events.txt",
                 format!("events of {}\n", spec.name).as_bytes(),
+            )
+            .unwrap();
+        }
+        if let Some(points) = &spec.placement {
+            let placement = rehearsal_evidence::place::Placement {
+                not_placed: None,
+                points: points.clone(),
+            };
+            rec.artifact(
+                rehearsal_evidence::place::PLACEMENT,
+                &serde_json::to_vec(&placement).unwrap(),
             )
             .unwrap();
         }
@@ -232,6 +246,7 @@ pub fn runs(max: usize) -> impl proptest::strategy::Strategy<Value = Vec<CaseSpe
                     artifact,
                     failed_checks: checks.into_iter().map(str::to_owned).collect(),
                     reason: None,
+                    placement: None,
                 },
             )
             .collect()
