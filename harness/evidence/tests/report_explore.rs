@@ -28,6 +28,27 @@ fn reference() -> CaseSpec {
     r
 }
 
+/// report.md draws the same matrix, from the same model, each cell linking to its section.
+fn assert_markdown_matrix(md: &str) {
+    let md_matrix = &md[md
+        .find("## Exploration: point × fault")
+        .expect("the markdown matrix")..md.find("## Verdicts").unwrap()];
+    assert!(
+        md_matrix.contains(
+            "**6 schedules: 2 ok, 1 violated, 1 unknown, 1 not placed, 1 did not finish**"
+        ),
+        "{md_matrix}"
+    );
+    assert!(
+        md_matrix.contains("| p01 | `create jobs` | [failed](#restorecreate_jobs1operator-restart) | [**data, drain**](#restorecreate_jobs1restore-deleted) |"),
+        "{md_matrix}"
+    );
+    assert!(
+        md_matrix.contains("| · | `patch backups/status live` | [unknown](#stopped-backuppatch_backupsstatus_live1server-started) |"),
+        "{md_matrix}"
+    );
+}
+
 #[test]
 fn the_html_report_shows_each_operations_point_by_fault_matrix() {
     let dir = tempfile::tempdir().unwrap();
@@ -88,25 +109,8 @@ fn the_html_report_shows_each_operations_point_by_fault_matrix() {
         matrix.contains("<tr><td>·</td><td><code>patch backups/status live #2</code></td><td><a class=\"v-failed\" href=\"#stopped-backuppatch_backupsstatus_live2server-started\">not placed</a></td></tr>"),
         "{matrix}"
     );
-    // report.md draws the same matrix, from the same model, each cell linking to its section.
     let md = render(&report, Format::Markdown);
-    let md_matrix = &md[md
-        .find("## Exploration: point × fault")
-        .expect("the markdown matrix")..md.find("## Verdicts").unwrap()];
-    assert!(
-        md_matrix.contains(
-            "**6 schedules: 2 ok, 1 violated, 1 unknown, 1 not placed, 1 did not finish**"
-        ),
-        "{md_matrix}"
-    );
-    assert!(
-        md_matrix.contains("| p01 | `create jobs` | [failed](#restorecreate_jobs1operator-restart) | [**data, drain**](#restorecreate_jobs1restore-deleted) |"),
-        "{md_matrix}"
-    );
-    assert!(
-        md_matrix.contains("| · | `patch backups/status live` | [unknown](#stopped-backuppatch_backupsstatus_live1server-started) |"),
-        "{md_matrix}"
-    );
+    assert_markdown_matrix(&md);
     // A bundle with a case outside the exploration is a qualification report; one of
     // schedules only, an exploration report.
     assert!(md.starts_with("# Qualification report"), "{md}");
