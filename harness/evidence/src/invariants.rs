@@ -102,6 +102,7 @@ pub mod history;
 pub mod outcome;
 pub mod qualification;
 pub mod restore;
+pub mod schedule;
 pub mod way_back;
 
 /// One broken promise.

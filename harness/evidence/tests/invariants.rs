@@ -1897,3 +1897,62 @@ fn a_success_without_a_succeeded_copy_names_the_phases_seen() {
         "{found:#?}"
     );
 }
+
+/// One judge for the runner and `--rejudge`: it completes the trace with what was done to the
+/// run and the reference's end state, judges it, and what it keeps of the trace (its
+/// artifacts) judges the same again; a trace that never recorded what was done to its run
+/// leaves `outcome` unknown, never held.
+#[test]
+fn one_judge_judges_a_schedule_and_its_kept_trace_the_same() {
+    use rehearsal_evidence::invariants::Judgement;
+    use rehearsal_evidence::invariants::outcome::{EndState, Perturbation};
+    use rehearsal_evidence::invariants::schedule::{Trace, judge};
+    let mut plain = whole(correct());
+    plain.perturbation = None;
+    let reference = plain.end_state();
+    let changed = EndState {
+        finalizers: vec!["gameplane.local/backup-cleanup".into()],
+        ..reference.clone()
+    };
+    let schedule = Perturbation {
+        operation: Operation::Backup,
+        fault: Some(Fault::AgentRestart),
+    };
+    let mut trace = Trace::Backup(Box::new(plain.clone()));
+    let judged = judge(Some(&schedule), &mut trace, Some(&changed));
+    let outcome = judged.iter().find(|j| j.invariant == "outcome").unwrap();
+    assert!(
+        matches!(&outcome.judgement, Judgement::Violated { violations }
+            if violations[0].found.contains("metadata.finalizers")),
+        "{judged:#?}"
+    );
+    assert_eq!(
+        trace.judged_with(),
+        (Some(schedule.clone()), Some(changed.clone()))
+    );
+    assert_eq!(trace.end_state(), Some(reference.clone()));
+    // Kept as artifacts and read back: the same verdicts.
+    let kept = trace.artifacts();
+    let read = |name: &str| {
+        Ok(kept
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, b)| b.clone()))
+    };
+    let mut again = Trace::from_artifacts(read).unwrap().unwrap();
+    let (s, r) = again.judged_with();
+    assert_eq!(judge(s.as_ref(), &mut again, r.as_ref()), judged);
+    // Nothing kept: nothing to judge again (the caller keeps the recorded standing).
+    assert!(Trace::from_artifacts(|_| Ok(None)).unwrap().is_none());
+    // Not a trace: an error naming the artifact.
+    let e = Trace::from_artifacts(|_| Ok(Some(b"{".to_vec()))).unwrap_err();
+    assert!(e.contains("trace.json is not JSON"), "{e}");
+    // What was done to the run never recorded: outcome unknown.
+    let mut unrecorded = Trace::Backup(Box::new(plain));
+    let judged = judge(None, &mut unrecorded, Some(&reference));
+    let outcome = judged.iter().find(|j| j.invariant == "outcome").unwrap();
+    assert!(
+        matches!(outcome.judgement, Judgement::Unknown { .. }),
+        "{judged:#?}"
+    );
+}

@@ -16,6 +16,7 @@ use crate::cases::fixture::{self, FixtureOptions};
 use crate::cases::{backup, observe};
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::invariants::capture::{MarkedClaim, SnapshotRead};
+use crate::evidence::invariants::schedule::Trace;
 use crate::evidence::invariants::{AuditEntry, BackupTrace};
 use crate::wait::{Condition, Progress, WaitError, await_condition};
 
@@ -53,14 +54,13 @@ pub use crate::evidence::catalogue::Source;
 
 /// Runs one backup schedule of a server in state `source`; `hold` is the write (its label and occurrence) and fault, `None` for the
 /// reference run. The observer must be the cluster's request hook.
-pub async fn schedule(
+pub(crate) async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
     operation: super::Operation,
     source: Source,
     hold: Option<&(super::Place, Fault)>,
-    reference: Option<crate::evidence::invariants::outcome::EndState>,
-) -> Result<(), CaseError> {
+) -> Result<super::Ran, CaseError> {
     let stopped = matches!(source, Source::Suspended | Source::IdleAsleep);
     let quiesce = source != Source::RunningRaw;
     observer.watch(&ctx.namespace);
@@ -132,20 +132,19 @@ pub async fn schedule(
     trace.claims = marked;
     trace.snapshot = snapshot;
     trace.run_state_before = run_state_before;
-    trace.reference_end = reference;
     if source == Source::NotYetRunning {
         trace.data_scope = Some(
             "the Backup is created together with its server, before any claim exists: no marker can be planted and there is no run state before it, so data judges the copy and the snapshot id only".into(),
         );
     }
     trace.run_state_after = super::restore::run_state(ctx).await.ok();
-    trace.perturbation = Some(placed.perturbation(operation, hold));
-    judge(
-        ctx,
-        &trace,
-        placed.placement(hold, &observer.points()),
-        json!({"placed": placed, "settled": settled, "ready": ready, "points": observer.points()}),
-    )
+    Ok(super::Ran {
+        schedule: placed.perturbation(operation, hold),
+        placement: placed.placement(hold, &observer.points()),
+        object: format!("backup {}/{BACKUP}", ctx.namespace),
+        history: json!({"placed": placed, "settled": settled, "ready": ready, "points": observer.points()}),
+        trace: Trace::Backup(Box::new(trace)),
+    })
 }
 
 /// Everything before the operation's points: the server in the state `source` names, with
@@ -353,31 +352,6 @@ async fn heal_repository(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let url = fixture::repository_url(ctx)?;
     super::set_repository_secret(ctx, Some(&url), Some(fixture::RESTIC_PASSWORD)).await?;
     Ok(())
-}
-
-/// Stores the trace beside the schedule's receipts and assesses one check per invariant from
-/// its verdict (held, violated, unknown), the schedule not placed when its fault never landed;
-/// `observed` is what the schedule did.
-fn judge(
-    ctx: &CaseContext<'_>,
-    trace: &BackupTrace,
-    placement: super::rejudge::Placement,
-    observed: Value,
-) -> Result<(), CaseError> {
-    ctx.recorder.artifact(
-        super::rejudge::TRACE,
-        &serde_json::to_vec_pretty(trace).unwrap_or_default(),
-    )?;
-    ctx.uses("every committed state of the Backup, the game pod and the copy's worker pods (API server commit order)");
-    ctx.uses("RCON audit log");
-    super::assess_judged(
-        ctx,
-        &format!("backup {}/{BACKUP}", ctx.namespace),
-        "the schedule's trace",
-        &trace.judge(),
-        placement,
-        observed,
-    )
 }
 
 /// The invariants' view of what the schedule's cluster committed and the game logged.

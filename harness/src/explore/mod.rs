@@ -562,6 +562,7 @@ impl ExploreOutcome {
 }
 
 use crate::evidence::invariants::outcome::EndState;
+use crate::evidence::invariants::schedule::Trace;
 pub use crate::evidence::report::matrix::Standing;
 use crate::evidence::report::matrix::{self, Matrix};
 
@@ -602,6 +603,53 @@ pub(crate) fn matrix_markdown_of<'a>(
         },
         |m| m.markdown(label_header, false),
     )
+}
+
+/// What a schedule's driver returns once the operation is over: the typed trace the invariants
+/// read, where its fault landed, and what the run did as observed.
+pub(crate) struct Ran {
+    /// What was done to the run: the operation, and the fault when it landed.
+    pub schedule: crate::evidence::invariants::outcome::Perturbation,
+    /// The run's trace.
+    pub trace: Trace,
+    /// Where the fault landed (or why it did not) and the writes the run made.
+    pub placement: rejudge::Placement,
+    /// The operation's object, as the checks name it (`backup <ns>/live`).
+    pub object: String,
+    /// What the run did, as observed (the `assess` receipt's record).
+    pub history: Value,
+}
+
+/// Judges what a schedule's run left ([`crate::evidence::invariants::schedule::judge`], the
+/// same judge `--rejudge` uses) against the operation's `reference` end state, keeps the trace
+/// as the case's artifacts and records a check per invariant; returns the run's end state (what
+/// a reference run gives the schedules after it).
+fn judge_ran(
+    ctx: &CaseContext<'_>,
+    mut ran: Ran,
+    reference: Option<&EndState>,
+) -> Result<Option<EndState>, CaseError> {
+    let judged = crate::evidence::invariants::schedule::judge(
+        Some(&ran.schedule),
+        &mut ran.trace,
+        reference,
+    );
+    for (name, bytes) in ran.trace.artifacts() {
+        ctx.recorder.artifact(name, &bytes)?;
+    }
+    for evidence in ran.trace.reads() {
+        ctx.uses(evidence);
+    }
+    let end = ran.trace.end_state();
+    assess_judged(
+        ctx,
+        &ran.object,
+        ran.trace.judged_over(),
+        &judged,
+        ran.placement,
+        ran.history,
+    )?;
+    Ok(end)
 }
 
 /// Records a schedule's judgement: one check per invariant from its verdict (held passes;
@@ -684,52 +732,38 @@ async fn on_own_cluster(
     operation: Operation,
     hold: Option<(Place, Fault)>,
     reference: Option<EndState>,
-) -> Result<(BodyEnded, Vec<Point>), RunError> {
+) -> Result<(BodyEnded, Vec<Point>, Option<EndState>), RunError> {
     let backend: Box<dyn Backend> = start_backend(&Cluster::Embedded, mutant).await?;
     let observer = Arc::new(Observer::default());
     backend.set_request_hook(Some(observer.clone()))?;
+    let end = Arc::new(std::sync::Mutex::new(None));
     let ended = run_body(backend.as_ref(), bundle, name, BUCKET, options, |ctx| {
         let observer = observer.clone();
         let reference = reference.clone();
         let hold = hold.clone();
+        let end = end.clone();
         Box::pin(async move {
             let hold = hold.as_ref();
-            match operation.setup() {
+            let ran = match operation.setup() {
                 Setup::Backup(source) => {
-                    backup::schedule(ctx, observer, operation, source, hold, reference).await
+                    backup::schedule(ctx, observer, operation, source, hold).await?
                 }
                 Setup::Qualify(variant) => {
-                    qualify::schedule(ctx, observer, operation, variant, hold).await
+                    qualify::schedule(ctx, observer, operation, variant, hold).await?
                 }
-                Setup::Restore => restore::schedule(ctx, observer, hold, reference).await,
-            }
+                Setup::Restore => restore::schedule(ctx, observer, hold).await?,
+            };
+            *end.lock().unwrap_or_else(|p| p.into_inner()) =
+                judge_ran(ctx, ran, reference.as_ref())?;
+            Ok(())
         })
     })
     .await;
     let _ = backend.set_request_hook(None);
     let points = observer.points();
     let _ = backend.teardown(false).await;
-    Ok((ended?, points))
-}
-
-/// The end state the reference run `id` left, read back from the trace its case kept in the
-/// bundle at `dir` (`None` for an operation without one: the qualifications).
-fn reference_end(dir: &std::path::Path, id: &str) -> Option<EndState> {
-    let path = dir
-        .join("cases")
-        .join(id)
-        .join("artifacts")
-        .join(rejudge::TRACE);
-    let v: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    if v.get("backup").is_some() {
-        serde_json::from_value::<crate::evidence::invariants::BackupTrace>(v)
-            .ok()
-            .map(|t| t.end_state())
-    } else {
-        serde_json::from_value::<crate::evidence::invariants::restore::RestoreTrace>(v)
-            .ok()
-            .map(|t| t.end_state())
-    }
+    let end = end.lock().unwrap_or_else(|p| p.into_inner()).take();
+    Ok((ended?, points, end))
 }
 
 /// The schedules of `operation` once its reference run learned `learned`: every point × every
@@ -833,9 +867,9 @@ pub async fn run(config: ExploreConfig) -> Result<ExploreOutcome, RunError> {
     if schedules.is_empty() {
         for &operation in &operations {
             let id = format!("{}-reference", operation.as_str());
-            let (ended, learned) =
+            let (ended, learned, end) =
                 on_own_cluster(&bundle, &id, &options, mutant, operation, None, None).await?;
-            if let Some(end) = reference_end(&dir, &id) {
+            if let Some(end) = end {
                 references.insert(operation, end);
             }
             println!(
@@ -914,7 +948,7 @@ async fn run_schedules(
             references.get(&s.operation).cloned(),
         )
         .await;
-        r.map(|(ended, _)| ScheduleResult {
+        r.map(|(ended, _, _)| ScheduleResult {
             id,
             schedule: Some(s),
             ended,

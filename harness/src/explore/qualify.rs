@@ -17,6 +17,7 @@ use crate::cases::fixture;
 use crate::cases::module_bundle;
 use crate::cases::rollout::{self, FleetSpec};
 use crate::context::{CaseContext, CaseError};
+use crate::evidence::invariants::schedule::{QualifyInputs, Trace};
 use crate::evidence::qualification::{ModulePin, Plan, Rollback};
 
 /// The operator's writes that are a qualification's points: the fleet's and the clone's
@@ -101,13 +102,13 @@ async fn restore_after_halt(
 
 /// Runs one qualification schedule of `variant`; `hold` is the point and fault, `None` for the
 /// reference run. The observer must be the cluster's request hook.
-pub async fn schedule(
+pub(crate) async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
     operation: super::Operation,
     variant: Variant,
     hold: Option<&(super::Place, Fault)>,
-) -> Result<(), CaseError> {
+) -> Result<super::Ran, CaseError> {
     observer.watch(&ctx.namespace);
     let plan = set_up(ctx, variant).await?;
     let reached = observer.begin(
@@ -138,36 +139,30 @@ pub async fn schedule(
     observer.freeze();
     let (placed, _) = placed?;
     let restored = restored.transpose()?;
-    let perturbation = placed.perturbation(operation, hold);
-    ctx.recorder.artifact(
-        "qualification.json",
-        &serde_json::to_vec_pretty(&q).unwrap_or_default(),
-    )?;
     // A procedure that stopped on an error (e.g. the source's backup invalidated by the fault)
     // is judged on what it recorded, as a halt: the fleet as it was, nothing promoted.
     let stopped = error.map(|e| e.to_string());
-    ctx.uses("the qualification's record: its plan, gates, outcome and the fleet before and after");
     let ids = crate::evidence::invariants::judged_by(operation.row().judges);
+    let schedule = placed.perturbation(operation, hold);
     // What the judgement reads besides the record, kept so `--rejudge` judges it again the
     // same way (one judge for both).
-    let inputs = super::rejudge::QualifyInputs {
-        stopped: stopped.clone(),
-        perturbation: perturbation.clone(),
-        restored: restored.clone(),
+    let inputs = QualifyInputs {
+        stopped,
+        perturbation: schedule.clone(),
+        restored,
         invariants: ids.iter().map(|i| i.to_string()).collect(),
     };
-    ctx.recorder.artifact(
-        super::rejudge::JUDGEMENT_INPUTS,
-        &serde_json::to_vec_pretty(&inputs).unwrap_or_default(),
-    )?;
-    let judged = super::rejudge::judge_qualification(&q, &inputs);
-    super::assess_judged(
-        ctx,
-        &format!("qualification {}/{}", ctx.namespace, plan.run_id),
-        "the qualification's record",
-        &judged,
-        placed.placement(hold, &observer.points()),
-        json!({"placed": placed, "outcome": q.outcome, "line": q.outcome.line(),
-               "stopped": stopped, "restore_after_halt": restored, "points": observer.points()}),
-    )
+    let history = json!({"placed": placed, "outcome": q.outcome, "line": q.outcome.line(),
+        "stopped": inputs.stopped, "restore_after_halt": inputs.restored,
+        "points": observer.points()});
+    Ok(super::Ran {
+        schedule,
+        placement: placed.placement(hold, &observer.points()),
+        object: format!("qualification {}/{}", ctx.namespace, plan.run_id),
+        history,
+        trace: Trace::Qualification {
+            record: Box::new(q),
+            inputs,
+        },
+    })
 }

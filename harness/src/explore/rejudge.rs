@@ -15,53 +15,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::evidence::bundle::Verdict;
-use crate::evidence::invariants::restore::RestoreTrace;
-use crate::evidence::invariants::{BackupTrace, Judged};
+use crate::evidence::invariants::Judged;
+use crate::evidence::invariants::schedule::{Trace, judge};
 use crate::evidence::report::matrix::{self, Matrix, Schedule};
 
+pub use crate::evidence::invariants::schedule::{JUDGEMENT_INPUTS, QualifyInputs, TRACE};
 pub use crate::evidence::place::{PLACEMENT, Placement};
-/// Artifact: a backup's or a restore's trace.
-pub const TRACE: &str = "trace.json";
-/// Artifact: what a qualification schedule's judgement read besides its record.
-pub const JUDGEMENT_INPUTS: &str = "judgement-inputs.json";
-
-/// A qualification schedule's judgement inputs besides its `qualification.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QualifyInputs {
-    /// The error the procedure stopped on, if it did.
-    pub stopped: Option<String>,
-    /// What was done to the run.
-    pub perturbation: crate::evidence::invariants::outcome::Perturbation,
-    /// The Restore after a halt: `None` when none was run, else its last phase.
-    pub restored: Option<Option<String>>,
-    /// The invariants that apply.
-    pub invariants: Vec<String>,
-}
-
-/// The qualification schedule's verdicts from its record and inputs, as the run judged them.
-pub fn judge_qualification(
-    q: &crate::evidence::qualification::Qualification,
-    inputs: &QualifyInputs,
-) -> Vec<Judged> {
-    use crate::evidence::invariants::{self, LIVENESS, qualification};
-    let mut violations =
-        qualification::judge(q, inputs.stopped.as_deref(), Some(&inputs.perturbation));
-    if let Some(phase) = &inputs.restored {
-        violations.extend(qualification::restore_after_halt(phase.as_deref()));
-    }
-    let ids: Vec<&str> = inputs.invariants.iter().map(String::as_str).collect();
-    invariants::judge_each(&ids, &violations, |id| {
-        (id == LIVENESS && inputs.restored.is_none()).then(|| {
-            format!(
-                "no Restore of the source was run after the qualification: it did not halt ({})",
-                inputs.stopped.clone().unwrap_or_else(|| q.outcome.line())
-            )
-        })
-    })
-}
 
 /// An exploration judged again.
 #[derive(Debug)]
@@ -164,26 +124,13 @@ pub fn rejudge(bundle: &Path) -> Result<Rejudged, String> {
             out.labels.insert(op.to_string(), placement.points.clone());
             continue;
         }
-        let judged = if let Some(b) = read(TRACE)? {
-            let v = parse(&b, TRACE)?;
-            if v.get("backup").is_some() {
-                let t: BackupTrace = serde_json::from_value(v)
-                    .map_err(|e| format!("{name}: {TRACE} is no backup trace: {e}"))?;
-                Some(t.judge())
-            } else {
-                let t: RestoreTrace = serde_json::from_value(v)
-                    .map_err(|e| format!("{name}: {TRACE} is no restore trace: {e}"))?;
-                Some(t.judge())
-            }
-        } else if let (Some(q), Some(i)) = (read("qualification.json")?, read(JUDGEMENT_INPUTS)?) {
-            let q = serde_json::from_value(parse(&q, "qualification.json")?)
-                .map_err(|e| format!("{name}: qualification.json: {e}"))?;
-            let i: QualifyInputs = serde_json::from_value(parse(&i, JUDGEMENT_INPUTS)?)
-                .map_err(|e| format!("{name}: {JUDGEMENT_INPUTS}: {e}"))?;
-            Some(judge_qualification(&q, &i))
-        } else {
-            None
-        };
+        let trace = Trace::from_artifacts(read).map_err(|e| format!("{name}: {e}"))?;
+        // Judged again with what it was judged with: what was done to the run and the
+        // reference end state its trace keeps.
+        let judged = trace.map(|mut trace| {
+            let (schedule, reference) = trace.judged_with();
+            judge(schedule.as_ref(), &mut trace, reference.as_ref())
+        });
         match judged {
             // A schedule that did not finish recorded no judgement: it stands as it ended.
             Some(judged) if case.summary.verdict != Verdict::Interrupted => {

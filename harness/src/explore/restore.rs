@@ -264,12 +264,11 @@ async fn prepare(ctx: &CaseContext<'_>) -> Result<Prepared, CaseError> {
 
 /// Runs one restore schedule; `hold` is the write (its label and occurrence) and
 /// fault, `None` for the reference run. The observer must be the cluster's request hook.
-pub async fn schedule(
+pub(crate) async fn schedule(
     ctx: &CaseContext<'_>,
     observer: Arc<Observer>,
     hold: Option<&(super::Place, Fault)>,
-    reference: Option<crate::evidence::invariants::outcome::EndState>,
-) -> Result<(), CaseError> {
+) -> Result<super::Ran, CaseError> {
     observer.watch(&ctx.namespace);
     let Prepared {
         all,
@@ -332,44 +331,17 @@ pub async fn schedule(
         faults_stopped_at,
         bound_ms: ctx.bounds.settle.as_millis() as u64,
         observed_until: jiff::Timestamp::now(),
-        perturbation: Some(placed.perturbation(super::Operation::Restore, hold)),
-        reference_end: reference,
+        perturbation: None,
+        reference_end: None,
     };
-    judge(
-        ctx,
-        &trace,
-        placed.placement(hold, &observer.points()),
-        json!({"placed": placed, "settled": settled, "snapshot": saved, "newer_snapshot": later,
-               "points": observer.points()}),
-    )
-}
-
-/// Stores the trace beside the schedule's receipts and assesses one check per invariant from
-/// its verdict, the schedule not placed when its fault never landed.
-fn judge(
-    ctx: &CaseContext<'_>,
-    trace: &RestoreTrace,
-    placement: super::rejudge::Placement,
-    observed: Value,
-) -> Result<(), CaseError> {
-    ctx.recorder.artifact(
-        super::rejudge::TRACE,
-        &serde_json::to_vec_pretty(trace).unwrap_or_default(),
-    )?;
-    ctx.uses("every committed state of the Restore and its worker pods (API server commit order)");
-    ctx.uses(
-        "every path of the server's claims (digests) as backed up, before and after the restore",
-    );
-    ctx.uses("PVC UIDs");
-    ctx.uses("GameServer spec.suspend and status.idle");
-    super::assess_judged(
-        ctx,
-        &format!("restore {}/{RESTORE}", ctx.namespace),
-        "the schedule's trace",
-        &trace.judge(),
-        placement,
-        observed,
-    )
+    Ok(super::Ran {
+        schedule: placed.perturbation(super::Operation::Restore, hold),
+        placement: placed.placement(hold, &observer.points()),
+        object: format!("restore {}/{RESTORE}", ctx.namespace),
+        history: json!({"placed": placed, "settled": settled, "snapshot": saved,
+                        "newer_snapshot": later, "points": observer.points()}),
+        trace: crate::evidence::invariants::schedule::Trace::Restore(Box::new(trace)),
+    })
 }
 
 /// The invariants' view of the Restore's and its worker pods' committed states.
