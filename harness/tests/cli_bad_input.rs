@@ -509,6 +509,11 @@ fn explore_regressions_and_its_selftest_refuse_bad_input_by_name() {
         ]),
         &["leave out --from"],
     );
+    // A shard that is not one of N.
+    assert_one_line_error(
+        &run(&["explore", "--shard", "5/4"]),
+        &["5/4", "K/N", "--shard 2/4"],
+    );
     // A mutant no invariant names.
     assert_one_line_error(
         &run(&["selftest", "--explore", "--mutant", "no-such-mutant"]),

@@ -20,6 +20,7 @@ fn config(reports: &Path) -> ExploreConfig {
         parallel: 4,
         mutant: None,
         case_bound: rehearsal::run::CASE_BOUND,
+        shard: None,
     }
 }
 
@@ -290,6 +291,7 @@ fn signals_config(reports: &Path) -> rehearsal::explore::signals::SignalsConfig 
         run_id: rehearsal::run::new_run_id(),
         case_bound: rehearsal::run::CASE_BOUND,
         rehearse: env!("CARGO_BIN_EXE_rehearse").into(),
+        shard: None,
     }
 }
 
@@ -485,4 +487,54 @@ async fn a_rejudged_exploration_draws_the_same_matrix() {
     std::fs::write(&trace, b"{}").unwrap();
     let e = explore::rejudge::rejudge(&outcome.bundle_dir).unwrap_err();
     assert!(e.contains("not a bundle that verifies"), "{e}");
+}
+
+/// An exploration run in two shards (`--shard 1/2`, `--shard 2/2`), each with its own
+/// reference run: together they run every schedule of the operation exactly once, and their
+/// bundles merge into one report whose matrix counts every schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_shards_run_the_whole_exploration_once_and_merge_into_one_report() {
+    use rehearsal::evidence::place::Shard;
+    use rehearsal::evidence::report::{Format, Report, load::load, render};
+    let reports = tempfile::tempdir().unwrap();
+    let mut ids = Vec::new();
+    let mut bundles = Vec::new();
+    let mut learned = Vec::new();
+    for k in 1..=2 {
+        let outcome = explore::run(ExploreConfig {
+            operations: vec![Operation::LegacyBackup],
+            shard: Some(Shard { k, n: 2 }),
+            ..config(reports.path())
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            outcome.results[0].id,
+            format!("legacy-backup-reference-shard{k}of2")
+        );
+        learned.push(outcome.points[0].1.len());
+        ids.extend(
+            outcome
+                .results
+                .iter()
+                .filter(|r| r.schedule.is_some())
+                .map(|r| r.id.clone()),
+        );
+        bundles.push(load(&outcome.bundle_dir).unwrap());
+    }
+    // Both reference runs learned the same writes (the operation is deterministic), so the
+    // two shards' schedules are the whole list: every write × every fault that applies.
+    assert_eq!(learned[0], learned[1], "the reference runs disagree");
+    let whole = learned[0] * Operation::LegacyBackup.faults().len();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((ids.len(), unique.len()), (whole, whole), "{ids:#?}");
+    let report = Report::merge(bundles, reports.path()).unwrap();
+    let md = render(&report, Format::Markdown);
+    assert!(md.starts_with("# Exploration report"), "{md}");
+    assert!(
+        md.contains(&format!("**{whole} schedules: {whole} ok, 0 violated")),
+        "{md}"
+    );
 }

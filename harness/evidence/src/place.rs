@@ -39,7 +39,7 @@ pub fn reference_labels(
 ) -> BTreeMap<String, Vec<String>> {
     let mut out = BTreeMap::new();
     for case in &bundle.cases {
-        let Some(operation) = case.summary.name.strip_suffix("-reference") else {
+        let Some(operation) = reference_of(&case.summary.name) else {
             continue;
         };
         let placement = case
@@ -189,6 +189,62 @@ pub fn parse(id: &str) -> Option<(&str, Place, &str)> {
     Some((operation, Place { label, occurrence }, column))
 }
 
+/// One share of an exploration's schedules: shard `k` of `n` (from 1). A schedule belongs to
+/// the shard its id hashes to, so `--shard 1/N … N/N` cover every schedule exactly once whatever
+/// order each shard's reference runs listed them in; the share is roughly even.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// Which, from 1.
+    pub k: usize,
+    /// Of how many.
+    pub n: usize,
+}
+
+impl Shard {
+    /// `K/N` with `1 <= K <= N`; the error names the expected form.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let bad = || format!("shard {s:?} is not K/N with 1 <= K <= N (e.g. --shard 2/4)");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (k, n): (usize, usize) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if k == 0 || k > n {
+            return Err(bad());
+        }
+        Ok(Self { k, n })
+    }
+
+    /// Whether schedule `id` is this shard's: the first 8 bytes of its id's SHA-256, modulo
+    /// `n`, is `k - 1`.
+    pub fn holds(&self, id: &str) -> bool {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(id.as_bytes());
+        let mut head = [0u8; 8];
+        head.copy_from_slice(&digest[..8]);
+        u64::from_be_bytes(head) % self.n as u64 == (self.k - 1) as u64
+    }
+
+    /// The suffix its reference runs' case names carry (`-shard2of4`), so the shards' bundles
+    /// merge into one report without two cases of one name.
+    pub fn suffix(&self) -> String {
+        format!("-shard{}of{}", self.k, self.n)
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
+/// The operation a reference run's case name (`<operation>-reference`, or with a shard's
+/// suffix `<operation>-reference-shard2of4`) names; `None` for any other name.
+pub fn reference_of(name: &str) -> Option<&str> {
+    let (operation, rest) = name.split_once("-reference")?;
+    (rest.is_empty() || rest.starts_with("-shard")).then_some(operation)
+}
+
 /// The shape of an id, for errors: `<operation>.<write>.<occurrence>.<fault>` with an example.
 pub const SHAPE: &str = "<operation>.<write>.<occurrence>.<fault> (the write's label with _ for a space, ~ for / and + for *, e.g. backup.patch_backups~status_live.2.game-restart)";
 
@@ -270,6 +326,44 @@ mod tests {
             parse(&signals),
             Some(("qualify-signals-compatible-b1", receipt, "sigint"))
         );
+    }
+
+    #[test]
+    fn the_shards_cover_every_schedule_exactly_once() {
+        let ids: Vec<String> = (1..=400)
+            .map(|n| {
+                id(
+                    "backup",
+                    &Place {
+                        label: "create jobs".into(),
+                        occurrence: n,
+                    },
+                    "game-restart",
+                )
+            })
+            .collect();
+        let shards: Vec<Shard> = (1..=4).map(|k| Shard { k, n: 4 }).collect();
+        for id in &ids {
+            assert_eq!(shards.iter().filter(|s| s.holds(id)).count(), 1, "{id}");
+        }
+        // Roughly even: each holds between a sixth and a third of them.
+        for s in &shards {
+            let held = ids.iter().filter(|id| s.holds(id)).count();
+            assert!((66..=133).contains(&held), "{s}: {held}");
+        }
+        assert!(ids.iter().all(|id| Shard { k: 1, n: 1 }.holds(id)));
+        assert_eq!(Shard::parse("2/4"), Ok(Shard { k: 2, n: 4 }));
+        for bad in ["0/4", "5/4", "4", "a/b", "1/0", ""] {
+            assert!(Shard::parse(bad).unwrap_err().contains("K/N"), "{bad}");
+        }
+        assert_eq!(Shard { k: 2, n: 4 }.suffix(), "-shard2of4");
+        assert_eq!(reference_of("backup-reference"), Some("backup"));
+        assert_eq!(
+            reference_of("stopped-backup-reference-shard2of4"),
+            Some("stopped-backup")
+        );
+        assert_eq!(reference_of("backup.create_jobs.1.game-restart"), None);
+        assert_eq!(reference_of("backup-referenced"), None);
     }
 
     #[test]

@@ -152,3 +152,76 @@ fn the_html_report_shows_each_operations_point_by_fault_matrix() {
     let report = Report::merge(vec![load(&plain).unwrap()], dir.path()).unwrap();
     assert!(!render(&report, Format::Html).contains("Exploration"));
 }
+
+/// An exploration run as four shards (`rehearse explore --shard K/4`: each with its own
+/// reference runs, named with the shard) merges into the same matrix as one run of it.
+#[test]
+fn four_shard_bundles_merge_into_the_matrix_of_one_run() {
+    use rehearsal_evidence::place::{Place, Shard, id};
+    let labels = [
+        "create jobs",
+        "patch backups/status live",
+        "create jobs",
+        "patch backups live",
+    ];
+    let mut schedules = Vec::new();
+    for (op, faults) in [
+        (
+            "backup",
+            &["game-restart", "pod-replaced", "agent-restart"][..],
+        ),
+        ("restore", &["restore-deleted", "operator-restart"][..]),
+    ] {
+        for (i, place) in Place::all(&labels).into_iter().enumerate() {
+            for (j, fault) in faults.iter().enumerate() {
+                let name = id(op, &place, fault);
+                schedules.push(match (i + j) % 4 {
+                    0 => schedule(&name, Verdict::Failed, &["drain"]),
+                    1 => because(&name, "not placed: the operation ended first"),
+                    _ => schedule(&name, Verdict::Passed, &[]),
+                });
+            }
+        }
+    }
+    let reference = |op: &str, suffix: &str| {
+        let mut r = schedule(&format!("{op}-reference{suffix}"), Verdict::Passed, &[]);
+        r.placement = Some(labels.iter().map(|l| l.to_string()).collect());
+        r
+    };
+    let matrix_of = |md: &str| {
+        md[md.find("## Exploration: point × fault").expect("a matrix")
+            ..md.find("## Verdicts").unwrap()]
+            .to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    let mut all = vec![reference("backup", ""), reference("restore", "")];
+    all.extend(schedules.iter().cloned());
+    support::write_bundle(&one, support::meta("one", "amd64"), &all, None);
+    let whole = Report::merge(vec![load(&one).unwrap()], dir.path()).unwrap();
+    let mut shards = Vec::new();
+    for k in 1..=4 {
+        let shard = Shard { k, n: 4 };
+        let mut cases = vec![
+            reference("backup", &shard.suffix()),
+            reference("restore", &shard.suffix()),
+        ];
+        cases.extend(schedules.iter().filter(|c| shard.holds(&c.name)).cloned());
+        let path = dir.path().join(format!("shard-{k}"));
+        support::write_bundle(
+            &path,
+            support::meta(&format!("shard-{k}"), "amd64"),
+            &cases,
+            None,
+        );
+        shards.push(load(&path).unwrap());
+    }
+    let merged = Report::merge(shards, dir.path()).unwrap();
+    let (a, b) = (
+        matrix_of(&render(&whole, Format::Markdown)),
+        matrix_of(&render(&merged, Format::Markdown)),
+    );
+    assert_eq!(a, b);
+    assert!(a.contains("**20 schedules: "), "{a}");
+    assert!(a.contains("| p02 | `create jobs #2` |"), "{a}");
+}

@@ -64,6 +64,11 @@ pub struct ExploreArgs {
     /// The signal patterns it places (repeatable; default: all four).
     #[arg(long = "signal", value_enum, requires = "qualify_signals")]
     pub signals: Vec<explore::signals::Pattern>,
+    /// Run only shard K of N (`--shard 2/4`): every reference run, then the schedules whose
+    /// ids hash to this shard, so `1/N … N/N` cover every schedule exactly once; `rehearse
+    /// report` merges the shards' bundles into one matrix.
+    #[arg(long, value_name = "K/N", value_parser = crate::evidence::place::Shard::parse)]
+    pub shard: Option<crate::evidence::place::Shard>,
 }
 
 /// Runs `rehearse explore`.
@@ -113,6 +118,7 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         parallel: args.parallel.max(1),
         mutant: args.mutant.clone(),
         case_bound: crate::run::CASE_BOUND,
+        shard: args.shard,
     };
     let outcome = explore::run(config).await.map_err(run_error)?;
     for operation in operations {
@@ -263,6 +269,7 @@ async fn run_signals(args: ExploreArgs) -> Result<(), CliError> {
         run_id: crate::run::new_run_id(),
         case_bound: crate::run::CASE_BOUND,
         rehearse,
+        shard: args.shard,
     };
     let outcome = signals::run(config).await.map_err(run_error)?;
     for (variant, _) in &outcome.points {
@@ -411,6 +418,7 @@ async fn explore_mutant(
             parallel: EMBEDDED_PARALLEL,
             mutant: Some(mutant.to_string()),
             case_bound: crate::run::CASE_BOUND,
+            shard: None,
         };
         let outcome = explore::run(config).await.map_err(run_error)?;
         kill.operations.push(operation.as_str().to_string());

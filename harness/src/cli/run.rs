@@ -711,6 +711,7 @@ async fn bench_explore(args: &BenchArgs) -> Result<(), CliError> {
             parallel: args.parallel.slots(&args.target),
             mutant: None,
             case_bound: run::CASE_BOUND,
+            shard: None,
         })
         .await
         .map_err(run_error)?;
@@ -779,6 +780,7 @@ async fn bench_signals(args: &BenchArgs) -> Result<(), CliError> {
             run_id: format!("bench-signals-{}-{i}", run::new_run_id()),
             case_bound: run::CASE_BOUND,
             rehearse: rehearse.clone(),
+            shard: None,
         })
         .await
         .map_err(run_error)?;

@@ -120,7 +120,7 @@ pub fn rejudge(bundle: &Path) -> Result<Rejudged, String> {
                 .map_err(|e| format!("{name}: {PLACEMENT}: {e}"))?,
             None => Placement::default(),
         };
-        if let Some((op, _)) = name.rsplit_once("-reference") {
+        if let Some(op) = crate::evidence::place::reference_of(name) {
             out.labels.insert(op.to_string(), placement.points.clone());
             continue;
         }

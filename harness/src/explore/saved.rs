@@ -111,9 +111,18 @@ impl SavedSchedule {
 /// BUNDLE`). The error is one line naming what is missing.
 pub fn from_bundle(dir: &Path, id: &str) -> Result<SavedSchedule, String> {
     let schedule = Schedule::parse(id)?;
+    let operation = schedule.operation.as_str();
+    // A shard's reference run carries the shard in its name.
+    let reference = std::fs::read_dir(dir.join("cases"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| crate::evidence::place::reference_of(n) == Some(operation))
+        .unwrap_or_else(|| format!("{operation}-reference"));
     let path = dir
         .join("cases")
-        .join(format!("{}-reference", schedule.operation.as_str()))
+        .join(reference)
         .join("artifacts")
         .join(super::rejudge::PLACEMENT);
     let bytes = std::fs::read(&path).map_err(|e| {

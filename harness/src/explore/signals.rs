@@ -219,6 +219,8 @@ pub struct SignalsConfig {
     pub case_bound: Duration,
     /// The `rehearse` binary each schedule runs `qualify` with.
     pub rehearse: PathBuf,
+    /// Run only this shard's share of the schedules (every reference run still runs).
+    pub shard: Option<crate::evidence::place::Shard>,
 }
 
 /// How one schedule (or reference run) ended.
@@ -332,7 +334,7 @@ pub async fn run(config: SignalsConfig) -> Result<SignalsOutcome, RunError> {
     let mut unplaced = Vec::new();
     if schedules.is_empty() {
         for &variant in &variants {
-            let id = format!("{OPERATION}-{}-reference", variant.as_str());
+            let id = reference_id(variant, config.shard);
             let (ended, learned) =
                 on_own_cluster(&bundle, &id, &options, &config, variant, None).await?;
             println!(
@@ -358,6 +360,9 @@ pub async fn run(config: SignalsConfig) -> Result<SignalsOutcome, RunError> {
         if let Some(limit) = config.limit {
             schedules = spread(schedules, limit);
         }
+    }
+    if let Some(shard) = config.shard {
+        schedules.retain(|s| shard.holds(&s.id()));
     }
     let total = schedules.len();
     for (i, s) in schedules.into_iter().enumerate() {
@@ -394,6 +399,15 @@ pub async fn run(config: SignalsConfig) -> Result<SignalsOutcome, RunError> {
         points,
         results,
     })
+}
+
+/// The case name of `variant`'s reference run (in `shard`, with its suffix).
+fn reference_id(variant: Variant, shard: Option<crate::evidence::place::Shard>) -> String {
+    format!(
+        "{OPERATION}-{}-reference{}",
+        variant.as_str(),
+        shard.map(|s| s.suffix()).unwrap_or_default()
+    )
 }
 
 /// The variants a run explores: those the saved regressions name, or those asked for (all
