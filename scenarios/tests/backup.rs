@@ -23,6 +23,11 @@ fn live_backup_pod_replaced_during_preparation() {
 }
 
 #[test]
+fn live_backup_job_create_conflicted() {
+    rehearse("live_backup_job_create_conflicted");
+}
+
+#[test]
 fn live_backup_game_not_running_yet() {
     rehearse("live_backup_game_not_running_yet");
 }

@@ -7,6 +7,11 @@
 //! the operator's k-th write until a fault has landed makes "the fault lands between the
 //! operator's writes k-1 and k" a deterministic schedule.
 //!
+//! The future answers how the request goes on: [`Answer::Proceed`] applies it as sent;
+//! [`Answer::Conflict`] refuses it with `409 Conflict` as if another writer had just updated the
+//! object — the object is committed again with a new resourceVersion (its content unchanged), so
+//! a client that re-reads sees it moved — the way a write loses an optimistic-concurrency race.
+//!
 //! [`RequestHook::committed`] is called for every change the store commits, in commit
 //! (resourceVersion) order, under the store's lock, with the wall-clock time of the commit: one
 //! totally ordered history of what every client (operator, kubelet, controllers, the harness)
@@ -36,6 +41,16 @@ pub struct WriteRequest {
     pub name: Option<String>,
 }
 
+/// How a mutating request goes on once the hook's future resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Answer {
+    /// Apply it as sent.
+    #[default]
+    Proceed,
+    /// Refuse it with `409 Conflict`, the object's resourceVersion moved by another writer.
+    Conflict,
+}
+
 /// One committed change.
 #[derive(Debug, Clone, Copy)]
 pub struct Change<'a> {
@@ -55,8 +70,9 @@ pub struct Change<'a> {
 
 /// What a harness attaches with [`crate::ApiServer::set_hook`].
 pub trait RequestHook: Send + Sync + 'static {
-    /// Called before a mutating request is applied; the request waits for the future.
-    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()>;
+    /// Called before a mutating request is applied; the request waits for the future, which
+    /// answers how it goes on.
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, Answer>;
     /// Called for every committed change, in commit order, under the store's lock.
     fn committed(&self, change: Change<'_>);
 }

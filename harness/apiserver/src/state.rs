@@ -526,6 +526,16 @@ impl State {
         self.uids.remove(meta::uid(old));
     }
 
+    /// Commits object `name` again, its content unchanged, with a new resourceVersion (a
+    /// `MODIFIED` event): what another writer's update looks like to everyone else. A missing
+    /// object is left alone.
+    pub fn touch(&mut self, info: &ResourceInfo, ns: &str, name: &str) {
+        let r = Self::obj_ref(info, ns, name);
+        if let Some(old) = self.lookup(&r).cloned() {
+            self.put(&r, (*old).clone(), Some(old));
+        }
+    }
+
     /// Stores `obj` with a new resourceVersion and emits the event.
     fn put(&mut self, r: &ObjRef, mut obj: Value, old: Option<Arc<Value>>) -> Arc<Value> {
         if self.dry_run {

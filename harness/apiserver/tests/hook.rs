@@ -11,7 +11,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use rehearsal_apiserver::{Change, RequestHook, WriteRequest};
+use rehearsal_apiserver::{Answer, Change, RequestHook, WriteRequest};
 use serde_json::json;
 use tokio::sync::{Notify, oneshot};
 
@@ -28,17 +28,25 @@ struct Recorder {
 }
 
 impl RequestHook for Recorder {
-    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()> {
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, Answer> {
         let hold = write.name.as_deref() == Some("held") && write.verb == "patch";
+        let conflict = write.name.as_deref() == Some("conflicted") && write.verb == "patch";
         self.writes.lock().unwrap().push(write);
+        if conflict {
+            return futures::future::ready(Answer::Conflict).boxed();
+        }
         if !hold {
-            return futures::future::ready(()).boxed();
+            return futures::future::ready(Answer::Proceed).boxed();
         }
         if let Some(tx) = self.arrived.lock().unwrap().take() {
             let _ = tx.send(());
         }
         let release = self.release.clone();
-        async move { release.notified().await }.boxed()
+        async move {
+            release.notified().await;
+            Answer::Proceed
+        }
+        .boxed()
     }
 
     fn committed(&self, change: Change<'_>) {
@@ -157,4 +165,51 @@ async fn committed_changes_arrive_in_order_with_their_time() {
         .await
         .unwrap();
     assert_eq!(hook.changes.lock().unwrap().len(), n);
+}
+
+/// A write the hook answers `Conflict` is refused with 409, as if another writer had just
+/// updated the object: its resourceVersion moved (a MODIFIED change committed, everyone
+/// watching sees it), its content did not, and the write is not applied.
+#[tokio::test]
+async fn a_conflicted_write_is_refused_and_the_object_moves_on() {
+    let (server, client) = start().await;
+    let hook = Arc::new(Recorder::default());
+    server.set_hook(Some(hook.clone()));
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let created = cms
+        .create(&PostParams::default(), &configmap("conflicted"))
+        .await
+        .unwrap();
+    let refused = cms
+        .patch(
+            "conflicted",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"a": "2"}})),
+        )
+        .await
+        .unwrap_err();
+    match refused {
+        kube::Error::Api(e) => {
+            assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"), "{e:?}");
+            assert!(e.message.contains("has been modified"), "{e:?}");
+        }
+        other => panic!("not a 409: {other:?}"),
+    }
+    let now = cms.get("conflicted").await.unwrap();
+    assert_eq!(now.data, created.data, "the refused write was not applied");
+    let (before, after): (u64, u64) = (
+        created.metadata.resource_version.unwrap().parse().unwrap(),
+        now.metadata.resource_version.unwrap().parse().unwrap(),
+    );
+    assert!(
+        after > before,
+        "the resourceVersion moved: {before} -> {after}"
+    );
+    let changes = hook.changes.lock().unwrap().clone();
+    assert!(
+        changes.iter().any(|(rv, _, _, kind, name)| *rv == after
+            && kind == "MODIFIED"
+            && name == "conflicted"),
+        "{changes:?}"
+    );
 }

@@ -88,6 +88,10 @@ faults! {
     RepositoryUnreachable = "repository-unreachable", Changes;
     /// The repository refuses every call: its Secret's password is changed to a wrong one.
     RepositoryWrongPassword = "repository-wrong-password", Changes;
+    /// The operator's write is refused with `409 Conflict`, as if another writer had just
+    /// updated the object (its resourceVersion moves, its content does not): the operator must
+    /// re-read and redo, ending as it would have.
+    WriteConflict = "write-conflict", Transparent;
 }
 
 impl Fault {
@@ -266,6 +270,7 @@ const RUNNING_BACKUP: &[Fault] = &[
     OperatorRestart,
     RepositoryUnreachable,
     RepositoryWrongPassword,
+    WriteConflict,
 ];
 
 /// The faults of a backup of a server without a pod: it is started, not restarted.
@@ -275,6 +280,7 @@ const STOPPED_BACKUP: &[Fault] = &[
     OperatorRestart,
     RepositoryUnreachable,
     RepositoryWrongPassword,
+    WriteConflict,
 ];
 
 operations! {
@@ -313,7 +319,7 @@ operations! {
         // Faults that need a running game have nothing to act on at the points before it runs:
         // the operator's restart (its deadline must hold), a deletion and the repository are
         // what can happen while preparation waits.
-        faults: &[BackupDeleted, OperatorRestart, RepositoryWrongPassword],
+        faults: &[BackupDeleted, OperatorRestart, RepositoryWrongPassword, WriteConflict],
         ends: Ends::Succeeded(Some("Quiesced")),
         judges: Backup,
     }
@@ -322,7 +328,15 @@ operations! {
     OldAgentBackup = "old-agent-backup" {
         setup: Setup::Backup(Source::OldAgent),
         // The repository is never reached: each fails before a copy exists.
-        faults: &[GameRestart, AgentRestart, AgentDown, PodReplaced, BackupDeleted, OperatorRestart],
+        faults: &[
+            GameRestart,
+            AgentRestart,
+            AgentDown,
+            PodReplaced,
+            BackupDeleted,
+            OperatorRestart,
+            WriteConflict,
+        ],
         ends: Ends::Refused("IdentityPreflightFailed"),
         judges: Backup,
     }
@@ -333,14 +347,20 @@ operations! {
         // Not deleted: the older operator's record carries no finalizer of this one, so a
         // deletion before this operator's first write removes the only record of what is owed,
         // which no operator could then pay.
-        faults: &[GameRestart, AgentRestart, AgentDown, PodReplaced, OperatorRestart],
+        faults: &[GameRestart, AgentRestart, AgentDown, PodReplaced, OperatorRestart, WriteConflict],
         ends: Ends::Refused("LegacyPreparation"),
         judges: Backup,
     }
     /// A restore of a stopped server's world and extra claims from its Backup.
     Restore = "restore" {
         setup: Setup::Restore,
-        faults: &[RestoreDeleted, OperatorRestart, RepositoryUnreachable, RepositoryWrongPassword],
+        faults: &[
+            RestoreDeleted,
+            OperatorRestart,
+            RepositoryUnreachable,
+            RepositoryWrongPassword,
+            WriteConflict,
+        ],
         ends: Ends::Succeeded(None),
         judges: Restore,
     }
@@ -349,7 +369,7 @@ operations! {
         setup: Setup::Qualify(Variant::Good),
         // Faults on the source member and the operator, which change no member's pod or claims
         // by themselves (what the qualification invariant compares).
-        faults: &[GameRestart, AgentRestart, OperatorRestart],
+        faults: &[GameRestart, AgentRestart, OperatorRestart, WriteConflict],
         ends: Ends::Promoted,
         judges: Qualify,
     }
@@ -361,21 +381,21 @@ operations! {
         // gate), so the operator's restart is what they add at each point. (After an
         // unpullable candidate's halt the source is stopped for its restore: no agent to
         // restart.)
-        faults: &[OperatorRestart],
+        faults: &[OperatorRestart, WriteConflict],
         ends: Ends::HaltedOnClone(gates::IMAGE),
         judges: QualifyThenRestore,
     }
     /// A qualification of a good candidate whose module bundle is served as pinned.
     QualifyModule = "qualify-module" {
         setup: Setup::Qualify(Variant::Module),
-        faults: &[OperatorRestart],
+        faults: &[OperatorRestart, WriteConflict],
         ends: Ends::Promoted,
         judges: Qualify,
     }
     /// A qualification of a good candidate whose bundle's tag was moved after it was pinned.
     QualifyModuleMoved = "qualify-module-moved" {
         setup: Setup::Qualify(Variant::ModuleMoved),
-        faults: &[OperatorRestart],
+        faults: &[OperatorRestart, WriteConflict],
         ends: Ends::HaltedOnClone(gates::MODULE),
         judges: Qualify,
     }

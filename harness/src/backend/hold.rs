@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rehearsal_embedded::{Change, RequestHook, WriteRequest};
+use rehearsal_embedded::{Answer, Change, RequestHook, WriteRequest};
 use tokio::sync::oneshot;
 
 /// The write a case holds: its verb, resource, object name, and whether the operator under
@@ -94,7 +94,7 @@ impl Holds {
 }
 
 impl RequestHook for Holds {
-    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()> {
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, Answer> {
         let exploration = self
             .exploration
             .lock()
@@ -112,12 +112,17 @@ impl RequestHook for Holds {
         };
         let held = held.map(|p| p.waiting.arrive(write));
         async move {
-            if let Some(f) = exploration {
-                f.await;
+            let mut answer = match exploration {
+                Some(f) => f.await,
+                None => Answer::Proceed,
+            };
+            // A case's hold may refuse the write too.
+            if let Some(released) = held
+                && released.await
+            {
+                answer = Answer::Conflict;
             }
-            if let Some(released) = held {
-                released.await;
-            }
+            answer
         }
         .boxed()
     }
@@ -140,7 +145,8 @@ impl RequestHook for Holds {
 pub struct Hold<T> {
     label: String,
     reached: Option<oneshot::Receiver<T>>,
-    release: Option<oneshot::Sender<()>>,
+    /// `true`: let it go on refused.
+    release: Option<oneshot::Sender<bool>>,
 }
 
 impl<T> Hold<T> {
@@ -176,7 +182,16 @@ impl<T> Hold<T> {
     /// Lets it go on.
     pub fn release(&mut self) {
         if let Some(tx) = self.release.take() {
-            let _ = tx.send(());
+            let _ = tx.send(false);
+        }
+    }
+
+    /// Lets it go on refused: a held write is answered `409 Conflict`, as if another writer
+    /// had just updated its object (the `write-conflict` fault). (A repository request goes on
+    /// as released.)
+    pub fn refuse_with_conflict(&mut self) {
+        if let Some(tx) = self.release.take() {
+            let _ = tx.send(true);
         }
     }
 }
@@ -187,7 +202,7 @@ pub type WriteHold = Hold<WriteRequest>;
 /// Where a [`Hold`]'s thing passes: told it arrived, it waits for the release.
 pub(crate) struct Waiting<T> {
     reached: oneshot::Sender<T>,
-    release: oneshot::Receiver<()>,
+    release: oneshot::Receiver<bool>,
 }
 
 impl<T> Waiting<T> {
@@ -197,15 +212,12 @@ impl<T> Waiting<T> {
     }
 
     /// Tells the case `what` arrived; the returned future ends once the case releases it (or
-    /// drops its hold, or already had): the held thing goes on either way.
-    pub(crate) fn arrive(self, what: T) -> impl std::future::Future<Output = ()> {
+    /// drops its hold, or already had): the held thing goes on either way, refused (`true`)
+    /// only when the case said so.
+    pub(crate) fn arrive(self, what: T) -> impl std::future::Future<Output = bool> {
         let told = self.reached.send(what).is_ok();
         let release = self.release;
-        async move {
-            if told {
-                let _ = release.await;
-            }
-        }
+        async move { told && release.await.unwrap_or(false) }
     }
 }
 
@@ -280,7 +292,22 @@ mod tests {
         holds.before_write(write("admin", "patch", "mc-b")).await;
         assert!((&mut first).now_or_never().is_none(), "still held");
         hold.release();
-        first.await;
+        assert_eq!(first.await, Answer::Proceed);
+    }
+
+    #[tokio::test]
+    async fn a_refused_hold_answers_its_write_with_a_conflict() {
+        let holds = Holds::default();
+        let mut hold = holds.hold("ns", wanted());
+        let first = holds.before_write(write("admin", "patch", "mc-b"));
+        assert!(hold.reached().await.is_some());
+        hold.refuse_with_conflict();
+        assert_eq!(first.await, Answer::Conflict);
+        // Only that write: the next goes on.
+        assert_eq!(
+            holds.before_write(write("admin", "patch", "mc-b")).await,
+            Answer::Proceed
+        );
     }
 
     #[tokio::test]

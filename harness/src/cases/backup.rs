@@ -554,6 +554,66 @@ pub async fn live_backup_pod_replaced_during_preparation(
     )
 }
 
+/// Live backup, the copy Job's creation refused by a conflict: the operator's create is
+/// answered `409 Conflict` (as if another writer had just got there; nothing was created), so
+/// it must not take the Job for existing: it creates it again, and the Backup Succeeds with
+/// consistency Quiesced. Held and refused by the cluster, so the refusal lands on that write
+/// every time.
+pub async fn live_backup_job_create_conflicted(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    running_server(ctx, FixtureOptions::default()).await?;
+    let mut copy_job = hold_operator_create(ctx, "jobs")?;
+    ctx.step(
+        "create backup",
+        fixture::create_backup(ctx, "live", SERVER, true),
+    )
+    .await?;
+    let held = ctx
+        .step(
+            "hold the copy Job's creation",
+            held_moment(
+                ctx,
+                "live",
+                copy_job.label().to_string(),
+                "copy Job",
+                async {
+                    let w = copy_job.reached().await?;
+                    Some(format!("{} {} by {}", w.verb, w.resource, w.user))
+                },
+            ),
+        )
+        .await?;
+    ctx.step("refuse it with 409 Conflict", async {
+        copy_job.refuse_with_conflict();
+        Ok(json!({"refused": "409 Conflict"}))
+    })
+    .await?;
+    let (backup, job) = backup_finished(ctx, "live").await?;
+    ctx.uses("Backup status (phase, consistency, Completed)");
+    ctx.uses("copy Job");
+    let mut checks = Checks::new();
+    checks.check(
+        "create-refused",
+        held["held"].is_string(),
+        &object(ctx, "job", &job.name),
+        "the operator's create of the copy Job, held by the API server",
+        "held, then answered 409 Conflict",
+        &held,
+    );
+    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
+    checks.check(
+        "copy-job-ran",
+        job.succeeded >= 1,
+        &object(ctx, "job", &job.name),
+        "status.succeeded",
+        ">= 1 (the Job was created again and copied)",
+        job.succeeded,
+    );
+    ctx.assess(
+        checks,
+        json!({"held": held, "backup": backup_observation(&backup), "copy_job": job}),
+    )
+}
+
 /// Live backup, game not running yet: preparation waits within its deadline, then records the
 /// running incarnation and succeeds.
 pub async fn live_backup_game_not_running_yet(ctx: &CaseContext<'_>) -> Result<(), CaseError> {

@@ -55,6 +55,11 @@ pub const CASES: &[Case] = &[
         proves: "live backup, pod replaced during preparation: Backup fails; cleanup never reaches the successor pod",
     },
     Case {
+        name: "live_backup_job_create_conflicted",
+        bucket: "backup",
+        proves: "live backup, the copy Job's creation refused by a conflict (409): the operator creates it again; Backup Succeeded, consistency Quiesced",
+    },
+    Case {
         name: "live_backup_game_not_running_yet",
         bucket: "backup",
         proves: "live backup, game not running yet: preparation waits within its deadline, then records the running incarnation and succeeds",
@@ -209,6 +214,7 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
             backup::live_backup_pod_replaced_during_preparation(ctx).await
         }
         "live_backup_game_not_running_yet" => backup::live_backup_game_not_running_yet(ctx).await,
+        "live_backup_job_create_conflicted" => backup::live_backup_job_create_conflicted(ctx).await,
         "live_backup_older_agent_without_identity_route" => {
             backup::live_backup_older_agent_without_identity_route(ctx).await
         }

@@ -100,6 +100,12 @@ pub(crate) async fn inject(
             .restart_operator()
             .await
             .map_err(|e| CaseError::Setup(format!("restart the operator: {e}")))?,
+        // Not injected into the cluster: the held write itself is answered (place_fault).
+        Fault::WriteConflict => {
+            return Err(CaseError::Setup(
+                "write-conflict is placed by answering the held write, not injected".into(),
+            ));
+        }
         Fault::ServerStarted => {
             let resumed = start_server(ctx, server).await?;
             // Landed once the server's pod exists again (its game may still be starting).
@@ -358,12 +364,21 @@ pub(crate) async fn place_fault<T>(
     match arrived {
         Some(point) => {
             let pod_before = server_pod_uid(ctx, server).await;
-            let injected = ctx
-                .step(
+            let injected = if fault == Fault::WriteConflict {
+                // The held write itself is refused once released: nothing in the cluster
+                // changes before it (the object's resourceVersion moves as it is refused).
+                ctx.step(&format!("inject {fault}"), async {
+                    observer.refuse_with_conflict();
+                    Ok(json!({"refused": "409 Conflict", "write": point.label}))
+                })
+                .await
+            } else {
+                ctx.step(
                     &format!("inject {fault}"),
                     inject(ctx, fault, server, object),
                 )
-                .await;
+                .await
+            };
             placed.fault = match injected {
                 Ok(v) => v,
                 // The server's pod replaced while the fault was injected into it (the

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rehearsal_embedded::{Change, RequestHook, WriteRequest};
+use rehearsal_embedded::{Answer, Change, RequestHook, WriteRequest};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
@@ -74,6 +74,8 @@ pub struct Observer {
     released: watch::Sender<bool>,
     /// `true` once a change of the held write's object was committed after its release.
     applied: watch::Sender<bool>,
+    /// How the held write goes on once released.
+    answer: watch::Sender<Answer>,
 }
 
 impl Default for Observer {
@@ -82,6 +84,7 @@ impl Default for Observer {
             inner: Mutex::default(),
             released: watch::Sender::new(false),
             applied: watch::Sender::new(false),
+            answer: watch::Sender::new(Answer::Proceed),
         }
     }
 }
@@ -119,9 +122,16 @@ impl Observer {
         inner.hold_at = hold_at;
         inner.reached = Some(tx);
         inner.held = None;
+        self.answer.send_replace(Answer::Proceed);
         self.released.send_replace(false);
         self.applied.send_replace(false);
         rx
+    }
+
+    /// Makes the held write, once released, be refused with `409 Conflict` (the object's
+    /// resourceVersion moved by another writer): the `write-conflict` fault.
+    pub fn refuse_with_conflict(&self) {
+        self.answer.send_replace(Answer::Conflict);
     }
 
     /// Lets the held write go (a no-op when none is held).
@@ -191,7 +201,7 @@ impl Observer {
 }
 
 impl RequestHook for Observer {
-    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, ()> {
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, Answer> {
         let mut inner = self.inner();
         let operator_write = write.user.starts_with(OPERATOR_USERS)
             && inner.resources.contains(&write.resource.as_str());
@@ -207,7 +217,7 @@ impl RequestHook for Observer {
             || inner.frozen
             || !(operator_write || worker_change)
         {
-            return futures::future::ready(()).boxed();
+            return futures::future::ready(Answer::Proceed).boxed();
         }
         let point = Point::of(inner.points.len(), &write, inner.workers.as_deref());
         inner.points.push(point.clone());
@@ -221,7 +231,7 @@ impl RequestHook for Observer {
                     == at.occurrence
         });
         if !held {
-            return futures::future::ready(()).boxed();
+            return futures::future::ready(Answer::Proceed).boxed();
         }
         if let Some(tx) = inner.reached.take() {
             let _ = tx.send(point);
@@ -229,8 +239,11 @@ impl RequestHook for Observer {
         inner.held = Some((write.resource.clone(), write.name.clone()));
         // The flag keeps its value, so a release that comes before the wait cannot be missed.
         let mut released = self.released.subscribe();
+        let answer = self.answer.subscribe();
         async move {
             let _ = released.wait_for(|go| *go).await;
+            // Read once released: the fault sets it while the write is held.
+            *answer.borrow()
         }
         .boxed()
     }

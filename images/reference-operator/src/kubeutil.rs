@@ -55,8 +55,31 @@ where
     get_opt(api, &ns, &obj.name_any()).await
 }
 
-/// Creates `obj` unless an object of that name exists (then leaves it untouched).
+/// Creates `obj` unless an object of that name exists (then leaves it untouched). Only a 409
+/// whose reason is `AlreadyExists` says that: a 409 `Conflict` (the write lost a race with
+/// another writer) created nothing, and is an error the reconcile retries.
 pub async fn create_if_absent<K>(api: &Api<K>, obj: &K) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
+{
+    create_unless(api, obj, |s| s.reason == "AlreadyExists").await
+}
+
+/// [`create_if_absent`] as mutant `conflict-taken-for-exists` has it: any 409 is taken for "it
+/// exists already", also a `Conflict` that created nothing.
+pub async fn create_taking_any_conflict_for_exists<K>(api: &Api<K>, obj: &K) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
+{
+    create_unless(api, obj, |_| true).await
+}
+
+/// Creates `obj`; a 409 that `exists` says means the object is there is no error.
+async fn create_unless<K>(
+    api: &Api<K>,
+    obj: &K,
+    exists: impl Fn(&kube::core::Status) -> bool,
+) -> Result<()>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
 {
@@ -73,7 +96,7 @@ where
         .await
     {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 && exists(&s) => Ok(()),
         Err(e) => Err(e).ctx("create", kind::<K>(), &ns, &name),
     }
 }

@@ -104,11 +104,14 @@ pub enum Mutant {
     /// Compares a Module's pin with the bundle layer's digest, not the manifest's: every pinned
     /// bundle is refused as moved.
     BundlePinAgainstLayer,
+    /// Takes any 409 answering its creation of a copy Job for "it exists already", also a
+    /// `Conflict` that created nothing: the copy is then missing.
+    ConflictTakenForExists,
 }
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 45] = [
+    pub const ALL: [Mutant; 46] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
@@ -154,6 +157,7 @@ impl Mutant {
         Mutant::CanaryBlocksRestore,
         Mutant::BundleDigestUnchecked,
         Mutant::BundlePinAgainstLayer,
+        Mutant::ConflictTakenForExists,
     ];
 
     fn entry(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
@@ -183,7 +187,7 @@ impl Mutant {
 /// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
 /// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
 /// never observes against the correct operator.
-const CATALOGUE: [(Mutant, &str, &str, &str); 45] = [
+const CATALOGUE: [(Mutant, &str, &str, &str); 46] = [
     (
         Mutant::IgnoreIncarnation,
         "ignore-incarnation",
@@ -453,6 +457,12 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 45] = [
         "bundle-pin-against-layer",
         "module bundle digest mismatch",
         "a Module pinned to exactly the manifest its tag serves is refused with DigestMismatch (the pin compared with the layer's digest; correct: Ready, appliedDigest the pin, its GameTemplate written)",
+    ),
+    (
+        Mutant::ConflictTakenForExists,
+        "conflict-taken-for-exists",
+        "live backup, copy Job creation refused by a conflict",
+        "a creation of the copy Job answered 409 Conflict is taken for an existing Job: the copy never runs and the Backup ends Failed, reason CopyFailed (correct: the Job is created again and the Backup Succeeds, consistency Quiesced)",
     ),
 ];
 

@@ -63,6 +63,7 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "canary-blocks-restore",
             "bundle-digest-unchecked",
             "bundle-pin-against-layer",
+            "conflict-taken-for-exists",
         ]
     );
 }

@@ -428,16 +428,31 @@ async fn resource(
     if let Some(hook) = hook
         && let Some(verb) = crate::hook::verb_of(&call.method, target.name.is_some())
     {
-        hook.before_write(crate::hook::WriteRequest {
-            user: call.user.name.clone(),
-            verb: verb.to_string(),
-            group: info.group.clone(),
-            resource: info.plural.clone(),
-            subresource: target.sub.map(str::to_string),
-            namespace: target.namespace.unwrap_or("").to_string(),
-            name: target.name.map(str::to_string),
-        })
-        .await;
+        let answer = hook
+            .before_write(crate::hook::WriteRequest {
+                user: call.user.name.clone(),
+                verb: verb.to_string(),
+                group: info.group.clone(),
+                resource: info.plural.clone(),
+                subresource: target.sub.map(str::to_string),
+                namespace: target.namespace.unwrap_or("").to_string(),
+                name: target.name.map(str::to_string),
+            })
+            .await;
+        if answer == crate::hook::Answer::Conflict {
+            // Another writer got there first: the object moves on, this write is refused.
+            let name = target.name.unwrap_or_default();
+            if target.name.is_some() {
+                call.shared
+                    .state()
+                    .touch(&info, target.namespace.unwrap_or(""), name);
+            }
+            return Err(ApiError::conflict(
+                &info,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
+        }
     }
     if info.create_only() {
         return review(&call, &info, &target, body).await;

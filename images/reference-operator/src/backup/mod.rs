@@ -491,6 +491,9 @@ impl<'a> Run<'a> {
             read_only: true,
             script: restic::backup_script(&paths, &tags),
         });
+        if self.ctx.mutant(Mutant::ConflictTakenForExists) {
+            return kubeutil::create_taking_any_conflict_for_exists(&self.jobs, &job).await;
+        }
         kubeutil::create_if_absent(&self.jobs, &job).await
     }
 
