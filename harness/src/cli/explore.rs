@@ -388,8 +388,8 @@ fn mutants_of_invariants() -> Result<Wanted, CliError> {
     Ok(wanted)
 }
 
-/// Explores `mutant` over `operations`, one operation at a time in matrix order, and
-/// stops after the first one on which it broke an `expected` invariant (a mutant is caught once;
+/// Explores `mutant` over `operations`: their reference runs first, then one operation at a time
+/// in matrix order, and stops after the first run in which it broke an `expected` invariant (a mutant is caught once;
 /// exploring the rest would only take time).
 async fn explore_mutant(
     reports: &std::path::Path,
@@ -406,6 +406,26 @@ async fn explore_mutant(
         caught: false,
         bundles: Vec::new(),
     };
+    // First the reference runs alone (no schedule): a mutant that breaks an operation's
+    // unperturbed run is caught there in seconds, without exploring every operation before it.
+    let references = ExploreConfig {
+        operations: operations.to_vec(),
+        faults: Vec::new(),
+        limit: Some(0),
+        replay: Vec::new(),
+        regressions: Vec::new(),
+        reports: reports.to_path_buf(),
+        run_id: crate::run::new_run_id(),
+        parallel: EMBEDDED_PARALLEL,
+        mutant: Some(mutant.to_string()),
+        case_bound: crate::run::CASE_BOUND,
+        shard: None,
+    };
+    let outcome = explore::run(references).await.map_err(run_error)?;
+    record_kill(&mut kill, "references", &outcome);
+    if kill.caught {
+        return Ok(kill);
+    }
     for &operation in operations {
         let config = ExploreConfig {
             operations: vec![operation],
@@ -421,28 +441,33 @@ async fn explore_mutant(
             shard: None,
         };
         let outcome = explore::run(config).await.map_err(run_error)?;
-        kill.operations.push(operation.as_str().to_string());
-        kill.caught_on.extend(
-            outcome
-                .results
-                .iter()
-                .flat_map(|r| r.ended.failed_checks.clone()),
-        );
-        kill.caught_on.sort();
-        kill.caught_on.dedup();
-        kill.schedules += outcome.results.len();
-        kill.violating += outcome
-            .results
-            .iter()
-            .filter(|r| !r.ended.failed_checks.is_empty())
-            .count();
-        kill.bundles.push(outcome.bundle_dir.clone());
-        kill.caught = kill.expected.iter().any(|e| kill.caught_on.contains(e));
+        record_kill(&mut kill, operation.as_str(), &outcome);
         if kill.caught {
             break;
         }
     }
     Ok(kill)
+}
+
+/// Adds what `outcome` (an exploration of `what`) broke to `kill`.
+fn record_kill(kill: &mut ExploreKill, what: &str, outcome: &explore::ExploreOutcome) {
+    kill.operations.push(what.to_string());
+    kill.caught_on.extend(
+        outcome
+            .results
+            .iter()
+            .flat_map(|r| r.ended.failed_checks.clone()),
+    );
+    kill.caught_on.sort();
+    kill.caught_on.dedup();
+    kill.schedules += outcome.results.len();
+    kill.violating += outcome
+        .results
+        .iter()
+        .filter(|r| !r.ended.failed_checks.is_empty())
+        .count();
+    kill.bundles.push(outcome.bundle_dir.clone());
+    kill.caught = kill.expected.iter().any(|e| kill.caught_on.contains(e));
 }
 
 /// `rehearse selftest --explore`: every operator mutant the contract's invariants name (or only
