@@ -12,8 +12,9 @@
 #                                  decisions and batch arithmetic, the PVC identity check (the
 #                                  evidence crate's judge module) — judged by its own tests
 #   scripts/mutants.sh oracle      the exploration's oracle: every invariant (held, violated,
-#                                  unknown), the history → trace conversion, the catalogue's
-#                                  stated endings and a schedule's standing in the matrix — judged by
+#                                  unknown), the history → trace conversion, the one judge of a
+#                                  schedule, the catalogue's stated endings, a schedule's id and
+#                                  shard, and its standing in the matrix — judged by
 #                                  the evidence crate's tests on recorded traces
 #   scripts/mutants.sh harness     qualify gates and cases/observe — judged by the rehearsal
 #                                  crate's tests and the rollout scenario cases (about 300)
@@ -65,7 +66,8 @@ oracle)
   # (harness/evidence/tests/invariants*.rs, way_back.rs, report_explore.rs): seconds per
   # mutant, no cluster. Shard with `-- --shard k/N`.
   files=(harness/evidence/src/invariants.rs 'harness/evidence/src/invariants/*.rs'
-    harness/evidence/src/report/matrix.rs harness/evidence/src/catalogue.rs)
+    harness/evidence/src/report/matrix.rs harness/evidence/src/catalogue.rs
+    harness/evidence/src/place.rs)
   tests=(--test-package rehearsal-evidence)
   ;;
 harness)
