@@ -408,38 +408,14 @@ async fn explore_mutant(
     };
     // First the reference runs alone (no schedule): a mutant that breaks an operation's
     // unperturbed run is caught there in seconds, without exploring every operation before it.
-    let references = ExploreConfig {
-        operations: operations.to_vec(),
-        faults: Vec::new(),
-        limit: Some(0),
-        replay: Vec::new(),
-        regressions: Vec::new(),
-        reports: reports.to_path_buf(),
-        run_id: crate::run::new_run_id(),
-        parallel: EMBEDDED_PARALLEL,
-        mutant: Some(mutant.to_string()),
-        case_bound: crate::run::CASE_BOUND,
-        shard: None,
-    };
+    let references = mutant_config(reports, mutant, operations.to_vec(), Some(0));
     let outcome = explore::run(references).await.map_err(run_error)?;
     record_kill(&mut kill, "references", &outcome);
     if kill.caught {
         return Ok(kill);
     }
     for &operation in operations {
-        let config = ExploreConfig {
-            operations: vec![operation],
-            faults: Vec::new(),
-            limit: None,
-            replay: Vec::new(),
-            regressions: Vec::new(),
-            reports: reports.to_path_buf(),
-            run_id: crate::run::new_run_id(),
-            parallel: EMBEDDED_PARALLEL,
-            mutant: Some(mutant.to_string()),
-            case_bound: crate::run::CASE_BOUND,
-            shard: None,
-        };
+        let config = mutant_config(reports, mutant, vec![operation], None);
         let outcome = explore::run(config).await.map_err(run_error)?;
         record_kill(&mut kill, operation.as_str(), &outcome);
         if kill.caught {
@@ -457,6 +433,28 @@ fn likeliest_first(operations: &mut [Operation], mutant: &str) {
     operations.sort_by_key(|op| {
         std::cmp::Reverse(op.as_str().split('-').filter(|w| words.contains(w)).count())
     });
+}
+
+/// An exploration of `operations` against `mutant` (at most `limit` schedules) into `reports`.
+fn mutant_config(
+    reports: &std::path::Path,
+    mutant: &str,
+    operations: Vec<Operation>,
+    limit: Option<usize>,
+) -> ExploreConfig {
+    ExploreConfig {
+        operations,
+        faults: Vec::new(),
+        limit,
+        replay: Vec::new(),
+        regressions: Vec::new(),
+        reports: reports.to_path_buf(),
+        run_id: crate::run::new_run_id(),
+        parallel: EMBEDDED_PARALLEL,
+        mutant: Some(mutant.to_string()),
+        case_bound: crate::run::CASE_BOUND,
+        shard: None,
+    }
 }
 
 /// Adds what `outcome` (an exploration of `what`) broke to `kill`.
