@@ -13,7 +13,6 @@
 //! `backup.patch_backups~status_live.2.game-restart` is fault `game-restart` before the 2nd
 //! `patch backups/status live` of a backup.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -29,30 +28,6 @@ pub struct Placement {
     /// The labels of the writes its run made, in order (the reference run's are the
     /// operation's points).
     pub points: Vec<String>,
-}
-
-/// The writes each reference run (`<operation>-reference`) of an exploration kept in `bundle`
-/// made, by operation; a reference whose placement cannot be read is left out (its matrix
-/// rows are then in name order).
-pub fn reference_labels(
-    bundle: &crate::report::load::LoadedBundle,
-) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
-    for case in &bundle.cases {
-        let Some(operation) = reference_of(&case.summary.name) else {
-            continue;
-        };
-        let placement = case
-            .artifacts
-            .iter()
-            .find(|a| a.path.ends_with(&format!("/{PLACEMENT}")))
-            .and_then(|a| std::fs::read(bundle.dir.join(&a.path)).ok())
-            .and_then(|b| serde_json::from_slice::<Placement>(&b).ok());
-        if let Some(p) = placement {
-            out.insert(operation.to_string(), p.points);
-        }
-    }
-    out
 }
 
 /// The `occurrence`-th (from 1) write or receipt labelled `label`.

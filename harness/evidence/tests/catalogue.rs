@@ -18,7 +18,8 @@ fn each_operation_has_the_faults_that_can_act_on_it() {
             RestoreDeleted,
             OperatorRestart,
             RepositoryUnreachable,
-            RepositoryWrongPassword
+            RepositoryWrongPassword,
+            WriteConflict
         ]
     );
     // A stopped server is started, never restarted; a running one the other way round.
@@ -28,8 +29,12 @@ fn each_operation_has_the_faults_that_can_act_on_it() {
     }
     assert!(Operation::Backup.faults().contains(&GameRestart));
     assert!(!Operation::Backup.faults().contains(&ServerStarted));
-    assert_eq!(Operation::QualifyModule.faults(), [OperatorRestart]);
-    // Every fault acts on some operation; the operator's restart on every one.
+    assert_eq!(
+        Operation::QualifyModule.faults(),
+        [OperatorRestart, WriteConflict]
+    );
+    // Every fault acts on some operation; the operator's restart and a conflicted write on
+    // every one.
     for f in Fault::ALL {
         assert!(
             OPERATIONS.iter().any(|r| r.faults.contains(f)),
@@ -39,7 +44,7 @@ fn each_operation_has_the_faults_that_can_act_on_it() {
     assert!(
         OPERATIONS
             .iter()
-            .all(|r| r.faults.contains(&OperatorRestart))
+            .all(|r| r.faults.contains(&OperatorRestart) && r.faults.contains(&WriteConflict))
     );
 }
 
@@ -72,11 +77,12 @@ fn each_fault_has_its_class() {
     let class = |f: Fault| f.class();
     assert_eq!(class(Fault::AgentRestart), FaultClass::Transparent);
     assert_eq!(class(Fault::OperatorRestart), FaultClass::Transparent);
+    assert_eq!(class(Fault::WriteConflict), FaultClass::Transparent);
     assert_eq!(class(Fault::AgentDown), FaultClass::KeepsSource);
     for f in FAULTS.iter().map(|r| r.fault).filter(|f| {
         !matches!(
             f,
-            Fault::AgentRestart | Fault::OperatorRestart | Fault::AgentDown
+            Fault::AgentRestart | Fault::OperatorRestart | Fault::WriteConflict | Fault::AgentDown
         )
     }) {
         assert_eq!(class(f), FaultClass::Changes, "{f}");

@@ -206,7 +206,7 @@ impl Report {
         let mut merging = Merging::default();
         let mut point_labels = BTreeMap::new();
         for bundle in &bundles {
-            point_labels.extend(crate::place::reference_labels(bundle));
+            point_labels.extend(reference_labels(bundle));
         }
         for bundle in bundles {
             merging.add(bundle, out_dir)?;
@@ -349,6 +349,28 @@ impl Merging {
 }
 
 /// The cases whose architectures did not all reach the same verdict.
+/// The writes each reference run (`<operation>-reference`) of an exploration kept in `bundle`
+/// made, by operation; a reference whose placement cannot be read is left out (its matrix
+/// rows are then in name order).
+fn reference_labels(bundle: &LoadedBundle) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for case in &bundle.cases {
+        let Some(operation) = crate::place::reference_of(&case.summary.name) else {
+            continue;
+        };
+        let placement = case
+            .artifacts
+            .iter()
+            .find(|a| a.path.ends_with(&format!("/{}", crate::place::PLACEMENT)))
+            .and_then(|a| std::fs::read(bundle.dir.join(&a.path)).ok())
+            .and_then(|b| serde_json::from_slice::<crate::place::Placement>(&b).ok());
+        if let Some(p) = placement {
+            out.insert(operation.to_string(), p.points);
+        }
+    }
+    out
+}
+
 fn disagreements(cases: &[MergedCase], arches: &[String]) -> Vec<Disagreement> {
     cases
         .iter()
