@@ -14,6 +14,7 @@
 //! - [`buckets`]: the bucket manifest and its check against `cargo nextest list`.
 //! - [`cli`]: the `rehearse` command.
 
+pub mod artifacts;
 pub mod backend;
 pub mod buckets;
 pub mod cases;
@@ -24,6 +25,7 @@ pub mod deploy;
 pub mod explore;
 pub use rehearsal_evidence as evidence;
 pub mod faults;
+pub mod fixture;
 pub mod kube_error;
 pub mod mutants;
 pub mod namespaces;

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use rehearsal::cases::fixture::{self, AgentKind, FixtureOptions, Markers};
+use rehearsal::fixture::{self, AgentKind, FixtureOptions, Markers};
 use rehearsal::wait::{await_condition, conditions};
 use rehearsal_apiserver::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT};
 use serde::Serialize;

@@ -80,7 +80,7 @@ fn kind_install_command_lines() {
 /// version or agent added without being loaded would make its pods try a pull on Kind.
 #[test]
 fn kind_loads_every_image_the_case_fixtures_reference() {
-    use rehearsal::cases::fixture::{self, AgentKind, FixtureOptions};
+    use rehearsal::fixture::{self, AgentKind, FixtureOptions};
     let loaded = rehearsal::deploy::images::for_cases();
     let mut referenced = std::collections::BTreeSet::new();
     for agent in [AgentKind::Current, AgentKind::Legacy] {
@@ -137,7 +137,7 @@ const GAMEPLANE_RCON_PROTOCOLS: &[&str] = &[
 /// Minecraft's RCON is the Source RCON protocol.
 #[test]
 fn the_fixture_template_names_an_rcon_protocol_gameplane_accepts() {
-    use rehearsal::cases::fixture::{self, FixtureOptions};
+    use rehearsal::fixture::{self, FixtureOptions};
     let template = fixture::template("t", &FixtureOptions::default());
     let protocol = template
         .spec

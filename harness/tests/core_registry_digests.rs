@@ -16,7 +16,7 @@ use kube::Api;
 use kube::api::PostParams;
 use rehearsal::backend::Backend;
 use rehearsal::backend::embedded::{Embedded, EmbeddedOptions};
-use rehearsal::cases::fixture;
+use rehearsal::fixture;
 use rehearsal::wait::{await_object, conditions};
 use rehearsal_embedded::{Backoff, EmbeddedConfig};
 use serde_json::json;

@@ -222,7 +222,7 @@ fn the_template_repository_opens_with_the_case_password_only() {
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("level.dat"), b"marker-t1").unwrap();
     let out = restic(
-        rehearsal::cases::fixture::RESTIC_PASSWORD,
+        rehearsal::fixture::RESTIC_PASSWORD,
         &["backup", "--json", data.to_str().unwrap()],
     );
     assert!(
@@ -239,7 +239,7 @@ fn the_template_repository_opens_with_the_case_password_only() {
     );
     rehearsal::backend::rest_server::write_template(&repo).unwrap();
     let out = restic(
-        rehearsal::cases::fixture::RESTIC_PASSWORD,
+        rehearsal::fixture::RESTIC_PASSWORD,
         &["snapshots", "--json"],
     );
     assert!(out.status.success());

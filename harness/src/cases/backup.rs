@@ -13,205 +13,15 @@ use gameplane_api::conditions::{reasons, types};
 use gameplane_api::names;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::fixture::{self, AgentKind, FixtureOptions, GameIncarnation};
-use super::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
-use crate::backend::rest_gate::{RepoRequest, RequestHold};
 use crate::context::{CaseContext, CaseError, Checks};
 use crate::evidence::pvc_table::PvcPhase;
 use crate::faults;
-use crate::wait::{Condition, Progress, WaitError, await_object, conditions};
-
-/// The server every backup case runs.
-pub(super) const SERVER: &str = "mc";
-
-/// A Backup reaching a terminal phase (either one): the verdict is the case's to judge.
-pub(super) fn terminal_phase() -> Condition<Backup> {
-    Condition::new("phase Succeeded or Failed", |b: Option<&Backup>| {
-        match b.and_then(|b| b.status.as_ref()).and_then(|s| s.phase) {
-            Some(p) if p.is_terminal() => Progress::Met,
-            _ => Progress::Pending,
-        }
-    })
-}
-
-/// Backup summary written into receipts.
-pub(super) fn backup_observation(b: &Backup) -> Value {
-    json!({
-        "name": b.metadata.name,
-        "phase": backup_field(b, "/status/phase"),
-        "consistency": backup_field(b, "/status/consistency"),
-        "source": serde_json::to_value(b).ok().and_then(|v| v.pointer("/status/source").cloned()),
-        "snapshotID": backup_field(b, "/status/snapshotID"),
-        "message": backup_field(b, "/status/message"),
-        "completed": backup_condition(b, types::COMPLETED),
-        "unquiesced": backup_condition(b, types::UNQUIESCED),
-        "completionTime": backup_field(b, "/status/completionTime"),
-    })
-}
-
-/// Creates Backup `name` (quiesced) and waits for it to end, as step `step`.
-async fn backup_to_end(
-    ctx: &CaseContext<'_>,
-    step: &str,
-    name: &str,
-) -> Result<(Backup, observe::JobState), CaseError> {
-    backup_step(ctx, step, name, true).await
-}
-
-/// The step "await backup finished": waits for Backup `name` to end either way.
-pub(super) async fn backup_finished(
-    ctx: &CaseContext<'_>,
-    name: &str,
-) -> Result<(Backup, observe::JobState), CaseError> {
-    backup_step(ctx, "await backup finished", name, false).await
-}
-
-/// Step `step`: (creates and) awaits Backup `name`, then reads its copy Job (drained or not) at
-/// that moment; the receipt holds the Backup's status and conditions.
-async fn backup_step(
-    ctx: &CaseContext<'_>,
-    step: &str,
-    name: &str,
-    create: bool,
-) -> Result<(Backup, observe::JobState), CaseError> {
-    let (_, b, job) = ctx
-        .step(step, async {
-            if create {
-                fixture::create_backup(ctx, name, SERVER, true).await?;
-            }
-            let (b, job) = await_backup(ctx, name).await?;
-            Ok((backup_observation(&b), b, job))
-        })
-        .await?;
-    // The snapshot the operator reports, typed, so the report lists it without reading the
-    // step's free-form status.
-    if let Some(id) = backup_field(&b, "/status/snapshotID").filter(|id| !id.is_empty()) {
-        ctx.recorder
-            .restic_snapshot(step, &id, json!({"backup": name}))?;
-    }
-    Ok((b, job))
-}
-
-pub(crate) async fn await_backup(
-    ctx: &CaseContext<'_>,
-    name: &str,
-) -> Result<(Backup, observe::JobState), CaseError> {
-    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let b = match await_object(&api, name, terminal_phase(), ctx.bounds.settle).await {
-        Ok(b) => b,
-        // A Backup that never ends is judged on the evidence that exists at the bound (its
-        // last state, the copy Job, the audit log): the verdict names the timeout *and* every
-        // check that state fails, e.g. a `save-off` an older agent should never have received.
-        Err(e @ WaitError::TimedOut { .. }) => {
-            ctx.timed_out(e.to_string());
-            api.get(name)
-                .await
-                .map_err(CaseError::kube("get Backup", object(ctx, "backup", name)))?
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let job = observe::job_state(ctx, &names::backup_job(name)).await?;
-    Ok((b, job))
-}
-
-/// Waits for a held moment of Backup `name`'s operation (`reached` resolves once the cluster
-/// holds it, `None` if it never can), returning what was held; a Backup that ends first fails
-/// the case on the operator: it never made the `what` the case places its fault in.
-pub(super) async fn held_moment<T: Serialize>(
-    ctx: &CaseContext<'_>,
-    name: &str,
-    label: String,
-    what: &str,
-    reached: impl std::future::Future<Output = Option<T>>,
-) -> Result<Value, CaseError> {
-    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    tokio::select! {
-        held = reached => match held {
-            Some(held) => Ok(json!({"held": label, "request": held})),
-            None => Err(CaseError::Setup(format!("the cluster went away before {label}"))),
-        },
-        ended = await_object(&api, name, terminal_phase(), ctx.bounds.settle) => Err(match ended {
-            Ok(b) => CaseError::assertion(
-                object(ctx, "backup", name),
-                label,
-                "to come",
-                format!("the Backup ended {} without it: the operator never made the {what} the case waits for", backup_phase(&b)),
-            ),
-            Err(e) => e.into(),
-        }),
-    }
-}
-
-/// Steps "create backup" (quiesced) and "hold the copy before its snapshot": the copy's last
-/// write to the repository — restic saving the snapshot — is held at the cluster's gate to the
-/// repository ([`crate::backend::rest_gate`]), so when this returns the copy of Backup `name` is
-/// under way (its worker pod running, blocked on that write) every time, on any machine. The
-/// case places its fault, then releases the hold (dropping it releases it too). A Backup that
-/// ends without its copy ever saving a snapshot fails the case: the operator never made the
-/// copy the case places its fault in.
-pub(super) async fn copy_held(ctx: &CaseContext<'_>, name: &str) -> Result<RequestHold, CaseError> {
-    let mut hold = ctx
-        .backend
-        .hold_repository_request(RepoRequest {
-            method: "POST",
-            repository: fixture::repository_name(&ctx.namespace).to_string(),
-            kind: "snapshots",
-        })
-        .map_err(|e| CaseError::from(crate::faults::FaultError::from(e)))?;
-    ctx.step(
-        "create backup",
-        fixture::create_backup(ctx, name, SERVER, true),
-    )
-    .await?;
-    ctx.step(
-        "hold the copy before its snapshot is saved",
-        held_moment(ctx, name, hold.label().to_string(), "copy", hold.reached()),
-    )
-    .await?;
-    Ok(hold)
-}
-
-/// Sets up the fixture and one running server; returns its first observed incarnation.
-pub(crate) async fn running_server(
-    ctx: &CaseContext<'_>,
-    options: FixtureOptions,
-) -> Result<(fixture::Fixture, GameIncarnation), CaseError> {
-    let fx = ctx
-        .step("install fixture", fixture::install(ctx, &options))
-        .await?;
-    ctx.step("create server", async {
-        fixture::create_server(ctx, &fx, SERVER, fixture::VERSION_STABLE, false).await?;
-        fixture::await_server_phase(ctx, SERVER, "Running").await?;
-        fixture::await_server_pod_ready(ctx, SERVER).await?;
-        Ok(json!({"server": SERVER, "phase": "Running"}))
-    })
-    .await?;
-    let inc = ctx
-        .step(
-            "observe game incarnation",
-            fixture::game_incarnation(ctx, SERVER),
-        )
-        .await?;
-    Ok((fx, inc))
-}
-
-pub(super) async fn read_audit(
-    ctx: &CaseContext<'_>,
-    pod_name: &str,
-) -> Result<AuditLog, CaseError> {
-    ctx.step(
-        "read RCON audit log",
-        observe::audit_log(ctx, SERVER, pod_name),
-    )
-    .await
-}
-
-pub(super) fn object(ctx: &CaseContext<'_>, kind: &str, name: &str) -> String {
-    format!("{kind} {}/{name}", ctx.namespace)
-}
+use crate::fixture::backup::*;
+use crate::fixture::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
+use crate::fixture::{self, AgentKind, FixtureOptions};
+use crate::wait::{await_object, conditions};
 
 /// Checks `backup-failed` (phase Failed) and `completed-reason` (Completed False/`reason`).
 pub(super) fn check_failed_for(
@@ -431,26 +241,6 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
         json!({"restart": restart, "game": after, "backup": backup_observation(&backup),
                "copy_job": job, "original_commands": cmds, "copy_end": copy_end}),
     )
-}
-
-/// Holds the operator's next create of a `resource` in the case's namespace (a create names no
-/// object in its path: the operator's next one of that kind).
-fn hold_operator_create(
-    ctx: &CaseContext<'_>,
-    resource: &'static str,
-) -> Result<crate::backend::hold::WriteHold, CaseError> {
-    ctx.backend
-        .hold_write(
-            &ctx.namespace,
-            crate::backend::hold::WriteMatch {
-                verb: "create",
-                resource,
-                subresource: None,
-                name: None,
-                by_operator: true,
-            },
-        )
-        .map_err(|e| CaseError::from(crate::faults::FaultError::from(e)))
 }
 
 /// Live backup, pod replaced during preparation: the Backup fails (SourceChanged); the exit of
@@ -733,26 +523,6 @@ pub async fn live_backup_older_agent_without_identity_route(
         checks,
         json!({"backup": backup_observation(&backup), "copy_job": job, "commands": cmds}),
     )
-}
-
-/// Suspends the server and waits until it is stopped with no pod.
-pub(crate) async fn stop_server(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
-    faults::set_suspended(&ctx.client, &ctx.namespace, SERVER, true).await?;
-    fixture::await_server_phase(ctx, SERVER, "Suspended").await?;
-    await_pod_gone(ctx).await?;
-    Ok(json!({"server": SERVER, "phase": "Suspended", "pod": "absent"}))
-}
-
-async fn await_pod_gone(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    crate::wait::await_condition(
-        &pods,
-        &names::pod(SERVER),
-        conditions::deleted(),
-        ctx.bounds.settle,
-    )
-    .await?;
-    Ok(())
 }
 
 /// Files of the world claims as `path sha256` lines, excluding the game's own logs.
@@ -1493,23 +1263,6 @@ async fn agent_down(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
     Ok(json!({"first_restart": first, "agent_in_back_off": agent}))
 }
 
-/// The pod's agent container waits in `CrashLoopBackOff` (it is down, not restarting).
-pub(crate) fn agent_in_back_off() -> Condition<Pod> {
-    Condition::new(
-        "agent container waiting in CrashLoopBackOff",
-        |p: Option<&Pod>| {
-            let waiting = p
-                .and_then(|p| p.status.as_ref()?.container_statuses.as_ref())
-                .and_then(|cs| cs.iter().find(|c| c.name == names::containers::AGENT))
-                .and_then(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone());
-            match waiting.as_deref() {
-                Some("CrashLoopBackOff") => Progress::Met,
-                _ => Progress::Pending,
-            }
-        },
-    )
-}
-
 /// Live backup, agent down: right after quiesce the agent is stopped twice, so it sits in
 /// `CrashLoopBackOff` while the copy runs; the game never changes. The Backup still Succeeds
 /// with consistency Quiesced, and save-on reaches the original game once the agent is back,
@@ -1579,67 +1332,6 @@ pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseErr
         json!({"agent": down, "game": after, "backup": backup_observation(&backup),
                "copy_job": job, "original_commands": cmds, "copy_end": copy_end}),
     )
-}
-
-/// A Restore reaching a terminal phase (either one).
-pub(crate) fn restore_terminal() -> Condition<gameplane_api::restore::Restore> {
-    Condition::new(
-        "phase Succeeded or Failed",
-        |r: Option<&gameplane_api::restore::Restore>| {
-            let phase = r
-                .and_then(|r| serde_json::to_value(r).ok())
-                .and_then(|v| v.pointer("/status/phase")?.as_str().map(str::to_string));
-            match phase.as_deref() {
-                Some("Succeeded" | "Failed") => Progress::Met,
-                _ => Progress::Pending,
-            }
-        },
-    )
-}
-
-/// Points the repository Secret of the case at a repository that does not exist (same REST
-/// server, a path nothing was ever written to): every restic call through it fails.
-pub(crate) async fn break_repository(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
-    let missing = format!("{}-missing", fixture::repository_url(ctx)?);
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
-        Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let patch = json!({"data": {"repo": k8s_openapi::ByteString(missing.clone().into_bytes())}});
-    secrets
-        .patch(
-            fixture::REPO_SECRET,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await
-        .map_err(CaseError::kube(
-            "patch Secret",
-            object(ctx, "secret", fixture::REPO_SECRET),
-        ))?;
-    Ok(json!({"secret": fixture::REPO_SECRET, "repo": missing}))
-}
-
-/// Creates Restore `name` of Backup `backup` into `server` and waits for either end; at the
-/// bound, the Restore as it is then (the timeout goes into the verdict).
-pub(super) async fn restore_to_end(
-    ctx: &CaseContext<'_>,
-    name: &str,
-    backup: &str,
-    server: &str,
-) -> Result<Value, CaseError> {
-    fixture::create_restore(ctx, name, backup, server).await?;
-    let api: Api<gameplane_api::restore::Restore> =
-        Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let r = match await_object(&api, name, restore_terminal(), ctx.bounds.settle).await {
-        Ok(r) => r,
-        Err(e @ WaitError::TimedOut { .. }) => {
-            ctx.timed_out(e.to_string());
-            api.get(name)
-                .await
-                .map_err(CaseError::kube("get Restore", object(ctx, "restore", name)))?
-        }
-        Err(e) => return Err(e.into()),
-    };
-    Ok(serde_json::to_value(&r).unwrap_or(Value::Null))
 }
 
 /// The failed restore's checks: the post-backup state was planted (`planted`, read before the

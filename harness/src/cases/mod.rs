@@ -5,12 +5,9 @@
 //! into the run's bundle, records a PVC UID table where claims matter, and on failure collects
 //! artifacts (events, logs, objects) before its namespace is removed.
 
-pub mod artifacts;
 pub mod backup;
-pub mod fixture;
 pub mod module_bundle;
 pub mod obligation;
-pub mod observe;
 pub mod rollout;
 
 use std::time::Duration;
@@ -18,6 +15,7 @@ use std::time::Duration;
 use crate::backend::Backend;
 use crate::evidence::bundle::{Bundle, Verdict};
 use crate::namespaces::{self, Owner};
+use crate::{artifacts, fixture};
 
 pub use crate::context::{CaseContext, CaseError};
 

@@ -11,122 +11,24 @@
 
 use gameplane_api::GameTemplate;
 use gameplane_api::conditions;
-use gameplane_api::module::{
-    BUNDLE_ARTIFACT_TYPE, BUNDLE_LAYER_MEDIA_TYPE, BundleDocument, DIGEST_MISMATCH, Module,
-    ModuleRef, ModuleSource, ModuleSourceSpec, OciSource,
-};
-use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use gameplane_api::module::{DIGEST_MISMATCH, Module};
+use kube::api::Api;
 use serde_json::{Value, json};
 
-use super::fixture::{self, FixtureOptions};
-use super::rollout::{self, FleetSpec, OTHER, SOURCE};
+use super::rollout;
 use crate::context::{CaseContext, CaseError, Checks};
 use crate::evidence::qualification::ModulePin;
+use crate::fixture::fleet::{self, FleetSpec, OTHER, SOURCE};
+use crate::fixture::module::*;
+use crate::fixture::{self};
 use crate::qualify::gates::module::{canary_module, module_gate};
 use crate::qualify::{Rollback, gates};
-
-/// The module's name in the source (its OCI repository below the source's URL).
-pub(crate) const MODULE: &str = "fixture-game";
-/// The bundle's tag.
-pub(crate) const BUNDLE_VERSION: &str = "1.1";
-
-/// The bundle document: the fixture's GameTemplate as a module ships it. `retag` changes its
-/// display name, which is all a moved tag needs to serve other bytes.
-fn bundle(ctx: &CaseContext<'_>, retag: bool) -> Vec<u8> {
-    let mut template = fixture::template(&ctx.namespace, &FixtureOptions::default()).spec;
-    if retag {
-        template.display_name = format!("{} (retagged)", template.display_name);
-    }
-    let doc = BundleDocument {
-        name: MODULE.into(),
-        version: BUNDLE_VERSION.into(),
-        template,
-    };
-    serde_json::to_vec(&doc).unwrap_or_default()
-}
-
-/// Publishes the bundle, creates the ModuleSource for it, and returns the registry, the pinned
-/// (first) digest and the source's name.
-pub(crate) async fn publish(ctx: &CaseContext<'_>) -> Result<(String, String, Value), CaseError> {
-    let registry = ctx
-        .backend
-        .bundle_registry()
-        .await
-        .map_err(|e| CaseError::Setup(e.to_string()))?;
-    let repository = format!("{}/{MODULE}", ctx.namespace);
-    let digest = crate::registry::push_artifact(
-        &registry.addr,
-        &repository,
-        BUNDLE_VERSION,
-        BUNDLE_ARTIFACT_TYPE,
-        BUNDLE_LAYER_MEDIA_TYPE,
-        &bundle(ctx, false),
-    )
-    .await
-    .map_err(|e| CaseError::Setup(e.to_string()))?;
-    let source = ModuleSource {
-        metadata: ObjectMeta {
-            name: Some(ctx.namespace.clone()),
-            ..Default::default()
-        },
-        spec: ModuleSourceSpec {
-            type_: "oci".into(),
-            oci: Some(OciSource {
-                url: format!("{}/{}", registry.pull_host, ctx.namespace),
-                insecure: Some(true),
-                modules: vec![ModuleRef {
-                    name: MODULE.into(),
-                }],
-            }),
-        },
-    };
-    Api::<ModuleSource>::all(ctx.client.clone())
-        .create(&PostParams::default(), &source)
-        .await
-        .map_err(CaseError::kube(
-            "create ModuleSource",
-            ctx.namespace.clone(),
-        ))?;
-    let observed = json!({"registry": registry, "repository": repository, "tag": BUNDLE_VERSION,
-                          "digest": digest, "source": source.spec});
-    Ok((ctx.namespace.clone(), digest, observed))
-}
-
-/// Moves the bundle's tag to other content; returns the digest it now serves.
-pub(crate) async fn move_tag(ctx: &CaseContext<'_>) -> Result<String, CaseError> {
-    let registry = ctx
-        .backend
-        .bundle_registry()
-        .await
-        .map_err(|e| CaseError::Setup(e.to_string()))?;
-    crate::registry::push_artifact(
-        &registry.addr,
-        &format!("{}/{MODULE}", ctx.namespace),
-        BUNDLE_VERSION,
-        BUNDLE_ARTIFACT_TYPE,
-        BUNDLE_LAYER_MEDIA_TYPE,
-        &bundle(ctx, true),
-    )
-    .await
-    .map_err(|e| CaseError::Setup(e.to_string()))
-}
-
-/// Removes the cluster-scoped objects the case made (the namespace takes the rest).
-async fn tidy(ctx: &CaseContext<'_>, modules: &[String]) {
-    let api: Api<Module> = Api::all(ctx.client.clone());
-    for m in modules {
-        let _ = api.delete(m, &DeleteParams::background()).await;
-    }
-    let _ = Api::<ModuleSource>::all(ctx.client.clone())
-        .delete(&ctx.namespace, &DeleteParams::default())
-        .await;
-}
 
 /// Module bundle digest mismatch: halted at the module bundle gate before any join; fleet
 /// untouched; both digests in the evidence; the operator refused the bundle.
 pub async fn candidate_module_digest_mismatch(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let members = [SOURCE, OTHER];
-    let before = rollout::fleet(
+    let before = fleet::fleet(
         ctx,
         &FleetSpec {
             candidates: &[fixture::VERSION_COMPAT],
@@ -155,9 +57,9 @@ pub async fn candidate_module_digest_mismatch(ctx: &CaseContext<'_>) -> Result<(
             move_tag(ctx).await
         })
         .await?;
-    let mut plan = rollout::plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
+    let mut plan = fleet::plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
     plan.module = Some(pin.clone());
-    let q = rollout::run(ctx, &plan).await?;
+    let q = fleet::run(ctx, &plan).await?;
     ctx.uses("Module status (phase, Ready reason, appliedDigest)");
     ctx.uses("registry manifest digests");
     let mut checks = Checks::new();

@@ -14,13 +14,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, LogParams, PostParams};
 use serde_json::{Value, json};
 
-use super::backup::{
-    SERVER, backup_finished, backup_observation, check_failed_for, check_save_on_after_copy_end,
-    copy_held, object, read_audit, running_server,
-};
-use super::fixture::{self, FixtureOptions};
-use super::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
+use super::backup::{check_failed_for, check_save_on_after_copy_end};
 use crate::context::{CaseContext, CaseError, Checks};
+use crate::fixture::backup::*;
+use crate::fixture::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
+use crate::fixture::{self, FixtureOptions};
 use crate::wait::{Condition, Progress, await_condition, await_object, conditions};
 
 /// The preparation deadline the deadline case asks for (seconds after the Backup's start):
@@ -30,17 +28,6 @@ const PREPARATION_TIMEOUT_SECONDS: u64 = 4;
 /// How late after its persisted deadline a Backup may fail (the operator re-checks every
 /// 500 ms; status times are whole seconds).
 const DEADLINE_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
-
-fn backups(ctx: &CaseContext<'_>) -> Api<Backup> {
-    Api::namespaced(ctx.client.clone(), &ctx.namespace)
-}
-
-async fn get_backup(ctx: &CaseContext<'_>, name: &str) -> Result<Option<Backup>, CaseError> {
-    backups(ctx)
-        .get_opt(name)
-        .await
-        .map_err(CaseError::kube("get Backup", object(ctx, "backup", name)))
-}
 
 /// The calls the agent of the server's pod logged (`{"event":"call",…}` lines of its current
 /// container), or evidence absent when its log does not show it listening (the log would not
@@ -133,7 +120,7 @@ async fn agentless_raw_copy(
     let (backup, _) = ctx
         .step("create backup of it (spec.quiesce true)", async {
             fixture::create_backup(ctx, "raw-noagent", AGENTLESS, true).await?;
-            let (b, job) = super::backup::await_backup(ctx, "raw-noagent").await?;
+            let (b, job) = await_backup(ctx, "raw-noagent").await?;
             Ok((backup_observation(&b), b, job))
         })
         .await
@@ -195,7 +182,7 @@ pub async fn raw_copy_without_quiesce(ctx: &CaseContext<'_>) -> Result<(), CaseE
     let (backup, job) = ctx
         .step("create raw backup (spec.quiesce false)", async {
             fixture::create_backup(ctx, "raw", SERVER, false).await?;
-            let (b, job) = super::backup::await_backup(ctx, "raw").await?;
+            let (b, job) = await_backup(ctx, "raw").await?;
             Ok((backup_observation(&b), b, job))
         })
         .await
@@ -668,104 +655,6 @@ pub async fn live_backup_deleted_mid_copy(ctx: &CaseContext<'_>) -> Result<(), C
         json!({"deleted": deleted, "gone_at": gone_at, "copy_job": job, "copy_pods": job_pods,
                "commands": cmds}),
     )
-}
-
-/// The fixture template's RCON port.
-const RCON_PORT: u16 = 25575;
-
-/// Sends `commands` to the server's game over RCON, as an older operator's agent would have.
-async fn rcon(ctx: &CaseContext<'_>, commands: &[&str]) -> Result<Vec<String>, CaseError> {
-    crate::qualify::access::rcon_at(
-        ctx,
-        &names::pod(SERVER),
-        RCON_PORT,
-        fixture::RCON_PASSWORD,
-        commands,
-    )
-    .await
-}
-
-/// Writes Backup `name` as an older operator left it mid-preparation: quiesce attempted and
-/// confirmed (annotations), `status.phase: Pending`, and no `status.source` (no incarnation
-/// fields). Created while no operator runs, so none rewrites it first.
-async fn write_legacy_backup(
-    ctx: &CaseContext<'_>,
-    name: &str,
-    attempted: jiff::Timestamp,
-) -> Result<Value, CaseError> {
-    let at = jiff::Timestamp::now().to_string();
-    let mut b = fixture::backup(name, SERVER, fixture::REPO_SECRET, true);
-    b.metadata.annotations = Some(
-        [
-            (ann::QUIESCE_ATTEMPTED.to_string(), attempted.to_string()),
-            (ann::QUIESCED_AT.to_string(), at.clone()),
-        ]
-        .into(),
-    );
-    let api = backups(ctx);
-    api.create(&PostParams::default(), &b)
-        .await
-        .map_err(CaseError::kube(
-            "create Backup",
-            object(ctx, "backup", name),
-        ))?;
-    let status = json!({"status": {"phase": "Pending", "startTime": at,
-                                   "message": "quiescing the source"}});
-    api.patch_status(
-        name,
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(&status),
-    )
-    .await
-    .map_err(CaseError::kube(
-        "write legacy status",
-        object(ctx, "backup", name),
-    ))?;
-    let written = get_backup(ctx, name).await?;
-    Ok(
-        json!({"annotations": written.as_ref().and_then(|b| b.metadata.annotations.clone()),
-              "status": written.and_then(|b| serde_json::to_value(b.status).ok())}),
-    )
-}
-
-/// Steps "stop the operator", "quiesce the game as the older operator did" and "write the
-/// legacy backup": Backup `name` of the running server as an older operator left it
-/// mid-preparation, with no operator running. What each step observed.
-pub(crate) async fn leave_legacy_backup(
-    ctx: &CaseContext<'_>,
-    name: &str,
-) -> Result<(Value, Vec<String>, Value), CaseError> {
-    let stopped = ctx
-        .step("stop the operator", async {
-            ctx.backend
-                .stop_operator()
-                .await
-                .map_err(|e| CaseError::Setup(format!("stop the operator: {e}")))
-        })
-        .await?;
-    // As an operator does it: the attempt is recorded as made before the commands are sent.
-    let attempted = jiff::Timestamp::now();
-    let quiesced = ctx
-        .step(
-            "quiesce the game as the older operator did",
-            rcon(ctx, &["save-off", "save-all flush"]),
-        )
-        .await?;
-    let legacy = ctx
-        .step(
-            "write the legacy backup",
-            write_legacy_backup(ctx, name, attempted),
-        )
-        .await?;
-    Ok((stopped, quiesced, legacy))
-}
-
-/// Starts the operator again; what the backend observed.
-pub(crate) async fn start_operator(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
-    ctx.backend
-        .start_operator()
-        .await
-        .map_err(|e| CaseError::Setup(format!("start the operator: {e}")))
 }
 
 /// Legacy preparation: a Backup an older operator left mid-preparation (it had quiesced the

@@ -9,252 +9,19 @@
 use std::collections::BTreeMap;
 
 use gameplane_api::names;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::Api;
 use serde_json::{Value, json};
 
-use super::fixture::{self, FixtureOptions};
-use super::observe;
 use crate::context::{CaseContext, CaseError, Checks};
+use crate::fixture::fleet::{FleetSpec, OTHER, SOURCE, fleet, fleet_pod_uids, plan, run};
+use crate::fixture::observe;
+use crate::fixture::{self};
 use crate::qualify::{self, Outcome, Plan, Qualification, Rollback, gates};
-use crate::wait::{await_object, conditions};
 
-pub(crate) const SOURCE: &str = "mc-a";
-pub(crate) const OTHER: &str = "mc-b";
 const THIRD: &str = "mc-c";
 /// The fixture game's own version in the format-changing candidate's image (what
 /// `FIXTURE_REFUSE_LOGIN_UNDER` names).
 const FORMAT_GAME_VERSION: &str = "2.0";
-
-/// Resolves the fixture game's tags to digest-pinned references. The digest comes from the
-/// image's source (the catalogue or registry the nodes pull from, [`Backend::image_digest`]),
-/// independently of any node's `imageID` report, so the image gate compares two independent
-/// observations. Only a backend that cannot read its source falls back to running the image once
-/// and reading the node's report — and the receipt says which source was used.
-///
-/// [`Backend::image_digest`]: crate::backend::Backend::image_digest
-async fn pin_by_digest(ctx: &CaseContext<'_>, versions: &[&str]) -> Result<Value, CaseError> {
-    let mut pinned = BTreeMap::new();
-    let mut unresolved = Vec::new();
-    for v in versions {
-        let tag = format!("{}:{v}", fixture::GAME_IMAGE_REPO);
-        match ctx.backend.image_digest(&tag).await {
-            Ok(Some(digest)) => {
-                pinned.insert(
-                    v.to_string(),
-                    format!("{}@{digest}", fixture::GAME_IMAGE_REPO),
-                );
-            }
-            Ok(None) => unresolved.push(*v),
-            Err(e) => {
-                return Err(CaseError::Setup(format!(
-                    "cannot read the digest of {tag}: {e}"
-                )));
-            }
-        }
-    }
-    let source = if unresolved.is_empty() {
-        "image source (catalogue or registry)"
-    } else {
-        for (v, id) in node_reported_digests(ctx, &unresolved).await? {
-            pinned.insert(v, id);
-        }
-        "a node's imageID report (this backend cannot read its image source)"
-    };
-    Ok(json!({"pinned": pinned, "digest_source": source}))
-}
-
-/// Runs `versions` once and reads the `imageID` the node reports (the fallback of
-/// [`pin_by_digest`]).
-async fn node_reported_digests(
-    ctx: &CaseContext<'_>,
-    versions: &[&str],
-) -> Result<BTreeMap<String, String>, CaseError> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let name = "resolve-digests";
-    let pod = Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            restart_policy: Some("Never".into()),
-            containers: versions
-                .iter()
-                .enumerate()
-                .map(|(i, v)| Container {
-                    name: format!("v{i}"),
-                    image: Some(format!("{}:{v}", fixture::GAME_IMAGE_REPO)),
-                    args: Some(vec!["--help".into()]),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .map_err(CaseError::kube(
-            "create Pod",
-            format!("{}/{name}", ctx.namespace),
-        ))?;
-    let done = await_object(&pods, name, conditions::pod_succeeded(), ctx.bounds.settle).await;
-    let _ = pods.delete(name, &Default::default()).await;
-    let statuses = done?
-        .status
-        .and_then(|s| s.container_statuses)
-        .unwrap_or_default();
-    let mut pinned = BTreeMap::new();
-    for (i, v) in versions.iter().enumerate() {
-        let id = statuses
-            .iter()
-            .find(|c| c.name == format!("v{i}"))
-            .map(|c| c.image_id.clone())
-            .unwrap_or_default();
-        let digest = id
-            .rsplit_once('@')
-            .map(|(_, d)| d.to_string())
-            .ok_or_else(|| {
-                CaseError::Setup(format!(
-                    "pod {}/{name} container v{i}: imageID {id:?} carries no digest",
-                    ctx.namespace
-                ))
-            })?;
-        pinned.insert(
-            v.to_string(),
-            format!("{}@{digest}", fixture::GAME_IMAGE_REPO),
-        );
-    }
-    Ok(pinned)
-}
-
-/// How the fleet is set up.
-pub(crate) struct FleetSpec<'a> {
-    /// Candidate versions to pin by digest in the template.
-    pub(crate) candidates: &'a [&'a str],
-    /// Fleet members, in promotion order.
-    pub(crate) members: &'a [&'a str],
-    /// Members created without `spec.version` (they track the template default).
-    pub(crate) tracking_default: &'a [&'a str],
-    /// The extra world is declared on the template only: the members declare none.
-    pub(crate) extra_on_template: bool,
-    /// Members that refuse every login when they run the given fixture game version (the
-    /// game's own version, e.g. `2.0`): an incompatibility of that server alone.
-    pub(crate) refuse_login_under: &'a [(&'a str, &'a str)],
-    /// Members whose own world the given fixture game version cannot read (it refuses to
-    /// start on it, writing nothing).
-    pub(crate) unreadable_world_under: &'a [(&'a str, &'a str)],
-    /// Environment every member's game gets (e.g. a slower autosave for a large fleet).
-    pub(crate) env: &'a [(&'a str, &'a str)],
-}
-
-impl Default for FleetSpec<'_> {
-    fn default() -> Self {
-        Self {
-            candidates: &[],
-            members: &[SOURCE, OTHER],
-            tracking_default: &[],
-            extra_on_template: false,
-            refuse_login_under: &[],
-            unreadable_world_under: &[],
-            env: &[],
-        }
-    }
-}
-
-/// Fixture with the fleet running; returns the members' pod UIDs.
-pub(crate) async fn fleet(
-    ctx: &CaseContext<'_>,
-    spec: &FleetSpec<'_>,
-) -> Result<BTreeMap<String, Option<String>>, CaseError> {
-    let pinned: BTreeMap<String, String> = if spec.candidates.is_empty() {
-        BTreeMap::new()
-    } else {
-        let v = ctx
-            .step(
-                "pin candidates by digest",
-                pin_by_digest(ctx, spec.candidates),
-            )
-            .await?;
-        serde_json::from_value(v["pinned"].clone()).unwrap_or_default()
-    };
-    let options = FixtureOptions {
-        pinned,
-        extra_on_template: spec.extra_on_template,
-        ..Default::default()
-    };
-    let fx = ctx
-        .step("install fixture", fixture::install(ctx, &options))
-        .await?;
-    ctx.step("create fleet", async {
-        let servers: Api<gameplane_api::gameserver::GameServer> =
-            Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        for s in spec.members {
-            let markers = fixture::Markers::for_server(&fx.namespace, s);
-            let mut gs = fixture::server(s, &fx.template, fixture::VERSION_STABLE, &markers, false);
-            if spec.tracking_default.contains(s) {
-                gs.spec.version = None;
-            }
-            if spec.extra_on_template
-                && let Some(storage) = &mut gs.spec.storage
-            {
-                storage.extra.clear();
-            }
-            for (name, value) in spec.env {
-                gs.spec.env.push(fixture::env(name, value));
-            }
-            for (_, version) in spec.refuse_login_under.iter().filter(|(m, _)| m == s) {
-                gs.spec
-                    .env
-                    .push(fixture::env("FIXTURE_REFUSE_LOGIN_UNDER", version));
-            }
-            for (_, version) in spec.unreadable_world_under.iter().filter(|(m, _)| m == s) {
-                gs.spec
-                    .env
-                    .push(fixture::env("FIXTURE_UNREADABLE_WORLD_UNDER", version));
-            }
-            servers
-                .create(&PostParams::default(), &gs)
-                .await
-                .map_err(CaseError::kube(
-                    "create GameServer",
-                    format!("{}/{s}", ctx.namespace),
-                ))?;
-        }
-        for s in spec.members {
-            fixture::await_server_phase(ctx, s, "Running").await?;
-            fixture::await_server_pod_ready(ctx, s).await?;
-        }
-        Ok(
-            json!({"fleet": spec.members, "version": fixture::VERSION_STABLE,
-                  "tracking_default": spec.tracking_default}),
-        )
-    })
-    .await?;
-    fleet_pod_uids(ctx, spec.members).await
-}
-
-async fn fleet_pod_uids(
-    ctx: &CaseContext<'_>,
-    members: &[&str],
-) -> Result<BTreeMap<String, Option<String>>, CaseError> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let mut uids = BTreeMap::new();
-    for s in members {
-        let name = names::pod(s);
-        let uid = pods
-            .get_opt(&name)
-            .await
-            .map_err(CaseError::kube(
-                "get Pod",
-                format!("{}/{name}", ctx.namespace),
-            ))?
-            .and_then(|p| p.metadata.uid);
-        uids.insert(s.to_string(), uid);
-    }
-    Ok(uids)
-}
 
 async fn fleet_versions(
     ctx: &CaseContext<'_>,
@@ -271,36 +38,6 @@ async fn fleet_versions(
         out.insert(s.to_string(), gs.spec.version);
     }
     Ok(out)
-}
-
-pub(crate) fn plan(
-    ctx: &CaseContext<'_>,
-    members: &[&str],
-    candidate: &str,
-    rollback: Rollback,
-) -> Plan {
-    Plan {
-        template: ctx.namespace.clone(),
-        source: SOURCE.into(),
-        fleet: members.iter().map(|m| m.to_string()).collect(),
-        batch_size: 1,
-        candidate: candidate.into(),
-        rollback,
-        run_id: ctx.namespace.clone(),
-        repo_secret: fixture::REPO_SECRET.into(),
-        module: None,
-        keep_failed_batch: false,
-        gate_concurrency: 4,
-    }
-}
-
-pub(super) async fn run(ctx: &CaseContext<'_>, plan: &Plan) -> Result<Qualification, CaseError> {
-    let q = qualify::qualify(ctx, plan).await?;
-    ctx.recorder.step(
-        "qualification outcome",
-        json!({"outcome": q.outcome, "line": q.outcome.line(), "gates": q.gates}),
-    )?;
-    Ok(q)
 }
 
 /// Runs the qualification while an administrator overrides `member`'s image (`spec.image`,
@@ -1266,71 +1003,6 @@ pub async fn batch_member_join_failure_put_back(ctx: &CaseContext<'_>) -> Result
     )
 }
 
-/// What one fleet-scale qualification cost ([`fleet_scale`], `rehearse bench --fleet`).
-#[derive(Debug, Clone, Default)]
-pub struct FleetCost {
-    /// Members qualified.
-    pub members: usize,
-    /// Setting the fleet up (template, Secrets, every member Running).
-    pub setup: std::time::Duration,
-    /// The qualification itself, preflight to promotion.
-    pub qualify: std::time::Duration,
-    /// How it ended, in one line.
-    pub outcome: String,
-}
-
-/// `members` GameServers (`mc-000` …) on the fixture's template, qualified on a compatible
-/// candidate in batches of `batch` gated `gate_concurrency` at once; what it cost is left in
-/// `cost`. Fails unless every batch was promoted. Not a rehearsal case: `rehearse bench
-/// --fleet` runs it on its own embedded cluster.
-pub async fn fleet_scale(
-    ctx: &CaseContext<'_>,
-    members: usize,
-    batch: usize,
-    gate_concurrency: usize,
-    cost: &std::sync::Mutex<FleetCost>,
-) -> Result<(), CaseError> {
-    let names: Vec<String> = (0..members).map(|i| format!("mc-{i:03}")).collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let started = std::time::Instant::now();
-    fleet(
-        ctx,
-        &FleetSpec {
-            candidates: &[fixture::VERSION_COMPAT],
-            members: &refs,
-            // A real Minecraft server autosaves every 5 minutes; the fixture's 500 ms (made to
-            // tear copies) would have a hundred idle members saving 200 times a second.
-            env: &[("FIXTURE_AUTOSAVE_INTERVAL_MS", "5000")],
-            ..Default::default()
-        },
-    )
-    .await?;
-    let setup = started.elapsed();
-    let mut p = plan(ctx, &refs, fixture::VERSION_COMPAT, Rollback::Compatible);
-    p.source = names[0].clone();
-    p.batch_size = batch.max(1);
-    p.gate_concurrency = gate_concurrency.max(1);
-    let started = std::time::Instant::now();
-    let q = run(ctx, &p).await?;
-    let qualify = started.elapsed();
-    let expected = members.div_ceil(batch.max(1));
-    *cost
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = FleetCost {
-        members,
-        setup,
-        qualify,
-        outcome: q.outcome.line(),
-    };
-    match q.outcome {
-        Outcome::Promoted { batches } if batches == expected => Ok(()),
-        other => Err(CaseError::Setup(format!(
-            "the fleet of {members} was not promoted in {expected} batches: {}",
-            other.line()
-        ))),
-    }
-}
-
 /// A candidate whose join must fail at `stage` having reached `reached`.
 async fn join_depth_candidate(
     ctx: &CaseContext<'_>,
@@ -1463,7 +1135,7 @@ pub async fn restore_after_halted_canary(ctx: &CaseContext<'_>) -> Result<(), Ca
     let restore = ctx
         .step(
             "restore the source after the halt",
-            super::backup::restore_to_end(ctx, "after-halt", &plan.backup_name(), SOURCE),
+            crate::fixture::backup::restore_to_end(ctx, "after-halt", &plan.backup_name(), SOURCE),
         )
         .await?;
     let phase = restore.pointer("/status/phase").and_then(Value::as_str);

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::CliError;
-use crate::cases::rollout::{FleetCost, fleet_scale};
 use crate::cases::{RunOptions, run_body};
 use crate::evidence::bundle::{Bundle, BundleMeta};
+use crate::fixture::fleet::{FleetCost, fleet_scale};
 use crate::run::{Cluster, current_commit, new_run_id, start_backend};
 
 /// One fleet size's figures.

@@ -414,7 +414,7 @@ async fn keep_diagnostics(
     if signal.is_none() && promoted {
         return;
     }
-    crate::cases::artifacts::collect(ctx, backend).await;
+    crate::artifacts::collect(ctx, backend).await;
     println!(
         "diagnostics: {}",
         dir.join("cases").join(case).join("artifacts").display()

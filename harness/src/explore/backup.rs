@@ -12,12 +12,12 @@ use serde_json::{Value, json};
 
 use super::Fault;
 use super::observer::{Observer, Recorded, ReleaseOnDrop};
-use crate::cases::fixture::{self, FixtureOptions};
-use crate::cases::{backup, observe};
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::invariants::capture::{MarkedClaim, SnapshotRead};
 use crate::evidence::invariants::schedule::Trace;
 use crate::evidence::invariants::{AuditEntry, BackupTrace};
+use crate::fixture::{self, FixtureOptions};
+use crate::fixture::{backup, observe};
 use crate::wait::{Condition, Progress, WaitError, await_condition};
 
 /// The server every backup schedule backs up.
@@ -165,7 +165,7 @@ async fn set_up(
     }
     let (state, marked) = prepare(ctx, source).await?;
     if source == Source::LegacyPreparation {
-        crate::cases::obligation::leave_legacy_backup(ctx, BACKUP).await?;
+        crate::fixture::backup::leave_legacy_backup(ctx, BACKUP).await?;
     }
     Ok((Some(state), marked, None))
 }
@@ -183,7 +183,7 @@ async fn start(
         return ctx
             .step(
                 "start the operator",
-                crate::cases::obligation::start_operator(ctx),
+                crate::fixture::backup::start_operator(ctx),
             )
             .await;
     }
@@ -350,7 +350,8 @@ async fn read_snapshot(
 /// Points the repository Secret back at the case's repository, with its password.
 async fn heal_repository(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let url = fixture::repository_url(ctx)?;
-    super::set_repository_secret(ctx, Some(&url), Some(fixture::RESTIC_PASSWORD)).await?;
+    crate::fixture::inject::set_repository_secret(ctx, Some(&url), Some(fixture::RESTIC_PASSWORD))
+        .await?;
     Ok(())
 }
 

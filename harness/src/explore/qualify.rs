@@ -13,12 +13,11 @@ use serde_json::json;
 
 use super::Fault;
 use super::observer::{Observer, ReleaseOnDrop};
-use crate::cases::fixture;
-use crate::cases::module_bundle;
-use crate::cases::rollout::{self, FleetSpec};
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::invariants::schedule::{QualifyInputs, Trace};
 use crate::evidence::qualification::{ModulePin, Plan, Rollback};
+use crate::fixture;
+use crate::fixture::fleet::{self as rollout, FleetSpec};
 
 /// The operator's writes that are a qualification's points: the fleet's and the clone's
 /// GameServers and StatefulSets, and the Backups, Restores and Jobs that seed the clone.
@@ -55,11 +54,14 @@ async fn set_up(ctx: &CaseContext<'_>, variant: Variant) -> Result<Plan, CaseErr
     let mut plan = rollout::plan(ctx, &members, candidate, Rollback::Compatible);
     if matches!(variant, Variant::Module | Variant::ModuleMoved) {
         let (source, digest, _) = ctx
-            .step("publish the module bundle", module_bundle::publish(ctx))
+            .step(
+                "publish the module bundle",
+                crate::fixture::module::publish(ctx),
+            )
             .await?;
         if variant == Variant::ModuleMoved {
             ctx.step("move the bundle's tag to other content", async {
-                module_bundle::move_tag(ctx)
+                crate::fixture::module::move_tag(ctx)
                     .await
                     .map(|d| json!({"serves": d}))
             })
@@ -67,8 +69,8 @@ async fn set_up(ctx: &CaseContext<'_>, variant: Variant) -> Result<Plan, CaseErr
         }
         plan.module = Some(ModulePin {
             source,
-            module: module_bundle::MODULE.into(),
-            version: module_bundle::BUNDLE_VERSION.into(),
+            module: crate::fixture::module::MODULE.into(),
+            version: crate::fixture::module::BUNDLE_VERSION.into(),
             digest,
         });
     }
@@ -86,7 +88,7 @@ async fn restore_after_halt(
         fixture::create_restore(ctx, NAME, &plan.backup_name(), rollout::SOURCE).await?;
         let api: kube::Api<gameplane_api::restore::Restore> =
             kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
-        let terminal = crate::cases::backup::restore_terminal();
+        let terminal = crate::fixture::backup::restore_terminal();
         let r = match crate::wait::await_object(&api, NAME, terminal, ctx.bounds.settle).await {
             Ok(r) => Some(r),
             // Liveness judges a Restore that never ends.

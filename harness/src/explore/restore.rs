@@ -21,13 +21,13 @@ use serde_json::{Value, json};
 
 use super::Fault;
 use super::observer::{Observer, Recorded, ReleaseOnDrop};
-use crate::cases::backup;
-use crate::cases::fixture::{self, FixtureOptions};
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::invariants::restore::{
     self as inv, ClaimState, Contents, RestoreCommitted, RestoreTrace,
 };
 use crate::evidence::pvc_table::Role;
+use crate::fixture::backup;
+use crate::fixture::{self, FixtureOptions};
 use crate::wait::{Condition, Progress, WaitError, await_condition};
 
 /// The server every restore schedule restores.

@@ -27,14 +27,15 @@ use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 
 use crate::backend::Backend;
-use crate::cases::rollout::{self, FleetSpec};
-use crate::cases::{BodyEnded, RunOptions, fixture, run_body};
+use crate::cases::{BodyEnded, RunOptions, run_body};
 use crate::context::{CaseContext, CaseError, Checks};
 use crate::evidence::bundle::{Bundle, BundleMeta, BundleSummary};
 use crate::evidence::invariants::Violation;
 use crate::evidence::invariants::way_back::{self, FleetRead, TRUTH, TakenBackup};
 use crate::evidence::qualification::{Outcome, Plan, Qualification, Rollback};
 use crate::evidence::report::qualification::QualificationReport;
+use crate::fixture;
+use crate::fixture::fleet::{self as rollout, FleetSpec};
 use crate::run::{Cluster, RunError, current_commit, start_backend};
 
 /// The bucket (and operation name) every signal schedule is recorded under.
