@@ -103,7 +103,7 @@ fn kube_error(
 }
 
 /// One container's identity at one moment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ContainerIncarnation {
     /// UID of the pod the container runs in; equal before and after an in-place restart.
     pub pod_uid: String,
@@ -116,7 +116,7 @@ pub struct ContainerIncarnation {
 }
 
 /// What an in-place restart changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RestartObservation {
     /// The pod's namespace.
     pub namespace: String,
@@ -138,7 +138,7 @@ impl RestartObservation {
 }
 
 /// What a pod replacement changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ReplaceObservation {
     /// The pod's namespace.
     pub namespace: String,

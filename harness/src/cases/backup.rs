@@ -16,8 +16,9 @@ use kube::api::Api;
 use serde_json::{Value, json};
 
 use crate::context::{CaseContext, CaseError, Checks};
+use crate::evidence::catalogue::Fault;
 use crate::evidence::pvc_table::PvcPhase;
-use crate::faults;
+use crate::faults::{self, ReplaceObservation, RestartObservation};
 use crate::fixture::backup::*;
 use crate::fixture::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
 use crate::fixture::{self, AgentKind, FixtureOptions};
@@ -100,25 +101,23 @@ pub(super) fn check_succeeded(
     );
 }
 
+/// The schedule of a live case: Backup `live`, `fault` placed where `at` holds it.
+fn live(at: HoldAt, fault: Fault) -> Schedule {
+    Schedule {
+        backup: "live",
+        at,
+        fault,
+    }
+}
+
 /// Live backup, same-pod game restart: pod UID same, game containerID changed and
 /// restartCount +1; the Backup is not a consistent success (Failed, SourceChanged), its copy
 /// Job is drained, and no save-on reached the new incarnation (the exit of the original is
 /// reported as such).
 pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
-    let mut copy = copy_held(ctx, "live").await?;
-    let restart = ctx
-        .step("restart game container in place", async {
-            Ok(faults::restart_game_container(
-                ctx.backend,
-                &ctx.namespace,
-                SERVER,
-                ctx.bounds.settle,
-            )
-            .await?)
-        })
-        .await?;
-    copy.release();
+    let run = place(ctx, live(HoldAt::SnapshotSave, Fault::GameRestart)).await?;
+    let restart = run.observed::<RestartObservation>()?;
     let (backup, job) = backup_finished(ctx, "live").await?;
     let audit = read_audit(ctx, "audit-read").await?;
     let original = audit.nth_newest(1, "the original and the restarted game")?;
@@ -182,19 +181,8 @@ pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<
 /// through the restarted agent.
 pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
-    let mut copy = copy_held(ctx, "live").await?;
-    let restart = ctx
-        .step("restart agent container in place", async {
-            Ok(faults::restart_agent_container(
-                ctx.backend,
-                &ctx.namespace,
-                SERVER,
-                ctx.bounds.settle,
-            )
-            .await?)
-        })
-        .await?;
-    copy.release();
+    let run = place(ctx, live(HoldAt::SnapshotSave, Fault::AgentRestart)).await?;
+    let restart = run.observed::<RestartObservation>()?;
     let (backup, job) = backup_finished(ctx, "live").await?;
     let after = ctx
         .step(
@@ -254,33 +242,12 @@ pub async fn live_backup_pod_replaced_during_preparation(
     // operator's creation of the copy Job (which follows the quiesce) is held until the pod is
     // replaced. From then on cleanup (save-on) is owed to the original process, and must never
     // reach its successor.
-    let mut copy_job = hold_operator_create(ctx, "jobs")?;
-    ctx.step(
-        "create backup",
-        fixture::create_backup(ctx, "live", SERVER, true),
+    let run = place(
+        ctx,
+        live(HoldAt::OperatorCreate("jobs"), Fault::PodReplaced),
     )
     .await?;
-    ctx.step(
-        "hold the copy Job's creation (the original quiesced)",
-        held_moment(
-            ctx,
-            "live",
-            copy_job.label().to_string(),
-            "copy Job",
-            async {
-                let w = copy_job.reached().await?;
-                Some(format!("{} {} by {}", w.verb, w.resource, w.user))
-            },
-        ),
-    )
-    .await?;
-    let replaced = ctx
-        .step("replace pod", async {
-            Ok(faults::replace_pod(&ctx.client, &ctx.namespace, SERVER, ctx.bounds.settle).await?)
-        })
-        .await;
-    copy_job.release();
-    let replaced = replaced?;
+    let replaced = run.observed::<ReplaceObservation>()?;
     let (backup, job) = backup_finished(ctx, "live").await?;
     // The successor must be running before its audit log can speak for it.
     let successor_inc = ctx
@@ -351,32 +318,12 @@ pub async fn live_backup_pod_replaced_during_preparation(
 /// every time.
 pub async fn live_backup_job_create_conflicted(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
-    let mut copy_job = hold_operator_create(ctx, "jobs")?;
-    ctx.step(
-        "create backup",
-        fixture::create_backup(ctx, "live", SERVER, true),
+    let run = place(
+        ctx,
+        live(HoldAt::OperatorCreate("jobs"), Fault::WriteConflict),
     )
     .await?;
-    let held = ctx
-        .step(
-            "hold the copy Job's creation",
-            held_moment(
-                ctx,
-                "live",
-                copy_job.label().to_string(),
-                "copy Job",
-                async {
-                    let w = copy_job.reached().await?;
-                    Some(format!("{} {} by {}", w.verb, w.resource, w.user))
-                },
-            ),
-        )
-        .await?;
-    ctx.step("refuse it with 409 Conflict", async {
-        copy_job.refuse_with_conflict();
-        Ok(json!({"refused": "409 Conflict"}))
-    })
-    .await?;
+    let held = run.held;
     let (backup, job) = backup_finished(ctx, "live").await?;
     ctx.uses("Backup status (phase, consistency, Completed)");
     ctx.uses("copy Job");
@@ -803,15 +750,13 @@ pub async fn stopped_server_backup_started_mid_copy(
 ) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
     ctx.step("stop server", stop_server(ctx)).await?;
-    let mut copy = copy_held(ctx, "stopped").await?;
-    let start = ctx
-        .step("start server mid-copy", async {
-            let change = faults::set_suspended(&ctx.client, &ctx.namespace, SERVER, false).await?;
-            let job = observe::job_state(ctx, &names::backup_job("stopped")).await?;
-            Ok(json!({"change": change, "copy_job_at_start": job}))
-        })
-        .await?;
-    copy.release();
+    let schedule = Schedule {
+        backup: "stopped",
+        at: HoldAt::SnapshotSave,
+        fault: Fault::ServerStarted,
+    };
+    let run = place(ctx, schedule).await?;
+    let start = run.observed;
     let (backup, job) = backup_finished(ctx, "stopped").await?;
     ctx.uses("Backup status (phase, Completed reason, consistency)");
     ctx.uses("copy Job");
@@ -1237,41 +1182,16 @@ pub(super) async fn check_save_on_after_copy_end(
               "save_on": save_on.map(|t| t.to_string())}))
 }
 
-/// Step "stop agent twice": restarts the agent in place, then stops it again at once, so the
-/// kubelet holds it in `CrashLoopBackOff`; returns the pod as observed in back-off.
-async fn agent_down(ctx: &CaseContext<'_>) -> Result<Value, CaseError> {
-    let first =
-        faults::restart_agent_container(ctx.backend, &ctx.namespace, SERVER, ctx.bounds.settle)
-            .await?;
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    // Watched while the second stop runs: a backend's restart may only return once the
-    // container runs again, after the back-off this waits to see.
-    let pod = names::pod(SERVER);
-    let (down, stopped) = tokio::join!(
-        await_object(&pods, &pod, agent_in_back_off(), ctx.bounds.settle),
-        ctx.backend
-            .restart_container(&ctx.namespace, &pod, names::containers::AGENT)
-    );
-    stopped.map_err(|e| CaseError::Setup(format!("stop the agent a second time: {e}")))?;
-    let down = down?;
-    let agent = down
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == names::containers::AGENT))
-        .cloned();
-    Ok(json!({"first_restart": first, "agent_in_back_off": agent}))
-}
-
-/// Live backup, agent down: right after quiesce the agent is stopped twice, so it sits in
-/// `CrashLoopBackOff` while the copy runs; the game never changes. The Backup still Succeeds
+/// Live backup, agent down: while the copy is held at its snapshot save the agent is held down
+/// until it sits in `CrashLoopBackOff` (the `agent-down` fault), then let up as the copy goes
+/// on; the game never changes. The Backup still Succeeds
 /// with consistency Quiesced, and save-on reaches the original game once the agent is back,
 /// after the copy ended.
 pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
-    let mut copy = copy_held(ctx, "live").await?;
-    let down = ctx.step("stop agent twice", agent_down(ctx)).await?;
-    copy.release();
+    let down = place(ctx, live(HoldAt::SnapshotSave, Fault::AgentDown))
+        .await?
+        .observed;
     let (backup, job) = backup_finished(ctx, "live").await?;
     let after = ctx
         .step(
@@ -1289,11 +1209,11 @@ pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseErr
     let o = object(ctx, "pod", &names::pod(SERVER));
     checks.check(
         "agent-was-down",
-        down["agent_in_back_off"]["state"]["waiting"]["reason"] == "CrashLoopBackOff",
+        down["agent"]["waiting"]["reason"] == "CrashLoopBackOff",
         &o,
-        "agent container state after the second stop",
+        "agent container state, held down while the copy was held",
         "waiting CrashLoopBackOff",
-        &down["agent_in_back_off"]["state"],
+        &down["agent"],
     );
     checks.eq(
         "game-incarnation-unchanged",

@@ -11,7 +11,7 @@ use gameplane_api::backup::Backup;
 use gameplane_api::conditions::{reasons, types};
 use gameplane_api::names::{self, annotations as ann};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, LogParams, PostParams};
+use kube::api::{Api, LogParams, PostParams};
 use serde_json::{Value, json};
 
 use super::backup::{check_failed_for, check_save_on_after_copy_end};
@@ -505,17 +505,13 @@ fn check_save_on_once(ctx: &CaseContext<'_>, checks: &mut Checks, audit: &AuditL
 /// save-on reaches the original game exactly once, after the copy.
 pub async fn live_backup_operator_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
-    let mut copy = copy_held(ctx, "live").await?;
-    let restart = ctx
-        .step("restart the operator mid-copy", async {
-            let before = get_backup(ctx, "live").await?;
-            let job = observe::job_state(ctx, &names::backup_job("live")).await?;
-            let (observed, _) = restart_operator(ctx).await?;
-            Ok(json!({"restart": observed, "copy_job_before": job,
-                      "backup_phase_before": before.as_ref().map(backup_phase)}))
-        })
-        .await?;
-    copy.release();
+    let schedule = Schedule {
+        backup: "live",
+        at: HoldAt::SnapshotSave,
+        fault: crate::evidence::catalogue::Fault::OperatorRestart,
+    };
+    let run = place(ctx, schedule).await?;
+    let restart = run.observed;
     let (backup, job) = backup_finished(ctx, "live").await?;
     let audit = read_audit(ctx, "audit-read").await?;
     let game = audit.nth_newest(0, "the game that was backed up")?;
@@ -567,23 +563,12 @@ pub async fn live_backup_operator_restart(ctx: &CaseContext<'_>) -> Result<(), C
 /// no saving-off state is left.
 pub async fn live_backup_deleted_mid_copy(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
-    let mut copy = copy_held(ctx, "live").await?;
-    let deleted = ctx
-        .step("delete the backup mid-copy", async {
-            let before = get_backup(ctx, "live").await?;
-            let job = observe::job_state(ctx, &names::backup_job("live")).await?;
-            backups(ctx)
-                .delete("live", &DeleteParams::default())
-                .await
-                .map_err(CaseError::kube(
-                    "delete Backup",
-                    object(ctx, "backup", "live"),
-                ))?;
-            Ok(json!({"copy_job_before": job,
-                      "backup_phase_before": before.as_ref().map(backup_phase)}))
-        })
-        .await?;
-    copy.release();
+    let schedule = Schedule {
+        backup: "live",
+        at: HoldAt::SnapshotSave,
+        fault: crate::evidence::catalogue::Fault::BackupDeleted,
+    };
+    let deleted = place(ctx, schedule).await?.observed;
     let (gone_at, job, job_pods) = ctx
         .step("await the backup gone", async {
             await_condition(
