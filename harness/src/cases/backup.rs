@@ -180,9 +180,68 @@ pub async fn live_backup_same_pod_game_restart(ctx: &CaseContext<'_>) -> Result<
 /// unchanged; the Backup Succeeds with consistency Quiesced and save-on reaches the original game
 /// through the restarted agent.
 pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    ctx.uses("agent containerID and restartCount");
+    agent_fault_kept_the_game(ctx, Fault::AgentRestart, |checks, restart, backup| {
+        let in_place = serde_json::from_value::<RestartObservation>(restart.clone())
+            .is_ok_and(|r| r.is_in_place());
+        checks.eq(
+            "fault-in-place",
+            &object(ctx, "pod", &names::pod(SERVER)),
+            "agent container (same pod UID, new containerID, restartCount +1)",
+            true,
+            in_place,
+        );
+        check_succeeded(ctx, checks, backup, "Quiesced");
+    })
+    .await
+}
+
+/// Live backup, agent down: while the copy is held at its snapshot save the agent is held down
+/// until it sits in `CrashLoopBackOff` (the `agent-down` fault), then let up as the copy goes
+/// on; the game never changes. The Backup still Succeeds with consistency Quiesced, and save-on
+/// reaches the original game once the agent is back, after the copy ended.
+pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    ctx.uses("agent container state (CrashLoopBackOff)");
+    agent_fault_kept_the_game(ctx, Fault::AgentDown, |checks, down, backup| {
+        let b = object(ctx, "backup", "live");
+        checks.check(
+            "agent-was-down",
+            down["agent"]["waiting"]["reason"] == "CrashLoopBackOff",
+            &object(ctx, "pod", &names::pod(SERVER)),
+            "agent container state, held down while the copy was held",
+            "waiting CrashLoopBackOff",
+            &down["agent"],
+        );
+        checks.eq(
+            "backup-succeeded",
+            &b,
+            "status.phase",
+            "Succeeded".to_string(),
+            backup_phase(backup),
+        );
+        checks.eq(
+            "consistency",
+            &b,
+            "status.consistency",
+            Some("Quiesced".to_string()),
+            backup_field(backup, "/status/consistency"),
+        );
+    })
+    .await
+}
+
+/// A fault of the agent alone (`fault`, placed while the copy is held) is transparent to the
+/// game: its incarnation unchanged, save-on reaching the original after the copy ended; what
+/// the fault itself must show and how the Backup ends are the case's (`checks_of`).
+async fn agent_fault_kept_the_game(
+    ctx: &CaseContext<'_>,
+    fault: Fault,
+    checks_of: impl FnOnce(&mut Checks, &Value, &Backup),
+) -> Result<(), CaseError> {
     let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
-    let run = place(ctx, live(HoldAt::SnapshotSave, Fault::AgentRestart)).await?;
-    let restart = run.observed::<RestartObservation>()?;
+    let observed = place(ctx, live(HoldAt::SnapshotSave, fault))
+        .await?
+        .observed;
     let (backup, job) = backup_finished(ctx, "live").await?;
     let after = ctx
         .step(
@@ -193,18 +252,11 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
     let audit = read_audit(ctx, "audit-read").await?;
     let original = audit.nth_newest(0, "the game that was backed up")?;
     ctx.uses("game containerID and restartCount");
-    ctx.uses("agent containerID and restartCount");
     ctx.uses("Backup status (phase, consistency, Completed)");
     ctx.uses("RCON audit log");
     let mut checks = Checks::new();
+    checks_of(&mut checks, &observed, &backup);
     let o = object(ctx, "pod", &names::pod(SERVER));
-    checks.eq(
-        "fault-in-place",
-        &o,
-        "agent container (same pod UID, new containerID, restartCount +1)",
-        true,
-        restart.is_in_place(),
-    );
     checks.eq(
         "game-incarnation-unchanged",
         &o,
@@ -212,7 +264,6 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
         &before,
         &after,
     );
-    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
     let cmds = audit.commands_of(&original);
     checks.check(
         "save-on-reached-original",
@@ -226,7 +277,7 @@ pub async fn live_backup_agent_restart(ctx: &CaseContext<'_>) -> Result<(), Case
         check_save_on_after_copy_end(ctx, &mut checks, &audit, &original, &backup, 0).await?;
     ctx.assess(
         checks,
-        json!({"restart": restart, "game": after, "backup": backup_observation(&backup),
+        json!({"fault": observed, "game": after, "backup": backup_observation(&backup),
                "copy_job": job, "original_commands": cmds, "copy_end": copy_end}),
     )
 }
@@ -1180,78 +1231,6 @@ pub(super) async fn check_save_on_after_copy_end(
     Ok(json!({"assessed": true, "snapshot": snapshot,
               "snapshot_written": written.map(|t| t.to_string()),
               "save_on": save_on.map(|t| t.to_string())}))
-}
-
-/// Live backup, agent down: while the copy is held at its snapshot save the agent is held down
-/// until it sits in `CrashLoopBackOff` (the `agent-down` fault), then let up as the copy goes
-/// on; the game never changes. The Backup still Succeeds
-/// with consistency Quiesced, and save-on reaches the original game once the agent is back,
-/// after the copy ended.
-pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let (_fx, before) = running_server(ctx, FixtureOptions::default()).await?;
-    let down = place(ctx, live(HoldAt::SnapshotSave, Fault::AgentDown))
-        .await?
-        .observed;
-    let (backup, job) = backup_finished(ctx, "live").await?;
-    let after = ctx
-        .step(
-            "observe game incarnation",
-            fixture::game_incarnation(ctx, SERVER),
-        )
-        .await?;
-    let audit = read_audit(ctx, "audit-read").await?;
-    let original = audit.nth_newest(0, "the game that was backed up")?;
-    ctx.uses("agent container state (CrashLoopBackOff)");
-    ctx.uses("game containerID and restartCount");
-    ctx.uses("Backup status (phase, consistency, Completed)");
-    ctx.uses("RCON audit log");
-    let mut checks = Checks::new();
-    let o = object(ctx, "pod", &names::pod(SERVER));
-    checks.check(
-        "agent-was-down",
-        down["agent"]["waiting"]["reason"] == "CrashLoopBackOff",
-        &o,
-        "agent container state, held down while the copy was held",
-        "waiting CrashLoopBackOff",
-        &down["agent"],
-    );
-    checks.eq(
-        "game-incarnation-unchanged",
-        &o,
-        "game incarnation",
-        &before,
-        &after,
-    );
-    checks.eq(
-        "backup-succeeded",
-        &object(ctx, "backup", "live"),
-        "status.phase",
-        "Succeeded".to_string(),
-        backup_phase(&backup),
-    );
-    checks.eq(
-        "consistency",
-        &object(ctx, "backup", "live"),
-        "status.consistency",
-        Some("Quiesced".to_string()),
-        backup_field(&backup, "/status/consistency"),
-    );
-    let cmds = audit.commands_of(&original);
-    checks.check(
-        "save-on-reached-original",
-        audit.starts().len() == 1 && observe::save_on_after_each_save_off(&cmds),
-        &o,
-        &format!("RCON commands received by the original game incarnation {original}"),
-        "save-off, then save-on after it (and no other incarnation)",
-        (&audit.starts(), &cmds),
-    );
-    let copy_end =
-        check_save_on_after_copy_end(ctx, &mut checks, &audit, &original, &backup, 0).await?;
-    ctx.assess(
-        checks,
-        json!({"agent": down, "game": after, "backup": backup_observation(&backup),
-               "copy_job": job, "original_commands": cmds, "copy_end": copy_end}),
-    )
 }
 
 /// The failed restore's checks: the post-backup state was planted (`planted`, read before the
