@@ -5,10 +5,13 @@
 //! into the run's bundle, records a PVC UID table where claims matter, and on failure collects
 //! artifacts (events, logs, objects) before its namespace is removed.
 
-pub mod backup;
+pub mod checks;
+pub mod live;
 pub mod module_bundle;
 pub mod obligation;
+pub mod restore;
 pub mod rollout;
+pub mod stopped;
 
 use std::time::Duration;
 
@@ -202,26 +205,28 @@ pub fn find(name: &str) -> Option<&'static Case> {
 /// The case's body.
 async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     match case.name {
-        "live_backup_same_pod_game_restart" => backup::live_backup_same_pod_game_restart(ctx).await,
-        "live_backup_agent_restart" => backup::live_backup_agent_restart(ctx).await,
-        "live_backup_agent_down" => backup::live_backup_agent_down(ctx).await,
+        "live_backup_same_pod_game_restart" => live::live_backup_same_pod_game_restart(ctx).await,
+        "live_backup_agent_restart" => live::live_backup_agent_restart(ctx).await,
+        "live_backup_agent_down" => live::live_backup_agent_down(ctx).await,
         "restore_fails_on_broken_repository" => {
-            backup::restore_fails_on_broken_repository(ctx).await
+            restore::restore_fails_on_broken_repository(ctx).await
         }
         "live_backup_pod_replaced_during_preparation" => {
-            backup::live_backup_pod_replaced_during_preparation(ctx).await
+            live::live_backup_pod_replaced_during_preparation(ctx).await
         }
-        "live_backup_game_not_running_yet" => backup::live_backup_game_not_running_yet(ctx).await,
-        "live_backup_job_create_conflicted" => backup::live_backup_job_create_conflicted(ctx).await,
+        "live_backup_game_not_running_yet" => live::live_backup_game_not_running_yet(ctx).await,
+        "live_backup_job_create_conflicted" => live::live_backup_job_create_conflicted(ctx).await,
         "live_backup_older_agent_without_identity_route" => {
-            backup::live_backup_older_agent_without_identity_route(ctx).await
+            live::live_backup_older_agent_without_identity_route(ctx).await
         }
-        "stopped_server_backups" => backup::stopped_server_backups(ctx).await,
-        "idle_asleep_stopped_server_backup" => backup::idle_asleep_stopped_server_backup(ctx).await,
+        "stopped_server_backups" => stopped::stopped_server_backups(ctx).await,
+        "idle_asleep_stopped_server_backup" => {
+            stopped::idle_asleep_stopped_server_backup(ctx).await
+        }
         "stopped_server_backup_started_mid_copy" => {
-            backup::stopped_server_backup_started_mid_copy(ctx).await
+            stopped::stopped_server_backup_started_mid_copy(ctx).await
         }
-        "live_backup_restore_round_trip" => backup::live_backup_restore_round_trip(ctx).await,
+        "live_backup_restore_round_trip" => restore::live_backup_restore_round_trip(ctx).await,
         "live_backup_operator_restart" => obligation::live_backup_operator_restart(ctx).await,
         "live_backup_deleted_mid_copy" => obligation::live_backup_deleted_mid_copy(ctx).await,
         "raw_copy_without_quiesce" => obligation::raw_copy_without_quiesce(ctx).await,

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams, PostParams};
 use serde_json::{Value, json};
 
-use super::backup::{check_failed_for, check_save_on_after_copy_end};
+use super::checks::*;
 use crate::context::{CaseContext, CaseError, Checks};
 use crate::fixture::backup::*;
 use crate::fixture::observe::{self, AuditLog, backup_condition, backup_field, backup_phase};
@@ -673,7 +673,7 @@ pub async fn legacy_preparation_fails_conservatively(
         ),
     );
     check_failed_for(ctx, &mut checks, &backup, reasons::LEGACY_PREPARATION);
-    super::backup::check_drained(ctx, &mut checks, &job);
+    check_drained(ctx, &mut checks, &job);
     let cmds = backup_commands(&audit.commands_of(&game));
     checks.check(
         "legacy-cleanup-paid",
