@@ -45,6 +45,7 @@ fn no_case_can_ask_to_be_rerun() {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut stack: Vec<std::path::PathBuf> = [
         "cases",
+        "fixture",
         "explore",
         "qualify",
         "context.rs",
