@@ -29,9 +29,32 @@ pub struct WriteMatch {
     pub name: Option<String>,
     /// The operator under test makes it (`true`), or any other client (`false`).
     pub by_operator: bool,
+    /// Which matching write is held, counting from 1 (the ones before it go on).
+    pub occurrence: usize,
 }
 
 impl WriteMatch {
+    /// The operator's `occurrence`-th write labelled `label` as the exploration labels writes
+    /// (`<verb> <resource>[/<subresource>] [<name>]`, e.g. `create jobs`, `patch
+    /// backups/status live`); `None` for a label not of that shape.
+    pub fn operator_write(label: &'static str, occurrence: usize) -> Option<Self> {
+        let mut words = label.split(' ');
+        let verb = words.next().filter(|v| !v.is_empty())?;
+        let (resource, subresource) = match words.next()?.split_once('/') {
+            Some((r, sub)) => (r, Some(sub)),
+            None => (label.split(' ').nth(1)?, None),
+        };
+        let name = words.next().map(str::to_string);
+        (words.next().is_none() && occurrence >= 1).then_some(Self {
+            verb,
+            resource,
+            subresource,
+            name,
+            by_operator: true,
+            occurrence,
+        })
+    }
+
     fn matches(&self, w: &WriteRequest) -> bool {
         w.verb == self.verb
             && w.resource == self.resource
@@ -55,13 +78,19 @@ impl WriteMatch {
             "not the operator"
         };
         let name = self.name.as_deref().unwrap_or("(any)");
-        format!("{} {resource} {name} ({by})", self.verb)
+        let nth = match self.occurrence {
+            1 => String::new(),
+            n => format!("write #{n} of "),
+        };
+        format!("{nth}{} {resource} {name} ({by})", self.verb)
     }
 }
 
 struct Pending {
     namespace: String,
     matches: WriteMatch,
+    /// Matching writes seen so far (the `occurrence`-th is held).
+    seen: usize,
     waiting: Waiting<WriteRequest>,
 }
 
@@ -87,6 +116,7 @@ impl Holds {
             .push(Pending {
                 namespace: namespace.to_string(),
                 matches,
+                seen: 0,
                 waiting,
             });
         hold
@@ -105,9 +135,14 @@ impl RequestHook for Holds {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
             // A hold whose case went away holds nothing.
             pending.retain(|p| !p.waiting.abandoned());
+            // The first hold this write matches counts it; it is held at its occurrence.
             let at = pending
                 .iter()
-                .position(|p| p.namespace == write.namespace && p.matches.matches(&write));
+                .position(|p| p.namespace == write.namespace && p.matches.matches(&write))
+                .filter(|&i| {
+                    pending[i].seen += 1;
+                    pending[i].seen == pending[i].matches.occurrence
+                });
             at.map(|i| pending.remove(i))
         };
         let held = held.map(|p| p.waiting.arrive(write));
@@ -244,6 +279,7 @@ mod tests {
             subresource: None,
             name: Some("mc-b".into()),
             by_operator: false,
+            occurrence: 1,
         }
     }
 
@@ -258,6 +294,7 @@ mod tests {
                 subresource: None,
                 name: None,
                 by_operator: true,
+                occurrence: 1,
             },
         );
         assert_eq!(hold.label(), "create gameservers (any) (the operator)");
@@ -293,6 +330,48 @@ mod tests {
         assert!((&mut first).now_or_never().is_none(), "still held");
         hold.release();
         assert_eq!(first.await, Answer::Proceed);
+    }
+
+    #[test]
+    fn an_operator_write_is_named_by_the_explorations_label() {
+        let m = WriteMatch::operator_write("patch backups/status live", 2).unwrap();
+        assert_eq!(
+            (m.verb, m.resource, m.subresource, m.name.as_deref()),
+            ("patch", "backups", Some("status"), Some("live"))
+        );
+        assert!(m.by_operator);
+        assert_eq!(
+            m.label(),
+            "write #2 of patch backups/status live (the operator)"
+        );
+        let m = WriteMatch::operator_write("create jobs", 1).unwrap();
+        assert_eq!((m.resource, m.subresource, m.name), ("jobs", None, None));
+        assert_eq!(WriteMatch::operator_write("create", 1), None);
+        assert_eq!(WriteMatch::operator_write("create jobs", 0), None);
+        assert_eq!(WriteMatch::operator_write("patch a b c", 1), None);
+    }
+
+    #[tokio::test]
+    async fn a_hold_at_an_occurrence_lets_the_writes_before_it_go() {
+        let holds = Holds::default();
+        let op = "system:serviceaccount:gp:op";
+        let mut hold = holds.hold(
+            "ns",
+            WriteMatch::operator_write("patch gameservers mc-b", 2).unwrap(),
+        );
+        assert_eq!(
+            holds.before_write(write(op, "patch", "mc-b")).await,
+            Answer::Proceed
+        );
+        let mut second = holds.before_write(write(op, "patch", "mc-b"));
+        assert!((&mut second).now_or_never().is_none(), "the 2nd is held");
+        assert!(hold.reached().await.is_some());
+        hold.release();
+        assert_eq!(second.await, Answer::Proceed);
+        assert_eq!(
+            holds.before_write(write(op, "patch", "mc-b")).await,
+            Answer::Proceed
+        );
     }
 
     #[tokio::test]

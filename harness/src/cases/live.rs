@@ -25,6 +25,13 @@ use crate::fixture::backup::*;
 use crate::fixture::observe::{self, backup_condition, backup_field, backup_phase};
 use crate::fixture::{self, AgentKind, FixtureOptions};
 
+/// Before the operator creates the copy Job (after it quiesced the game): its first `create
+/// jobs` in the case's namespace.
+const COPY_JOB_CREATED: HoldAt = HoldAt::Write {
+    label: "create jobs",
+    occurrence: 1,
+};
+
 /// The schedule of a live case: Backup `live`, `fault` placed where `at` holds it.
 fn live(at: HoldAt, fault: Fault) -> Schedule {
     Schedule {
@@ -217,11 +224,7 @@ pub async fn live_backup_pod_replaced_during_preparation(
     // operator's creation of the copy Job (which follows the quiesce) is held until the pod is
     // replaced. From then on cleanup (save-on) is owed to the original process, and must never
     // reach its successor.
-    let run = place(
-        ctx,
-        live(HoldAt::OperatorCreate("jobs"), Fault::PodReplaced),
-    )
-    .await?;
+    let run = place(ctx, live(COPY_JOB_CREATED, Fault::PodReplaced)).await?;
     let replaced = run.observed::<ReplaceObservation>()?;
     let (backup, job) = backup_finished(ctx, "live").await?;
     // The successor must be running before its audit log can speak for it.
@@ -293,11 +296,7 @@ pub async fn live_backup_pod_replaced_during_preparation(
 /// every time.
 pub async fn live_backup_job_create_conflicted(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     running_server(ctx, FixtureOptions::default()).await?;
-    let run = place(
-        ctx,
-        live(HoldAt::OperatorCreate("jobs"), Fault::WriteConflict),
-    )
-    .await?;
+    let run = place(ctx, live(COPY_JOB_CREATED, Fault::WriteConflict)).await?;
     let held = run.held;
     let (backup, job) = backup_finished(ctx, "live").await?;
     ctx.uses("Backup status (phase, consistency, Completed)");
@@ -445,4 +444,30 @@ pub async fn live_backup_older_agent_without_identity_route(
         checks,
         json!({"backup": backup_observation(&backup), "copy_job": job, "commands": cmds}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::catalogue::Operation;
+    use crate::evidence::place;
+
+    /// The cases that hold an operator write name it as the exploration does: their schedule
+    /// is one of the backup operation's, by the id `rehearse explore --replay` takes.
+    #[test]
+    fn the_write_held_cases_are_schedules_of_the_exploration() {
+        for fault in [Fault::PodReplaced, Fault::WriteConflict] {
+            let id = live(COPY_JOB_CREATED, fault).name();
+            assert_eq!(id, format!("backup.create_jobs.1.{fault}"));
+            let (operation, at, column) = place::parse(&id).unwrap();
+            assert_eq!(operation, Operation::Backup.to_string());
+            assert_eq!((at.label.as_str(), at.occurrence), ("create jobs", 1));
+            assert_eq!(column, fault.to_string());
+            assert!(Operation::Backup.faults().contains(&fault), "{fault}");
+        }
+        assert_eq!(
+            live(HoldAt::SnapshotSave, Fault::GameRestart).name(),
+            "game-restart at the copy's snapshot save"
+        );
+    }
 }

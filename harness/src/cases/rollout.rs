@@ -62,6 +62,7 @@ async fn run_with_override_before_move(
                 subresource: None,
                 name: Some(member.to_string()),
                 by_operator: false,
+                occurrence: 1,
             },
         )
         .map_err(|e| CaseError::from(crate::faults::FaultError::from(e)))?;
