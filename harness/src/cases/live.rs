@@ -137,11 +137,11 @@ pub async fn live_backup_agent_down(ctx: &CaseContext<'_>) -> Result<(), CaseErr
         let b = object(ctx, "backup", "live");
         checks.check(
             "agent-was-down",
-            down["agent"]["waiting"]["reason"] == "CrashLoopBackOff",
+            down["down"]["agent"]["waiting"]["reason"] == "CrashLoopBackOff",
             &object(ctx, "pod", &names::pod(SERVER)),
             "agent container state, held down while the copy was held",
             "waiting CrashLoopBackOff",
-            &down["agent"],
+            &down["down"]["agent"],
         );
         checks.eq(
             "backup-succeeded",

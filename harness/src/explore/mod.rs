@@ -34,7 +34,7 @@ use crate::backend::Backend;
 use crate::cases::{BodyEnded, RunOptions, run_body};
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::bundle::{Bundle, BundleMeta, BundleSummary, Verdict};
-use crate::fixture::inject::{agent_held, inject};
+use crate::fixture::inject::{HeldMoment, Landed, at_held};
 use crate::run::{Cluster, RunError, current_commit, start_backend};
 use observer::{Observer, Point};
 
@@ -151,50 +151,19 @@ pub(crate) async fn place_fault<T>(
         .await?;
     match arrived {
         Some(point) => {
-            let pod_before = server_pod_uid(ctx, server).await;
-            let injected = if fault == Fault::WriteConflict {
-                // The held write itself is refused once released: nothing in the cluster
-                // changes before it (the object's resourceVersion moves as it is refused).
-                ctx.step(&format!("inject {fault}"), async {
-                    observer.refuse_with_conflict();
-                    Ok(json!({"refused": "409 Conflict", "write": point.label}))
-                })
-                .await
-            } else {
-                ctx.step(
-                    &format!("inject {fault}"),
-                    inject(ctx, fault, server, object),
-                )
-                .await
-            };
-            placed.fault = match injected {
-                Ok(v) => v,
-                // The server's pod replaced while the fault was injected into it (the
-                // operation itself rolling it): the fault did not land, and the schedule says
-                // so instead of failing on it.
-                Err(e) if server_pod_uid(ctx, server).await != pod_before => {
-                    placed.missed = Some(format!(
-                        "the server's pod was replaced while it was injected ({e})"
-                    ));
-                    json!({"missed": e.to_string()})
+            let mut held = ObserverHold(observer);
+            placed.fault = match at_held(ctx, &mut held, fault, (server, object)).await? {
+                Landed::Landed(v) => v,
+                Landed::Missed(why) => {
+                    let v = json!({"missed": why});
+                    placed.missed = Some(why);
+                    v
                 }
-                Err(e) => return Err(e),
             };
-            placed.point = Some(point);
-            if fault == Fault::AgentDown && placed.missed.is_none() {
-                // Down across the point: the write goes while the agent is held down, and the
-                // agent is let up once the write was applied (or the operation is over).
-                let applied = ctx
-                    .step("release the write with the agent down", async {
-                        observer.release();
-                        Ok(observer.await_applied(ctx.bounds.settle).await)
-                    })
-                    .await?;
-                let up = ctx
-                    .step("let the agent up", agent_held(ctx, server, false))
-                    .await?;
-                placed.fault = json!({"down": placed.fault, "write_applied": applied, "up": up});
+            if fault == Fault::WriteConflict {
+                placed.fault["write"] = json!(point.label);
             }
+            placed.point = Some(point);
             faults_stopped_at = Some(jiff::Timestamp::now());
         }
         None => placed.point_not_reached = true,
@@ -203,18 +172,19 @@ pub(crate) async fn place_fault<T>(
     Ok((placed, faults_stopped_at))
 }
 
-/// The UID of `server`'s pod, when it has one (and it could be read).
-async fn server_pod_uid(ctx: &CaseContext<'_>, server: &str) -> Option<String> {
-    if server.is_empty() {
-        return None;
+/// The exploration's held write, as the placement step holds it.
+struct ObserverHold<'a>(&'a observer::Observer);
+
+impl HeldMoment for ObserverHold<'_> {
+    fn release(&mut self) {
+        self.0.release();
     }
-    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
-        kube::Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    pods.get_opt(&gameplane_api::names::pod(server))
-        .await
-        .ok()
-        .flatten()
-        .and_then(|p| p.metadata.uid)
+    fn refuse_with_conflict(&mut self) {
+        self.0.refuse_with_conflict();
+    }
+    fn applied(&mut self, bound: Duration) -> futures::future::BoxFuture<'_, bool> {
+        Box::pin(self.0.await_applied(bound))
+    }
 }
 
 /// One schedule: an operation with one fault before one of the operator's writes, named by
