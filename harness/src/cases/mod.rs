@@ -5,6 +5,8 @@
 //! into the run's bundle, records a PVC UID table where claims matter, and on failure collects
 //! artifacts (events, logs, objects) before its namespace is removed.
 
+pub mod batches;
+pub mod candidate;
 pub mod checks;
 pub mod live;
 pub mod module_bundle;
@@ -234,33 +236,33 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         "legacy_preparation_fails_conservatively" => {
             obligation::legacy_preparation_fails_conservatively(ctx).await
         }
-        "unpullable_candidate" => rollout::unpullable_candidate(ctx).await,
-        "http_only_candidate" => rollout::http_only_candidate(ctx).await,
-        "restore_after_halted_canary" => rollout::restore_after_halted_canary(ctx).await,
+        "unpullable_candidate" => candidate::unpullable_candidate(ctx).await,
+        "http_only_candidate" => candidate::http_only_candidate(ctx).await,
+        "restore_after_halted_canary" => candidate::restore_after_halted_canary(ctx).await,
         "candidate_module_digest_mismatch" => {
             module_bundle::candidate_module_digest_mismatch(ctx).await
         }
         "format_change_compatible_rollback" => {
-            rollout::format_change_compatible_rollback(ctx).await
+            batches::format_change_compatible_rollback(ctx).await
         }
         "format_change_restore_required_rollback" => {
-            rollout::format_change_restore_required_rollback(ctx).await
+            batches::format_change_restore_required_rollback(ctx).await
         }
-        "member_tracking_default_version" => rollout::member_tracking_default_version(ctx).await,
-        "extra_world_declared_on_template" => rollout::extra_world_declared_on_template(ctx).await,
-        "halt_at_later_batch" => rollout::halt_at_later_batch(ctx).await,
+        "member_tracking_default_version" => batches::member_tracking_default_version(ctx).await,
+        "extra_world_declared_on_template" => batches::extra_world_declared_on_template(ctx).await,
+        "halt_at_later_batch" => batches::halt_at_later_batch(ctx).await,
         "failed_format_batch_restored_from_its_backups" => {
-            rollout::failed_format_batch_restored_from_its_backups(ctx).await
+            batches::failed_format_batch_restored_from_its_backups(ctx).await
         }
-        "batch_of_three_gated_together" => rollout::batch_of_three_gated_together(ctx).await,
+        "batch_of_three_gated_together" => batches::batch_of_three_gated_together(ctx).await,
         "batch_member_join_failure_put_back" => {
-            rollout::batch_member_join_failure_put_back(ctx).await
+            batches::batch_member_join_failure_put_back(ctx).await
         }
         "format_batch_two_member_cannot_read_its_world" => {
-            rollout::format_batch_two_member_cannot_read_its_world(ctx).await
+            batches::format_batch_two_member_cannot_read_its_world(ctx).await
         }
-        "candidate_refuses_login" => rollout::candidate_refuses_login(ctx).await,
-        "candidate_stalls_configuration" => rollout::candidate_stalls_configuration(ctx).await,
+        "candidate_refuses_login" => candidate::candidate_refuses_login(ctx).await,
+        "candidate_stalls_configuration" => candidate::candidate_stalls_configuration(ctx).await,
         other => Err(CaseError::Setup(format!(
             "no case named {other:?}; `rehearse run --list` shows them"
         ))),
