@@ -88,3 +88,31 @@ pub(crate) fn verb_of(method: &http::Method, has_name: bool) -> Option<&'static 
         _ => None,
     }
 }
+
+/// A watch event withheld from one client (the exploration's `dropped-event` fault): the next
+/// event about object `name` of `resource` in `namespace` that a watch opened by a user whose
+/// name starts with `user_prefix` would receive is never sent to it; that watch goes on, and
+/// every other watch sees the event. A client that never resyncs or requeues never learns of
+/// that change from its watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropNextEvent {
+    /// Whose watches, e.g. `system:serviceaccount:` (the operator under test).
+    pub user_prefix: String,
+    /// The resource's plural, e.g. `backups`.
+    pub resource: String,
+    /// The object's namespace.
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
+}
+
+impl DropNextEvent {
+    /// Whether an event about `name` in `namespace` of `resource`, for a watch of `user`, is
+    /// the one to withhold.
+    pub fn matches(&self, user: &str, resource: &str, namespace: &str, name: &str) -> bool {
+        user.starts_with(&self.user_prefix)
+            && resource == self.resource
+            && namespace == self.namespace
+            && name == self.name
+    }
+}

@@ -85,6 +85,7 @@ impl ApiServer {
             streams: RwLock::new(None),
             hook: RwLock::new(None),
             requests: std::sync::atomic::AtomicU64::new(0),
+            dropped: std::sync::Mutex::default(),
             shutdown: shutdown_rx,
             config,
             addr,
@@ -194,6 +195,24 @@ impl ApiServer {
     pub fn set_hook(&self, hook: Option<Arc<dyn crate::RequestHook>>) {
         self.shared.state().set_observer(hook.clone());
         *self.shared.hook.write().unwrap_or_else(|p| p.into_inner()) = hook;
+    }
+
+    /// Withholds the next watch event `drop` names from its client ([`crate::DropNextEvent`]).
+    pub fn drop_next_event(&self, drop: crate::DropNextEvent) {
+        self.shared
+            .dropped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(drop);
+    }
+
+    /// Withheld events still to come: armed with [`Self::drop_next_event`], not yet matched.
+    pub fn events_to_drop(&self) -> usize {
+        self.shared
+            .dropped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 
     /// Stops accepting, ends every watch and waits (bounded) for open requests to finish.

@@ -59,6 +59,8 @@ pub(crate) struct Shared {
     pub hook: RwLock<Option<Arc<dyn RequestHook>>>,
     /// HTTP requests received since the server started (every verb, watches and streams too).
     pub requests: std::sync::atomic::AtomicU64,
+    /// Watch events to withhold ([`crate::DropNextEvent`]), each once.
+    pub dropped: Mutex<Vec<crate::DropNextEvent>>,
     pub shutdown: watch::Receiver<bool>,
     pub config: ApiServerConfig,
     pub addr: SocketAddr,

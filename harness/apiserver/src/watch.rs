@@ -37,6 +37,8 @@ pub struct WatchRequest {
     pub table: Option<Columns>,
     /// Set when the client asked for `PartialObjectMetadata` events.
     pub metadata_only: bool,
+    /// Who opened it (after impersonation).
+    pub user: String,
 }
 
 impl WatchRequest {
@@ -118,6 +120,20 @@ fn error_line(error: &ApiError) -> Bytes {
     Bytes::from(out)
 }
 
+/// Whether `ev` is the one event a [`crate::DropNextEvent`] withholds from this watch (it is
+/// then disarmed).
+fn withheld(shared: &Shared, request: &WatchRequest, ev: &Event) -> bool {
+    let mut dropped = shared.dropped.lock().unwrap_or_else(|p| p.into_inner());
+    if dropped.is_empty() {
+        return false;
+    }
+    let name = ev.object["metadata"]["name"].as_str().unwrap_or_default();
+    let at = dropped
+        .iter()
+        .position(|d| d.matches(&request.user, &request.info.plural, &ev.namespace, name));
+    at.map(|i| dropped.remove(i)).is_some()
+}
+
 /// Starts a watch and answers with its event stream.
 pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
     let (mut events, initial, start_rv, expired) = {
@@ -128,9 +144,13 @@ pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
         let mut expired = None;
         match request.resource_version {
             Some(rv) if !request.send_initial_events => match state.events_after(rv) {
-                Ok(history) => {
-                    initial.extend(history.iter().filter_map(|ev| request.transform(ev)))
-                }
+                Ok(history) => initial.extend(
+                    history
+                        .iter()
+                        .filter_map(|ev| Some((request.transform(ev)?, ev)))
+                        .filter(|(_, ev)| !withheld(shared, &request, ev))
+                        .map(|(seen, _)| seen),
+                ),
                 Err(e) => expired = Some(e),
             },
             _ => {
@@ -149,6 +169,7 @@ pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(256);
     let shutdown = shared.shutdown.clone();
     let bookmark_interval = shared.config.bookmark_interval;
+    let shared = shared.clone();
     tokio::spawn(async move {
         if let Some(e) = expired {
             let _ = tx.send(Ok(error_line(&e))).await;
@@ -184,6 +205,7 @@ pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
                         }
                         last_rv = ev.rv;
                         match request.transform(&ev) {
+                            Some(_) if withheld(&shared, &request, &ev) => continue,
                             Some((kind, obj)) => request.line(kind.as_str(), &obj),
                             None => continue,
                         }

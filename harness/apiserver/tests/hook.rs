@@ -213,3 +213,85 @@ async fn a_conflicted_write_is_refused_and_the_object_moves_on() {
         "{changes:?}"
     );
 }
+
+/// The `dropped-event` fault: the next event about one object is withheld from the first watch
+/// of the named user that would receive it; that watch goes on (it sees the next change), a
+/// second watch sees the withheld event, and a drop for another user or object withholds
+/// nothing.
+#[tokio::test]
+async fn a_dropped_event_is_withheld_from_one_watch_that_goes_on() {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::runtime::{WatchStreamExt, watcher};
+    let (server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    cms.create(&PostParams::default(), &configmap("watched"))
+        .await
+        .unwrap();
+    // Two watches of the admin's, each from now on.
+    let seen = |cms: Api<ConfigMap>| {
+        watcher::watcher(
+            cms,
+            watcher::Config::default().fields("metadata.name=watched"),
+        )
+        .touched_objects()
+        .map_ok(|cm| {
+            cm.data
+                .and_then(|d| d.get("a").cloned())
+                .unwrap_or_default()
+        })
+        .boxed()
+    };
+    let mut first = seen(cms.clone());
+    let mut second = seen(cms.clone());
+    // Each starts with the object as it is.
+    assert_eq!(
+        within("the first watch's start", first.next())
+            .await
+            .unwrap()
+            .unwrap(),
+        "1"
+    );
+    assert_eq!(
+        within("the second watch's start", second.next())
+            .await
+            .unwrap()
+            .unwrap(),
+        "1"
+    );
+    let drop = |user: &str, name: &str| rehearsal_apiserver::DropNextEvent {
+        user_prefix: user.into(),
+        resource: "configmaps".into(),
+        namespace: "default".into(),
+        name: name.into(),
+    };
+    server.drop_next_event(drop("system:serviceaccount:", "watched"));
+    server.drop_next_event(drop("kubernetes-admin", "other"));
+    server.drop_next_event(drop("kubernetes-admin", "watched"));
+    let patch = |v: &str| Patch::Merge(json!({"data": {"a": v}}));
+    cms.patch("watched", &PatchParams::default(), &patch("2"))
+        .await
+        .unwrap();
+    cms.patch("watched", &PatchParams::default(), &patch("3"))
+        .await
+        .unwrap();
+    // One watch never saw "2"; the other saw both.
+    let (a, b) = (
+        within("the first watch's next event", first.next())
+            .await
+            .unwrap()
+            .unwrap(),
+        within("the second watch's next event", second.next())
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    let mut got = [a, b];
+    got.sort();
+    assert_eq!(
+        got,
+        ["2".to_string(), "3".to_string()],
+        "one watch skipped 2"
+    );
+    // The drops for another user and another object are still armed.
+    assert_eq!(server.events_to_drop(), 2);
+}

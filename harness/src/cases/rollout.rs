@@ -18,9 +18,9 @@ use kube::api::Api;
 use serde_json::{Value, json};
 
 use crate::context::{CaseContext, CaseError, Checks};
+use crate::fixture;
 use crate::fixture::fleet::{fleet_pod_uids, run};
 use crate::fixture::observe;
-use crate::fixture;
 use crate::qualify::{self, Outcome, Plan, Qualification, gates};
 
 pub(super) const THIRD: &str = "mc-c";

@@ -146,6 +146,7 @@ pub(super) fn start_watch(
         timeout,
         table,
         metadata_only: negotiate::wants_metadata(call.headers),
+        user: call.user.name.clone(),
     };
     Ok(watch::serve(call.shared, request))
 }
