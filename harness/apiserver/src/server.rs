@@ -86,6 +86,7 @@ impl ApiServer {
             hook: RwLock::new(None),
             requests: std::sync::atomic::AtomicU64::new(0),
             dropped: std::sync::Mutex::default(),
+            to_drop: tokio::sync::watch::Sender::new(0),
             shutdown: shutdown_rx,
             config,
             addr,
@@ -199,11 +200,22 @@ impl ApiServer {
 
     /// Withholds the next watch event `drop` names from its client ([`crate::DropNextEvent`]).
     pub fn drop_next_event(&self, drop: crate::DropNextEvent) {
-        self.shared
+        let mut dropped = self
+            .shared
             .dropped
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(drop);
+            .unwrap_or_else(|p| p.into_inner());
+        dropped.push(drop);
+        self.shared.to_drop.send_replace(dropped.len());
+    }
+
+    /// Waits at most `bound` until every event armed with [`Self::drop_next_event`] was
+    /// withheld; whether they all were.
+    pub async fn await_events_dropped(&self, bound: std::time::Duration) -> bool {
+        let mut to_drop = self.shared.to_drop.subscribe();
+        tokio::time::timeout(bound, to_drop.wait_for(|n| *n == 0))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Withheld events still to come: armed with [`Self::drop_next_event`], not yet matched.

@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     pub requests: std::sync::atomic::AtomicU64,
     /// Watch events to withhold ([`crate::DropNextEvent`]), each once.
     pub dropped: Mutex<Vec<crate::DropNextEvent>>,
+    /// How many of them are still to come, for those who await them.
+    pub to_drop: watch::Sender<usize>,
     pub shutdown: watch::Receiver<bool>,
     pub config: ApiServerConfig,
     pub addr: SocketAddr,

@@ -131,7 +131,11 @@ fn withheld(shared: &Shared, request: &WatchRequest, ev: &Event) -> bool {
     let at = dropped
         .iter()
         .position(|d| d.matches(&request.user, &request.info.plural, &ev.namespace, name));
-    at.map(|i| dropped.remove(i)).is_some()
+    let withheld = at.map(|i| dropped.remove(i)).is_some();
+    if withheld {
+        shared.to_drop.send_replace(dropped.len());
+    }
+    withheld
 }
 
 /// Starts a watch and answers with its event stream.

@@ -327,6 +327,22 @@ impl EmbeddedCluster {
         self.api.as_ref().map(|a| a.requests())
     }
 
+    /// Withholds the next watch event `drop` names from its client (the `dropped-event`
+    /// fault; [`rehearsal_apiserver::DropNextEvent`]).
+    pub fn drop_next_event(&self, drop: rehearsal_apiserver::DropNextEvent) {
+        if let Some(api) = &self.api {
+            api.drop_next_event(drop);
+        }
+    }
+
+    /// Waits at most `bound` until every armed event was withheld; whether they all were.
+    pub async fn await_events_dropped(&self, bound: std::time::Duration) -> bool {
+        match &self.api {
+            Some(api) => api.await_events_dropped(bound).await,
+            None => false,
+        }
+    }
+
     /// Attaches the API server's exploration hook ([`rehearsal_apiserver::RequestHook`]): every
     /// mutating request passes through it, every committed change is reported to it. `None`
     /// detaches it.

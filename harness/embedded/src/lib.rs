@@ -44,4 +44,6 @@ pub use cluster::{EmbeddedCluster, EmbeddedConfig, EmbeddedError, client_for};
 pub use images::{Image, ImageCatalogue, ResolvedImage, locate_workspace_binary};
 pub use kubelet::{RestartError, RestartedContainer};
 pub use node::Backoff;
-pub use rehearsal_apiserver::{Answer, ApiServerConfig, Change, RequestHook, WriteRequest};
+pub use rehearsal_apiserver::{
+    Answer, ApiServerConfig, Change, DropNextEvent, RequestHook, WriteRequest,
+};

@@ -92,6 +92,11 @@ faults! {
     /// updated the object (its resourceVersion moves, its content does not): the operator must
     /// re-read and redo, ending as it would have.
     WriteConflict = "write-conflict", Transparent;
+    /// The next watch event about the operation's object (its Backup or Restore) that the
+    /// operator would receive is never delivered to it (its watch goes on; everyone else sees
+    /// it): the operator must still converge — by a resync, a requeue or the next event —
+    /// ending as it would have.
+    DroppedEvent = "dropped-event", Transparent;
 }
 
 impl Fault {
@@ -271,6 +276,7 @@ const RUNNING_BACKUP: &[Fault] = &[
     RepositoryUnreachable,
     RepositoryWrongPassword,
     WriteConflict,
+    DroppedEvent,
 ];
 
 /// The faults of a backup of a server without a pod: it is started, not restarted.
@@ -281,6 +287,7 @@ const STOPPED_BACKUP: &[Fault] = &[
     RepositoryUnreachable,
     RepositoryWrongPassword,
     WriteConflict,
+    DroppedEvent,
 ];
 
 operations! {
@@ -319,7 +326,13 @@ operations! {
         // Faults that need a running game have nothing to act on at the points before it runs:
         // the operator's restart (its deadline must hold), a deletion and the repository are
         // what can happen while preparation waits.
-        faults: &[BackupDeleted, OperatorRestart, RepositoryWrongPassword, WriteConflict],
+        faults: &[
+            BackupDeleted,
+            OperatorRestart,
+            RepositoryWrongPassword,
+            WriteConflict,
+            DroppedEvent,
+        ],
         ends: Ends::Succeeded(Some("Quiesced")),
         judges: Backup,
     }
@@ -336,6 +349,7 @@ operations! {
             BackupDeleted,
             OperatorRestart,
             WriteConflict,
+            DroppedEvent,
         ],
         ends: Ends::Refused("IdentityPreflightFailed"),
         judges: Backup,
@@ -347,7 +361,15 @@ operations! {
         // Not deleted: the older operator's record carries no finalizer of this one, so a
         // deletion before this operator's first write removes the only record of what is owed,
         // which no operator could then pay.
-        faults: &[GameRestart, AgentRestart, AgentDown, PodReplaced, OperatorRestart, WriteConflict],
+        faults: &[
+            GameRestart,
+            AgentRestart,
+            AgentDown,
+            PodReplaced,
+            OperatorRestart,
+            WriteConflict,
+            DroppedEvent,
+        ],
         ends: Ends::Refused("LegacyPreparation"),
         judges: Backup,
     }
@@ -360,6 +382,7 @@ operations! {
             RepositoryUnreachable,
             RepositoryWrongPassword,
             WriteConflict,
+            DroppedEvent,
         ],
         ends: Ends::Succeeded(None),
         judges: Restore,

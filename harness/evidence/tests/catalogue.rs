@@ -19,9 +19,16 @@ fn each_operation_has_the_faults_that_can_act_on_it() {
             OperatorRestart,
             RepositoryUnreachable,
             RepositoryWrongPassword,
-            WriteConflict
+            WriteConflict,
+            DroppedEvent
         ]
     );
+    // A watch event withheld is about the operation's object: a Backup's or a Restore's (a
+    // qualification has many objects, none of them the operation's).
+    for row in OPERATIONS {
+        let has = row.faults.contains(&DroppedEvent);
+        assert_eq!(has, !matches!(row.setup, Setup::Qualify(_)), "{}", row.name);
+    }
     // A stopped server is started, never restarted; a running one the other way round.
     for op in [Operation::StoppedBackup, Operation::IdleBackup] {
         assert!(op.faults().contains(&ServerStarted), "{op}");
@@ -78,11 +85,16 @@ fn each_fault_has_its_class() {
     assert_eq!(class(Fault::AgentRestart), FaultClass::Transparent);
     assert_eq!(class(Fault::OperatorRestart), FaultClass::Transparent);
     assert_eq!(class(Fault::WriteConflict), FaultClass::Transparent);
+    assert_eq!(class(Fault::DroppedEvent), FaultClass::Transparent);
     assert_eq!(class(Fault::AgentDown), FaultClass::KeepsSource);
     for f in FAULTS.iter().map(|r| r.fault).filter(|f| {
         !matches!(
             f,
-            Fault::AgentRestart | Fault::OperatorRestart | Fault::WriteConflict | Fault::AgentDown
+            Fault::AgentRestart
+                | Fault::OperatorRestart
+                | Fault::WriteConflict
+                | Fault::DroppedEvent
+                | Fault::AgentDown
         )
     }) {
         assert_eq!(class(f), FaultClass::Changes, "{f}");

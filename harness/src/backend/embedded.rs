@@ -340,6 +340,27 @@ impl Backend for Embedded {
         Ok(self.rest.gate().hold(matches))
     }
 
+    fn drop_next_watch_event(
+        &self,
+        namespace: &str,
+        resource: &str,
+        name: &str,
+    ) -> Result<(), BackendError> {
+        self.cluster
+            .drop_next_event(rehearsal_embedded::DropNextEvent {
+                // The operator under test authenticates as a ServiceAccount.
+                user_prefix: "system:serviceaccount:".into(),
+                resource: resource.into(),
+                namespace: namespace.into(),
+                name: name.into(),
+            });
+        Ok(())
+    }
+
+    fn await_events_dropped(&self, bound: Duration) -> BoxFuture<'_, bool> {
+        Box::pin(self.cluster.await_events_dropped(bound))
+    }
+
     fn hold_write(
         &self,
         namespace: &str,

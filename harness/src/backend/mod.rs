@@ -339,6 +339,28 @@ pub trait Backend: Send + Sync {
             why: "only the embedded cluster's pods reach the repository through the harness's own gate; run this case on the embedded cluster".into(),
         })
     }
+    /// Withholds from the operator's watches the next event about object `name` of `resource`
+    /// in `namespace` (the `dropped-event` fault): that watch goes on, everyone else sees the
+    /// event. Only the embedded cluster's API server is the harness's own; elsewhere this is
+    /// [`BackendError::Unsupported`].
+    fn drop_next_watch_event(
+        &self,
+        namespace: &str,
+        resource: &str,
+        name: &str,
+    ) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.kind(),
+            operation: format!("withhold the next watch event about {resource} {namespace}/{name}"),
+            why: "only the embedded cluster's API server is the harness's own; explore on the embedded cluster".into(),
+        })
+    }
+    /// Waits at most `bound` until every event [`Backend::drop_next_watch_event`] armed was
+    /// withheld; whether they all were (`false` where nothing can be withheld).
+    fn await_events_dropped(&self, bound: std::time::Duration) -> BoxFuture<'_, bool> {
+        let _ = bound;
+        Box::pin(async { false })
+    }
     /// Makes locally built images available to the cluster's nodes.
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>>;
     /// Writes node/cluster logs into `dir` (part of a failure bundle).

@@ -79,7 +79,11 @@ pub(crate) async fn schedule(
         reached,
         hold,
         await_condition(&backups, BACKUP, operation_over(), ctx.bounds.settle),
-        (SERVER, BACKUP),
+        crate::fixture::inject::Target {
+            server: SERVER,
+            resource: "backups",
+            object: BACKUP,
+        },
     )
     .await?;
     let settled = ctx

@@ -34,7 +34,7 @@ use crate::backend::Backend;
 use crate::cases::{BodyEnded, RunOptions, run_body};
 use crate::context::{CaseContext, CaseError};
 use crate::evidence::bundle::{Bundle, BundleMeta, BundleSummary, Verdict};
-use crate::fixture::inject::{HeldMoment, Landed, at_held};
+use crate::fixture::inject::{HeldMoment, Landed, Target, at_held};
 use crate::run::{Cluster, RunError, current_commit, start_backend};
 use observer::{Observer, Point};
 
@@ -123,7 +123,7 @@ pub(crate) async fn place_fault<T>(
     reached: tokio::sync::oneshot::Receiver<observer::Point>,
     hold: Option<&(Place, Fault)>,
     over: impl std::future::Future<Output = Result<T, crate::wait::WaitError>>,
-    (server, object): (&str, &str),
+    target: Target<'_>,
 ) -> Result<(Placed, Option<jiff::Timestamp>), CaseError> {
     let mut placed = Placed::default();
     let mut faults_stopped_at = None;
@@ -152,7 +152,7 @@ pub(crate) async fn place_fault<T>(
     match arrived {
         Some(point) => {
             let mut held = ObserverHold(observer);
-            placed.fault = match at_held(ctx, &mut held, fault, (server, object)).await? {
+            placed.fault = match at_held(ctx, &mut held, fault, target).await? {
                 Landed::Landed(v) => v,
                 Landed::Missed(why) => {
                     let v = json!({"missed": why});
@@ -160,6 +160,21 @@ pub(crate) async fn place_fault<T>(
                     v
                 }
             };
+            if fault == Fault::DroppedEvent {
+                // Landed once an event was withheld: the held write's own, or the next one
+                // about the object after it.
+                let withheld = ctx
+                    .step("await the withheld event", async {
+                        Ok(ctx.backend.await_events_dropped(ctx.bounds.settle).await)
+                    })
+                    .await?;
+                if !withheld {
+                    placed.missed = Some(format!(
+                        "no event about {} {} reached the operator's watches after it",
+                        target.resource, target.object
+                    ));
+                }
+            }
             if fault == Fault::WriteConflict {
                 placed.fault["write"] = json!(point.label);
             }

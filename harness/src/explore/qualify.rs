@@ -136,7 +136,18 @@ pub(crate) async fn schedule(
         Ok::<(), crate::wait::WaitError>(())
     };
     // The fault lands on the source member (its game, its agent) or the operator.
-    let place = super::place_fault(ctx, &observer, reached, hold, over, (rollout::SOURCE, ""));
+    let place = super::place_fault(
+        ctx,
+        &observer,
+        reached,
+        hold,
+        over,
+        crate::fixture::inject::Target {
+            server: rollout::SOURCE,
+            resource: "",
+            object: "",
+        },
+    );
     let (((q, error), restored), placed) = tokio::join!(run, place);
     observer.freeze();
     let (placed, _) = placed?;

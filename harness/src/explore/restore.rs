@@ -297,7 +297,11 @@ pub(crate) async fn schedule(
         reached,
         hold,
         await_condition(&restores, RESTORE, operation_over(), ctx.bounds.settle),
-        (SERVER, RESTORE),
+        crate::fixture::inject::Target {
+            server: SERVER,
+            resource: "restores",
+            object: RESTORE,
+        },
     )
     .await?;
     let settled = ctx
