@@ -1009,7 +1009,10 @@ mod tests {
     fn a_limit_keeps_every_fault_and_spreads_over_the_points() {
         let schedules = all(11);
         let learned = learned(11);
-        assert_eq!(spread(schedules.clone(), 100, &learned), schedules);
+        assert_eq!(
+            spread(schedules.clone(), schedules.len(), &learned),
+            schedules
+        );
         for limit in 1..schedules.len() {
             let picked = spread(schedules.clone(), limit, &learned);
             assert_eq!(picked.len(), limit, "limit {limit}");
@@ -1030,7 +1033,7 @@ mod tests {
             );
         }
         // Two per fault out of eleven points: neither both at the start nor both at the end.
-        let ten = spread(schedules, 10, &learned);
+        let ten = spread(schedules, 2 * Operation::Backup.faults().len(), &learned);
         let labels: Vec<&str> = learned[0].1.iter().map(|p| p.label.as_str()).collect();
         let points: Vec<usize> = ten
             .iter()
