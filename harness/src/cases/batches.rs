@@ -9,25 +9,22 @@ use serde_json::json;
 
 use super::rollout::*;
 use crate::context::{CaseContext, CaseError, Checks};
-use crate::fixture::fleet::{FleetSpec, OTHER, SOURCE, fleet, fleet_pod_uids, plan, run};
+use crate::fixture::fleet::{
+    FleetSpec, OTHER, SOURCE, fleet, fleet_pod_uids, plan, qualified, run,
+};
 use crate::fixture::{self};
 use crate::qualify::{self, Outcome, Qualification, Rollback, gates};
 
 /// Format-changing update, compatible rollback: PVC UIDs unchanged; the save is readable
 /// directly after re-pinning.
 pub async fn format_change_compatible_rollback(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
-    let members = [SOURCE, OTHER];
-    fleet(
+    let (_, q) = qualified(
         ctx,
         &FleetSpec {
             candidates: &[fixture::VERSION_COMPAT],
             ..Default::default()
         },
-    )
-    .await?;
-    let q = run(
-        ctx,
-        &plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible),
+        Rollback::Compatible,
     )
     .await?;
     let mut checks = Checks::new();
@@ -41,23 +38,13 @@ pub async fn format_change_compatible_rollback(ctx: &CaseContext<'_>) -> Result<
 pub async fn format_change_restore_required_rollback(
     ctx: &CaseContext<'_>,
 ) -> Result<(), CaseError> {
-    let members = [SOURCE, OTHER];
-    fleet(
+    let (_, q) = qualified(
         ctx,
         &FleetSpec {
             candidates: &[fixture::VERSION_FORMAT],
             ..Default::default()
         },
-    )
-    .await?;
-    let q = run(
-        ctx,
-        &plan(
-            ctx,
-            &members,
-            fixture::VERSION_FORMAT,
-            Rollback::RestoreRequired,
-        ),
+        Rollback::RestoreRequired,
     )
     .await?;
     let mut checks = Checks::new();
@@ -91,23 +78,14 @@ pub async fn format_change_restore_required_rollback(
 /// covers its own, the restore-required rollback returns every claim, and the fleet is promoted.
 pub async fn extra_world_declared_on_template(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let members = [SOURCE, OTHER];
-    fleet(
+    let (_, q) = qualified(
         ctx,
         &FleetSpec {
             candidates: &[fixture::VERSION_FORMAT],
             extra_on_template: true,
             ..Default::default()
         },
-    )
-    .await?;
-    let q = run(
-        ctx,
-        &plan(
-            ctx,
-            &members,
-            fixture::VERSION_FORMAT,
-            Rollback::RestoreRequired,
-        ),
+        Rollback::RestoreRequired,
     )
     .await?;
     let mut checks = Checks::new();
@@ -145,18 +123,14 @@ pub async fn extra_world_declared_on_template(ctx: &CaseContext<'_>) -> Result<(
 /// clone, naming the member; nothing is touched.
 pub async fn member_tracking_default_version(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let members = [SOURCE, OTHER];
-    let before = fleet(
+    let (before, q) = qualified(
         ctx,
         &FleetSpec {
             candidates: &[fixture::VERSION_COMPAT],
             tracking_default: &[OTHER],
             ..Default::default()
         },
-    )
-    .await?;
-    let q = run(
-        ctx,
-        &plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible),
+        Rollback::Compatible,
     )
     .await?;
     let after = fleet_pod_uids(ctx, &members).await?;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::rollout::*;
 use crate::context::{CaseContext, CaseError, Checks};
-use crate::fixture::fleet::{FleetSpec, OTHER, SOURCE, fleet, plan, run};
+use crate::fixture::fleet::{FleetSpec, OTHER, SOURCE, fleet, plan, qualified, run};
 use crate::fixture::observe;
 use crate::fixture::{self};
 use crate::qualify::{Outcome, Qualification, Rollback, gates};
@@ -69,22 +69,13 @@ pub async fn unpullable_candidate(ctx: &CaseContext<'_>) -> Result<(), CaseError
 /// handshake; the journal keeps only the baseline receipt; promotion is blocked.
 pub async fn http_only_candidate(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let members = [SOURCE, OTHER];
-    let before = fleet(
+    let (before, q) = qualified(
         ctx,
         &FleetSpec {
             candidates: &[fixture::VERSION_HTTP_ONLY],
             ..Default::default()
         },
-    )
-    .await?;
-    let q = run(
-        ctx,
-        &plan(
-            ctx,
-            &members,
-            fixture::VERSION_HTTP_ONLY,
-            Rollback::Compatible,
-        ),
+        Rollback::Compatible,
     )
     .await?;
     let mut checks = Checks::new();
