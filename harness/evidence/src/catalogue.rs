@@ -97,6 +97,11 @@ faults! {
     /// it): the operator must still converge — by a resync, a requeue or the next event —
     /// ending as it would have.
     DroppedEvent = "dropped-event", Transparent;
+    /// The copy's last write to the repository (restic saving its snapshot, through the REST
+    /// server) held until the game restarted in place (a running server) or the server was
+    /// started (a stopped one), then let go: the copy's end spans a change of its source. Placed
+    /// at the points up to the copy Job's creation, the ones that come before the copy exists.
+    CopyHeldAtEnd = "copy-held-at-end", Changes;
 }
 
 impl Fault {
@@ -123,6 +128,26 @@ impl Fault {
         FAULTS.iter().find(|r| r.name == name).map(|r| r.fault)
     }
 }
+
+impl Fault {
+    /// Whether it can be placed before the `index`-th (from 0) of an operation's writes
+    /// `labels` (its reference run's). `copy-held-at-end` waits for the copy's snapshot save
+    /// after its point, so it is placed only at the points up to the copy Job's creation (the
+    /// first `create jobs`): after it the snapshot may already be saved. Every other fault, at
+    /// every point.
+    pub fn placeable_at(self, labels: &[impl AsRef<str>], index: usize) -> bool {
+        match self {
+            CopyHeldAtEnd => labels
+                .iter()
+                .position(|l| l.as_ref() == COPY_JOB_CREATED)
+                .is_some_and(|job| index <= job),
+            _ => index < labels.len(),
+        }
+    }
+}
+
+/// The label of the operator's write that creates an operation's copy (or restore) Job.
+pub const COPY_JOB_CREATED: &str = "create jobs";
 
 impl std::fmt::Display for Fault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -277,6 +302,7 @@ const RUNNING_BACKUP: &[Fault] = &[
     RepositoryWrongPassword,
     WriteConflict,
     DroppedEvent,
+    CopyHeldAtEnd,
 ];
 
 /// The faults of a backup of a server without a pod: it is started, not restarted.
@@ -288,6 +314,7 @@ const STOPPED_BACKUP: &[Fault] = &[
     RepositoryWrongPassword,
     WriteConflict,
     DroppedEvent,
+    CopyHeldAtEnd,
 ];
 
 operations! {
@@ -332,6 +359,7 @@ operations! {
             RepositoryWrongPassword,
             WriteConflict,
             DroppedEvent,
+            CopyHeldAtEnd,
         ],
         ends: Ends::Succeeded(Some("Quiesced")),
         judges: Backup,
@@ -465,6 +493,28 @@ impl Operation {
         self.row().setup
     }
 
+    /// What happens to the source while its copy's end is held (`copy-held-at-end`): the game
+    /// restarts in place when it runs (or will: an early backup), the server is started when it
+    /// is stopped; `None` for an operation without a copy of a server.
+    pub fn while_copy_held(self) -> Option<Fault> {
+        match self.setup() {
+            Setup::Backup(Source::Running | Source::RunningRaw | Source::NotYetRunning) => {
+                Some(GameRestart)
+            }
+            Setup::Backup(Source::Suspended | Source::IdleAsleep) => Some(ServerStarted),
+            _ => None,
+        }
+    }
+
+    /// What `fault` does to this operation's source: `copy-held-at-end` amounts to what happens
+    /// while the copy is held ([`Self::while_copy_held`]), every other fault to itself.
+    pub fn effect(self, fault: Fault) -> Fault {
+        match fault {
+            CopyHeldAtEnd => self.while_copy_held().unwrap_or(fault),
+            _ => fault,
+        }
+    }
+
     /// The ending(s) the contract allows once `fault` landed (`None`: unperturbed), when it
     /// narrows them:
     /// - unperturbed or after a transparent fault, the stated ending;
@@ -535,5 +585,39 @@ mod tests {
         );
         assert_eq!(refused.allowed(Some(GameRestart)), None);
         assert_eq!(Operation::Restore.allowed(Some(RestoreDeleted)), None);
+    }
+
+    #[test]
+    fn a_copy_held_at_its_end_is_placed_only_before_the_copy_exists() {
+        let labels = [
+            "patch backups",
+            "patch backups/status",
+            "create jobs",
+            "create jobs",
+        ];
+        let placeable: Vec<bool> = (0..=labels.len())
+            .map(|i| CopyHeldAtEnd.placeable_at(&labels, i))
+            .collect();
+        assert_eq!(placeable, [true, true, true, false, false]);
+        assert!(
+            !CopyHeldAtEnd.placeable_at(&["patch backups"], 0),
+            "no copy Job"
+        );
+        assert!(GameRestart.placeable_at(&labels, 3));
+        assert_eq!(
+            Operation::StoppedBackup.effect(CopyHeldAtEnd),
+            ServerStarted
+        );
+        assert_eq!(Operation::Backup.effect(CopyHeldAtEnd), GameRestart);
+        assert_eq!(Operation::Backup.effect(AgentDown), AgentDown);
+        assert!(!GameRestart.placeable_at(&labels, 4));
+        for row in OPERATIONS {
+            assert_eq!(
+                row.faults.contains(&CopyHeldAtEnd),
+                row.operation.while_copy_held().is_some(),
+                "{}: copy-held-at-end applies exactly where something happens while it is held",
+                row.name
+            );
+        }
     }
 }

@@ -29,6 +29,25 @@ fn each_operation_has_the_faults_that_can_act_on_it() {
         let has = row.faults.contains(&DroppedEvent);
         assert_eq!(has, !matches!(row.setup, Setup::Qualify(_)), "{}", row.name);
     }
+    // A copy held at its end spans a change of its source: every operation that copies a
+    // server (not the refused or ended backups, nor the restore or qualifications).
+    let copies: Vec<Operation> = OPERATIONS
+        .iter()
+        .filter(|r| r.faults.contains(&CopyHeldAtEnd))
+        .map(|r| r.operation)
+        .collect();
+    assert_eq!(
+        copies,
+        [
+            Operation::Backup,
+            Operation::RawBackup,
+            Operation::StoppedBackup,
+            Operation::IdleBackup,
+            Operation::EarlyBackup
+        ]
+    );
+    assert_eq!(Operation::Backup.while_copy_held(), Some(GameRestart));
+    assert_eq!(Operation::IdleBackup.while_copy_held(), Some(ServerStarted));
     // A stopped server is started, never restarted; a running one the other way round.
     for op in [Operation::StoppedBackup, Operation::IdleBackup] {
         assert!(op.faults().contains(&ServerStarted), "{op}");

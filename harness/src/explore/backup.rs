@@ -76,6 +76,7 @@ pub(crate) async fn schedule(
     let (placed, faults_stopped_at) = super::place_fault(
         ctx,
         &observer,
+        operation,
         reached,
         hold,
         await_condition(&backups, BACKUP, operation_over(), ctx.bounds.settle),

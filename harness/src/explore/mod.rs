@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
 use crate::backend::Backend;
@@ -120,6 +120,7 @@ impl Placed {
 pub(crate) async fn place_fault<T>(
     ctx: &CaseContext<'_>,
     observer: &observer::Observer,
+    operation: Operation,
     reached: tokio::sync::oneshot::Receiver<observer::Point>,
     hold: Option<&(Place, Fault)>,
     over: impl std::future::Future<Output = Result<T, crate::wait::WaitError>>,
@@ -132,11 +133,13 @@ pub(crate) async fn place_fault<T>(
     };
     let fault = *fault;
     let mut reached = reached;
+    let over = over.fuse();
+    futures::pin_mut!(over);
     let arrived = ctx
         .step(&format!("await {place}"), async {
             tokio::select! {
                 point = &mut reached => Ok(point.ok()),
-                done = over => {
+                done = &mut over => {
                     done?;
                     // The reference run learned its points until the operation settled, so a
                     // write made after the operation's end (a last status, a finalizer
@@ -150,6 +153,20 @@ pub(crate) async fn place_fault<T>(
         })
         .await?;
     match arrived {
+        Some(point) if fault == Fault::CopyHeldAtEnd => {
+            let then = operation.while_copy_held().ok_or_else(|| {
+                CaseError::Setup(format!("{operation} has no copy whose end can be held"))
+            })?;
+            placed.fault = copy_held_at_end(ctx, observer, place, then, over, target)
+                .await?
+                .unwrap_or_else(|why| {
+                    let v = json!({ "missed": why });
+                    placed.missed = Some(why);
+                    v
+                });
+            placed.point = Some(point);
+            faults_stopped_at = Some(jiff::Timestamp::now());
+        }
         Some(point) => {
             let mut held = ObserverHold(observer);
             placed.fault = match at_held(ctx, &mut held, fault, target).await? {
@@ -185,6 +202,56 @@ pub(crate) async fn place_fault<T>(
     }
     observer.release();
     Ok((placed, faults_stopped_at))
+}
+
+/// Fault `copy-held-at-end`, its write held at `place`: holds the copy's snapshot save at the
+/// repository's gate, lets the write go, and once the save is held places `then` (the game's
+/// restart, the server's start) and lets the save go; what the cluster showed, or why it could
+/// not land (the operation ended, or the bound passed, before the copy saved its snapshot).
+async fn copy_held_at_end<T>(
+    ctx: &CaseContext<'_>,
+    observer: &observer::Observer,
+    place: &Place,
+    then: Fault,
+    over: impl std::future::Future<Output = Result<T, crate::wait::WaitError>> + Unpin,
+    target: Target<'_>,
+) -> Result<Result<Value, String>, CaseError> {
+    let mut save = ctx
+        .backend
+        .hold_repository_request(crate::backend::rest_gate::RepoRequest {
+            method: "POST",
+            repository: crate::fixture::repository_name(&ctx.namespace).to_string(),
+            kind: "snapshots",
+        })
+        .map_err(|e| CaseError::Setup(e.to_string()))?;
+    observer.release();
+    let label = save.label().to_string();
+    let saved = ctx
+        .step(&format!("await {label}"), async {
+            // `over` is fused: when the operation was already over it never resolves again.
+            let mut over = over;
+            let waited = async {
+                tokio::select! {
+                    path = save.reached() => path,
+                    _ = &mut over => None,
+                }
+            };
+            Ok(tokio::time::timeout(ctx.bounds.settle, waited)
+                .await
+                .ok()
+                .flatten())
+        })
+        .await?;
+    if saved.is_none() {
+        return Ok(Err(format!(
+            "the copy's snapshot save never came after {place} (the operation ended first, or \
+             the bound passed)"
+        )));
+    }
+    Ok(match at_held(ctx, &mut save, then, target).await? {
+        Landed::Landed(v) => Ok(json!({ "held": label, "then": then, "landed": v })),
+        Landed::Missed(why) => Err(why),
+    })
 }
 
 /// The exploration's held write, as the placement step holds it.
@@ -569,8 +636,11 @@ fn schedules_of(
     let mut out = Vec::new();
     if regressions.is_empty() {
         let labels: Vec<&str> = learned.iter().map(|p| p.label.as_str()).collect();
-        for place in Place::all(&labels) {
-            for &fault in faults.iter().filter(|f| operation.faults().contains(f)) {
+        for (index, place) in Place::all(&labels).into_iter().enumerate() {
+            for &fault in faults
+                .iter()
+                .filter(|f| operation.faults().contains(f) && f.placeable_at(&labels, index))
+            {
                 out.push(Schedule {
                     operation,
                     place: place.clone(),
@@ -832,12 +902,32 @@ pub fn spread(
     let mut faults: Vec<Fault> = schedules.iter().map(|s| s.fault).collect();
     faults.sort();
     faults.dedup();
+    let of_fault: Vec<Vec<&Schedule>> = faults
+        .iter()
+        .map(|f| schedules.iter().filter(|s| s.fault == *f).collect())
+        .collect();
+    // An even share per fault; what a fault with fewer schedules leaves goes to the others
+    // (from the last fault back).
+    let mut take = vec![0; faults.len()];
+    let mut left = limit;
+    loop {
+        let open: Vec<usize> = (0..faults.len())
+            .rev()
+            .filter(|&i| take[i] < of_fault[i].len())
+            .collect();
+        if left == 0 || open.is_empty() {
+            break;
+        }
+        let each = (left / open.len()).max(1);
+        for i in open {
+            let add = each.min(of_fault[i].len() - take[i]).min(left);
+            take[i] += add;
+            left -= add;
+        }
+    }
     let mut picked = Vec::new();
-    for (i, fault) in faults.iter().enumerate() {
-        let share = limit / faults.len() + usize::from(i < limit % faults.len());
-        let of_fault: Vec<&Schedule> = schedules.iter().filter(|s| s.fault == *fault).collect();
+    for (of_fault, take) in of_fault.iter().zip(take) {
         let n = of_fault.len();
-        let take = share.min(n);
         picked.extend((0..take).map(|k| of_fault[(2 * k + 1) * n / (2 * take)].clone()));
     }
     sort(&mut picked, learned);

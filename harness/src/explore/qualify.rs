@@ -139,6 +139,7 @@ pub(crate) async fn schedule(
     let place = super::place_fault(
         ctx,
         &observer,
+        operation,
         reached,
         hold,
         over,

@@ -294,6 +294,7 @@ pub(crate) async fn schedule(
     let (placed, faults_stopped_at) = super::place_fault(
         ctx,
         &observer,
+        super::Operation::Restore,
         reached,
         hold,
         await_condition(&restores, RESTORE, operation_over(), ctx.bounds.settle),

@@ -112,12 +112,12 @@ impl BackupTrace {
 
 impl BackupTrace {
     /// A backup never changes the server's run state (`spec.suspend`, idle intent and sleep):
-    /// what it was before the Backup it is after, unless the schedule's own fault started it.
+    /// what it was before the Backup it is after, unless the schedule's own fault started it
+    /// (`server-started`, or a stopped server's copy held at its end).
     fn run_state_kept(&self) -> Vec<Violation> {
-        let started = self
-            .perturbation
-            .as_ref()
-            .is_some_and(|p| p.fault == Some(crate::catalogue::Fault::ServerStarted));
+        let started = self.perturbation.as_ref().is_some_and(|p| {
+            p.fault.map(|f| p.operation.effect(f)) == Some(crate::catalogue::Fault::ServerStarted)
+        });
         match (&self.run_state_before, &self.run_state_after) {
             (Some(before), Some(after)) if before != after && !started => vec![Violation::new(
                 DATA,
