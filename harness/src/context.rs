@@ -294,7 +294,15 @@ pub struct Bounds {
     /// long has stalled there: the join gate's verdict without waiting out [`Self::probe`].
     /// `REHEARSAL_JOIN_STALL` (e.g. `3s`, `1500ms`) overrides it.
     pub join_stall: Duration,
+    /// How long a `stale-view` lasts at most once the restarted operator read it, when the
+    /// operator makes no write of the operation's objects meanwhile (it had nothing left to
+    /// do): then its cache catches up anyway. A slow machine only shortens what the fault can
+    /// show; it never fails a schedule.
+    pub stale_view: Duration,
 }
+
+/// Default of [`Bounds::stale_view`]: an operator acts on what it listed within milliseconds.
+pub const STALE_VIEW: Duration = Duration::from_secs(1);
 
 /// Default of [`Bounds::join_stall`]: a server's configuration phase is a burst of packets
 /// answered in milliseconds; seconds of keep-alives only mean it will not finish.
@@ -307,6 +315,7 @@ impl Default for Bounds {
             pull_failure: Duration::from_secs(60),
             probe: Duration::from_secs(10),
             join_stall: JOIN_STALL,
+            stale_view: STALE_VIEW,
         }
     }
 }

@@ -28,6 +28,11 @@ fn live_backup_job_create_conflicted() {
 }
 
 #[test]
+fn live_backup_operator_restarted_onto_stale_view() {
+    rehearse("live_backup_operator_restarted_onto_stale_view");
+}
+
+#[test]
 fn live_backup_game_not_running_yet() {
     rehearse("live_backup_game_not_running_yet");
 }

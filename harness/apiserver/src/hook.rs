@@ -116,3 +116,24 @@ impl DropNextEvent {
             && name == self.name
     }
 }
+
+/// A view of the cluster as it was, served to one client (the exploration's `stale-view`
+/// fault), as an API server whose watch cache lags behind its storage serves it: while it
+/// lasts, the lists of a user whose name starts with `user_prefix` that any version satisfies
+/// (`resourceVersion=0`: an informer's list, a cached client's) are answered with the objects
+/// as they were at resourceVersion `as_of` (and that resourceVersion), and its watches send
+/// nothing. It lasts until that user's first write of one of `ends_on` (what it did on what it
+/// read), or until the harness ends it; then its watches replay every change since where they started, and it
+/// catches up by their events. Its reads of one object and its lists of the most recent
+/// version are answered from storage, as a real API server answers them; everyone else sees
+/// the present throughout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleView {
+    /// Whose lists, e.g. `system:serviceaccount:` (the operator under test).
+    pub user_prefix: String,
+    /// The resourceVersion the lists are answered as of.
+    pub as_of: u64,
+    /// The resources (plurals, e.g. `backups`) whose write by that user ends the view; empty:
+    /// any write.
+    pub ends_on: Vec<String>,
+}

@@ -67,7 +67,7 @@ mod tls;
 mod user;
 mod watch;
 
-pub use hook::{Answer, Change, DropNextEvent, RequestHook, WriteRequest};
+pub use hook::{Answer, Change, DropNextEvent, RequestHook, StaleView, WriteRequest};
 pub use logs::{LogError, LogRequest, LogStream, PodLogSource};
 pub use server::{ApiServer, ApiServerConfig, DEFAULT_CONTEXT, KubeconfigError, StartError};
 pub use service_account::{ROOT_CA_CONFIG_MAP, TOKEN_MOUNT_PATH};

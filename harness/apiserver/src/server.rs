@@ -87,6 +87,9 @@ impl ApiServer {
             requests: std::sync::atomic::AtomicU64::new(0),
             dropped: std::sync::Mutex::default(),
             to_drop: tokio::sync::watch::Sender::new(0),
+            stale: tokio::sync::watch::Sender::new(None),
+            stale_lists: tokio::sync::watch::Sender::new(0),
+            stale_ended_by: std::sync::Mutex::new(None),
             shutdown: shutdown_rx,
             config,
             addr,
@@ -214,6 +217,42 @@ impl ApiServer {
     pub async fn await_events_dropped(&self, bound: std::time::Duration) -> bool {
         let mut to_drop = self.shared.to_drop.subscribe();
         tokio::time::timeout(bound, to_drop.wait_for(|n| *n == 0))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Serves `view`'s client the cluster as it was ([`crate::StaleView`]), replacing any
+    /// view armed before; `None` ends it (its client's watches catch up).
+    pub fn serve_stale_view(&self, view: Option<crate::StaleView>) {
+        self.shared.stale_lists.send_replace(0);
+        if view.is_some() {
+            *self
+                .shared
+                .stale_ended_by
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        self.shared.stale.send_replace(view);
+    }
+
+    /// Waits at most `bound` until the stale view ended; the write of its client that ended
+    /// it (`patch backups/status live`), `None` when none did (the bound passed, or the view
+    /// was ended by [`Self::serve_stale_view`]).
+    pub async fn await_stale_view_ended(&self, bound: std::time::Duration) -> Option<String> {
+        let mut view = self.shared.stale.subscribe();
+        let _ = tokio::time::timeout(bound, view.wait_for(Option::is_none)).await;
+        self.shared
+            .stale_ended_by
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Waits at most `bound` until a list was answered from the stale view armed last; whether
+    /// one was.
+    pub async fn await_stale_list(&self, bound: std::time::Duration) -> bool {
+        let mut served = self.shared.stale_lists.subscribe();
+        tokio::time::timeout(bound, served.wait_for(|n| *n > 0))
             .await
             .is_ok_and(|r| r.is_ok())
     }

@@ -63,12 +63,44 @@ pub(crate) struct Shared {
     pub dropped: Mutex<Vec<crate::DropNextEvent>>,
     /// How many of them are still to come, for those who await them.
     pub to_drop: watch::Sender<usize>,
+    /// The stale view served to one client while it lasts ([`crate::StaleView`]).
+    pub stale: watch::Sender<Option<crate::StaleView>>,
+    /// Lists answered from the stale view since it was armed.
+    pub stale_lists: watch::Sender<usize>,
+    /// The write that ended the last stale view, when one did.
+    pub stale_ended_by: Mutex<Option<String>>,
     pub shutdown: watch::Receiver<bool>,
     pub config: ApiServerConfig,
     pub addr: SocketAddr,
 }
 
 impl Shared {
+    /// The resourceVersion `user`'s lists and watches are answered as of, while a stale view
+    /// of that user lasts.
+    pub fn stale_as_of(&self, user: &str) -> Option<u64> {
+        let view = self.stale.borrow();
+        let view = view.as_ref()?;
+        user.starts_with(&view.user_prefix).then_some(view.as_of)
+    }
+
+    /// `user` wrote to `resource` (`write`, e.g. `patch backups/status live`): its stale view,
+    /// if it has one that such a write ends, ends (its watches catch up), and `write` is kept as
+    /// what ended it.
+    pub fn wrote(&self, user: &str, resource: &str, write: impl FnOnce() -> String) {
+        let ends = self.stale.borrow().as_ref().is_some_and(|v| {
+            user.starts_with(&v.user_prefix)
+                && (v.ends_on.is_empty() || v.ends_on.iter().any(|r| r == resource))
+        });
+        if ends {
+            // Kept first: whoever sees the view end reads what ended it.
+            *self
+                .stale_ended_by
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(write());
+            self.stale.send_replace(None);
+        }
+    }
+
     /// The store, also after a handler panicked while holding it (panics are answered with
     /// a 500 and must not take the server down).
     pub fn state(&self) -> std::sync::MutexGuard<'_, State> {

@@ -138,43 +138,83 @@ fn withheld(shared: &Shared, request: &WatchRequest, ev: &Event) -> bool {
     withheld
 }
 
-/// Starts a watch and answers with its event stream.
-pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
-    let (mut events, initial, start_rv, expired) = {
-        let state = shared.state();
-        let events = state.subscribe();
-        let current = state.resource_version();
-        let mut initial: Vec<(EventType, Arc<Value>)> = Vec::new();
-        let mut expired = None;
-        match request.resource_version {
-            Some(rv) if !request.send_initial_events => match state.events_after(rv) {
-                Ok(history) => initial.extend(
-                    history
-                        .iter()
-                        .filter_map(|ev| Some((request.transform(ev)?, ev)))
-                        .filter(|(_, ev)| !withheld(shared, &request, ev))
-                        .map(|(seen, _)| seen),
-                ),
-                Err(e) => expired = Some(e),
-            },
-            _ => {
-                let ns = request.namespace.as_deref();
-                initial.extend(
-                    state
-                        .list(&request.info, ns)
-                        .into_iter()
+/// What a watch sends first: the objects as they are (synthetic ADDED), or, from a
+/// resourceVersion, every change since (410 Expired when history no longer reaches it); for a
+/// client served a stale view (`lagging`: its resourceVersion) that asked for none, the objects
+/// as they were then followed by every change since.
+fn initial_events(
+    shared: &Shared,
+    state: &crate::state::State,
+    request: &WatchRequest,
+    lagging: Option<u64>,
+) -> (Vec<(EventType, Arc<Value>)>, Option<ApiError>) {
+    let mut initial: Vec<(EventType, Arc<Value>)> = Vec::new();
+    let ns = request.namespace.as_deref();
+    let from = match (request.resource_version, lagging) {
+        (None, Some(as_of)) if !request.send_initial_events => {
+            match state.list_as_of(&request.info, ns, as_of) {
+                Ok(then) => initial.extend(
+                    then.into_iter()
                         .filter(|o| request.matches(o))
                         .map(|o| (EventType::Added, o)),
-                );
+                ),
+                Err(e) => return (initial, Some(e)),
             }
+            Some(as_of)
         }
-        (events, initial, current, expired)
+        (rv, _) => rv,
+    };
+    match from {
+        Some(rv) if !request.send_initial_events => match state.events_after(rv) {
+            Ok(history) => initial.extend(
+                history
+                    .iter()
+                    .filter_map(|ev| Some((request.transform(ev)?, ev)))
+                    .filter(|(_, ev)| !withheld(shared, request, ev))
+                    .map(|(seen, _)| seen),
+            ),
+            Err(e) => return (initial, Some(e)),
+        },
+        _ => initial.extend(
+            state
+                .list(&request.info, ns)
+                .into_iter()
+                .filter(|o| request.matches(o))
+                .map(|o| (EventType::Added, o)),
+        ),
+    }
+    (initial, None)
+}
+
+/// Starts a watch and answers with its event stream.
+pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
+    // A client served a stale view watches from the view's resourceVersion (also when it
+    // asked for none) and receives nothing until the view ends.
+    let lagging = shared.stale_as_of(&request.user);
+    let (mut events, initial, start_rv, expired) = {
+        let state = shared.state();
+        let (initial, expired) = initial_events(shared, &state, &request, lagging);
+        (
+            state.subscribe(),
+            initial,
+            state.resource_version(),
+            expired,
+        )
     };
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(256);
     let shutdown = shared.shutdown.clone();
     let bookmark_interval = shared.config.bookmark_interval;
     let shared = shared.clone();
     tokio::spawn(async move {
+        if lagging.is_some() {
+            let mut view = shared.stale.subscribe();
+            let user = request.user.clone();
+            tokio::select! {
+                _ = crate::shared::stopped(shutdown.clone()) => return,
+                _ = tx.closed() => return,
+                _ = view.wait_for(|v| v.as_ref().is_none_or(|v| !user.starts_with(&v.user_prefix))) => {}
+            }
+        }
         if let Some(e) = expired {
             let _ = tx.send(Ok(error_line(&e))).await;
             return;

@@ -295,3 +295,168 @@ async fn a_dropped_event_is_withheld_from_one_watch_that_goes_on() {
     // The drops for another user and another object are still armed.
     assert_eq!(server.events_to_drop(), 2);
 }
+
+/// The `stale-view` fault: while it lasts, a user's lists are answered as the cluster was at
+/// an earlier resourceVersion (objects changed, created and deleted since are as they were)
+/// and its watches send nothing; its first write ends it, and its watch from the stale list's
+/// resourceVersion then replays every change since, so it catches up; its lists are the present
+/// again. Another user's view changes nothing for this one.
+#[tokio::test]
+async fn a_stale_view_serves_the_past_until_its_client_writes() {
+    use futures::StreamExt;
+    use kube::api::ListParams;
+    use kube::runtime::watcher;
+    let (server, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    for name in ["kept", "gone"] {
+        cms.create(&PostParams::default(), &configmap(name))
+            .await
+            .unwrap();
+    }
+    let then = cms.list(&ListParams::default()).await.unwrap();
+    let as_of: u64 = then.metadata.resource_version.unwrap().parse().unwrap();
+    let patch = Patch::Merge(json!({"data": {"a": "2"}}));
+    cms.patch("kept", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    cms.create(&PostParams::default(), &configmap("born"))
+        .await
+        .unwrap();
+    cms.delete("gone", &DeleteParams::default()).await.unwrap();
+    let view = |user: &str| {
+        Some(rehearsal_apiserver::StaleView {
+            user_prefix: user.into(),
+            as_of,
+            ends_on: vec!["configmaps".into()],
+        })
+    };
+    // Another user's view: the admin sees the present.
+    server.serve_stale_view(view("system:serviceaccount:"));
+    let now = cms.list(&ListParams::default()).await.unwrap();
+    assert_eq!(names_and_a(&now), ["born=1", "kept=2"]);
+    assert!(!server.await_stale_list(std::time::Duration::ZERO).await);
+    // The admin's view: its lists from the cache (any version) are the past, as of its
+    // resourceVersion, list after list; its lists of the most recent are the present.
+    server.serve_stale_view(view("kubernetes-admin"));
+    for _ in 0..2 {
+        let stale = cms.list(&ListParams::default().match_any()).await.unwrap();
+        assert_eq!(names_and_a(&stale), ["gone=1", "kept=1"]);
+        assert_eq!(stale.metadata.resource_version, Some(as_of.to_string()));
+    }
+    assert!(server.await_stale_list(std::time::Duration::ZERO).await);
+    let now = cms.list(&ListParams::default()).await.unwrap();
+    assert_eq!(names_and_a(&now), ["born=1", "kept=2"]);
+    // An informer lists the past; its watch from there waits for the view to end.
+    // (Unpaged: kube sends `resourceVersion=0` only on a list without a limit.)
+    let informer = watcher::Config {
+        page_size: None,
+        ..watcher::Config::default().any_semantic()
+    };
+    let mut events = watcher::watcher(cms.clone(), informer).boxed();
+    let mut listed = Vec::new();
+    loop {
+        match within("the watcher's list", events.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            watcher::Event::InitApply(cm) => listed.push(cm.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    listed.sort();
+    assert_eq!(listed, ["gone", "kept", "kube-root-ca.crt"], "the past");
+    assert_eq!(
+        server
+            .await_stale_view_ended(std::time::Duration::ZERO)
+            .await,
+        None
+    );
+    // A write of another resource leaves it; the admin's write of a ConfigMap ends it, and
+    // the watch replays every change since.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(cms.clone().into_client(), "default");
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "elsewhere"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        server
+            .await_stale_view_ended(std::time::Duration::ZERO)
+            .await,
+        None
+    );
+    cms.create(&PostParams::default(), &configmap("written"))
+        .await
+        .unwrap();
+    assert_eq!(
+        server
+            .await_stale_view_ended(std::time::Duration::ZERO)
+            .await
+            .as_deref(),
+        Some("create configmaps"),
+        "the write that ended it"
+    );
+    let seen = changes_until(&mut events, "apply written").await;
+    assert_eq!(
+        seen,
+        ["apply kept=2", "apply born", "delete gone", "apply written"],
+        "every change since, in order"
+    );
+    let now = cms.list(&ListParams::default().match_any()).await.unwrap();
+    assert_eq!(names_and_a(&now), ["born=1", "kept=2", "written=1"]);
+}
+
+/// Each ConfigMap of `list` as `name=<data.a>` (but the namespace's `kube-root-ca.crt`).
+fn names_and_a(list: &kube::core::ObjectList<ConfigMap>) -> Vec<String> {
+    list.items
+        .iter()
+        .filter(|cm| cm.metadata.name.as_deref() != Some("kube-root-ca.crt"))
+        .map(|cm| {
+            let a = cm.data.as_ref().and_then(|d| d.get("a")).cloned();
+            format!(
+                "{}={}",
+                cm.metadata.name.clone().unwrap(),
+                a.unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// The changes a watcher reports (`apply NAME`, `apply NAME=2` when `data.a` is 2,
+/// `delete NAME`) up to and including `last`.
+async fn changes_until(
+    events: &mut futures::stream::BoxStream<
+        'static,
+        Result<kube::runtime::watcher::Event<ConfigMap>, kube::runtime::watcher::Error>,
+    >,
+    last: &str,
+) -> Vec<String> {
+    use futures::StreamExt;
+    use kube::runtime::watcher::Event;
+    let mut seen = Vec::new();
+    while seen.last().map(String::as_str) != Some(last) {
+        let line = match within("the watcher's catching up", events.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            Event::Apply(cm) => {
+                let two = cm.data.and_then(|d| d.get("a").cloned()) == Some("2".into());
+                format!(
+                    "apply {}{}",
+                    cm.metadata.name.unwrap(),
+                    if two { "=2" } else { "" }
+                )
+            }
+            Event::Delete(cm) => format!("delete {}", cm.metadata.name.unwrap()),
+            _ => continue,
+        };
+        seen.push(line);
+    }
+    seen
+}

@@ -343,6 +343,31 @@ impl EmbeddedCluster {
         }
     }
 
+    /// Serves a client the cluster as it was (the `stale-view` fault;
+    /// [`rehearsal_apiserver::StaleView`]); `None` ends it.
+    pub fn serve_stale_view(&self, view: Option<rehearsal_apiserver::StaleView>) {
+        if let Some(api) = &self.api {
+            api.serve_stale_view(view);
+        }
+    }
+
+    /// Waits at most `bound` until a list was answered from the stale view; whether one was.
+    pub async fn await_stale_list(&self, bound: std::time::Duration) -> bool {
+        match &self.api {
+            Some(api) => api.await_stale_list(bound).await,
+            None => false,
+        }
+    }
+
+    /// Waits at most `bound` until the stale view ended; the write of its client that ended
+    /// it, if one did.
+    pub async fn await_stale_view_ended(&self, bound: std::time::Duration) -> Option<String> {
+        match &self.api {
+            Some(api) => api.await_stale_view_ended(bound).await,
+            None => None,
+        }
+    }
+
     /// Attaches the API server's exploration hook ([`rehearsal_apiserver::RequestHook`]): every
     /// mutating request passes through it, every committed change is reported to it. `None`
     /// detaches it.

@@ -45,5 +45,5 @@ pub use images::{Image, ImageCatalogue, ResolvedImage, locate_workspace_binary};
 pub use kubelet::{RestartError, RestartedContainer};
 pub use node::Backoff;
 pub use rehearsal_apiserver::{
-    Answer, ApiServerConfig, Change, DropNextEvent, RequestHook, WriteRequest,
+    Answer, ApiServerConfig, Change, DropNextEvent, RequestHook, StaleView, WriteRequest,
 };

@@ -102,6 +102,13 @@ faults! {
     /// started (a stopped one), then let go: the copy's end spans a change of its source. Placed
     /// at the points up to the copy Job's creation, the ones that come before the copy exists.
     CopyHeldAtEnd = "copy-held-at-end", Changes;
+    /// The operator killed without grace and started again onto a stale view: until its first
+    /// write, its lists are answered as the cluster was just before its first write of the
+    /// operation (the object created, none of its work on it yet) and its watches send
+    /// nothing, as an API server whose watch cache lags behind storage; then its watches replay
+    /// every change since. Reads of one object and everyone else see the present. The operator
+    /// must catch up, ending as it would have.
+    StaleView = "stale-view", Transparent;
 }
 
 impl Fault {
@@ -303,6 +310,7 @@ const RUNNING_BACKUP: &[Fault] = &[
     WriteConflict,
     DroppedEvent,
     CopyHeldAtEnd,
+    StaleView,
 ];
 
 /// The faults of a backup of a server without a pod: it is started, not restarted.
@@ -315,6 +323,7 @@ const STOPPED_BACKUP: &[Fault] = &[
     WriteConflict,
     DroppedEvent,
     CopyHeldAtEnd,
+    StaleView,
 ];
 
 operations! {
@@ -360,6 +369,7 @@ operations! {
             WriteConflict,
             DroppedEvent,
             CopyHeldAtEnd,
+            StaleView,
         ],
         ends: Ends::Succeeded(Some("Quiesced")),
         judges: Backup,
@@ -378,6 +388,7 @@ operations! {
             OperatorRestart,
             WriteConflict,
             DroppedEvent,
+            StaleView,
         ],
         ends: Ends::Refused("IdentityPreflightFailed"),
         judges: Backup,
@@ -397,6 +408,7 @@ operations! {
             OperatorRestart,
             WriteConflict,
             DroppedEvent,
+            StaleView,
         ],
         ends: Ends::Refused("LegacyPreparation"),
         judges: Backup,
@@ -411,6 +423,7 @@ operations! {
             RepositoryWrongPassword,
             WriteConflict,
             DroppedEvent,
+            StaleView,
         ],
         ends: Ends::Succeeded(None),
         judges: Restore,
@@ -420,7 +433,7 @@ operations! {
         setup: Setup::Qualify(Variant::Good),
         // Faults on the source member and the operator, which change no member's pod or claims
         // by themselves (what the qualification invariant compares).
-        faults: &[GameRestart, AgentRestart, OperatorRestart, WriteConflict],
+        faults: &[GameRestart, AgentRestart, OperatorRestart, WriteConflict, StaleView],
         ends: Ends::Promoted,
         judges: Qualify,
     }
@@ -432,21 +445,21 @@ operations! {
         // gate), so the operator's restart is what they add at each point. (After an
         // unpullable candidate's halt the source is stopped for its restore: no agent to
         // restart.)
-        faults: &[OperatorRestart, WriteConflict],
+        faults: &[OperatorRestart, WriteConflict, StaleView],
         ends: Ends::HaltedOnClone(gates::IMAGE),
         judges: QualifyThenRestore,
     }
     /// A qualification of a good candidate whose module bundle is served as pinned.
     QualifyModule = "qualify-module" {
         setup: Setup::Qualify(Variant::Module),
-        faults: &[OperatorRestart, WriteConflict],
+        faults: &[OperatorRestart, WriteConflict, StaleView],
         ends: Ends::Promoted,
         judges: Qualify,
     }
     /// A qualification of a good candidate whose bundle's tag was moved after it was pinned.
     QualifyModuleMoved = "qualify-module-moved" {
         setup: Setup::Qualify(Variant::ModuleMoved),
-        faults: &[OperatorRestart, WriteConflict],
+        faults: &[OperatorRestart, WriteConflict, StaleView],
         ends: Ends::HaltedOnClone(gates::MODULE),
         judges: Qualify,
     }

@@ -20,7 +20,8 @@ fn each_operation_has_the_faults_that_can_act_on_it() {
             RepositoryUnreachable,
             RepositoryWrongPassword,
             WriteConflict,
-            DroppedEvent
+            DroppedEvent,
+            StaleView
         ]
     );
     // A watch event withheld is about the operation's object: a Backup's or a Restore's (a
@@ -57,21 +58,21 @@ fn each_operation_has_the_faults_that_can_act_on_it() {
     assert!(!Operation::Backup.faults().contains(&ServerStarted));
     assert_eq!(
         Operation::QualifyModule.faults(),
-        [OperatorRestart, WriteConflict]
+        [OperatorRestart, WriteConflict, StaleView]
     );
-    // Every fault acts on some operation; the operator's restart and a conflicted write on
-    // every one.
+    // Every fault acts on some operation; the operator's restart (also onto a stale view) and
+    // a conflicted write on every one.
     for f in Fault::ALL {
         assert!(
             OPERATIONS.iter().any(|r| r.faults.contains(f)),
             "{f} acts on no operation"
         );
     }
-    assert!(
-        OPERATIONS
+    assert!(OPERATIONS.iter().all(|r| {
+        [OperatorRestart, WriteConflict, StaleView]
             .iter()
-            .all(|r| r.faults.contains(&OperatorRestart) && r.faults.contains(&WriteConflict))
-    );
+            .all(|f| r.faults.contains(f))
+    }));
 }
 
 #[test]
@@ -105,6 +106,7 @@ fn each_fault_has_its_class() {
     assert_eq!(class(Fault::OperatorRestart), FaultClass::Transparent);
     assert_eq!(class(Fault::WriteConflict), FaultClass::Transparent);
     assert_eq!(class(Fault::DroppedEvent), FaultClass::Transparent);
+    assert_eq!(class(Fault::StaleView), FaultClass::Transparent);
     assert_eq!(class(Fault::AgentDown), FaultClass::KeepsSource);
     for f in FAULTS.iter().map(|r| r.fault).filter(|f| {
         !matches!(
@@ -113,6 +115,7 @@ fn each_fault_has_its_class() {
                 | Fault::OperatorRestart
                 | Fault::WriteConflict
                 | Fault::DroppedEvent
+                | Fault::StaleView
                 | Fault::AgentDown
         )
     }) {

@@ -510,6 +510,46 @@ impl Backend for Embedded {
         })
     }
 
+    fn restart_operator_onto_stale_view<'a>(
+        &'a self,
+        as_of: u64,
+        ends_on: &'a [&'a str],
+    ) -> BoxFuture<'a, Result<serde_json::Value, BackendError>> {
+        Box::pin(async move {
+            let old = self.kill_operator().await?;
+            // Armed between the two processes: only the new one's lists are stale.
+            self.cluster
+                .serve_stale_view(Some(rehearsal_embedded::StaleView {
+                    // The operator under test authenticates as a ServiceAccount.
+                    user_prefix: "system:serviceaccount:".into(),
+                    as_of,
+                    ends_on: ends_on.iter().map(|r| r.to_string()).collect(),
+                }));
+            let new = self.respawn_operator().await?;
+            Ok(serde_json::json!({
+                "killed_pid": old,
+                "signal": "SIGKILL",
+                "started_pid": new,
+                "lists_as_of_resource_version": as_of,
+                "until_its_first_write_of": ends_on,
+            }))
+        })
+    }
+
+    fn await_stale_list(&self, bound: Duration) -> BoxFuture<'_, bool> {
+        Box::pin(self.cluster.await_stale_list(bound))
+    }
+
+    fn end_stale_view(&self, bound: Duration) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let ended_by = self.cluster.await_stale_view_ended(bound).await;
+            if ended_by.is_none() {
+                self.cluster.serve_stale_view(None);
+            }
+            ended_by
+        })
+    }
+
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             // The embedded node runs local executables: an image is "loaded" when the catalogue

@@ -361,6 +361,40 @@ pub trait Backend: Send + Sync {
         let _ = bound;
         Box::pin(async { false })
     }
+    /// Kills the operator without grace and starts it again onto a stale view (the
+    /// `stale-view` fault, [`rehearsal_embedded::StaleView`]): until its first write of one of
+    /// `ends_on` (the operation's resources), its lists from the cache are answered as the
+    /// cluster was at resourceVersion `as_of` and its watches send nothing, as an API server
+    /// whose watch cache lags behind storage; everyone else sees the present. Only the embedded cluster's API
+    /// server is the harness's own; elsewhere this is [`BackendError::Unsupported`].
+    fn restart_operator_onto_stale_view<'a>(
+        &'a self,
+        as_of: u64,
+        ends_on: &'a [&'a str],
+    ) -> BoxFuture<'a, Result<serde_json::Value, BackendError>> {
+        let _ = ends_on;
+        let backend = self.kind();
+        Box::pin(async move {
+            Err(BackendError::Unsupported {
+                backend,
+                operation: format!("serve the operator the cluster as of resourceVersion {as_of}"),
+                why: "only the embedded cluster's API server is the harness's own; explore on the embedded cluster".into(),
+            })
+        })
+    }
+    /// Waits at most `bound` until a list was answered from the stale view; whether one was
+    /// (`false` where none can be).
+    fn await_stale_list(&self, bound: std::time::Duration) -> BoxFuture<'_, bool> {
+        let _ = bound;
+        Box::pin(async { false })
+    }
+    /// Waits at most `bound` until the operator's first write ended its stale view: that
+    /// write (`patch backups/status live`); when none did, ends the view (its watches catch
+    /// up) and says `None`.
+    fn end_stale_view(&self, bound: std::time::Duration) -> BoxFuture<'_, Option<String>> {
+        let _ = bound;
+        Box::pin(async { None })
+    }
     /// Makes locally built images available to the cluster's nodes.
     fn load_images<'a>(&'a self, images: &'a [String]) -> BoxFuture<'a, Result<(), BackendError>>;
     /// Writes node/cluster logs into `dir` (part of a failure bundle).

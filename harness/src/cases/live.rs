@@ -325,6 +325,51 @@ pub async fn live_backup_job_create_conflicted(ctx: &CaseContext<'_>) -> Result<
     )
 }
 
+/// The operator's write that records the save-on paid after the copy (the 5th `patch backups
+/// live`): the copy is over, the Backup not yet ended.
+const SAVE_ON_RECORDED: HoldAt = HoldAt::Write {
+    label: "patch backups live",
+    occurrence: 5,
+};
+
+/// Live backup, operator restarted onto a stale view: while the copy's end is being recorded,
+/// the operator is killed and started again onto a cache that lags (its informers' lists are
+/// answered as the cluster was when the Backup was created, its watches send nothing until it
+/// writes the Backup or its Job). It must read what it acts on: the Backup still Succeeds with
+/// consistency Quiesced, from the Job that ran.
+pub async fn live_backup_operator_restarted_onto_stale_view(
+    ctx: &CaseContext<'_>,
+) -> Result<(), CaseError> {
+    running_server(ctx, FixtureOptions::default()).await?;
+    let run = place(ctx, live(SAVE_ON_RECORDED, Fault::StaleView)).await?;
+    let (backup, job) = backup_finished(ctx, "live").await?;
+    ctx.uses("Backup status (phase, consistency, Completed)");
+    ctx.uses("copy Job");
+    let mut checks = Checks::new();
+    checks.check(
+        "stale-view-read",
+        run.observed["view_ended_by"].is_string()
+            && run.observed["lists_as_of_resource_version"].is_u64(),
+        &object(ctx, "backup", "live"),
+        "the restarted operator's lists from its cache",
+        "answered as of the Backup's creation, until the operator wrote the Backup or its Job",
+        &run.observed,
+    );
+    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
+    checks.check(
+        "copy-job-ran",
+        job.succeeded >= 1,
+        &object(ctx, "job", &job.name),
+        "status.succeeded",
+        ">= 1",
+        job.succeeded,
+    );
+    ctx.assess(
+        checks,
+        json!({"held": run.held, "stale_view": run.observed, "backup": backup_observation(&backup), "copy_job": job}),
+    )
+}
+
 /// Live backup, game not running yet: preparation waits within its deadline, then records the
 /// running incarnation and succeeds.
 pub async fn live_backup_game_not_running_yet(ctx: &CaseContext<'_>) -> Result<(), CaseError> {

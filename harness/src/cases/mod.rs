@@ -63,6 +63,11 @@ pub const CASES: &[Case] = &[
         proves: "live backup, the copy Job's creation refused by a conflict (409): the operator creates it again; Backup Succeeded, consistency Quiesced",
     },
     Case {
+        name: "live_backup_operator_restarted_onto_stale_view",
+        bucket: "backup",
+        proves: "live backup, operator restarted onto a stale view (its cache's lists as of the Backup's creation until it writes): it reads what it acts on; Backup Succeeded, consistency Quiesced",
+    },
+    Case {
         name: "live_backup_game_not_running_yet",
         bucket: "backup",
         proves: "live backup, game not running yet: preparation waits within its deadline, then records the running incarnation and succeeds",
@@ -218,6 +223,9 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         }
         "live_backup_game_not_running_yet" => live::live_backup_game_not_running_yet(ctx).await,
         "live_backup_job_create_conflicted" => live::live_backup_job_create_conflicted(ctx).await,
+        "live_backup_operator_restarted_onto_stale_view" => {
+            live::live_backup_operator_restarted_onto_stale_view(ctx).await
+        }
         "live_backup_older_agent_without_identity_route" => {
             live::live_backup_older_agent_without_identity_route(ctx).await
         }

@@ -84,6 +84,8 @@ pub(crate) async fn schedule(
             server: SERVER,
             resource: "backups",
             object: BACKUP,
+            stale_as_of: None,
+            resources: POINT_RESOURCES,
         },
     )
     .await?;

@@ -169,6 +169,10 @@ pub(crate) async fn place_fault<T>(
         }
         Some(point) => {
             let mut held = ObserverHold(observer);
+            let target = Target {
+                stale_as_of: Some(observer.as_of_operation_start()),
+                ..target
+            };
             placed.fault = match at_held(ctx, &mut held, fault, target).await? {
                 Landed::Landed(v) => v,
                 Landed::Missed(why) => {

@@ -65,6 +65,12 @@ struct Inner {
     /// The held write: its resource and name (`None` for a create).
     held: Option<(String, Option<String>)>,
     changes: Vec<Recorded>,
+    /// The cluster's resourceVersion: the last change committed (anywhere).
+    last_rv: u64,
+    /// It when the points began to be numbered (before the operation's object existed).
+    begun_rv: u64,
+    /// It when each point's write arrived (before the write was applied), by point.
+    rv_at: Vec<u64>,
 }
 
 /// The hook one schedule's cluster runs with.
@@ -117,6 +123,8 @@ impl Observer {
         let mut inner = self.inner();
         inner.workers = Some(format!("{workers}-"));
         inner.points.clear();
+        inner.rv_at.clear();
+        inner.begun_rv = inner.last_rv;
         inner.frozen = false;
         inner.resources = resources;
         inner.hold_at = hold_at;
@@ -152,6 +160,15 @@ impl Observer {
     /// Stops numbering points: the operation is over (its later writes are not its own).
     pub fn freeze(&self) {
         self.inner().frozen = true;
+    }
+
+    /// The resourceVersion the cluster had just before the operator's first write of the
+    /// operation arrived (its object created, nothing of the operator's work on it yet), or,
+    /// before that write, when the points began: the view the `stale-view` fault serves the
+    /// restarted operator, as a cache whose watches stopped when the operation began.
+    pub fn as_of_operation_start(&self) -> u64 {
+        let inner = self.inner();
+        inner.rv_at.first().copied().unwrap_or(inner.begun_rv)
     }
 
     /// The operator's writes so far.
@@ -221,6 +238,8 @@ impl RequestHook for Observer {
         }
         let point = Point::of(inner.points.len(), &write, inner.workers.as_deref());
         inner.points.push(point.clone());
+        let rv = inner.last_rv;
+        inner.rv_at.push(rv);
         let held = inner.hold_at.as_ref().is_some_and(|at| {
             at.label == point.label
                 && inner
@@ -250,6 +269,10 @@ impl RequestHook for Observer {
 
     fn committed(&self, change: Change<'_>) {
         self.note_applied(&change);
+        {
+            let mut inner = self.inner();
+            inner.last_rv = inner.last_rv.max(change.resource_version);
+        }
         let resource = match change.storage {
             "/pods" => "pods",
             "batch/jobs" => "jobs",

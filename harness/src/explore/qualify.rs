@@ -147,6 +147,8 @@ pub(crate) async fn schedule(
             server: rollout::SOURCE,
             resource: "",
             object: "",
+            stale_as_of: None,
+            resources: POINT_RESOURCES,
         },
     );
     let (((q, error), restored), placed) = tokio::join!(run, place);

@@ -302,6 +302,8 @@ pub(crate) async fn schedule(
             server: SERVER,
             resource: "restores",
             object: RESTORE,
+            stale_as_of: None,
+            resources: POINT_RESOURCES,
         },
     )
     .await?;

@@ -14,6 +14,8 @@ pub struct Ctx {
     pub agent: AgentClient,
     /// Images, deadlines, mutant.
     pub settings: Settings,
+    /// The objects (by UID) a reconcile has already seen since this process started.
+    seen: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Ctx {
@@ -23,7 +25,17 @@ impl Ctx {
             client,
             agent: AgentClient::new(settings.agent_timeout, settings.cluster_dns),
             settings,
+            seen: Default::default(),
         }
+    }
+
+    /// Whether this is the first reconcile of the object with `uid` since this process
+    /// started (it then counts as seen).
+    pub fn first_sight(&self, uid: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uid.to_string())
     }
 
     /// Whether this operator re-creates `mutant`.

@@ -107,11 +107,15 @@ pub enum Mutant {
     /// Takes any 409 answering its creation of a copy Job for "it exists already", also a
     /// `Conflict` that created nothing: the copy is then missing.
     ConflictTakenForExists,
+    /// In its first pass over a Backup whose copy runs when it starts, takes the copy Job
+    /// from a list (as an informer's first list has it) instead of reading it: a Job missing
+    /// from a list a lagging cache answered is taken for one deleted.
+    FirstListTrusted,
 }
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 46] = [
+    pub const ALL: [Mutant; 47] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
@@ -158,6 +162,7 @@ impl Mutant {
         Mutant::BundleDigestUnchecked,
         Mutant::BundlePinAgainstLayer,
         Mutant::ConflictTakenForExists,
+        Mutant::FirstListTrusted,
     ];
 
     fn entry(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
@@ -187,7 +192,7 @@ impl Mutant {
 /// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
 /// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
 /// never observes against the correct operator.
-const CATALOGUE: [(Mutant, &str, &str, &str); 46] = [
+const CATALOGUE: [(Mutant, &str, &str, &str); 47] = [
     (
         Mutant::IgnoreIncarnation,
         "ignore-incarnation",
@@ -463,6 +468,12 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 46] = [
         "conflict-taken-for-exists",
         "live backup, copy Job creation refused by a conflict",
         "a creation of the copy Job answered 409 Conflict is taken for an existing Job: the copy never runs and the Backup ends Failed, reason CopyFailed (correct: the Job is created again and the Backup Succeeds, consistency Quiesced)",
+    ),
+    (
+        Mutant::FirstListTrusted,
+        "first-list-trusted",
+        "live backup, operator restarted onto a stale view",
+        "an operator restarted while its Backup's copy runs, whose first list is served as the cluster was before it began the Backup, takes the copy Job missing from that list for one deleted and fails the Backup CopyFailed (correct: it reads the Job and ends as an unperturbed run, Succeeded, consistency Quiesced)",
     ),
 ];
 

@@ -62,8 +62,19 @@ fn unfinished_restores(
         .collect()
 }
 
+/// How every watch of this operator lists: as client-go's informers do, `resourceVersion=0`
+/// (any version not older than the client's), which an API server answers from its watch cache,
+/// lagging or not; its reads of one object and its own lists read the present.
+fn informer() -> watcher::Config {
+    // Unpaged: kube sends `resourceVersion=0` only on a list without a limit.
+    watcher::Config {
+        page_size: None,
+        ..watcher::Config::default().any_semantic()
+    }
+}
+
 fn game_pods() -> watcher::Config {
-    watcher::Config::default().labels(labels::SERVER)
+    informer().labels(labels::SERVER)
 }
 
 /// Writes the ready file, if one was asked for.
@@ -85,10 +96,7 @@ fn module_controller(
     kube::runtime::reflector::Store<Module>,
     impl Future<Output = ()>,
 ) {
-    let controller = Controller::new(
-        Api::<Module>::all(client.clone()),
-        watcher::Config::default(),
-    );
+    let controller = Controller::new(Api::<Module>::all(client.clone()), informer());
     let store = controller.store();
     let run = controller
         .graceful_shutdown_on(stop)
@@ -119,15 +127,11 @@ pub async fn run(
         }
     };
 
-    let server_controller =
-        Controller::new(api::<GameServer>(&client, ns), watcher::Config::default());
+    let server_controller = Controller::new(api::<GameServer>(&client, ns), informer());
     let server_store = server_controller.store();
     let servers = server_controller
-        .owns(api::<StatefulSet>(&client, ns), watcher::Config::default())
-        .owns(
-            api::<PersistentVolumeClaim>(&client, ns),
-            watcher::Config::default(),
-        )
+        .owns(api::<StatefulSet>(&client, ns), informer())
+        .owns(api::<PersistentVolumeClaim>(&client, ns), informer())
         .watches(api::<Pod>(&client, ns), game_pods(), |pod| {
             let server = pod.labels().get(labels::SERVER).cloned();
             let ns = pod.namespace();
@@ -138,8 +142,8 @@ pub async fn run(
         .run(crate::gameserver::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});
 
-    let backup_controller = Controller::new(api::<Backup>(&client, ns), watcher::Config::default())
-        .owns(api::<Job>(&client, ns), watcher::Config::default());
+    let backup_controller = Controller::new(api::<Backup>(&client, ns), informer())
+        .owns(api::<Job>(&client, ns), informer());
     let store = backup_controller.store();
     let backup_store = store.clone();
     let backups = backup_controller
@@ -163,12 +167,11 @@ pub async fn run(
         .run(crate::backup::reconcile, error_policy, ctx.clone())
         .for_each(|_| async {});
 
-    let restore_controller =
-        Controller::new(api::<Restore>(&client, ns), watcher::Config::default());
+    let restore_controller = Controller::new(api::<Restore>(&client, ns), informer());
     let restore_store = restore_controller.store();
     let (by_pod, by_claim) = (restore_store.clone(), restore_store.clone());
     let restores = restore_controller
-        .owns(api::<Job>(&client, ns), watcher::Config::default())
+        .owns(api::<Job>(&client, ns), informer())
         // A Restore waits for its server's pod to be gone (and, under the
         // `restore-recreates-pvc` defect, for new claims): those changes wake it, no polling.
         .watches(api::<Pod>(&client, ns), game_pods(), move |pod| {
@@ -177,7 +180,7 @@ pub async fn run(
         })
         .watches(
             api::<PersistentVolumeClaim>(&client, ns),
-            watcher::Config::default(),
+            informer(),
             move |pvc| {
                 let server = pvc
                     .owner_references()

@@ -64,6 +64,7 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "bundle-digest-unchecked",
             "bundle-pin-against-layer",
             "conflict-taken-for-exists",
+            "first-list-trusted",
         ]
     );
 }

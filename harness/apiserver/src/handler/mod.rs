@@ -423,6 +423,14 @@ async fn resource(
     if target.namespace.is_none() && info.namespaced && target.name.is_some() {
         return Err(ApiError::no_route());
     }
+    // A client's write ends the stale view it was served (its watches catch up).
+    if let Some(verb) = crate::hook::verb_of(&call.method, target.name.is_some()) {
+        call.shared.wrote(&call.user.name, &info.plural, || {
+            let sub = target.sub.map(|s| format!("/{s}")).unwrap_or_default();
+            let name = target.name.map(|n| format!(" {n}")).unwrap_or_default();
+            format!("{verb} {}{sub}{name}", info.plural)
+        });
+    }
     // The exploration hook sees every mutating request before it is applied, and may hold it.
     let hook = call.shared.hook();
     if let Some(hook) = hook

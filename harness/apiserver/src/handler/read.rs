@@ -64,14 +64,26 @@ pub(super) fn list(
     ns: Option<&str>,
 ) -> Result<Response<Body>, ApiError> {
     let (labels, fields) = selectors(call.query, info)?;
+    // Only a list that any version satisfies (`resourceVersion=0`, which a real API server
+    // answers from its watch cache) is answered from a stale view; one for the most recent
+    // (none given) reads the present, as a real API server reads it from storage.
+    let stale_as_of = call
+        .shared
+        .stale_as_of(&call.user.name)
+        .filter(|_| call.query.get("resourceVersion").map(String::as_str) == Some("0"));
     let (items, rv) = {
         let state = call.shared.state();
-        let items: Vec<Arc<Value>> = state
-            .list(info, ns)
+        // A stale view answers as of its resourceVersion while that is still in history.
+        let stale = stale_as_of.and_then(|rv| Some((state.list_as_of(info, ns, rv).ok()?, rv)));
+        if stale.is_some() {
+            call.shared.stale_lists.send_modify(|n| *n += 1);
+        }
+        let (all, rv) = stale.unwrap_or_else(|| (state.list(info, ns), state.resource_version()));
+        let items: Vec<Arc<Value>> = all
             .into_iter()
             .filter(|o| labels.matches(o) && fields.matches(o))
             .collect();
-        (items, state.resource_version())
+        (items, rv)
     };
     let rv = rv.to_string();
     if negotiate::wants_table(call.headers) {

@@ -50,10 +50,16 @@ enum Ending {
 pub async fn reconcile(cached: Arc<Backup>, ctx: Arc<Ctx>) -> Result<Action> {
     let ns = kubeutil::namespace_of(cached.as_ref())?;
     let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ns);
+    let first_pass = cached
+        .metadata
+        .uid
+        .as_deref()
+        .is_some_and(|uid| ctx.first_sight(uid));
     let Some(backup) = kubeutil::latest(&api, cached.as_ref()).await? else {
         return Ok(Action::await_change());
     };
-    let run = Run::new(&backup, &ctx)?;
+    let mut run = Run::new(&backup, &ctx)?;
+    run.first_pass = first_pass;
     if backup.metadata.deletion_timestamp.is_some() {
         return run.finalize().await;
     }
@@ -101,6 +107,8 @@ struct Run<'a> {
     jobs: Api<Job>,
     /// Annotations written during this pass (the `backup` object predates them).
     written: std::sync::Mutex<BTreeMap<String, Option<String>>>,
+    /// This is the first pass over the Backup since this process started.
+    first_pass: bool,
 }
 
 impl<'a> Run<'a> {
@@ -117,6 +125,7 @@ impl<'a> Run<'a> {
             pods: Api::namespaced(client.clone(), &ns),
             jobs: Api::namespaced(client, &ns),
             written: Default::default(),
+            first_pass: false,
             ns,
         })
     }
@@ -527,7 +536,23 @@ impl<'a> Run<'a> {
             }
         }
         let job_name = names::backup_job(&self.name);
-        let Some(job) = get_opt(&self.jobs, &self.ns, &job_name).await? else {
+        let job = if self.first_pass && self.ctx.mutant(Mutant::FirstListTrusted) {
+            // The defect: the first pass after a start takes the copy Job from the cache (a
+            // list at `resourceVersion=0`, as a cached client reads) instead of reading it: a
+            // list a lagging cache answers lacks a Job created since, taken for one deleted.
+            let lp = ListParams::default()
+                .labels(&format!("{}={}", labels::BACKUP, self.name))
+                .match_any();
+            let listed = self
+                .jobs
+                .list(&lp)
+                .await
+                .ctx("list", "Job", &self.ns, &job_name)?;
+            listed.items.into_iter().find(|j| j.name_any() == job_name)
+        } else {
+            get_opt(&self.jobs, &self.ns, &job_name).await?
+        };
+        let Some(job) = job else {
             let msg = format!("copy Job {job_name} disappeared before it finished");
             return self.fail(reasons::COPY_FAILED, msg, None).await;
         };

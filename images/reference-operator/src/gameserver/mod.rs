@@ -29,11 +29,18 @@ use phase::Intent;
     clippy::too_many_lines,
     reason = "one reconcile read in order: children, then the phase's action, then status and requeue"
 )]
-pub async fn reconcile(server: Arc<GameServer>, ctx: Arc<Ctx>) -> Result<Action> {
-    let ns = kubeutil::namespace_of(server.as_ref())?;
-    let name = server.name_any();
+pub async fn reconcile(cached: Arc<GameServer>, ctx: Arc<Ctx>) -> Result<Action> {
+    let ns = kubeutil::namespace_of(cached.as_ref())?;
+    let name = cached.name_any();
     let client = ctx.client.clone();
     let servers: Api<GameServer> = Api::namespaced(client.clone(), &ns);
+    // The controller's cache may lag behind the API server (after a restart it may even be
+    // served a list of the past): children built from a stale spec would roll the server back
+    // to a version it left. Every pass starts from the GameServer as the API server has it.
+    let Some(server) = kubeutil::latest(&servers, cached.as_ref()).await? else {
+        return Ok(Action::await_change());
+    };
+    let server = Arc::new(server);
     let templates: Api<GameTemplate> = Api::all(client.clone());
     let template_name = &server.spec.template_ref.name;
     let Some(template) = get_opt(&templates, "", template_name).await? else {
