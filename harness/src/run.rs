@@ -62,6 +62,7 @@ pub const CASE_COSTS: &[(&str, u32)] = &[
     ("live_backup_deleted_mid_copy", 9),
     ("live_backup_job_create_conflicted", 8),
     ("live_backup_operator_restarted_onto_stale_view", 8),
+    ("live_backup_source_event_withheld", 8),
     ("live_backup_operator_restart", 9),
     ("legacy_preparation_fails_conservatively", 6),
 ];

@@ -45,7 +45,7 @@ fn verify_passes_on_a_valid_list_from_a_subdirectory() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("verified: 33 cases"),
+        stdout(&out).contains("verified: 34 cases"),
         "{}",
         stdout(&out)
     );
@@ -168,7 +168,7 @@ fn list_and_filter_print_the_manifest() {
     let out = rehearse(&["buckets", "list"], &workspace());
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.starts_with("backup (18 cases)"), "{text}");
+    assert!(text.starts_with("backup (19 cases)"), "{text}");
     assert!(
         text.contains("  rollout::unpullable_candidate  unpullable candidate"),
         "{text}"

@@ -35,6 +35,7 @@ const BACKUP: &[&str] = &[
     "live_backup_pod_replaced_during_preparation",
     "live_backup_job_create_conflicted",
     "live_backup_operator_restarted_onto_stale_view",
+    "live_backup_source_event_withheld",
     "live_backup_game_not_running_yet",
     "live_backup_older_agent_without_identity_route",
     "stopped_server_backups",
@@ -174,14 +175,14 @@ fn cases_table_agrees_with_the_manifest() {
 #[test]
 fn valid_list_verifies() {
     let summary = verify(&real_manifest(), &fixture("list_valid.json")).expect("verifies");
-    assert_eq!(summary.cases, 33);
+    assert_eq!(summary.cases, 34);
     assert_eq!(
         summary.buckets,
-        vec![("backup".to_owned(), 18), ("rollout".to_owned(), 15)]
+        vec![("backup".to_owned(), 19), ("rollout".to_owned(), 15)]
     );
     let line = summary.to_string();
     assert!(!line.contains('\n'));
-    assert!(line.contains("33 cases"), "{line}");
+    assert!(line.contains("34 cases"), "{line}");
 }
 
 #[test]

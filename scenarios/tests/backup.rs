@@ -33,6 +33,11 @@ fn live_backup_operator_restarted_onto_stale_view() {
 }
 
 #[test]
+fn live_backup_source_event_withheld() {
+    rehearse("live_backup_source_event_withheld");
+}
+
+#[test]
 fn live_backup_game_not_running_yet() {
     rehearse("live_backup_game_not_running_yet");
 }

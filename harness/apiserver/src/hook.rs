@@ -91,9 +91,10 @@ pub(crate) fn verb_of(method: &http::Method, has_name: bool) -> Option<&'static 
 
 /// A watch event withheld from one client (the exploration's `dropped-event` fault): the next
 /// event about object `name` of `resource` in `namespace` that a watch opened by a user whose
-/// name starts with `user_prefix` would receive is never sent to it; that watch goes on, and
-/// every other watch sees the event. A client that never resyncs or requeues never learns of
-/// that change from its watch.
+/// name starts with `user_prefix` would receive is never sent to any watch of that user (as an
+/// informer shared by its controllers would miss it); those watches go on, and every other
+/// user's watches see the event. A client that never resyncs or requeues never learns of that
+/// change from its watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropNextEvent {
     /// Whose watches, e.g. `system:serviceaccount:` (the operator under test).

@@ -208,8 +208,8 @@ impl ApiServer {
             .dropped
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        dropped.push(drop);
-        self.shared.to_drop.send_replace(dropped.len());
+        dropped.armed.push(drop);
+        self.shared.to_drop.send_replace(dropped.armed.len());
     }
 
     /// Waits at most `bound` until every event armed with [`Self::drop_next_event`] was
@@ -263,6 +263,7 @@ impl ApiServer {
             .dropped
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .armed
             .len()
     }
 

@@ -46,6 +46,15 @@ impl Default for ApiServerConfig {
     }
 }
 
+/// The watch events withheld from clients ([`crate::DropNextEvent`]).
+#[derive(Debug, Default)]
+pub(crate) struct Dropped {
+    /// Drops armed, not yet matched by an event.
+    pub armed: Vec<crate::DropNextEvent>,
+    /// Events matched (by resourceVersion), withheld from every watch of the user prefix.
+    pub withheld: Vec<(String, u64)>,
+}
+
 /// What request handlers share.
 pub(crate) struct Shared {
     pub state: Mutex<State>,
@@ -59,8 +68,8 @@ pub(crate) struct Shared {
     pub hook: RwLock<Option<Arc<dyn RequestHook>>>,
     /// HTTP requests received since the server started (every verb, watches and streams too).
     pub requests: std::sync::atomic::AtomicU64,
-    /// Watch events to withhold ([`crate::DropNextEvent`]), each once.
-    pub dropped: Mutex<Vec<crate::DropNextEvent>>,
+    /// Watch events to withhold ([`crate::DropNextEvent`]).
+    pub dropped: Mutex<Dropped>,
     /// How many of them are still to come, for those who await them.
     pub to_drop: watch::Sender<usize>,
     /// The stale view served to one client while it lasts ([`crate::StaleView`]).

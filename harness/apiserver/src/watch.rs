@@ -120,22 +120,32 @@ fn error_line(error: &ApiError) -> Bytes {
     Bytes::from(out)
 }
 
-/// Whether `ev` is the one event a [`crate::DropNextEvent`] withholds from this watch (it is
-/// then disarmed).
+/// Whether `ev` is withheld from this watch: the event a [`crate::DropNextEvent`] matched first
+/// (it is then disarmed), withheld from every watch of that drop's user.
 fn withheld(shared: &Shared, request: &WatchRequest, ev: &Event) -> bool {
     let mut dropped = shared.dropped.lock().unwrap_or_else(|p| p.into_inner());
-    if dropped.is_empty() {
+    if dropped.armed.is_empty() && dropped.withheld.is_empty() {
         return false;
+    }
+    if dropped
+        .withheld
+        .iter()
+        .any(|(user_prefix, rv)| *rv == ev.rv && request.user.starts_with(user_prefix))
+    {
+        return true;
     }
     let name = ev.object["metadata"]["name"].as_str().unwrap_or_default();
     let at = dropped
+        .armed
         .iter()
         .position(|d| d.matches(&request.user, &request.info.plural, &ev.namespace, name));
-    let withheld = at.map(|i| dropped.remove(i)).is_some();
-    if withheld {
-        shared.to_drop.send_replace(dropped.len());
-    }
-    withheld
+    let Some(at) = at else {
+        return false;
+    };
+    let drop = dropped.armed.remove(at);
+    dropped.withheld.push((drop.user_prefix, ev.rv));
+    shared.to_drop.send_replace(dropped.armed.len());
+    true
 }
 
 /// What a watch sends first: the objects as they are (synthetic ADDED), or, from a

@@ -370,6 +370,52 @@ pub async fn live_backup_operator_restarted_onto_stale_view(
     )
 }
 
+/// The operator's status write that records the Backup's source (the 2nd `patch
+/// backups/status live`, after `Pending`).
+const SOURCE_RECORDED: HoldAt = HoldAt::Write {
+    label: "patch backups/status live",
+    occurrence: 2,
+};
+
+/// Live backup, the watch event of the recorded source withheld: the API server never delivers
+/// to the operator's watches the event of its own status write that records the source (its
+/// watch goes on). The operator must not need it: it requeues its own next pass, and the Backup
+/// Succeeds with consistency Quiesced.
+pub async fn live_backup_source_event_withheld(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    running_server(ctx, FixtureOptions::default()).await?;
+    let run = place(ctx, live(SOURCE_RECORDED, Fault::DroppedEvent)).await?;
+    let withheld = ctx
+        .step("await the withheld event", async {
+            Ok(ctx.backend.await_events_dropped(ctx.bounds.settle).await)
+        })
+        .await?;
+    let (backup, job) = backup_finished(ctx, "live").await?;
+    ctx.uses("Backup status (phase, consistency, Completed)");
+    ctx.uses("copy Job");
+    let mut checks = Checks::new();
+    checks.check(
+        "event-withheld",
+        withheld,
+        &object(ctx, "backup", "live"),
+        "the next watch event about the Backup to the operator's watches, after its source-recording write",
+        "withheld from them (their watches went on)",
+        json!({"withheld": withheld, "armed": run.observed}),
+    );
+    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
+    checks.check(
+        "copy-job-ran",
+        job.succeeded >= 1,
+        &object(ctx, "job", &job.name),
+        "status.succeeded",
+        ">= 1",
+        job.succeeded,
+    );
+    ctx.assess(
+        checks,
+        json!({"held": run.held, "withheld": withheld, "backup": backup_observation(&backup), "copy_job": job}),
+    )
+}
+
 /// Live backup, game not running yet: preparation waits within its deadline, then records the
 /// running incarnation and succeeds.
 pub async fn live_backup_game_not_running_yet(ctx: &CaseContext<'_>) -> Result<(), CaseError> {

@@ -68,6 +68,11 @@ pub const CASES: &[Case] = &[
         proves: "live backup, operator restarted onto a stale view (its cache's lists as of the Backup's creation until it writes): it reads what it acts on; Backup Succeeded, consistency Quiesced",
     },
     Case {
+        name: "live_backup_source_event_withheld",
+        bucket: "backup",
+        proves: "live backup, the watch event of the operator's source-recording write withheld from its watches: it requeues its own next pass; Backup Succeeded, consistency Quiesced",
+    },
+    Case {
         name: "live_backup_game_not_running_yet",
         bucket: "backup",
         proves: "live backup, game not running yet: preparation waits within its deadline, then records the running incarnation and succeeds",
@@ -223,6 +228,7 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         }
         "live_backup_game_not_running_yet" => live::live_backup_game_not_running_yet(ctx).await,
         "live_backup_job_create_conflicted" => live::live_backup_job_create_conflicted(ctx).await,
+        "live_backup_source_event_withheld" => live::live_backup_source_event_withheld(ctx).await,
         "live_backup_operator_restarted_onto_stale_view" => {
             live::live_backup_operator_restarted_onto_stale_view(ctx).await
         }

@@ -111,11 +111,14 @@ pub enum Mutant {
     /// from a list (as an informer's first list has it) instead of reading it: a Job missing
     /// from a list a lagging cache answered is taken for one deleted.
     FirstListTrusted,
+    /// After recording a Backup's source, waits for the watch event of that write instead of
+    /// requeueing: an event its watch never delivers leaves the Backup where it is.
+    SourceEventAwaited,
 }
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 47] = [
+    pub const ALL: [Mutant; 48] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
@@ -163,6 +166,7 @@ impl Mutant {
         Mutant::BundlePinAgainstLayer,
         Mutant::ConflictTakenForExists,
         Mutant::FirstListTrusted,
+        Mutant::SourceEventAwaited,
     ];
 
     fn entry(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
@@ -192,7 +196,7 @@ impl Mutant {
 /// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
 /// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
 /// never observes against the correct operator.
-const CATALOGUE: [(Mutant, &str, &str, &str); 47] = [
+const CATALOGUE: [(Mutant, &str, &str, &str); 48] = [
     (
         Mutant::IgnoreIncarnation,
         "ignore-incarnation",
@@ -474,6 +478,12 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 47] = [
         "first-list-trusted",
         "live backup, operator restarted onto a stale view",
         "an operator restarted while its Backup's copy runs, whose first list is served as the cluster was before it began the Backup, takes the copy Job missing from that list for one deleted and fails the Backup CopyFailed (correct: it reads the Job and ends as an unperturbed run, Succeeded, consistency Quiesced)",
+    ),
+    (
+        Mutant::SourceEventAwaited,
+        "source-event-awaited",
+        "live backup, watch event of the recorded source withheld",
+        "a Backup whose source-recording status write's watch event never reaches the operator stays Pending for ever (correct: the operator requeues its own next pass and the Backup Succeeds, consistency Quiesced)",
     ),
 ];
 

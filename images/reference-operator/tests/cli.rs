@@ -65,6 +65,7 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "bundle-pin-against-layer",
             "conflict-taken-for-exists",
             "first-list-trusted",
+            "source-event-awaited",
         ]
     );
 }

@@ -348,6 +348,11 @@ impl<'a> Run<'a> {
         });
         status.source = Some(source);
         self.patch_status(&status).await?;
+        if self.ctx.mutant(Mutant::SourceEventAwaited) {
+            // The defect: the next pass waits for the watch event of this very write; a watch
+            // that never delivers it leaves the Backup where it is.
+            return Ok(Action::await_change());
+        }
         Ok(Action::requeue(Duration::ZERO))
     }
 
