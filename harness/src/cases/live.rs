@@ -355,7 +355,22 @@ pub async fn live_backup_operator_restarted_onto_stale_view(
         "answered as of the Backup's creation, until the operator wrote the Backup or its Job",
         &run.observed,
     );
-    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
+    succeeded_from_its_copy(ctx, &mut checks, &backup, &job);
+    ctx.assess(
+        checks,
+        json!({"held": run.held, "stale_view": run.observed, "backup": backup_observation(&backup), "copy_job": job}),
+    )
+}
+
+/// Checks that the Backup Succeeded with consistency Quiesced (`check_succeeded`) from the copy
+/// its Job made (`copy-job-ran`).
+fn succeeded_from_its_copy(
+    ctx: &CaseContext<'_>,
+    checks: &mut Checks,
+    backup: &Backup,
+    job: &observe::JobState,
+) {
+    check_succeeded(ctx, checks, backup, "Quiesced");
     checks.check(
         "copy-job-ran",
         job.succeeded >= 1,
@@ -364,10 +379,6 @@ pub async fn live_backup_operator_restarted_onto_stale_view(
         ">= 1",
         job.succeeded,
     );
-    ctx.assess(
-        checks,
-        json!({"held": run.held, "stale_view": run.observed, "backup": backup_observation(&backup), "copy_job": job}),
-    )
 }
 
 /// The operator's status write that records the Backup's source (the 2nd `patch
@@ -401,15 +412,7 @@ pub async fn live_backup_source_event_withheld(ctx: &CaseContext<'_>) -> Result<
         "withheld from them (their watches went on)",
         json!({"withheld": withheld, "armed": run.observed}),
     );
-    check_succeeded(ctx, &mut checks, &backup, "Quiesced");
-    checks.check(
-        "copy-job-ran",
-        job.succeeded >= 1,
-        &object(ctx, "job", &job.name),
-        "status.succeeded",
-        ">= 1",
-        job.succeeded,
-    );
+    succeeded_from_its_copy(ctx, &mut checks, &backup, &job);
     ctx.assess(
         checks,
         json!({"held": run.held, "withheld": withheld, "backup": backup_observation(&backup), "copy_job": job}),
