@@ -26,6 +26,10 @@ use super::{Backend, BackendError, BackendKind, BoxFuture, Reach};
 use crate::process::{ChildGuard, ProcessLog, ProcessRecord};
 use crate::wait::{await_condition, conditions};
 
+/// Whose requests are the operator under test's: it authenticates as a ServiceAccount (the
+/// reference operator and Gameplane's alike), for the faults that act on its view.
+const OPERATOR_USERS: &str = "system:serviceaccount:";
+
 /// The kube context the embedded API server writes into its kubeconfig.
 pub const CONTEXT: &str = rehearsal_apiserver::DEFAULT_CONTEXT;
 
@@ -348,8 +352,7 @@ impl Backend for Embedded {
     ) -> Result<(), BackendError> {
         self.cluster
             .drop_next_event(rehearsal_embedded::DropNextEvent {
-                // The operator under test authenticates as a ServiceAccount.
-                user_prefix: "system:serviceaccount:".into(),
+                user_prefix: OPERATOR_USERS.into(),
                 resource: resource.into(),
                 namespace: namespace.into(),
                 name: name.into(),
@@ -520,8 +523,7 @@ impl Backend for Embedded {
             // Armed between the two processes: only the new one's lists are stale.
             self.cluster
                 .serve_stale_view(Some(rehearsal_embedded::StaleView {
-                    // The operator under test authenticates as a ServiceAccount.
-                    user_prefix: "system:serviceaccount:".into(),
+                    user_prefix: OPERATOR_USERS.into(),
                     as_of,
                     ends_on: ends_on.iter().map(|r| r.to_string()).collect(),
                 }));

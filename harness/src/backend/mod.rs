@@ -340,8 +340,8 @@ pub trait Backend: Send + Sync {
         })
     }
     /// Withholds from the operator's watches the next event about object `name` of `resource`
-    /// in `namespace` (the `dropped-event` fault): that watch goes on, everyone else sees the
-    /// event. Only the embedded cluster's API server is the harness's own; elsewhere this is
+    /// in `namespace` (the `dropped-event` fault): no watch of the operator receives it, they go
+    /// on, and everyone else sees the event. Only the embedded cluster's API server is the harness's own; elsewhere this is
     /// [`BackendError::Unsupported`].
     fn drop_next_watch_event(
         &self,
