@@ -16,6 +16,9 @@ pub struct Ctx {
     pub settings: Settings,
     /// The objects (by UID) a reconcile has already seen since this process started.
     seen: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The objects (by UID) whose own write this process waits to see in its cache (the
+    /// `source-event-awaited` mutant's expectations).
+    expected: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Ctx {
@@ -26,6 +29,7 @@ impl Ctx {
             agent: AgentClient::new(settings.agent_timeout, settings.cluster_dns),
             settings,
             seen: Default::default(),
+            expected: Default::default(),
         }
     }
 
@@ -36,6 +40,25 @@ impl Ctx {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(uid.to_string())
+    }
+
+    /// Expects the object with `uid` to show this process's own write in the cache before it is
+    /// reconciled again (`true`), or no longer (`false`).
+    pub fn expect_own_write(&self, uid: &str, expected: bool) {
+        let mut set = self.expected.lock().unwrap_or_else(|e| e.into_inner());
+        if expected {
+            set.insert(uid.to_string());
+        } else {
+            set.remove(uid);
+        }
+    }
+
+    /// Whether the object with `uid` waits for its own write's watch event.
+    pub fn expects_own_write(&self, uid: &str) -> bool {
+        self.expected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(uid)
     }
 
     /// Whether this operator re-creates `mutant`.

@@ -111,8 +111,9 @@ pub enum Mutant {
     /// from a list (as an informer's first list has it) instead of reading it: a Job missing
     /// from a list a lagging cache answered is taken for one deleted.
     FirstListTrusted,
-    /// After recording a Backup's source, waits for the watch event of that write instead of
-    /// requeueing: an event its watch never delivers leaves the Backup where it is.
+    /// After recording a Backup's source, skips every pass until its cache shows that write
+    /// (an expectation with no expiry) instead of going on from what it read: an event its
+    /// watch never delivers leaves the Backup where it is, whatever else wakes it.
     SourceEventAwaited,
 }
 
@@ -483,7 +484,7 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 48] = [
         Mutant::SourceEventAwaited,
         "source-event-awaited",
         "live backup, watch event of the recorded source withheld",
-        "a Backup whose source-recording status write's watch event never reaches the operator stays Pending for ever (correct: the operator requeues its own next pass and the Backup Succeeds, consistency Quiesced)",
+        "after recording a Backup's source, every pass waits until its cache shows that write (an expectation with no expiry): a Backup whose source-recording status write's watch event never reaches the operator stays Pending for ever, whatever else wakes it (correct: the operator requeues its own next pass and the Backup Succeeds, consistency Quiesced)",
     ),
 ];
 

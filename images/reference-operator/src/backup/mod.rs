@@ -55,6 +55,18 @@ pub async fn reconcile(cached: Arc<Backup>, ctx: Arc<Ctx>) -> Result<Action> {
         .uid
         .as_deref()
         .is_some_and(|uid| ctx.first_sight(uid));
+    if ctx.mutant(Mutant::SourceEventAwaited)
+        && let Some(uid) = cached.metadata.uid.as_deref()
+        && ctx.expects_own_write(uid)
+    {
+        // The defect (an expectation with no expiry): until the cache shows the source this
+        // process recorded, every pass waits; a watch that never delivers it leaves the Backup
+        // where it is.
+        if cached.status.as_ref().is_none_or(|s| s.source.is_none()) {
+            return Ok(Action::await_change());
+        }
+        ctx.expect_own_write(uid, false);
+    }
     let Some(backup) = kubeutil::latest(&api, cached.as_ref()).await? else {
         return Ok(Action::await_change());
     };
@@ -348,10 +360,11 @@ impl<'a> Run<'a> {
         });
         status.source = Some(source);
         self.patch_status(&status).await?;
-        if self.ctx.mutant(Mutant::SourceEventAwaited) {
-            // The defect: the next pass waits for the watch event of this very write; a watch
-            // that never delivers it leaves the Backup where it is.
-            return Ok(Action::await_change());
+        if self.ctx.mutant(Mutant::SourceEventAwaited)
+            && let Some(uid) = self.backup.metadata.uid.as_deref()
+        {
+            // The defect: the next passes wait until the cache shows this very write.
+            self.ctx.expect_own_write(uid, true);
         }
         Ok(Action::requeue(Duration::ZERO))
     }
