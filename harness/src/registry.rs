@@ -298,6 +298,25 @@ pub async fn fetch_manifest(
     }
 }
 
+/// The blob `digest` of `repository` as the registry at `addr` serves it, its bytes hashed:
+/// `Ok(Err(got))` names the digest of the bytes served when it is not `digest`.
+pub async fn fetch_blob(
+    addr: &str,
+    repository: &str,
+    digest: &str,
+) -> Result<Result<Bytes, String>, RegistryError> {
+    let what = format!("GET /v2/{repository}/blobs/{digest}");
+    let get = http::Request::get(format!("http://{addr}/v2/{repository}/blobs/{digest}"))
+        .body(Full::new(Bytes::new()))
+        .map_err(|e| http_error(addr, what.clone(), e.to_string()))?;
+    let (status, _, body) = send(addr, get).await?;
+    if status != http::StatusCode::OK {
+        return Err(http_error(addr, what, format!("HTTP {status}")));
+    }
+    let got = content_digest(&body);
+    Ok(if got == digest { Ok(body) } else { Err(got) })
+}
+
 /// Debian's `docker-registry` (distribution 2.8) serving on 127.0.0.1, its storage in a
 /// directory of the caller's; stopped when dropped.
 #[derive(Debug)]

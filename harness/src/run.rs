@@ -48,6 +48,7 @@ pub const CASE_COSTS: &[(&str, u32)] = &[
     ("http_only_candidate", 21),
     ("restore_after_halted_canary", 30),
     ("candidate_module_digest_mismatch", 20),
+    ("candidate_module_layer_other_bytes", 14),
     ("live_backup_agent_restart", 11),
     ("live_backup_game_not_running_yet", 10),
     ("live_backup_pod_replaced_during_preparation", 8),

@@ -45,7 +45,7 @@ fn verify_passes_on_a_valid_list_from_a_subdirectory() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("verified: 34 cases"),
+        stdout(&out).contains("verified: 35 cases"),
         "{}",
         stdout(&out)
     );

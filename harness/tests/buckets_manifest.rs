@@ -52,6 +52,7 @@ const BACKUP: &[&str] = &[
 const ROLLOUT: &[&str] = &[
     "unpullable_candidate",
     "restore_after_halted_canary",
+    "candidate_module_layer_other_bytes",
     "candidate_module_digest_mismatch",
     "http_only_candidate",
     "format_change_compatible_rollback",
@@ -175,14 +176,14 @@ fn cases_table_agrees_with_the_manifest() {
 #[test]
 fn valid_list_verifies() {
     let summary = verify(&real_manifest(), &fixture("list_valid.json")).expect("verifies");
-    assert_eq!(summary.cases, 34);
+    assert_eq!(summary.cases, 35);
     assert_eq!(
         summary.buckets,
-        vec![("backup".to_owned(), 19), ("rollout".to_owned(), 15)]
+        vec![("backup".to_owned(), 19), ("rollout".to_owned(), 16)]
     );
     let line = summary.to_string();
     assert!(!line.contains('\n'));
-    assert!(line.contains("34 cases"), "{line}");
+    assert!(line.contains("35 cases"), "{line}");
 }
 
 #[test]
@@ -461,7 +462,7 @@ fn bucket_filter_selects_exactly_its_cases() {
     let filter = real_manifest().nextest_filter("rollout").unwrap();
     assert_eq!(
         filter,
-        "package(=rehearsal-scenarios) & kind(test) & (test(=unpullable_candidate) | test(=restore_after_halted_canary) | test(=candidate_module_digest_mismatch) | test(=http_only_candidate) | test(=format_change_compatible_rollback) | test(=format_change_restore_required_rollback) | test(=member_tracking_default_version) | test(=extra_world_declared_on_template) | test(=halt_at_later_batch) | test(=failed_format_batch_restored_from_its_backups) | test(=batch_of_three_gated_together) | test(=batch_member_join_failure_put_back) | test(=format_batch_two_member_cannot_read_its_world) | test(=candidate_refuses_login) | test(=candidate_stalls_configuration))"
+        "package(=rehearsal-scenarios) & kind(test) & (test(=unpullable_candidate) | test(=restore_after_halted_canary) | test(=candidate_module_layer_other_bytes) | test(=candidate_module_digest_mismatch) | test(=http_only_candidate) | test(=format_change_compatible_rollback) | test(=format_change_restore_required_rollback) | test(=member_tracking_default_version) | test(=extra_world_declared_on_template) | test(=halt_at_later_batch) | test(=failed_format_batch_restored_from_its_backups) | test(=batch_of_three_gated_together) | test(=batch_member_join_failure_put_back) | test(=format_batch_two_member_cannot_read_its_world) | test(=candidate_refuses_login) | test(=candidate_stalls_configuration))"
     );
 }
 

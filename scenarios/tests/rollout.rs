@@ -18,6 +18,11 @@ fn candidate_module_digest_mismatch() {
 }
 
 #[test]
+fn candidate_module_layer_other_bytes() {
+    rehearse("candidate_module_layer_other_bytes");
+}
+
+#[test]
 fn http_only_candidate() {
     rehearse("http_only_candidate");
 }

@@ -794,6 +794,39 @@ pub struct ModuleEvidence {
     pub ready_message: Option<String>,
     /// Its `status.appliedDigest`.
     pub applied_digest: Option<String>,
+    /// The GameTemplate the operator installed, compared with the template the pinned bundle
+    /// holds (absent in bundles written before the comparison existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<Box<TemplateComparison>>,
+}
+
+/// The GameTemplate installed from a canary Module compared with the template the pinned
+/// bundle holds, each as the SHA-256 of its spec's canonical JSON: what the gate needs not to
+/// take the operator's word (`appliedDigest`) for what it installed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateComparison {
+    /// The GameTemplate named after the canary Module.
+    pub name: String,
+    /// The pinned bundle's template, read by the harness from the registry (the pinned
+    /// manifest's layer, its bytes hashed against the digest the manifest names); `None` when it
+    /// could not be read.
+    pub pinned: Option<String>,
+    /// Why the pinned bundle's template could not be read, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
+    /// The installed GameTemplate's spec; `None` when there is none.
+    pub installed: Option<String>,
+    /// The spec's top-level fields that differ between the two, when both were read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differs: Vec<String>,
+}
+
+impl TemplateComparison {
+    /// The installed template is the pinned bundle's (both read, the same).
+    pub fn matches(&self) -> bool {
+        self.pinned.is_some() && self.installed == self.pinned
+    }
 }
 
 /// The join gate's evidence.

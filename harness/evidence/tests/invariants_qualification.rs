@@ -341,6 +341,7 @@ fn a_moved_bundle_tag_halts_at_the_module_gate_with_the_operator_refusing_it() {
                 ready_reason: Some(reason.into()),
                 ready_message: None,
                 applied_digest: None,
+                template: None,
             })),
             false,
             Some("served sha256:bbb, pinned sha256:aaa".into()),

@@ -12,6 +12,7 @@ use rehearsal_evidence::judge::gates::{
 use rehearsal_evidence::qualification::gates as gates_names;
 use rehearsal_evidence::qualification::{
     Gate, GateEvidence, ImageEvidence, ModuleEvidence, Observed, Outcome, SaveEvidence,
+    TemplateComparison,
 };
 
 const PIN: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
@@ -99,7 +100,82 @@ fn module_evidence(
         ready_reason: Some("Applied".into()),
         ready_message: Some("installed".into()),
         applied_digest: applied.map(str::to_owned),
+        template: Some(Box::new(comparison(
+            Some("sha256:t1"),
+            Some("sha256:t1"),
+            &[],
+        ))),
     }
+}
+
+fn comparison(
+    pinned: Option<&str>,
+    installed: Option<&str>,
+    differs: &[&str],
+) -> TemplateComparison {
+    TemplateComparison {
+        name: "mc-canary-mods".into(),
+        pinned: pinned.map(str::to_owned),
+        unread: pinned.is_none().then(|| "GET layer: HTTP 404".into()),
+        installed: installed.map(str::to_owned),
+        differs: differs.iter().map(|d| d.to_string()).collect(),
+    }
+}
+
+#[test]
+fn the_module_gate_wants_the_installed_template_to_be_the_pinned_bundles() {
+    let with = |t: Option<TemplateComparison>| {
+        let mut e = module_evidence(Some(PIN), Some("Ready"), Some(PIN));
+        e.template = t.map(Box::new);
+        gates::module(&e, PIN)
+    };
+    let reported = "module bundle 127.0.0.1:5000/mods:1: the operator reports the pinned sha256:";
+    for (t, says) in [
+        (
+            Some(comparison(
+                Some("sha256:t1"),
+                Some("sha256:t2"),
+                &["displayName"],
+            )),
+            "GameTemplate mc-canary-mods is not the pinned bundle's template (differs in displayName)",
+        ),
+        (
+            Some(comparison(Some("sha256:t1"), Some("sha256:t2"), &[])),
+            "GameTemplate mc-canary-mods is not the pinned bundle's template (differs in its spec)",
+        ),
+        (
+            Some(comparison(Some("sha256:t1"), None, &[])),
+            "no GameTemplate mc-canary-mods was installed",
+        ),
+        (
+            Some(comparison(None, None, &[])),
+            "the pinned bundle's template could not be read to compare GameTemplate mc-canary-mods with (GET layer: HTTP 404)",
+        ),
+        (
+            Some(TemplateComparison {
+                unread: None,
+                ..comparison(None, Some("sha256:t1"), &[])
+            }),
+            "could not be read to compare GameTemplate mc-canary-mods with (no reason recorded)",
+        ),
+        (
+            None,
+            "the installed GameTemplate was not compared with the pinned bundle",
+        ),
+    ] {
+        let (passed, reason) = with(t.clone());
+        assert!(!passed, "{t:?}");
+        let reason = reason.unwrap();
+        assert!(reason.starts_with(reported), "{reason}");
+        assert!(reason.contains(says), "{reason}");
+        assert!(
+            reason.ends_with("the operator's Module mc-canary-mods is Ready (Applied: installed)"),
+            "{reason}"
+        );
+    }
+    assert!(comparison(Some("a"), Some("a"), &[]).matches());
+    assert!(!comparison(None, None, &[]).matches());
+    assert!(!comparison(Some("a"), Some("b"), &[]).matches());
 }
 
 #[test]

@@ -131,7 +131,10 @@ pub struct Embedded {
     log: ProcessLog,
     reach: ReachMode,
     /// The module bundle registry, started the first time a case asks for it.
-    bundles: tokio::sync::OnceCell<crate::registry::LocalRegistry>,
+    bundles: tokio::sync::OnceCell<(
+        crate::registry::LocalRegistry,
+        super::registry_gate::RegistryGate,
+    )>,
     /// The API server's request hook: the exploration's, and the writes cases hold.
     holds: Arc<super::hold::Holds>,
 }
@@ -477,18 +480,49 @@ impl Backend for Embedded {
                 .bundles
                 .get_or_try_init(|| async {
                     let dir = self.cluster.state_dir().join("bundle-registry");
-                    crate::registry::LocalRegistry::start(&dir, &self.log)
+                    let registry = crate::registry::LocalRegistry::start(&dir, &self.log)
                         .await
-                        .map_err(|e| BackendError::Setup(format!("module bundle registry: {e}")))
+                        .map_err(|e| BackendError::Setup(format!("module bundle registry: {e}")))?;
+                    let gate = super::registry_gate::RegistryGate::start(registry.addr())
+                        .await
+                        .map_err(|e| {
+                            BackendError::Setup(format!("module bundle registry's gate: {e}"))
+                        })?;
+                    Ok::<_, BackendError>((registry, gate))
                 })
                 .await?;
-            // The operator runs on this host: it reaches the registry where the harness does.
-            let addr = registry.addr().to_string();
+            // The operator runs on this host: it reaches the registry through its gate (which
+            // passes everything through unless a fault armed it); the harness reads the
+            // registry itself.
             Ok(super::BundleRegistry {
-                pull_host: addr.clone(),
-                addr,
+                pull_host: registry.1.addr().to_string(),
+                addr: registry.0.addr().to_string(),
             })
         })
+    }
+
+    fn serve_other_layer_bytes<'a>(
+        &'a self,
+        repository: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            self.bundle_registry().await?;
+            let (_, gate) = self.bundles.get().ok_or_else(|| {
+                BackendError::Setup("the module bundle registry did not start".into())
+            })?;
+            gate.serve_other_bytes(Some(super::registry_gate::OtherBytes {
+                repository: repository.to_string(),
+                bytes: bytes.into(),
+            }));
+            Ok(())
+        })
+    }
+
+    fn other_layer_bytes_served(&self) -> usize {
+        self.bundles
+            .get()
+            .map_or(0, |(_, gate)| gate.other_bytes_served())
     }
 
     fn stop_operator(&self) -> BoxFuture<'_, Result<serde_json::Value, BackendError>> {
@@ -628,7 +662,8 @@ impl Backend for Embedded {
                 bundles,
                 ..
             } = *self;
-            if let Some(registry) = bundles.into_inner() {
+            if let Some((registry, gate)) = bundles.into_inner() {
+                drop(gate);
                 registry.stop().await;
             }
             let operator = operator.into_inner().unwrap_or_else(|e| e.into_inner());

@@ -29,6 +29,7 @@ pub mod kubeconfig;
 pub mod node_engine;
 pub mod operator_pod;
 pub mod port_forward;
+pub mod registry_gate;
 pub mod rest_gate;
 pub mod rest_server;
 
@@ -295,6 +296,31 @@ pub trait Backend: Send + Sync {
                 why: "it has no OCI registry the harness can push to and the operator can pull from; rehearse module bundles on the embedded cluster, or on Kind with REHEARSAL_REGISTRY set".into(),
             })
         })
+    }
+    /// From now on the operator is served other bytes for every blob of the bundle registry's
+    /// `repository` (`<namespace>/<module>`), its manifests still served honestly: the
+    /// `registry-other-bytes` fault, through the gate in front of the embedded cluster's
+    /// registry ([`registry_gate`]). Elsewhere the operator pulls from a registry the harness
+    /// does not stand in front of: [`BackendError::Unsupported`].
+    fn serve_other_layer_bytes<'a>(
+        &'a self,
+        repository: &'a str,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        let _ = bytes;
+        let backend = self.kind();
+        Box::pin(async move {
+            Err(BackendError::Unsupported {
+                backend,
+                operation: format!("serve other bytes for the layers of {repository}"),
+                why: "only the embedded cluster's bundle registry is reached through the harness's gate; rehearse it on the embedded cluster".into(),
+            })
+        })
+    }
+    /// Blob requests answered with other bytes since the bundle registry started (0 where no
+    /// gate stands in front of it).
+    fn other_layer_bytes_served(&self) -> usize {
+        0
     }
     /// Attaches the exploration hook to the cluster's API server: every mutating request
     /// passes through it (and may be held) and every committed change is reported to it

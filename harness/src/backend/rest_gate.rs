@@ -136,11 +136,11 @@ impl Drop for RestGate {
 
 /// Passes `req` to `upstream`, first waiting for its release if a hold matches it.
 async fn pass(
-    mut req: Request<Incoming>,
+    req: Request<Incoming>,
     upstream: SocketAddr,
     holds: Holds,
     client: Client<HttpConnector, Incoming>,
-) -> Result<Response<BoxBody<Bytes, hyper::Error>>, Infallible> {
+) -> Result<Answer, Infallible> {
     let path = req.uri().path().to_string();
     let held = {
         let mut pending = holds.lock().unwrap_or_else(|p| p.into_inner());
@@ -155,18 +155,32 @@ async fn pass(
         // Released, or the hold dropped: the request goes on either way.
         p.waiting.arrive(path.clone()).await;
     }
+    Ok(forward(req, upstream, &client, "the REST server").await)
+}
+
+/// The gates' answer type: a streamed upstream body, or one of their own.
+pub(super) type Answer = Response<BoxBody<Bytes, hyper::Error>>;
+
+/// Passes `req` on to `upstream` (`what`, as an error names it) as it is.
+pub(super) async fn forward(
+    mut req: Request<Incoming>,
+    upstream: SocketAddr,
+    client: &Client<HttpConnector, Incoming>,
+    what: &str,
+) -> Answer {
+    let path = req.uri().path().to_string();
     let target = format!(
         "http://{upstream}{}",
         req.uri().path_and_query().map_or("/", |p| p.as_str())
     );
     *req.uri_mut() = match target.parse() {
         Ok(uri) => uri,
-        Err(_) => return Ok(bad_gateway(format!("cannot pass {path} on"))),
+        Err(_) => return bad_gateway(format!("cannot pass {path} on")),
     };
-    Ok(match client.request(req).await {
+    match client.request(req).await {
         Ok(resp) => resp.map(BodyExt::boxed),
-        Err(e) => bad_gateway(format!("the REST server at {upstream} did not answer: {e}")),
-    })
+        Err(e) => bad_gateway(format!("{what} at {upstream} did not answer: {e}")),
+    }
 }
 
 fn bad_gateway(why: String) -> Response<BoxBody<Bytes, hyper::Error>> {

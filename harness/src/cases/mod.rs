@@ -143,6 +143,11 @@ pub const CASES: &[Case] = &[
         proves: "restore after a halted canary: a halted qualification, then a Restore of the source: Succeeded, data back, the journal still holds the halt",
     },
     Case {
+        name: "candidate_module_layer_other_bytes",
+        bucket: "rollout",
+        proves: "module bundle layer served with other bytes: the operator hashes the layer and refuses it (DigestMismatch, no GameTemplate); halted at the module bundle gate before any join; fleet untouched",
+    },
+    Case {
         name: "candidate_module_digest_mismatch",
         bucket: "rollout",
         proves: "module bundle digest mismatch: halted at the module bundle gate before any join; fleet untouched; both digests in the evidence",
@@ -255,6 +260,9 @@ async fn body(case: &Case, ctx: &CaseContext<'_>) -> Result<(), CaseError> {
         "restore_after_halted_canary" => candidate::restore_after_halted_canary(ctx).await,
         "candidate_module_digest_mismatch" => {
             module_bundle::candidate_module_digest_mismatch(ctx).await
+        }
+        "candidate_module_layer_other_bytes" => {
+            module_bundle::candidate_module_layer_other_bytes(ctx).await
         }
         "format_change_compatible_rollback" => {
             batches::format_change_compatible_rollback(ctx).await

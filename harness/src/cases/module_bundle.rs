@@ -1,4 +1,5 @@
-//! The candidate's module bundle pinned by digest (CONTRACT C.8): `candidate_module_digest_mismatch`.
+//! The candidate's module bundle pinned by digest (CONTRACT C.8): `candidate_module_digest_mismatch`
+//! and `candidate_module_layer_other_bytes`.
 //!
 //! The bundle is a real OCI artifact in a real registry (Debian's `docker-registry` on the
 //! embedded cluster, the local registry on Kind), pulled by the operator from a ModuleSource.
@@ -197,4 +198,103 @@ fn check_module(
         "absent (a refused bundle writes no template)",
         e.from_bundle,
     );
+}
+
+/// Module bundle layer served with other bytes: the registry the operator pulls from serves the
+/// pinned manifest honestly but other bytes for its layer (the gate in front of the embedded
+/// cluster's registry; the harness reads the registry itself). The operator must hash the layer
+/// and refuse it (`DigestMismatch` naming the layer's digest and the one served, no GameTemplate
+/// written); the qualification halts at the module bundle gate before any join, fleet untouched.
+/// Not applicable where the harness does not stand in front of the operator's registry.
+pub async fn candidate_module_layer_other_bytes(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
+    let members = [SOURCE, OTHER];
+    let before = fleet::fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_COMPAT],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let (source, pinned, _) = ctx.step("publish the module bundle", publish(ctx)).await?;
+    let layer = crate::registry::content_digest(&bundle(ctx, false));
+    let other = other_layer_bytes(ctx);
+    let other_digest = crate::registry::content_digest(&other);
+    ctx.step("serve other bytes for the bundle's layer", async {
+        ctx.backend
+            .serve_other_layer_bytes(&repository(ctx), other)
+            .await
+            .map_err(|e| CaseError::from(crate::faults::FaultError::from(e)))?;
+        Ok(json!({"repository": repository(ctx), "layer": layer, "served_instead": other_digest}))
+    })
+    .await?;
+    let pin = ModulePin {
+        source,
+        module: MODULE.into(),
+        version: BUNDLE_VERSION.into(),
+        digest: pinned.clone(),
+    };
+    let mut plan = fleet::plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
+    plan.module = Some(pin.clone());
+    let q = fleet::run(ctx, &plan).await?;
+    ctx.uses("Module status (phase, Ready reason, appliedDigest)");
+    ctx.uses("registry manifest and layer digests");
+    let mut checks = Checks::new();
+    let halted =
+        rollout::check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::MODULE)
+            .await?;
+    let canary = canary_module(&plan.run_id, &pin);
+    let refused = Api::<Module>::all(ctx.client.clone())
+        .get_opt(&canary)
+        .await
+        .map_err(CaseError::kube("get Module", canary.clone()))?;
+    let from_bundle = Api::<GameTemplate>::all(ctx.client.clone())
+        .get_opt(&canary)
+        .await
+        .map_err(CaseError::kube("get GameTemplate", canary.clone()))?;
+    let served = ctx.backend.other_layer_bytes_served();
+    checks.check(
+        "other-bytes-served",
+        served >= 1,
+        &format!("module bundle registry of {}", ctx.namespace),
+        "requests for the bundle's layer answered with other bytes",
+        "at least one (the operator fetched the layer the pinned manifest names)",
+        served,
+    );
+    let status = refused
+        .as_ref()
+        .and_then(|m| m.status.clone())
+        .unwrap_or_default();
+    let ready = conditions::find(&status.conditions, conditions::types::READY);
+    checks.check(
+        "operator-refused-bundle",
+        format!("{:?}", status.phase) == "Some(Failed)"
+            && ready.is_some_and(|c| {
+                c.status == "False"
+                    && c.reason == DIGEST_MISMATCH
+                    && c.message.contains(&layer)
+                    && c.message.contains(&other_digest)
+            })
+            && status.applied_digest.is_none(),
+        &format!("module {canary}"),
+        "status.phase, Ready condition, appliedDigest",
+        format!(
+            "Failed; Ready False, reason DigestMismatch naming the layer {layer} and the digest of the bytes served {other_digest}; nothing applied"
+        ),
+        json!({"phase": status.phase, "ready": ready, "appliedDigest": status.applied_digest}),
+    );
+    checks.check(
+        "no-template-from-refused-bundle",
+        from_bundle.is_none(),
+        &format!("gametemplate {canary}"),
+        "GameTemplate named after the canary Module",
+        "absent (a refused bundle writes no template)",
+        json!(from_bundle.map(|t| t.spec.display_name)),
+    );
+    tidy(ctx, &[canary]).await;
+    ctx.assess(
+        checks,
+        json!({"halt": halted, "pinned": pinned, "layer": layer, "served_instead": other_digest,
+               "canary_module": status}),
+    )
 }

@@ -272,7 +272,8 @@ pub fn select(buckets: &[String], names: &[String]) -> Result<Vec<&'static Case>
 pub fn cluster(target: &Target) -> Result<Cluster, CliError> {
     match target.cluster {
         ClusterArg::Embedded => {
-            // docker-registry serves the module bundles of `candidate_module_digest_mismatch`.
+            // docker-registry serves the module bundles of `candidate_module_digest_mismatch` and
+            // `candidate_module_layer_other_bytes`.
             let registry = std::env::var("REHEARSAL_DOCKER_REGISTRY")
                 .unwrap_or_else(|_| "docker-registry".into());
             for (program, package) in [

@@ -5,8 +5,10 @@
 //! document (the GameTemplate it installs). The manifest's digest is computed over the bytes
 //! served; with `spec.digest` set and different, the Module ends `Failed` with reason
 //! `DigestMismatch` naming both digests, and no GameTemplate is written or changed. Otherwise the
-//! layer is fetched (its digest checked against the manifest), and the GameTemplate named after
-//! the Module (owned by it) is created or updated from it.
+//! layer is fetched and its bytes hashed: bytes other than the digest the manifest names (a
+//! registry or proxy that serves the pinned manifest but other content) fail the same way,
+//! `DigestMismatch` naming both. Only then is the GameTemplate named after the Module (owned by
+//! it) created or updated from it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -145,7 +147,8 @@ async fn pull(ctx: &Ctx, module: &Module) -> Result<Result<Pulled, Refusal>> {
             }),
         }));
     }
-    let bundle = read_bundle(&host, &repository, &reference, &manifest).await;
+    let layer_checked = !ctx.mutant(Mutant::LayerHashSkipped);
+    let bundle = read_bundle(&host, &repository, &reference, &manifest, layer_checked).await;
     Ok(Ok(Pulled {
         reference,
         served,
@@ -164,12 +167,15 @@ fn layer_digest(manifest: &[u8]) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The bundle document the manifest's layer holds, its digest checked.
+/// The bundle document the manifest's layer holds, its digest checked (unless `checked` is
+/// false: the `layer-hash-skipped` defect). Bytes that do not hash to the digest the manifest
+/// names are not the pinned bundle: refused as `DigestMismatch`, naming both digests.
 async fn read_bundle(
     host: &str,
     repository: &str,
     reference: &str,
     manifest: &[u8],
+    checked: bool,
 ) -> Result<BundleDocument, Refusal> {
     let manifest: serde_json::Value = serde_json::from_slice(manifest)
         .map_err(|e| pull_failed(format!("{reference}: the manifest is not JSON: {e}")))?;
@@ -186,10 +192,13 @@ async fn read_bundle(
         })?;
     let blob = fetch(host, &format!("{repository}/blobs/{layer}")).await?;
     let got = digest_of(&blob);
-    if got != layer {
-        return Err(pull_failed(format!(
-            "{reference}: layer {layer} was served with digest {got}"
-        )));
+    if checked && got != layer {
+        return Err(Refusal {
+            reason: DIGEST_MISMATCH,
+            message: format!(
+                "bundle {reference}: its manifest names layer {layer}, but the bytes served for it have digest {got}: refusing content the pin does not name"
+            ),
+        });
     }
     serde_json::from_slice(&blob).map_err(|e| {
         pull_failed(format!(

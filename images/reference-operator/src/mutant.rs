@@ -115,11 +115,14 @@ pub enum Mutant {
     /// (an expectation with no expiry) instead of going on from what it read: an event its
     /// watch never delivers leaves the Backup where it is, whatever else wakes it.
     SourceEventAwaited,
+    /// Installs a bundle's layer without hashing its bytes: a registry that serves the pinned
+    /// manifest but other bytes for its layer has its content installed as the pinned bundle.
+    LayerHashSkipped,
 }
 
 impl Mutant {
     /// Every mutant, in documentation order.
-    pub const ALL: [Mutant; 48] = [
+    pub const ALL: [Mutant; 49] = [
         Mutant::IgnoreIncarnation,
         Mutant::StoppedSourceNeedsAgent,
         Mutant::UnquiesceAnyPod,
@@ -168,6 +171,7 @@ impl Mutant {
         Mutant::ConflictTakenForExists,
         Mutant::FirstListTrusted,
         Mutant::SourceEventAwaited,
+        Mutant::LayerHashSkipped,
     ];
 
     fn entry(self) -> &'static (Mutant, &'static str, &'static str, &'static str) {
@@ -197,7 +201,7 @@ impl Mutant {
 /// The catalogue, in documentation order: each mutant with its `--mutant` name, the rehearsal
 /// case (CONTRACT.md C table) that must catch it, and what that case observes against it that it
 /// never observes against the correct operator.
-const CATALOGUE: [(Mutant, &str, &str, &str); 48] = [
+const CATALOGUE: [(Mutant, &str, &str, &str); 49] = [
     (
         Mutant::IgnoreIncarnation,
         "ignore-incarnation",
@@ -485,6 +489,12 @@ const CATALOGUE: [(Mutant, &str, &str, &str); 48] = [
         "source-event-awaited",
         "live backup, watch event of the recorded source withheld",
         "after recording a Backup's source, every pass waits until its cache shows that write (an expectation with no expiry): a Backup whose source-recording status write's watch event never reaches the operator stays Pending for ever, whatever else wakes it (correct: the operator requeues its own next pass and the Backup Succeeds, consistency Quiesced)",
+    ),
+    (
+        Mutant::LayerHashSkipped,
+        "layer-hash-skipped",
+        "module bundle layer served with other bytes",
+        "a bundle whose pinned manifest is served honestly but whose layer is served as other bytes is installed from those bytes and reported Ready with the pinned digest (correct: the layer's bytes are hashed and the Module Fails, reason DigestMismatch naming both digests, with no GameTemplate written)",
     ),
 ];
 

@@ -66,6 +66,7 @@ fn list_mutants_prints_name_case_and_difference_for_each() {
             "conflict-taken-for-exists",
             "first-list-trusted",
             "source-event-awaited",
+            "layer-hash-skipped",
         ]
     );
 }

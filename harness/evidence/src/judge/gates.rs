@@ -106,6 +106,7 @@ pub fn module(evidence: &ModuleEvidence, pinned: &str) -> (bool, Option<String>)
     let served_ok = evidence.served.as_deref() == Some(pinned);
     let operator_ok = evidence.phase.as_deref() == Some("Ready")
         && evidence.applied_digest.as_deref() == Some(pinned);
+    let template_ok = evidence.template.as_ref().is_some_and(|t| t.matches());
     let operator = format!(
         "the operator's Module {} is {} ({}: {})",
         evidence.module,
@@ -130,10 +131,41 @@ pub fn module(evidence: &ModuleEvidence, pinned: &str) -> (bool, Option<String>)
             evidence.pinned,
             evidence.applied_digest.as_deref().unwrap_or("nothing"),
         ))
+    } else if !template_ok {
+        Some(format!(
+            "module bundle {}: the operator reports the pinned {} installed, but {}; {operator}",
+            evidence.reference,
+            evidence.pinned,
+            template_mismatch(evidence.template.as_deref()),
+        ))
     } else {
         None
     };
-    (served_ok && operator_ok, reason)
+    (served_ok && operator_ok && template_ok, reason)
+}
+
+/// Why the installed GameTemplate is not known to be the pinned bundle's.
+fn template_mismatch(t: Option<&crate::qualification::TemplateComparison>) -> String {
+    let Some(t) = t else {
+        return "the installed GameTemplate was not compared with the pinned bundle".into();
+    };
+    match (&t.pinned, &t.installed) {
+        (None, _) => format!(
+            "the pinned bundle's template could not be read to compare GameTemplate {} with ({})",
+            t.name,
+            t.unread.as_deref().unwrap_or("no reason recorded")
+        ),
+        (Some(_), None) => format!("no GameTemplate {} was installed", t.name),
+        (Some(_), Some(_)) => format!(
+            "GameTemplate {} is not the pinned bundle's template (differs in {})",
+            t.name,
+            if t.differs.is_empty() {
+                "its spec".to_string()
+            } else {
+                t.differs.join(", ")
+            }
+        ),
+    }
 }
 
 /// The read-back gate: every claim in `claims` was read `now`, is not torn, and holds files

@@ -8,19 +8,30 @@
 //!   same digest, and what the operator made of it (`status.phase`, its `Ready` reason,
 //!   `status.appliedDigest`).
 //!
+//! - the GameTemplate the operator installed from the canary Module, compared with the template
+//!   the pinned bundle holds as the harness reads it (the pinned manifest's layer, its bytes
+//!   hashed against the digest the manifest names): `appliedDigest` is the operator's word, the
+//!   template is what it did.
+//!
 //! The gate passes only when the registry serves the pinned digest and the operator installed
-//! exactly it. A tag moved to other content fails the gate, naming both digests, before the
+//! exactly it: Ready, `appliedDigest` the pin, and its GameTemplate the pinned bundle's. A tag moved to other content fails the gate, naming both digests, before the
 //! candidate reaches the clone — so before any join.
 //!
 //! The gate verifies the bundle; the candidate version the clone then runs is still the one the
 //! plan names in the fleet's GameTemplate.
 
+use gameplane_api::GameTemplate;
 use gameplane_api::conditions;
-use gameplane_api::module::{Module, ModulePhase, ModuleSource, ModuleSpec, SourceRef};
+use gameplane_api::module::{
+    BUNDLE_LAYER_MEDIA_TYPE, BundleDocument, Module, ModulePhase, ModuleSource, ModuleSpec,
+    SourceRef,
+};
 use kube::api::{Api, ObjectMeta, PostParams};
 
 use crate::context::{CaseContext, CaseError, HarnessMutant};
-use crate::evidence::qualification::{Gate, GateEvidence, ModuleEvidence, ModulePin, Observed};
+use crate::evidence::qualification::{
+    Gate, GateEvidence, ModuleEvidence, ModulePin, Observed, TemplateComparison,
+};
 use crate::qualify::gates::{gate, gate_error};
 use crate::qualify::tidy;
 use crate::wait::{Condition, Progress, await_object};
@@ -131,10 +142,10 @@ async fn observe(
     let (host, repository) = oci.repository(&pin.module);
     let reference = format!("{host}/{repository}:{}", pin.version);
     let addr = harness_addr(ctx, &host).await;
-    let served = crate::registry::fetch_manifest(&addr, &repository, &pin.version)
+    let manifest = crate::registry::fetch_manifest(&addr, &repository, &pin.version)
         .await
-        .map_err(|e| e.to_string())?
-        .map(|(digest, _)| digest);
+        .map_err(|e| e.to_string())?;
+    let served = manifest.as_ref().map(|(digest, _)| digest.clone());
 
     let name = canary_module(run_id, pin);
     let digest = if ctx.harness_mutant(HarnessMutant::ModuleGateTrustsTag) {
@@ -172,6 +183,10 @@ async fn observe(
         .map_err(|e| format!("the operator never judged the canary Module: {e}"))?;
     let status = judged.status.unwrap_or_default();
     let ready = conditions::find(&status.conditions, conditions::types::READY);
+    let pinned_manifest = manifest
+        .filter(|(digest, _)| *digest == pin.digest)
+        .map(|(_, bytes)| bytes);
+    let template = compare_template(ctx, &addr, &repository, pinned_manifest, &name).await?;
     Ok(ModuleEvidence {
         reference,
         pinned: pin.digest.clone(),
@@ -181,5 +196,70 @@ async fn observe(
         ready_reason: ready.map(|c| c.reason.clone()),
         ready_message: ready.map(|c| c.message.clone()),
         applied_digest: status.applied_digest,
+        template: Some(Box::new(template)),
+    })
+}
+
+/// SHA-256 of a template spec's canonical JSON.
+fn spec_digest(spec: &serde_json::Value) -> String {
+    crate::registry::content_digest(crate::evidence::canonical::to_string(spec).as_bytes())
+}
+
+/// The template the pinned manifest's layer holds, read from the registry at `addr` (the
+/// layer's bytes hashed against the digest the manifest names), as a spec.
+async fn pinned_template(
+    addr: &str,
+    repository: &str,
+    manifest: Option<bytes::Bytes>,
+) -> Result<serde_json::Value, String> {
+    let manifest = manifest.ok_or("the registry does not serve the pinned manifest")?;
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest)
+        .map_err(|e| format!("the pinned manifest is not JSON: {e}"))?;
+    let layer = manifest["layers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|l| l["mediaType"] == BUNDLE_LAYER_MEDIA_TYPE)
+        .and_then(|l| l["digest"].as_str())
+        .ok_or_else(|| format!("the pinned manifest has no {BUNDLE_LAYER_MEDIA_TYPE} layer"))?;
+    let blob = crate::registry::fetch_blob(addr, repository, layer)
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|got| format!("the registry serves layer {layer} as bytes of digest {got}"))?;
+    let doc: BundleDocument = serde_json::from_slice(&blob)
+        .map_err(|e| format!("the pinned bundle document does not parse: {e}"))?;
+    serde_json::to_value(&doc.template).map_err(|e| e.to_string())
+}
+
+/// The GameTemplate named `name` (the canary Module's) compared with the pinned bundle's.
+async fn compare_template(
+    ctx: &CaseContext<'_>,
+    addr: &str,
+    repository: &str,
+    manifest: Option<bytes::Bytes>,
+    name: &str,
+) -> Result<TemplateComparison, String> {
+    let pinned = pinned_template(addr, repository, manifest).await;
+    let templates: Api<GameTemplate> = Api::all(ctx.client.clone());
+    let installed = templates
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("cannot read GameTemplate {name}: {e}"))?
+        .map(|t| serde_json::to_value(&t.spec).unwrap_or_default());
+    let differs = match (&pinned, &installed) {
+        (Ok(serde_json::Value::Object(a)), Some(serde_json::Value::Object(b))) => a
+            .keys()
+            .chain(b.keys().filter(|k| !a.contains_key(*k)))
+            .filter(|k| a.get(*k) != b.get(*k))
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(TemplateComparison {
+        name: name.to_string(),
+        pinned: pinned.as_ref().ok().map(spec_digest),
+        unread: pinned.err(),
+        installed: installed.as_ref().map(spec_digest),
+        differs,
     })
 }
