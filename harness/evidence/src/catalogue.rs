@@ -109,6 +109,13 @@ faults! {
     /// every change since. Reads of one object and everyone else see the present. The operator
     /// must catch up, ending as it would have.
     StaleView = "stale-view", Transparent;
+    /// The module bundle registry, as the operator reaches it, serves the pinned manifest
+    /// honestly but other bytes for its layer (a proxy in front of the registry; the harness
+    /// reads the registry itself): the operator must hash the layer and refuse the bundle, so
+    /// the qualification halts at its module bundle gate ([`Fault::decides`]). Placed at the
+    /// points up to the operator's first read of the bundle (`get bundle <module>`, held by the
+    /// registry's gate): after it the layer was already fetched.
+    RegistryOtherBytes = "registry-other-bytes", Changes;
 }
 
 impl Fault {
@@ -134,20 +141,40 @@ impl Fault {
     pub fn parse(name: &str) -> Option<Self> {
         FAULTS.iter().find(|r| r.name == name).map(|r| r.fault)
     }
+
+    /// The one ending the contract allows once this fault landed, whatever the operation it
+    /// applies to, when it decides one: other bytes for a pinned bundle's layer halt at the
+    /// module bundle gate, the operator refusing the bundle.
+    pub fn decides(self) -> Option<Ends> {
+        match self {
+            RegistryOtherBytes => Some(Ends::HaltedOnClone(gates::MODULE)),
+            _ => None,
+        }
+    }
 }
 
 impl Fault {
     /// Whether it can be placed before the `index`-th (from 0) of an operation's writes
     /// `labels` (its reference run's). `copy-held-at-end` waits for the copy's snapshot save
     /// after its point, so it is placed only at the points up to the copy Job's creation (the
-    /// first `create jobs`): after it the snapshot may already be saved. Every other fault, at
-    /// every point.
+    /// first `create jobs`): after it the snapshot may already be saved. `registry-other-bytes`
+    /// up to the operator's first read of the bundle ([`BUNDLE_PULLED`]): after it the layer
+    /// was fetched. `write-conflict` at every write (not at a registry read). Every other
+    /// fault, at every point.
     pub fn placeable_at(self, labels: &[impl AsRef<str>], index: usize) -> bool {
         match self {
             CopyHeldAtEnd => labels
                 .iter()
                 .position(|l| l.as_ref() == COPY_JOB_CREATED)
                 .is_some_and(|job| index <= job),
+            RegistryOtherBytes => labels
+                .iter()
+                .position(|l| l.as_ref().starts_with(BUNDLE_PULLED))
+                .is_some_and(|pulled| index <= pulled),
+            // A registry read is no write: nothing there can be refused with a conflict.
+            WriteConflict => labels
+                .get(index)
+                .is_some_and(|l| !l.as_ref().starts_with(BUNDLE_PULLED)),
             _ => index < labels.len(),
         }
     }
@@ -155,6 +182,11 @@ impl Fault {
 
 /// The label of the operator's write that creates an operation's copy (or restore) Job.
 pub const COPY_JOB_CREATED: &str = "create jobs";
+
+/// How the label of the operator reading a bundle's manifest from the module registry begins
+/// (`get bundle fixture-game`): a point of the operations whose points include Modules, the
+/// registry's gate holding the read as the API server holds a write.
+pub const BUNDLE_PULLED: &str = "get bundle";
 
 impl std::fmt::Display for Fault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -452,7 +484,9 @@ operations! {
     /// A qualification of a good candidate whose module bundle is served as pinned.
     QualifyModule = "qualify-module" {
         setup: Setup::Qualify(Variant::Module),
-        faults: &[OperatorRestart, WriteConflict, StaleView],
+        // And the registry serving other bytes for the pinned layer (the ending it decides:
+        // halted at the module bundle gate).
+        faults: &[OperatorRestart, WriteConflict, StaleView, RegistryOtherBytes],
         ends: Ends::Promoted,
         judges: Qualify,
     }
@@ -534,8 +568,12 @@ impl Operation {
     /// - a refusal also after a fault that keeps the source (the refusal does not depend on the
     ///   game);
     /// - otherwise, after a fault that keeps the source, anything but `Invalidated`;
+    /// - after a fault that decides the ending ([`Fault::decides`]), that ending;
     /// - after a fault that changes something, nothing stated (the invariants judge it).
     pub fn allowed(self, fault: Option<Fault>) -> Option<Allowed> {
+        if let Some(ends) = fault.and_then(Fault::decides) {
+            return Some(Allowed::Only(ends));
+        }
         let ends = self.row().ends;
         match (class_of(fault), ends) {
             (FaultClass::Transparent, _) | (FaultClass::KeepsSource, Ends::Refused(_)) => {
@@ -597,7 +635,50 @@ mod tests {
             Some(Allowed::Only(Ends::Succeeded(Some("Quiesced"))))
         );
         assert_eq!(refused.allowed(Some(GameRestart)), None);
+        assert_eq!(
+            Operation::QualifyModule.allowed(Some(RegistryOtherBytes)),
+            Some(Allowed::Only(Ends::HaltedOnClone(gates::MODULE)))
+        );
+        assert_eq!(
+            Operation::QualifyModule.allowed(None),
+            Some(Allowed::Only(Ends::Promoted))
+        );
         assert_eq!(Operation::Restore.allowed(Some(RestoreDeleted)), None);
+    }
+
+    #[test]
+    fn other_layer_bytes_are_placed_only_before_the_operator_judges_the_module() {
+        let labels = [
+            "patch backups qualify-mc-a",
+            "get bundle fixture-game",
+            "patch modules/status fixture-game",
+            "patch gameservers mc-a-canary",
+        ];
+        let placeable: Vec<bool> = (0..=labels.len())
+            .map(|i| RegistryOtherBytes.placeable_at(&labels, i))
+            .collect();
+        assert_eq!(placeable, [true, true, false, false, false]);
+        assert!(
+            !RegistryOtherBytes.placeable_at(&["create jobs"], 0),
+            "no bundle pulled: nowhere to place it"
+        );
+        let conflicts: Vec<bool> = (0..=labels.len())
+            .map(|i| WriteConflict.placeable_at(&labels, i))
+            .collect();
+        assert_eq!(
+            conflicts,
+            [true, false, true, true, false],
+            "a read is no write"
+        );
+        for row in OPERATIONS {
+            assert_eq!(
+                row.faults.contains(&RegistryOtherBytes),
+                row.setup == Setup::Qualify(Variant::Module),
+                "{}: other layer bytes apply to the qualification of a pinned, unmoved bundle",
+                row.name
+            );
+        }
+        assert_eq!(GameRestart.decides(), None);
     }
 
     #[test]

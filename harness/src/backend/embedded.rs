@@ -137,6 +137,8 @@ pub struct Embedded {
     )>,
     /// The API server's request hook: the exploration's, and the writes cases hold.
     holds: Arc<super::hold::Holds>,
+    /// The bundle registry gate's hook: the exploration's observer, while one is attached.
+    registry_hook: super::registry_gate::HookSlot,
 }
 
 impl std::fmt::Debug for Embedded {
@@ -258,6 +260,7 @@ impl Embedded {
             log,
             reach,
             bundles: tokio::sync::OnceCell::new(),
+            registry_hook: Default::default(),
             holds,
         })
     }
@@ -337,6 +340,17 @@ impl Backend for Embedded {
         hook: Option<std::sync::Arc<dyn rehearsal_embedded::RequestHook>>,
     ) -> Result<(), BackendError> {
         self.holds.set_exploration(hook);
+        Ok(())
+    }
+
+    fn set_registry_hook(
+        &self,
+        hook: Option<Arc<dyn super::registry_gate::RegistryHook>>,
+    ) -> Result<(), BackendError> {
+        *self
+            .registry_hook
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = hook;
         Ok(())
     }
 
@@ -483,11 +497,14 @@ impl Backend for Embedded {
                     let registry = crate::registry::LocalRegistry::start(&dir, &self.log)
                         .await
                         .map_err(|e| BackendError::Setup(format!("module bundle registry: {e}")))?;
-                    let gate = super::registry_gate::RegistryGate::start(registry.addr())
-                        .await
-                        .map_err(|e| {
-                            BackendError::Setup(format!("module bundle registry's gate: {e}"))
-                        })?;
+                    let gate = super::registry_gate::RegistryGate::start(
+                        registry.addr(),
+                        self.registry_hook.clone(),
+                    )
+                    .await
+                    .map_err(|e| {
+                        BackendError::Setup(format!("module bundle registry's gate: {e}"))
+                    })?;
                     Ok::<_, BackendError>((registry, gate))
                 })
                 .await?;

@@ -337,6 +337,21 @@ pub trait Backend: Send + Sync {
             why: "only the embedded cluster's API server is the harness's own; explore on the embedded cluster".into(),
         })
     }
+    /// Attaches the exploration's hook to the gate in front of the module bundle registry:
+    /// every manifest read of the operator is told to it before it goes on (and may be held),
+    /// so pulling a bundle is a point of the schedule. Only the embedded cluster's registry is
+    /// reached through the harness's gate; elsewhere this is [`BackendError::Unsupported`].
+    fn set_registry_hook(
+        &self,
+        hook: Option<std::sync::Arc<dyn registry_gate::RegistryHook>>,
+    ) -> Result<(), BackendError> {
+        let _ = hook;
+        Err(BackendError::Unsupported {
+            backend: self.kind(),
+            operation: "hold the operator's reads of the module bundle registry".into(),
+            why: "only the embedded cluster's bundle registry is reached through the harness's gate; explore on the embedded cluster".into(),
+        })
+    }
     /// Holds the next write in `namespace` that `matches` until the returned hold is released
     /// or dropped, so a case places its fault exactly before it. Only the embedded cluster owns
     /// its API server; elsewhere this is [`BackendError::Unsupported`].

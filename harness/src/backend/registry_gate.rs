@@ -42,9 +42,29 @@ impl OtherBytes {
     }
 }
 
+/// Told of every read of a manifest through the gate before it goes on (the exploration's
+/// observer: the operator pulling a bundle is a point of its schedule, held like a write).
+pub trait RegistryHook: Send + Sync {
+    /// The operator reads a manifest of `repository`; the read goes on once this resolves.
+    fn before_pull(&self, repository: &str) -> futures::future::BoxFuture<'static, ()>;
+}
+
+/// Where the gate finds the hook: set and cleared by the backend, also before the gate starts.
+pub type HookSlot = Arc<std::sync::RwLock<Option<Arc<dyn RegistryHook>>>>;
+
 #[derive(Default)]
 struct Armed {
     other: Mutex<Option<OtherBytes>>,
+}
+
+/// The repository of a manifest read at `path` (`/v2/<repository>/manifests/<reference>`).
+fn manifest_repository<'p>(method: &str, path: &'p str) -> Option<&'p str> {
+    if method != "GET" && method != "HEAD" {
+        return None;
+    }
+    let (repository, reference) = path.strip_prefix("/v2/")?.rsplit_once("/manifests/")?;
+    (!repository.is_empty() && !reference.is_empty() && !reference.contains('/'))
+        .then_some(repository)
 }
 
 /// One cluster's gate in front of the bundle registry. Dropping it stops serving.
@@ -65,8 +85,9 @@ impl std::fmt::Debug for RegistryGate {
 }
 
 impl RegistryGate {
-    /// Starts a gate on a free 127.0.0.1 port, passing every request to `upstream`.
-    pub async fn start(upstream: SocketAddr) -> std::io::Result<Self> {
+    /// Starts a gate on a free 127.0.0.1 port, passing every request to `upstream`, telling
+    /// the hook in `hook` (when there is one) of every manifest read.
+    pub async fn start(upstream: SocketAddr, hook: HookSlot) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let armed = Arc::new(Armed::default());
@@ -78,12 +99,15 @@ impl RegistryGate {
             let armed = armed.clone();
             async move {
                 while let Ok((stream, _)) = listener.accept().await {
-                    let (armed, client, served) =
-                        (armed.clone(), client.clone(), served_tx.clone());
+                    let gate = Pass {
+                        upstream,
+                        armed: armed.clone(),
+                        client: client.clone(),
+                        served: served_tx.clone(),
+                        hook: hook.clone(),
+                    };
                     tokio::spawn(async move {
-                        let service = hyper::service::service_fn(move |req| {
-                            pass(req, upstream, armed.clone(), client.clone(), served.clone())
-                        });
+                        let service = hyper::service::service_fn(move |req| gate.clone().pass(req));
                         let _ = hyper::server::conn::http1::Builder::new()
                             .serve_connection(TokioIo::new(stream), service)
                             .await;
@@ -121,29 +145,46 @@ impl Drop for RegistryGate {
     }
 }
 
-async fn pass(
-    req: Request<Incoming>,
+/// What one connection's requests are passed with.
+#[derive(Clone)]
+struct Pass {
     upstream: SocketAddr,
     armed: Arc<Armed>,
     client: Client<HttpConnector, Incoming>,
     served: Arc<watch::Sender<usize>>,
-) -> Result<Answer, Infallible> {
-    let other = armed
-        .other
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone()
-        .filter(|o| o.matches(req.method().as_str(), req.uri().path()));
-    let Some(other) = other else {
-        return Ok(forward(req, upstream, &client, "the bundle registry").await);
-    };
-    served.send_modify(|n| *n += 1);
-    let length = other.bytes.len();
-    let body = if req.method() == hyper::Method::HEAD {
-        Bytes::new()
-    } else {
-        other.bytes
-    };
+    hook: HookSlot,
+}
+
+impl Pass {
+    async fn pass(self, req: Request<Incoming>) -> Result<Answer, Infallible> {
+        let hook = self.hook.read().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(hook) = hook
+            && let Some(repository) = manifest_repository(req.method().as_str(), req.uri().path())
+        {
+            hook.before_pull(repository).await;
+        }
+        let other = self
+            .armed
+            .other
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .filter(|o| o.matches(req.method().as_str(), req.uri().path()));
+        let Some(other) = other else {
+            return Ok(forward(req, self.upstream, &self.client, "the bundle registry").await);
+        };
+        self.served.send_modify(|n| *n += 1);
+        Ok(other_answer(
+            req.method() == hyper::Method::HEAD,
+            other.bytes,
+        ))
+    }
+}
+
+/// The other bytes as a blob's answer (no body for a `HEAD`).
+fn other_answer(head: bool, bytes: Bytes) -> Answer {
+    let length = bytes.len();
+    let body = if head { Bytes::new() } else { bytes };
     let mut resp = Response::new(
         http_body_util::Full::new(body)
             .map_err(|never| match never {})
@@ -155,7 +196,7 @@ async fn pass(
         hyper::header::HeaderValue::from_static("application/octet-stream"),
     );
     headers.insert(hyper::header::CONTENT_LENGTH, length.into());
-    Ok(resp)
+    resp
 }
 
 #[cfg(test)]
@@ -175,5 +216,27 @@ mod tests {
         assert!(!o.matches("GET", "/v2/ns-2/fixture-game/blobs/sha256:abc"));
         assert!(!o.matches("GET", "/v2/ns-1/fixture-game/blobs/uploads/x"));
         assert!(!o.matches("GET", "/v2/ns-1/fixture-game/blobs/"));
+    }
+
+    #[test]
+    fn a_manifest_read_names_its_repository() {
+        assert_eq!(
+            manifest_repository("GET", "/v2/ns-1/fixture-game/manifests/1.1"),
+            Some("ns-1/fixture-game")
+        );
+        assert_eq!(
+            manifest_repository("HEAD", "/v2/ns-1/fixture-game/manifests/sha256:ab"),
+            Some("ns-1/fixture-game")
+        );
+        assert_eq!(
+            manifest_repository("PUT", "/v2/ns-1/fixture-game/manifests/1.1"),
+            None
+        );
+        assert_eq!(
+            manifest_repository("GET", "/v2/ns-1/fixture-game/blobs/sha256:ab"),
+            None
+        );
+        assert_eq!(manifest_repository("GET", "/v2//manifests/1.1"), None);
+        assert_eq!(manifest_repository("GET", "/v2/x/manifests/"), None);
     }
 }

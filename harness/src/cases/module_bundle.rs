@@ -218,15 +218,11 @@ pub async fn candidate_module_layer_other_bytes(ctx: &CaseContext<'_>) -> Result
     .await?;
     let (source, pinned, _) = ctx.step("publish the module bundle", publish(ctx)).await?;
     let layer = crate::registry::content_digest(&bundle(ctx, false));
-    let other = other_layer_bytes(ctx);
-    let other_digest = crate::registry::content_digest(&other);
-    ctx.step("serve other bytes for the bundle's layer", async {
-        ctx.backend
-            .serve_other_layer_bytes(&repository(ctx), other)
-            .await
-            .map_err(|e| CaseError::from(crate::faults::FaultError::from(e)))?;
-        Ok(json!({"repository": repository(ctx), "layer": layer, "served_instead": other_digest}))
-    })
+    let other_digest = crate::registry::content_digest(&other_layer_bytes(ctx));
+    ctx.step(
+        "serve other bytes for the bundle's layer",
+        serve_other_layer_bytes(ctx),
+    )
     .await?;
     let pin = ModulePin {
         source,

@@ -597,6 +597,7 @@ async fn on_own_cluster(
     let backend: Box<dyn Backend> = start_backend(&Cluster::Embedded, mutant).await?;
     let observer = Arc::new(Observer::default());
     backend.set_request_hook(Some(observer.clone()))?;
+    backend.set_registry_hook(Some(observer.clone()))?;
     let end = Arc::new(std::sync::Mutex::new(None));
     let ended = run_body(backend.as_ref(), bundle, name, BUCKET, options, |ctx| {
         let observer = observer.clone();
@@ -621,6 +622,7 @@ async fn on_own_cluster(
     })
     .await;
     let _ = backend.set_request_hook(None);
+    let _ = backend.set_registry_hook(None);
     let points = observer.points();
     let _ = backend.teardown(false).await;
     let end = end.lock().unwrap_or_else(|p| p.into_inner()).take();

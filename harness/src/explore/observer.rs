@@ -27,16 +27,20 @@ pub struct Point {
 }
 
 impl Point {
-    /// The point of write `w`; a worker pod's generated name reads `<job>-*`, so the same
-    /// lifecycle change has the same label in every run.
-    fn of(index: usize, w: &WriteRequest, workers: Option<&str>) -> Self {
+    /// The point of write `w`; a worker pod's generated name reads `<job>-*`, and an object
+    /// of the operation outside any namespace (`<namespace>-<name>`, as the canary Module is
+    /// named after its run) reads `<name>`, so the same write has the same label in every run.
+    fn of(index: usize, w: &WriteRequest, workers: Option<&str>, namespace: &str) -> Self {
         let resource = match &w.subresource {
             Some(sub) => format!("{}/{sub}", w.resource),
             None => w.resource.clone(),
         };
         let name = w.name.as_deref().map(|n| match workers {
             Some(prefix) if w.resource == "pods" && n.starts_with(prefix) => format!("{prefix}*"),
-            _ => n.to_string(),
+            _ => match run_object(namespace, w) {
+                Some(name) => name.to_string(),
+                None => n.to_string(),
+            },
         });
         let label = match name {
             Some(name) => format!("{} {resource} {name}", w.verb),
@@ -44,6 +48,20 @@ impl Point {
         };
         Self { index, label }
     }
+}
+
+/// The name within its run of `w`'s object when it is one of the run's outside any namespace:
+/// cluster-scoped, named `<namespace>-<name>` (the canary Module of a qualification in
+/// `namespace`).
+fn run_object<'w>(namespace: &str, w: &'w WriteRequest) -> Option<&'w str> {
+    if !w.namespace.is_empty() {
+        return None;
+    }
+    w.name
+        .as_deref()?
+        .strip_prefix(namespace)?
+        .strip_prefix('-')
+        .filter(|n| !n.is_empty())
 }
 
 pub use crate::evidence::invariants::history::Recorded;
@@ -62,8 +80,9 @@ struct Inner {
     /// `<job>-`: the operation's worker pods, whose status writes (the kubelet reporting them
     /// started, running, ended) are points too.
     workers: Option<String>,
-    /// The held write: its resource and name (`None` for a create).
-    held: Option<(String, Option<String>)>,
+    /// The held write: its namespace (empty outside any), resource and name (`None` for a
+    /// create).
+    held: Option<(String, String, Option<String>)>,
     changes: Vec<Recorded>,
     /// The cluster's resourceVersion: the last change committed (anywhere).
     last_rv: u64,
@@ -200,7 +219,7 @@ impl Observer {
             return;
         }
         let inner = self.inner();
-        let Some((resource, name)) = &inner.held else {
+        let Some((namespace, resource, name)) = &inner.held else {
             return;
         };
         let same_resource = change.storage.rsplit('/').next() == Some(resource.as_str());
@@ -211,32 +230,21 @@ impl Observer {
                 .and_then(Value::as_str)
                 == Some(n)
         });
-        if inner.namespace.as_deref() == Some(change.namespace) && same_resource && same_name {
+        if namespace == change.namespace && same_resource && same_name {
             self.applied.send_replace(true);
         }
     }
 }
 
-impl RequestHook for Observer {
-    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, Answer> {
-        let mut inner = self.inner();
-        let operator_write = write.user.starts_with(OPERATOR_USERS)
-            && inner.resources.contains(&write.resource.as_str());
-        // The kubelet reporting a worker pod's lifecycle (its status writes).
-        let worker_change = write.resource == "pods"
-            && write.subresource.as_deref() == Some("status")
-            && inner
-                .workers
-                .as_deref()
-                .zip(write.name.as_deref())
-                .is_some_and(|(prefix, name)| name.starts_with(prefix));
-        if inner.namespace.as_deref() != Some(write.namespace.as_str())
-            || inner.frozen
-            || !(operator_write || worker_change)
-        {
-            return futures::future::ready(Answer::Proceed).boxed();
-        }
-        let point = Point::of(inner.points.len(), &write, inner.workers.as_deref());
+impl Observer {
+    /// Numbers `point` (of `object`: namespace, resource, name) and holds it when it is the
+    /// schedule's: the answer once released (what the fault set while it was held).
+    fn number(
+        &self,
+        mut inner: std::sync::MutexGuard<'_, Inner>,
+        point: Point,
+        object: (String, String, Option<String>),
+    ) -> BoxFuture<'static, Answer> {
         inner.points.push(point.clone());
         let rv = inner.last_rv;
         inner.rv_at.push(rv);
@@ -255,7 +263,8 @@ impl RequestHook for Observer {
         if let Some(tx) = inner.reached.take() {
             let _ = tx.send(point);
         }
-        inner.held = Some((write.resource.clone(), write.name.clone()));
+        inner.held = Some(object);
+        drop(inner);
         // The flag keeps its value, so a release that comes before the wait cannot be missed.
         let mut released = self.released.subscribe();
         let answer = self.answer.subscribe();
@@ -265,6 +274,66 @@ impl RequestHook for Observer {
             *answer.borrow()
         }
         .boxed()
+    }
+}
+
+impl crate::backend::registry_gate::RegistryHook for Observer {
+    /// The operator reading a bundle's manifest from the module registry is a point of an
+    /// operation whose points include its Modules: `get bundle <module>` (the repository
+    /// `<namespace>/<module>` of the watched namespace).
+    fn before_pull(&self, repository: &str) -> BoxFuture<'static, ()> {
+        let inner = self.inner();
+        let module = inner
+            .namespace
+            .as_deref()
+            .and_then(|ns| repository.strip_prefix(ns)?.strip_prefix('/'))
+            .filter(|m| !m.is_empty() && !m.contains('/'))
+            .map(str::to_string);
+        let Some(module) = module.filter(|_| !inner.frozen && inner.resources.contains(&"modules"))
+        else {
+            return futures::future::ready(()).boxed();
+        };
+        let point = Point {
+            index: inner.points.len(),
+            label: format!("{} {module}", crate::evidence::catalogue::BUNDLE_PULLED),
+        };
+        let object = (String::new(), "bundle".to_string(), Some(module));
+        self.number(inner, point, object).map(|_| ()).boxed()
+    }
+}
+
+impl RequestHook for Observer {
+    fn before_write(&self, write: WriteRequest) -> BoxFuture<'static, Answer> {
+        let inner = self.inner();
+        let operator_write = write.user.starts_with(OPERATOR_USERS)
+            && inner.resources.contains(&write.resource.as_str());
+        // The kubelet reporting a worker pod's lifecycle (its status writes).
+        let worker_change = write.resource == "pods"
+            && write.subresource.as_deref() == Some("status")
+            && inner
+                .workers
+                .as_deref()
+                .zip(write.name.as_deref())
+                .is_some_and(|(prefix, name)| name.starts_with(prefix));
+        let Some(namespace) = inner.namespace.clone() else {
+            return futures::future::ready(Answer::Proceed).boxed();
+        };
+        let of_run = namespace == write.namespace || run_object(&namespace, &write).is_some();
+        if !of_run || inner.frozen || !(operator_write || worker_change) {
+            return futures::future::ready(Answer::Proceed).boxed();
+        }
+        let point = Point::of(
+            inner.points.len(),
+            &write,
+            inner.workers.as_deref(),
+            &namespace,
+        );
+        let object = (
+            write.namespace.clone(),
+            write.resource.clone(),
+            write.name.clone(),
+        );
+        self.number(inner, point, object)
     }
 
     fn committed(&self, change: Change<'_>) {
@@ -291,5 +360,54 @@ impl RequestHook for Observer {
             gone: change.kind == "DELETED",
             object: change.object.clone(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(
+        namespace: &str,
+        resource: &str,
+        sub: Option<&str>,
+        name: Option<&str>,
+    ) -> WriteRequest {
+        WriteRequest {
+            user: "system:serviceaccount:gameplane:operator".into(),
+            verb: "patch".into(),
+            group: "gameplane.local".into(),
+            resource: resource.into(),
+            subresource: sub.map(str::to_string),
+            namespace: namespace.into(),
+            name: name.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn an_object_of_the_run_outside_any_namespace_is_labelled_by_its_name_in_the_run() {
+        let module = write("", "modules", Some("status"), Some("ns-7-fixture-game"));
+        assert_eq!(run_object("ns-7", &module), Some("fixture-game"));
+        assert_eq!(
+            Point::of(3, &module, None, "ns-7").label,
+            "patch modules/status fixture-game"
+        );
+        // Another run's, a namespaced one, or one named just like the namespace: not the run's.
+        assert_eq!(run_object("ns-8", &module), None);
+        assert_eq!(
+            run_object("ns-7", &write("", "modules", None, Some("ns-7"))),
+            None
+        );
+        assert_eq!(
+            run_object("ns-7", &write("", "modules", None, Some("ns-7-"))),
+            None
+        );
+        let namespaced = write("ns-7", "gameservers", None, Some("ns-7-x"));
+        assert_eq!(run_object("ns-7", &namespaced), None);
+        assert_eq!(
+            Point::of(0, &namespaced, None, "ns-7").label,
+            "patch gameservers ns-7-x"
+        );
+        assert_eq!(run_object("ns-7", &write("", "modules", None, None)), None);
     }
 }

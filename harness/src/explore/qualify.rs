@@ -20,9 +20,16 @@ use crate::fixture;
 use crate::fixture::fleet::{self as rollout, FleetSpec};
 
 /// The operator's writes that are a qualification's points: the fleet's and the clone's
-/// GameServers and StatefulSets, and the Backups, Restores and Jobs that seed the clone.
-pub const POINT_RESOURCES: &[&str] =
-    &["gameservers", "statefulsets", "backups", "restores", "jobs"];
+/// GameServers and StatefulSets, the Backups, Restores and Jobs that seed the clone, and its
+/// verdict on the canary Module of a pinned bundle (outside any namespace, named after the run).
+pub const POINT_RESOURCES: &[&str] = &[
+    "gameservers",
+    "statefulsets",
+    "backups",
+    "restores",
+    "jobs",
+    "modules",
+];
 
 /// No worker pod's lifecycle is a point of a qualification (its copies are the backup and
 /// restore operations' own matter): a prefix no pod name has.

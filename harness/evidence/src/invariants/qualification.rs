@@ -289,7 +289,8 @@ fn missed(q: &Qualification, want: &Ends) -> Option<String> {
     }
 }
 
-/// Unperturbed, or after a transparent fault, the qualification ends as its operation must.
+/// Unperturbed, after a transparent fault, or after one that decides the ending
+/// ([`crate::catalogue::Fault::decides`]), the qualification ends as the catalogue states.
 fn expected_outcome(
     q: &Qualification,
     stopped: Option<&str>,
@@ -319,6 +320,9 @@ fn expected_outcome(
         format!(
             "{} the qualification ended {} (the contract allows only {allowed})",
             match &p.fault {
+                Some(f) if f.decides().is_some() => {
+                    format!("after fault {f}, whose one ending the catalogue states,")
+                }
                 Some(f) => format!(
                     "after fault {f}, which changes neither a game, the repository nor the qualification's objects,"
                 ),
