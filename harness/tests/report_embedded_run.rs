@@ -23,7 +23,7 @@ fn report() -> Report {
 fn the_real_bundle_verifies_and_every_case_passed() {
     rehearsal::evidence::receipts::verify(bundle().join("receipts.jsonl")).expect("chain verifies");
     let md = report::render(&report(), Format::Markdown);
-    assert!(md.contains("34 passed"), "{md}");
+    assert!(md.contains("35 passed"), "{md}");
     for case in rehearsal::cases::CASES {
         assert!(
             md.contains(case.name),
