@@ -250,7 +250,7 @@ pub async fn start_backend(
         Cluster::Embedded => {
             let b =
                 crate::backend::embedded::Embedded::up(crate::backend::embedded::EmbeddedOptions {
-                    deploy: EmbeddedDeploy::reference_operator(mutant.map(str::to_string)).shared(),
+                    deploy: EmbeddedDeploy::chosen(mutant.map(str::to_string))?.shared(),
                     ..Default::default()
                 })
                 .await?;

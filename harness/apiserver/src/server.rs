@@ -90,6 +90,7 @@ impl ApiServer {
             stale: tokio::sync::watch::Sender::new(None),
             stale_lists: tokio::sync::watch::Sender::new(0),
             stale_ended_by: std::sync::Mutex::new(None),
+            watches: watch::Sender::new(Default::default()),
             shutdown: shutdown_rx,
             config,
             addr,
@@ -257,6 +258,32 @@ impl ApiServer {
             .is_ok_and(|r| r.is_ok())
     }
 
+    /// Watches of `plural` opened since the server started by users whose name starts with
+    /// `user_prefix`.
+    pub fn watches_opened(&self, user_prefix: &str, plural: &str) -> u64 {
+        opened(&self.shared.watches.borrow(), user_prefix, plural)
+    }
+
+    /// Waits at most `bound` until, for each `(plural, before)` of `wanted`, more than `before`
+    /// watches of `plural` were opened by users whose name starts with `user_prefix` (an
+    /// informer's watch follows its first list: its cache is filled); whether they were.
+    pub async fn await_watches_opened(
+        &self,
+        user_prefix: &str,
+        wanted: &[(String, u64)],
+        bound: std::time::Duration,
+    ) -> bool {
+        let mut watches = self.shared.watches.subscribe();
+        let all = |m: &std::collections::BTreeMap<(String, String), u64>| {
+            wanted
+                .iter()
+                .all(|(plural, before)| opened(m, user_prefix, plural) > *before)
+        };
+        tokio::time::timeout(bound, watches.wait_for(all))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
     /// Withheld events still to come: armed with [`Self::drop_next_event`], not yet matched.
     pub fn events_to_drop(&self) -> usize {
         self.shared
@@ -371,4 +398,16 @@ async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
             let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
         }
     }
+}
+
+/// Watches of `plural` in `m` opened by users whose name starts with `user_prefix`.
+fn opened(
+    m: &std::collections::BTreeMap<(String, String), u64>,
+    user_prefix: &str,
+    plural: &str,
+) -> u64 {
+    m.iter()
+        .filter(|((user, p), _)| p == plural && user.starts_with(user_prefix))
+        .map(|(_, n)| n)
+        .sum()
 }

@@ -78,6 +78,8 @@ pub(crate) struct Shared {
     pub stale_lists: watch::Sender<usize>,
     /// The write that ended the last stale view, when one did.
     pub stale_ended_by: Mutex<Option<String>>,
+    /// Watches opened since the server started, by user and resource (plural).
+    pub watches: watch::Sender<std::collections::BTreeMap<(String, String), u64>>,
     pub shutdown: watch::Receiver<bool>,
     pub config: ApiServerConfig,
     pub addr: SocketAddr,

@@ -201,6 +201,11 @@ pub fn serve(shared: &Arc<Shared>, request: WatchRequest) -> Response<Body> {
     // A client served a stale view watches from the view's resourceVersion (also when it
     // asked for none) and receives nothing until the view ends.
     let lagging = shared.stale_as_of(&request.user);
+    shared.watches.send_modify(|opened| {
+        *opened
+            .entry((request.user.clone(), request.info.plural.clone()))
+            .or_default() += 1;
+    });
     let (mut events, initial, start_rv, expired) = {
         let state = shared.state();
         let (initial, expired) = initial_events(shared, &state, &request, lagging);

@@ -343,6 +343,29 @@ impl EmbeddedCluster {
         }
     }
 
+    /// Watches of `plural` opened so far by users whose name starts with `user_prefix`
+    /// ([`rehearsal_apiserver::ApiServer::watches_opened`]).
+    pub fn watches_opened(&self, user_prefix: &str, plural: &str) -> u64 {
+        self.api
+            .as_ref()
+            .map_or(0, |api| api.watches_opened(user_prefix, plural))
+    }
+
+    /// Waits at most `bound` until more watches of each plural of `wanted` than its count
+    /// were opened by `user_prefix`'s users; whether they were
+    /// ([`rehearsal_apiserver::ApiServer::await_watches_opened`]).
+    pub async fn await_watches_opened(
+        &self,
+        user_prefix: &str,
+        wanted: &[(String, u64)],
+        bound: std::time::Duration,
+    ) -> bool {
+        match &self.api {
+            Some(api) => api.await_watches_opened(user_prefix, wanted, bound).await,
+            None => false,
+        }
+    }
+
     /// Serves a client the cluster as it was (the `stale-view` fault;
     /// [`rehearsal_apiserver::StaleView`]); `None` ends it.
     pub fn serve_stale_view(&self, view: Option<rehearsal_apiserver::StaleView>) {

@@ -65,6 +65,9 @@ pub struct UpArgs {
     /// Embedded: run the reference operator with this mutant.
     #[arg(long)]
     pub mutant: Option<String>,
+    /// Embedded: your operator instead of the reference operator.
+    #[command(flatten)]
+    pub operator: super::run::OperatorArgs,
     /// Embedded: do not start the reference operator.
     #[arg(long)]
     pub no_operator: bool,
@@ -203,11 +206,14 @@ async fn up_embedded(args: UpArgs) -> Result<(), CliError> {
             "cluster up --embedded needs --kubeconfig PATH (where to write the kubeconfig for kubectl and the harness)",
         ));
     };
+    args.operator.apply(true)?;
     let mut options = EmbeddedOptions {
         deploy: if args.no_operator {
             None
         } else {
-            EmbeddedDeploy::reference_operator(args.mutant.clone()).shared()
+            EmbeddedDeploy::chosen(args.mutant.clone())
+                .map_err(|e| CliError::usage(e.to_string()))?
+                .shared()
         },
         ..Default::default()
     };

@@ -69,10 +69,20 @@ pub struct ExploreArgs {
     /// report` merges the shards' bundles into one matrix.
     #[arg(long, value_name = "K/N", value_parser = crate::evidence::place::Shard::parse)]
     pub shard: Option<crate::evidence::place::Shard>,
+    /// Your operator instead of the reference operator.
+    #[command(flatten)]
+    pub operator: super::run::OperatorArgs,
 }
 
 /// Runs `rehearse explore`.
 pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
+    if let (Some(m), Some(_)) = (&args.mutant, &args.operator.operator_command) {
+        return Err(CliError::usage(format!(
+            "--mutant {m} is a flag of the reference operator: with --operator-command, pass your operator's own arguments in the command"
+        )));
+    }
+    args.operator.apply(true)?;
+    super::run::preflight_operator().await?;
     if let Some(bundle) = &args.rejudge {
         return rejudge(bundle);
     }

@@ -15,11 +15,86 @@ use crate::backend::BackendError;
 use crate::backend::embedded::{CONTEXT, EmbeddedDeployment};
 use crate::process::{ChildGuard, ProcessLog};
 
-/// The reference operator on the embedded cluster.
+/// Your operator, started by a command Rehearsal controls (`--operator-command`, or
+/// `REHEARSAL_OPERATOR_COMMAND`) instead of the reference operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorCommand {
+    /// The program and its arguments, `{kubeconfig}` standing for the operator's kubeconfig.
+    pub argv: Vec<String>,
+    /// Its name and version as `--operator NAME@VERSION` gave them; else asked with
+    /// `PROGRAM --version`.
+    pub named: Option<(String, String)>,
+}
+
+/// Where `{kubeconfig}` in an operator command stands for the operator's kubeconfig.
+pub const KUBECONFIG_PLACEHOLDER: &str = "{kubeconfig}";
+
+/// The resources an operator's informers watch once its caches are filled: a command that
+/// writes no ready file is ready when it watches each.
+pub const WATCHED_WHEN_READY: &[&str] = &["gameservers", "backups", "restores"];
+
+impl OperatorCommand {
+    /// `command` split as a shell would (quotes, no expansion) and `named` (`NAME@VERSION`); a
+    /// one-line error naming the cause and the fix.
+    pub fn parse(command: &str, named: Option<&str>) -> Result<Self, String> {
+        let argv = shlex::split(command).ok_or_else(|| {
+            format!("--operator-command {command:?} does not split into words (an unclosed quote?): quote it as a shell would")
+        })?;
+        if argv.is_empty() {
+            return Err("--operator-command is empty: give the program that runs your operator, e.g. --operator-command './bin/manager --kubeconfig {kubeconfig} --leader-elect=false'".into());
+        }
+        let named = named
+            .map(|n| match n.split_once('@') {
+                Some((name, version)) if !name.is_empty() && !version.is_empty() => {
+                    Ok((name.to_string(), version.to_string()))
+                }
+                _ => Err(format!(
+                    "--operator {n:?} is not NAME@VERSION: name your operator and its version, e.g. --operator gameplane@v0.9.1"
+                )),
+            })
+            .transpose()?;
+        Ok(Self { argv, named })
+    }
+
+    /// The argv to run, `{kubeconfig}` replaced by `kubeconfig`.
+    pub fn argv_for(&self, kubeconfig: &std::path::Path) -> Vec<String> {
+        let path = kubeconfig.display().to_string();
+        self.argv
+            .iter()
+            .map(|a| a.replace(KUBECONFIG_PLACEHOLDER, &path))
+            .collect()
+    }
+
+    /// How reports and errors name it: `operator command `…``.
+    pub fn describe(&self) -> String {
+        format!(
+            "operator command `{}`",
+            shlex::try_join(self.argv.iter().map(String::as_str))
+                .unwrap_or_else(|_| self.argv.join(" "))
+        )
+    }
+}
+
+static COMMAND: std::sync::RwLock<Option<OperatorCommand>> = std::sync::RwLock::new(None);
+
+/// Makes every embedded cluster this process starts run `command` as its operator (`None`:
+/// the reference operator). The CLI sets it once from `--operator-command`.
+pub fn set_operator_command(command: Option<OperatorCommand>) {
+    *COMMAND.write().unwrap_or_else(|p| p.into_inner()) = command;
+}
+
+/// The operator command embedded clusters run, when one was set.
+pub fn operator_command() -> Option<OperatorCommand> {
+    COMMAND.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The operator on the embedded cluster: the reference operator, or your command.
 #[derive(Debug, Clone)]
 pub struct EmbeddedDeploy {
     /// `--mutant` passed to the reference operator.
     pub mutant: Option<String>,
+    /// Your operator's command instead of the reference operator.
+    pub command: Option<OperatorCommand>,
     /// How long the operator may take to become ready.
     pub ready: Duration,
     /// Replaces the rules of the operator's ClusterRole (tests take one away to see the
@@ -33,8 +108,26 @@ impl EmbeddedDeploy {
     pub fn reference_operator(mutant: Option<String>) -> Self {
         Self {
             mutant,
+            command: None,
             ready: Duration::from_secs(30),
             rules: None,
+        }
+    }
+
+    /// The operator this process runs on embedded clusters: the command set with
+    /// [`set_operator_command`], else the reference operator with `mutant`. A mutant with a
+    /// command is refused: it is a flag of the reference operator's.
+    pub fn chosen(mutant: Option<String>) -> Result<Self, BackendError> {
+        match (operator_command(), mutant) {
+            (Some(c), Some(m)) => Err(BackendError::Setup(format!(
+                "mutant {m} is a flag of the reference operator, not of {}: pass your operator's own arguments in --operator-command",
+                c.describe()
+            ))),
+            (Some(c), None) => Ok(Self {
+                command: Some(c),
+                ..Self::reference_operator(None)
+            }),
+            (None, mutant) => Ok(Self::reference_operator(mutant)),
         }
     }
 
@@ -64,6 +157,10 @@ impl EmbeddedDeployment for EmbeddedDeploy {
             )
             .await
             .map_err(|e| BackendError::Setup(format!("reference operator identity: {e}")))?;
+            if let Some(command) = &self.command {
+                return start_command(command, cluster, &operator_kubeconfig, self.ready, log)
+                    .await;
+            }
             reference_operator::start_process(
                 &operator_kubeconfig,
                 CONTEXT,
@@ -76,5 +173,82 @@ impl EmbeddedDeployment for EmbeddedDeploy {
             .await
             .map_err(|e| BackendError::Setup(e.to_string()))
         })
+    }
+}
+
+/// Starts `command` as the embedded cluster's operator, as the reference operator is started:
+/// its kubeconfig (the operator's own ServiceAccount, held to its manifests' RBAC) as
+/// `{kubeconfig}` and `KUBECONFIG`, the cluster's DNS server, its output in
+/// `<state_dir>/operator.log`. Ready when it writes its ready file or, as an informer-based
+/// operator shows it, once it watches GameServers, Backups and Restores.
+async fn start_command(
+    command: &OperatorCommand,
+    cluster: &EmbeddedCluster,
+    kubeconfig: &std::path::Path,
+    bound: Duration,
+    log: &ProcessLog,
+) -> Result<ChildGuard, BackendError> {
+    const USERS: &str = "system:serviceaccount:";
+    let argv = command.argv_for(kubeconfig);
+    let cmd = crate::process::Cmd::new(argv[0].clone())
+        .args(argv[1..].iter().cloned())
+        .env("KUBECONFIG", kubeconfig)
+        .env(
+            reference_operator::CLUSTER_DNS_ENV,
+            cluster.dns_address().to_string(),
+        );
+    let wanted: Vec<(String, u64)> = WATCHED_WHEN_READY
+        .iter()
+        .map(|r| (r.to_string(), cluster.watches_opened(USERS, r)))
+        .collect();
+    let readiness = reference_operator::Readiness {
+        what: command.describe(),
+        state_dir: cluster.state_dir(),
+        name: "operator",
+        also: Some((
+            Box::pin(async move { cluster.await_watches_opened(USERS, &wanted, bound).await }),
+            format!(", nor watched {}", WATCHED_WHEN_READY.join(", ")),
+        )),
+    };
+    reference_operator::spawn_until_ready(cmd, readiness, bound, log)
+        .await
+        .map_err(|e| BackendError::Setup(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_splits_as_a_shell_would_and_names_its_kubeconfig() {
+        let c = OperatorCommand::parse(
+            "'/opt/my op/manager' --kubeconfig {kubeconfig} --leader-elect=false",
+            Some("gameplane@v0.9.1"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.argv_for(std::path::Path::new("/s/op.kubeconfig")),
+            [
+                "/opt/my op/manager",
+                "--kubeconfig",
+                "/s/op.kubeconfig",
+                "--leader-elect=false"
+            ]
+        );
+        assert_eq!(c.named, Some(("gameplane".into(), "v0.9.1".into())));
+        assert_eq!(
+            c.describe(),
+            "operator command `'/opt/my op/manager' --kubeconfig '{kubeconfig}' '--leader-elect=false'`"
+        );
+        for (command, named, says) in [
+            ("", None, "--operator-command is empty"),
+            ("'unclosed", None, "does not split into words"),
+            ("manager", Some("gameplane"), "is not NAME@VERSION"),
+            ("manager", Some("@v1"), "is not NAME@VERSION"),
+        ] {
+            let e = OperatorCommand::parse(command, named).unwrap_err();
+            assert!(e.contains(says), "{e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
     }
 }

@@ -186,6 +186,9 @@ pub async fn detect(backend: &dyn Backend) -> Result<OperatorIdentity, BackendEr
 /// The reference operator binary the embedded cluster runs ([`super::reference_operator::program`]),
 /// by its `--version`.
 pub async fn detect_embedded() -> Result<OperatorIdentity, BackendError> {
+    if let Some(command) = super::embedded::operator_command() {
+        return detect_command(&command).await;
+    }
     let program = super::reference_operator::program();
     let record = crate::process::Cmd::new(program.clone())
         .arg("--version")
@@ -209,6 +212,64 @@ pub async fn detect_embedded() -> Result<OperatorIdentity, BackendError> {
         version,
         source: format!("`{program} --version`"),
     })
+}
+
+/// The operator an `--operator-command` runs: as `--operator NAME@VERSION` named it, else by
+/// the first line of `PROGRAM --version` (`NAME … VERSION`: its first and last words; one word
+/// is the version of the program's file name). The reference operator's name is its profile;
+/// any other operator is taken for Gameplane's.
+pub async fn detect_command(
+    command: &super::embedded::OperatorCommand,
+) -> Result<OperatorIdentity, BackendError> {
+    let program = &command.argv[0];
+    let (name, version, source) = match &command.named {
+        Some((name, version)) => (name.clone(), version.clone(), "--operator".to_string()),
+        None => {
+            let record = crate::process::Cmd::new(program.clone())
+                .arg("--version")
+                .timeout(std::time::Duration::from_secs(10))
+                .run_checked(&crate::process::ProcessLog::default())
+                .await
+                .map_err(|e| {
+                    BackendError::Setup(format!(
+                        "cannot read the version of {}: {e}; name it with --operator NAME@VERSION",
+                        command.describe()
+                    ))
+                })?;
+            let (name, version) = name_version(program, &record.stdout).ok_or_else(|| {
+                BackendError::Setup(format!(
+                    "`{program} --version` printed nothing to name the operator by; name it with --operator NAME@VERSION"
+                ))
+            })?;
+            (name, version, format!("`{program} --version`"))
+        }
+    };
+    let profile = if name == "reference-operator" {
+        OperatorProfile::Reference
+    } else {
+        OperatorProfile::Gameplane
+    };
+    Ok(OperatorIdentity {
+        profile,
+        name,
+        version,
+        source: format!("{source} of {}", command.describe()),
+    })
+}
+
+/// Name and version from the first line of a `--version` output.
+fn name_version(program: &str, stdout: &str) -> Option<(String, String)> {
+    let words: Vec<&str> = stdout.lines().next()?.split_whitespace().collect();
+    match words.as_slice() {
+        [] => None,
+        [version] => {
+            let file = std::path::Path::new(program)
+                .file_name()
+                .map_or(program.to_string(), |f| f.to_string_lossy().into_owned());
+            Some((file, (*version).to_string()))
+        }
+        [name, .., version] => Some(((*name).to_string(), (*version).to_string())),
+    }
 }
 
 /// What a bundle names when the cluster could not be asked (its API server does not answer):
@@ -302,6 +363,24 @@ pub async fn grant_gameplane(client: &kube::Client, namespace: &str) -> Result<(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_version_line_names_the_operator() {
+        assert_eq!(
+            name_version("/x/reference-operator", "reference-operator 0.1.0\n"),
+            Some(("reference-operator".into(), "0.1.0".into()))
+        );
+        assert_eq!(
+            name_version("/x/manager", "gameplane version v0.9.1\nbuilt …\n"),
+            Some(("gameplane".into(), "v0.9.1".into()))
+        );
+        assert_eq!(
+            name_version("/x/manager", "v0.9.1"),
+            Some(("manager".into(), "v0.9.1".into()))
+        );
+        assert_eq!(name_version("/x/manager", ""), None);
+        assert_eq!(name_version("/x/manager", "\n"), None);
+    }
     use super::*;
 
     fn deployment(name: &str, containers: &[(&str, &str)]) -> Deployment {

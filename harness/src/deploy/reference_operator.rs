@@ -30,10 +30,14 @@ pub enum DeployError {
     #[error(transparent)]
     Wait(#[from] WaitError),
     #[error(
-        "reference operator exited with {code:?} before it was ready; last log lines from {log}:\n{tail}"
+        "{what} exited with {} before it was ready; its log {log} ends: {}",
+        exit_code(*.code),
+        last_line(.tail)
     )]
     /// The operator process exited before it wrote its ready file.
     ExitedEarly {
+        /// Which operator: `reference operator`, or `operator command \`…\``.
+        what: String,
         /// Its exit code (`None` when killed by a signal).
         code: Option<i32>,
         /// Its log file.
@@ -52,10 +56,15 @@ pub enum DeployError {
         source: std::io::Error,
     },
     #[error(
-        "reference operator did not write its ready file {ready_file} within {bound:?}; last log lines from {log}:\n{tail}"
+        "{what} was not ready within {bound:?}: it did not write its ready file {ready_file}{also}; its log {log} ends: {}",
+        last_line(.tail)
     )]
     /// The operator did not write its ready file within the bound.
     NotReady {
+        /// Which operator: `reference operator`, or `operator command \`…\``.
+        what: String,
+        /// The other readiness it was given, when it was: `, nor watched …`.
+        also: String,
         /// The file the operator writes once its controllers run.
         ready_file: PathBuf,
         /// The bound that passed.
@@ -135,19 +144,44 @@ pub async fn start_process(
         "RUST_LOG",
         std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
     );
-    spawn_until_ready(cmd, state_dir, bound, log).await
+    spawn_until_ready(
+        cmd,
+        Readiness {
+            what: "reference operator".into(),
+            state_dir,
+            name: "reference-operator",
+            also: None,
+        },
+        bound,
+        log,
+    )
+    .await
+}
+
+/// How an operator process is told ready: its ready file, or `also` (a condition of its own
+/// the cluster shows, e.g. its watches opened), whichever comes first.
+pub(crate) struct Readiness<'a> {
+    /// How errors name it.
+    pub(crate) what: String,
+    /// Where its ready file and log go.
+    pub(crate) state_dir: &'a Path,
+    /// The files' stem: `<state_dir>/<name>.ready`, `<name>.log`.
+    pub(crate) name: &'a str,
+    /// What else makes it ready, and how an error names it (`, nor watched …`).
+    pub(crate) also: Option<(futures::future::BoxFuture<'a, bool>, String)>,
 }
 
 /// Spawns `cmd` with [`READY_FILE_ENV`] naming `<state_dir>/reference-operator.ready` and its
 /// output in `<state_dir>/reference-operator.log`, and waits up to `bound` for it to write the
 /// ready file.
-async fn spawn_until_ready(
+pub(crate) async fn spawn_until_ready(
     cmd: Cmd,
-    state_dir: &Path,
+    readiness: Readiness<'_>,
     bound: Duration,
     log: &ProcessLog,
 ) -> Result<ChildGuard, DeployError> {
-    let ready_file = state_dir.join("reference-operator.ready");
+    let state_dir = readiness.state_dir;
+    let ready_file = state_dir.join(format!("{}.ready", readiness.name));
     let _ = std::fs::remove_file(&ready_file);
     // The ready file is a FIFO the harness holds open (read and write, so it never reads an
     // end of file): the operator's write wakes the wait at once, with no polling.
@@ -164,10 +198,28 @@ async fn spawn_until_ready(
         .read_write(true)
         .open_receiver(&ready_file)
         .map_err(pipe_err)?;
-    let log_file = state_dir.join("reference-operator.log");
+    let log_file = state_dir.join(format!("{}.log", readiness.name));
     let mut child = cmd.env(READY_FILE_ENV, &ready_file).spawn(&log_file, log)?;
     let start = Instant::now();
+    let (mut other, also_named) = match readiness.also {
+        // Resolves only once the other readiness held.
+        Some((ready, named)) => (
+            Box::pin(async move {
+                if !ready.await {
+                    futures::future::pending::<()>().await;
+                }
+            }) as futures::future::BoxFuture<'_, ()>,
+            named,
+        ),
+        None => (
+            Box::pin(futures::future::pending()) as futures::future::BoxFuture<'_, ()>,
+            String::new(),
+        ),
+    };
     loop {
+        if futures::poll!(&mut other).is_ready() {
+            return Ok(child);
+        }
         // Readiness wakes this at once; the operator's exit and the bound are checked every
         // 10 ms (an exit closes no pipe end the harness could wait on).
         if let Ok(Ok(())) = tokio::time::timeout(Duration::from_millis(10), ready.readable()).await
@@ -183,6 +235,7 @@ async fn spawn_until_ready(
         }
         if let Some(code) = child.try_exit() {
             return Err(DeployError::ExitedEarly {
+                what: readiness.what.clone(),
                 code,
                 tail: tail(&log_file),
                 log: log_file,
@@ -190,6 +243,8 @@ async fn spawn_until_ready(
         }
         if start.elapsed() > bound {
             return Err(DeployError::NotReady {
+                what: readiness.what.clone(),
+                also: also_named,
                 ready_file: ready_file.clone(),
                 bound,
                 tail: tail(&log_file),
@@ -197,6 +252,19 @@ async fn spawn_until_ready(
             });
         }
     }
+}
+
+/// How an error names an exit: `code 2`, or `a signal`.
+fn exit_code(code: Option<i32>) -> String {
+    code.map_or("a signal".into(), |c| format!("code {c}"))
+}
+
+/// The last non-empty line of a log tail, for a one-line error (`(nothing)` when empty).
+fn last_line(tail: &str) -> String {
+    tail.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map_or("(nothing)".into(), |l| l.trim().to_string())
 }
 
 fn tail(path: &Path) -> String {
@@ -569,6 +637,15 @@ mod tests {
         Cmd::new("sh").arg("-c").arg(script)
     }
 
+    fn reference(dir: &Path) -> Readiness<'_> {
+        Readiness {
+            what: "reference operator".into(),
+            state_dir: dir,
+            name: "reference-operator",
+            also: None,
+        }
+    }
+
     /// The operator's write to its ready file (a FIFO the harness reads) ends the wait; the
     /// process keeps running and is recorded.
     #[tokio::test]
@@ -576,9 +653,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = ProcessLog::default();
         let cmd = sh("echo starting; printf 'ready\\n' > \"$REHEARSAL_READY_FILE\"; exec sleep 60");
-        let mut child = spawn_until_ready(cmd, dir.path(), Duration::from_secs(30), &log)
-            .await
-            .expect("ready");
+        let mut child =
+            spawn_until_ready(cmd, reference(dir.path()), Duration::from_secs(30), &log)
+                .await
+                .expect("ready");
         assert_eq!(child.try_exit(), None, "still running once ready");
         assert_eq!(log.records().len(), 1);
         child.stop(Duration::from_secs(5)).await;
@@ -591,14 +669,17 @@ mod tests {
         let cmd = sh("echo 'cannot reach the API server' >&2; exit 3");
         let err = spawn_until_ready(
             cmd,
-            dir.path(),
+            reference(dir.path()),
             Duration::from_secs(30),
             &ProcessLog::default(),
         )
         .await
         .expect_err("exited");
         match err {
-            DeployError::ExitedEarly { code, tail, .. } => {
+            DeployError::ExitedEarly {
+                code, tail, what, ..
+            } => {
+                assert_eq!(what, "reference operator");
                 assert_eq!(code, Some(3));
                 assert!(tail.contains("cannot reach the API server"), "{tail}");
             }
@@ -615,7 +696,7 @@ mod tests {
         let cmd = sh("echo waiting; exec sleep 60");
         let err = spawn_until_ready(
             cmd,
-            dir.path(),
+            reference(dir.path()),
             Duration::from_millis(300),
             &ProcessLog::default(),
         )
@@ -630,5 +711,61 @@ mod tests {
             }
             other => panic!("{other}"),
         }
+    }
+
+    /// A command that never writes a ready file is ready once its other readiness holds (the
+    /// cluster shows its watches); when that never holds, the error names both.
+    #[tokio::test]
+    async fn the_other_readiness_ends_the_wait_and_is_named_when_it_never_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let readiness = Readiness {
+            what: "operator command `my-operator`".into(),
+            state_dir: dir.path(),
+            name: "operator",
+            also: Some((
+                Box::pin(async move { rx.await.is_ok() }),
+                ", nor watched gameservers".into(),
+            )),
+        };
+        let _ = tx.send(());
+        let mut child = spawn_until_ready(
+            sh("exec sleep 60"),
+            readiness,
+            Duration::from_secs(30),
+            &ProcessLog::default(),
+        )
+        .await
+        .expect("ready by the other readiness");
+        assert_eq!(child.try_exit(), None);
+        child.stop(Duration::from_secs(5)).await;
+
+        let readiness = Readiness {
+            what: "operator command `my-operator`".into(),
+            state_dir: dir.path(),
+            name: "operator",
+            also: Some((
+                Box::pin(async { false }),
+                ", nor watched gameservers".into(),
+            )),
+        };
+        let err = spawn_until_ready(
+            sh("echo serving nothing; exec sleep 60"),
+            readiness,
+            Duration::from_millis(300),
+            &ProcessLog::default(),
+        )
+        .await
+        .expect_err("never ready");
+        let line = err.to_string();
+        assert!(
+            line.starts_with("operator command `my-operator` was not ready within 300ms: it did not write its ready file"),
+            "{line}"
+        );
+        assert!(
+            line.contains("operator.ready, nor watched gameservers;"),
+            "{line}"
+        );
+        assert!(line.contains("serving nothing"), "{line}");
     }
 }
