@@ -1,0 +1,176 @@
+//! Your operator through `--operator-command`: the reference operator, copied out of `target/`
+//! and started by a command Rehearsal did not build the path of, gives the verdicts the
+//! built-in path gives; a catalogue mutant passed as that command's own argument is caught by
+//! the exploration on its row; a command that exits at once or never serves is one line, exit
+//! 2, with nothing run. Each runs the real `rehearse` binary on the embedded cluster.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The reference operator copied into a directory outside `target/` (kept while the test runs).
+fn operator_outside_target() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = PathBuf::from(rehearsal::deploy::reference_operator::program());
+    assert!(
+        program.is_file(),
+        "build the workspace's binaries first: {program:?}"
+    );
+    let copy = dir.path().join("my-operator");
+    std::fs::copy(&program, &copy).expect("copy the operator");
+    assert!(!copy.starts_with(env!("CARGO_MANIFEST_DIR")));
+    (dir, copy)
+}
+
+fn rehearse(reports: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rehearse"))
+        .args(args)
+        .arg("--reports")
+        .arg(reports)
+        .env_remove("REHEARSAL_OPERATOR_COMMAND")
+        .env_remove("REHEARSAL_REFERENCE_OPERATOR")
+        .output()
+        .expect("run rehearse")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The one bundle under `reports`.
+fn bundle(reports: &Path) -> serde_json::Value {
+    let dir = std::fs::read_dir(reports)
+        .expect("reports")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("bundle.json").is_file())
+        .expect("a bundle");
+    serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).expect("read")).expect("json")
+}
+
+#[test]
+fn every_case_passes_with_the_reference_operator_started_by_a_command() {
+    let (_dir, op) = operator_outside_target();
+    let reports = tempfile::tempdir().unwrap();
+    let command = format!("{} --kubeconfig {{kubeconfig}}", op.display());
+    let out = rehearse(reports.path(), &["run", "--operator-command", &command]);
+    assert!(out.status.success(), "{}", text(&out));
+    let cases = rehearsal::cases::CASES.len();
+    assert!(
+        text(&out).contains(&format!("{cases} passed, 0 failed")),
+        "{}",
+        text(&out)
+    );
+    let b = bundle(reports.path());
+    assert_eq!(b["operator"]["name"], "reference-operator", "{b:#}");
+    assert_eq!(b["operator"]["version"], env!("CARGO_PKG_VERSION"), "{b:#}");
+}
+
+#[test]
+fn a_mutant_in_the_command_is_caught_on_its_row_and_the_command_without_it_holds() {
+    let (_dir, op) = operator_outside_target();
+    let explore = |extra: &str| {
+        let reports = tempfile::tempdir().unwrap();
+        let command = format!("{} --kubeconfig {{kubeconfig}}{extra}", op.display());
+        let out = rehearse(
+            reports.path(),
+            &[
+                "explore",
+                "--operation",
+                "qualify-module",
+                "--fault",
+                "registry-other-bytes",
+                "--operator-command",
+                &command,
+                "--operator",
+                "reference-operator@1.2.3",
+            ],
+        );
+        (out, bundle(reports.path()))
+    };
+    let (out, b) = explore(" --mutant layer-hash-skipped");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("qualify-module.get_bundle_fixture-game.1.registry-other-bytes")
+            && all.contains("violated: outcome")
+            && all.contains("1 schedules: 0 ok, 1 violated"),
+        "{all}"
+    );
+    assert_eq!(b["operator"]["name"], "reference-operator", "{b:#}");
+    assert_eq!(b["operator"]["version"], "1.2.3", "{b:#}");
+
+    let (out, _) = explore("");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("1 schedules: 1 ok"), "{}", text(&out));
+}
+
+/// Exactly one line on stderr naming `needles`, exit 2, and no bundle written.
+fn refused(out: &Output, reports: &Path, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(out.status.code(), Some(2), "{}", text(out));
+    assert_eq!(lines.len(), 1, "one line: {}", text(out));
+    for n in needles {
+        assert!(lines[0].contains(n), "{:?} does not name {n:?}", lines[0]);
+    }
+    let bundles = std::fs::read_dir(reports).map_or(0, |d| d.count());
+    assert_eq!(bundles, 0, "nothing run: {}", text(out));
+}
+
+#[test]
+fn a_command_that_exits_at_once_or_never_serves_is_one_line_and_nothing_runs() {
+    let reports = tempfile::tempdir().unwrap();
+    let out = rehearse(
+        reports.path(),
+        &[
+            "run",
+            "--operator-command",
+            "sh -c 'echo unknown flag: --kubeconfig >&2; exit 3'",
+            "--operator",
+            "broken@0",
+        ],
+    );
+    refused(
+        &out,
+        reports.path(),
+        &[
+            "operator command `sh -c",
+            "exited with code 3 before it was ready",
+            "unknown flag: --kubeconfig",
+        ],
+    );
+
+    let out = rehearse(
+        reports.path(),
+        &[
+            "explore",
+            "--operation",
+            "backup",
+            "--operator-command",
+            "sh -c 'echo listening on nothing; exec sleep 600'",
+            "--operator",
+            "silent@0",
+        ],
+    );
+    refused(
+        &out,
+        reports.path(),
+        &[
+            "operator command `sh -c",
+            "was not ready within",
+            "nor watched gameservers, backups, restores",
+            "listening on nothing",
+        ],
+    );
+
+    let out = rehearse(
+        reports.path(),
+        &["run", "--operator-command", "./no/such/manager"],
+    );
+    refused(&out, reports.path(), &["\"./no/such/manager\" not found"]);
+}
