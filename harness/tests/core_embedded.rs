@@ -424,8 +424,38 @@ async fn the_operator_is_killed_restarted_stopped_and_started_through_the_backen
         panic!("{e} (build the operator with `cargo build -p reference-operator`)")
     });
     let first = backend.operator_pid().expect("operator runs");
+    // A leader-election Lease the operator holds (as controller-runtime's would), and a node's.
+    let lease = |ns: &str, holder: &str| {
+        serde_json::from_value::<k8s_openapi::api::coordination::v1::Lease>(json!({
+            "metadata": {"name": "gameplane-leader", "namespace": ns},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15}
+        }))
+        .unwrap()
+    };
+    for (ns, holder) in [("default", "manager-7f9c_1"), ("kube-node-lease", "node-0")] {
+        kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(backend.client(), ns)
+            .create(&kube::api::PostParams::default(), &lease(ns, holder))
+            .await
+            .unwrap();
+    }
     let restart = backend.restart_operator().await.unwrap();
     let second = backend.operator_pid().expect("a new operator runs");
+    // The killed operator's Lease is released (its successor need not wait it out); the
+    // node's is not touched.
+    let held = |ns: &'static str| {
+        let client = backend.client();
+        async move {
+            kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client, ns)
+                .get_opt("gameplane-leader")
+                .await
+                .unwrap()
+        }
+    };
+    assert!(held("default").await.is_none(), "released on the kill");
+    assert!(
+        held("kube-node-lease").await.is_some(),
+        "a node's Lease stays"
+    );
     assert_ne!(first, second, "{restart}");
     assert_eq!(restart["killed_pid"], json!(first), "{restart}");
     assert_eq!(restart["started_pid"], json!(second), "{restart}");

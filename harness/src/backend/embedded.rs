@@ -299,7 +299,46 @@ impl Embedded {
         };
         let pid = guard.pid();
         guard.kill().await;
+        self.release_operator_leases().await?;
         Ok(pid)
+    }
+
+    /// Releases the leader-election Leases a killed operator held (every held Lease outside
+    /// `kube-node-lease`: only the operator elects a leader here), as a graceful stop's
+    /// release would: its successor acquires at once instead of waiting out the lease
+    /// duration (client-go measures it from when it first saw the record, not from the
+    /// record's own renew time, so no value written there could shorten it).
+    async fn release_operator_leases(&self) -> Result<(), BackendError> {
+        use k8s_openapi::api::coordination::v1::Lease;
+        let all: kube::Api<Lease> = kube::Api::all(self.cluster.client());
+        let leases = all
+            .list(&kube::api::ListParams::default())
+            .await
+            .map_err(|e| BackendError::kube("list Leases", e))?;
+        for lease in leases.items {
+            let held = lease
+                .spec
+                .as_ref()
+                .and_then(|s| s.holder_identity.as_deref())
+                .is_some_and(|h| !h.is_empty());
+            let ns = lease.metadata.namespace.clone().unwrap_or_default();
+            if !held || ns == "kube-node-lease" {
+                continue;
+            }
+            let name = lease.metadata.name.clone().unwrap_or_default();
+            let api: kube::Api<Lease> = kube::Api::namespaced(self.cluster.client(), &ns);
+            match api.delete(&name, &kube::api::DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => {
+                    return Err(BackendError::kube(
+                        format!("release the killed operator's Lease {ns}/{name}"),
+                        e,
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Starts the operator's process again with the deployment that started it first.
