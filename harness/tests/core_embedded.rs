@@ -474,3 +474,65 @@ async fn the_operator_is_killed_restarted_stopped_and_started_through_the_backen
     Box::new(backend).teardown(false).await.unwrap();
     assert!(!std::path::Path::new(&format!("/proc/{third}")).exists());
 }
+
+/// `--image REF=EXECUTABLE`: an image your operator puts in pods (an agent of its own) runs as
+/// the executable it is mapped to; before the mapping the node cannot pull it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_mapped_to_an_executable_runs_where_the_node_could_not_pull_it() {
+    use rehearsal::deploy::embedded::{ImageMapping, set_image_mappings};
+    const AGENT: &str = "ghcr.io/example/gameplane-agent:v0.9.1";
+    let pod = |name: &str| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "agent", "image": AGENT,
+                    "command": ["/usr/bin/busybox", "sleep", "600"]}]
+            }
+        }))
+        .unwrap()
+    };
+    let unmapped = cluster().await;
+    let pods: Api<Pod> = Api::namespaced(unmapped.client(), "default");
+    pods.create(&PostParams::default(), &pod("unmapped"))
+        .await
+        .unwrap();
+    await_object(
+        &pods,
+        "unmapped",
+        conditions::pod_image_pull_failed(),
+        BOUND,
+    )
+    .await
+    .unwrap();
+    Box::new(unmapped).teardown(false).await.unwrap();
+
+    set_image_mappings(vec![
+        ImageMapping::parse(&format!("{AGENT}=/usr/bin/busybox")).unwrap(),
+    ]);
+    let mapped = cluster().await;
+    set_image_mappings(vec![]);
+    let pods: Api<Pod> = Api::namespaced(mapped.client(), "default");
+    pods.create(&PostParams::default(), &pod("mapped"))
+        .await
+        .unwrap();
+    await_condition(&pods, "mapped", conditions::pod_ready(), BOUND)
+        .await
+        .unwrap();
+    Box::new(mapped).teardown(false).await.unwrap();
+
+    for (bad, says) in [
+        ("no-equals-sign", "is not REF=EXECUTABLE"),
+        ("=/usr/bin/busybox", "is not REF=EXECUTABLE"),
+        ("x:1=/no/such/agent", "is not a file"),
+    ] {
+        let e = ImageMapping::parse(bad).unwrap_err();
+        assert!(e.contains(says), "{e}");
+    }
+    let file = ImageMapping::parse_file(
+        "# your images\n\nghcr.io/a:1=/usr/bin/busybox\n  ghcr.io/b:*=/usr/bin/busybox  \n",
+    )
+    .unwrap();
+    assert_eq!(file.len(), 2);
+    assert_eq!(file[1].reference, "ghcr.io/b:*");
+}

@@ -211,6 +211,8 @@ impl Embedded {
         let cluster = EmbeddedCluster::start(options.cluster.clone())
             .await
             .map_err(|e| BackendError::Setup(format!("embedded cluster: {e}")))?;
+        // Your operator's images (`--image REF=EXECUTABLE`), before anything pulls them.
+        crate::deploy::embedded::map_images(&cluster)?;
         let cluster_up = started.elapsed();
         let kubeconfig = cluster.kubeconfig_path().to_path_buf();
         let name = cluster

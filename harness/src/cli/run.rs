@@ -96,12 +96,39 @@ pub struct OperatorArgs {
         requires = "operator_command"
     )]
     pub operator_named: Option<String>,
+    /// Map an image reference your operator puts in pods (its agent, a game) to the executable
+    /// the embedded node runs for it (repeatable; `repo:*` maps every tag). See
+    /// docs/clusters.md, "Your own operator".
+    #[arg(long = "image", value_name = "REF=EXECUTABLE")]
+    pub images: Vec<String>,
+    /// A file of `REF=EXECUTABLE` lines (`#` comments), as `--image` each.
+    #[arg(long = "images", value_name = "FILE")]
+    pub images_file: Option<PathBuf>,
 }
 
 impl OperatorArgs {
     /// Makes embedded clusters run the command, when one was given (`embedded`: the run is on
     /// the embedded cluster; a command elsewhere is refused).
     pub fn apply(&self, embedded: bool) -> Result<(), CliError> {
+        let mut images = match &self.images_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    CliError::usage(format!("--images {}: cannot read it: {e}", path.display()))
+                })?;
+                crate::deploy::embedded::ImageMapping::parse_file(&text)
+                    .map_err(|e| CliError::usage(format!("--images {}: {e}", path.display())))?
+            }
+            None => Vec::new(),
+        };
+        for m in &self.images {
+            images.push(crate::deploy::embedded::ImageMapping::parse(m).map_err(CliError::usage)?);
+        }
+        if !images.is_empty() && !embedded {
+            return Err(CliError::usage(
+                "--image maps images for the embedded cluster's node only: on Kind or an existing cluster push your images to a registry its nodes pull from, or drop --cluster",
+            ));
+        }
+        crate::deploy::embedded::set_image_mappings(images);
         let Some(command) = &self.operator_command else {
             crate::deploy::embedded::set_operator_command(None);
             return Ok(());
