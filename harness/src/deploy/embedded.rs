@@ -185,14 +185,19 @@ impl EmbeddedDeploy {
     }
 
     /// The operator this process runs on embedded clusters: the command set with
-    /// [`set_operator_command`], else the reference operator with `mutant`. A mutant with a
-    /// command is refused: it is a flag of the reference operator's.
+    /// [`set_operator_command`], else the reference operator with `mutant`. With a command, a
+    /// mutant (`selftest --explore`) is appended to it as `--mutant NAME`, the catalogue's
+    /// switch: an operator that implements the catalogue's defects is checked as the reference
+    /// operator is.
     pub fn chosen(mutant: Option<String>) -> Result<Self, BackendError> {
         match (operator_command(), mutant) {
-            (Some(c), Some(m)) => Err(BackendError::Setup(format!(
-                "mutant {m} is a flag of the reference operator, not of {}: pass your operator's own arguments in --operator-command",
-                c.describe()
-            ))),
+            (Some(mut c), Some(m)) => {
+                c.argv.extend(["--mutant".to_string(), m]);
+                Ok(Self {
+                    command: Some(c),
+                    ..Self::reference_operator(None)
+                })
+            }
             (Some(c), None) => Ok(Self {
                 command: Some(c),
                 ..Self::reference_operator(None)
@@ -288,6 +293,30 @@ async fn start_command(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mutant_is_appended_to_a_command_as_the_catalogues_switch() {
+        let c = OperatorCommand::parse("/opt/op --kubeconfig {kubeconfig}", None).unwrap();
+        set_operator_command(Some(c.clone()));
+        let with = EmbeddedDeploy::chosen(Some("layer-hash-skipped".into())).unwrap();
+        let without = EmbeddedDeploy::chosen(None).unwrap();
+        set_operator_command(None);
+        let reference = EmbeddedDeploy::chosen(Some("layer-hash-skipped".into())).unwrap();
+        assert_eq!(
+            with.command.unwrap().argv,
+            [
+                "/opt/op",
+                "--kubeconfig",
+                "{kubeconfig}",
+                "--mutant",
+                "layer-hash-skipped"
+            ]
+        );
+        assert_eq!(with.mutant, None);
+        assert_eq!(without.command, Some(c));
+        assert_eq!(reference.command, None);
+        assert_eq!(reference.mutant.as_deref(), Some("layer-hash-skipped"));
+    }
 
     #[test]
     fn a_command_splits_as_a_shell_would_and_names_its_kubeconfig() {
