@@ -29,21 +29,8 @@ use crate::qualify::{Rollback, gates};
 /// untouched; both digests in the evidence; the operator refused the bundle.
 pub async fn candidate_module_digest_mismatch(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let members = [SOURCE, OTHER];
-    let before = fleet::fleet(
-        ctx,
-        &FleetSpec {
-            candidates: &[fixture::VERSION_COMPAT],
-            ..Default::default()
-        },
-    )
-    .await?;
-    let (source, pinned, _) = ctx.step("publish the module bundle", publish(ctx)).await?;
-    let pin = ModulePin {
-        source,
-        module: MODULE.into(),
-        version: BUNDLE_VERSION.into(),
-        digest: pinned.clone(),
-    };
+    let (before, pin) = fleet_and_pinned_bundle(ctx).await?;
+    let pinned = pin.digest.clone();
     // The control: with the tag still on the pinned content, the gate passes and the operator
     // installs exactly that bundle (an operator or gate that refuses every bundle fails here).
     let control_run = format!("{}-control", ctx.namespace);
@@ -98,6 +85,36 @@ pub async fn candidate_module_digest_mismatch(ctx: &CaseContext<'_>) -> Result<(
         json!({"halt": halted, "pinned": pinned, "moved": moved, "control": control,
                "canary_module": refused.and_then(|m| m.status)}),
     )
+}
+
+/// The fleet of two on the stable version with the compatible candidate pinned, and the
+/// module bundle published and pinned by its digest: the fleet's pods and versions before, and
+/// the pin.
+async fn fleet_and_pinned_bundle(
+    ctx: &CaseContext<'_>,
+) -> Result<
+    (
+        std::collections::BTreeMap<String, Option<String>>,
+        ModulePin,
+    ),
+    CaseError,
+> {
+    let before = fleet::fleet(
+        ctx,
+        &FleetSpec {
+            candidates: &[fixture::VERSION_COMPAT],
+            ..Default::default()
+        },
+    )
+    .await?;
+    let (source, pinned, _) = ctx.step("publish the module bundle", publish(ctx)).await?;
+    let pin = ModulePin {
+        source,
+        module: MODULE.into(),
+        version: BUNDLE_VERSION.into(),
+        digest: pinned,
+    };
+    Ok((before, pin))
 }
 
 /// What the checks read.
@@ -208,15 +225,8 @@ fn check_module(
 /// Not applicable where the harness does not stand in front of the operator's registry.
 pub async fn candidate_module_layer_other_bytes(ctx: &CaseContext<'_>) -> Result<(), CaseError> {
     let members = [SOURCE, OTHER];
-    let before = fleet::fleet(
-        ctx,
-        &FleetSpec {
-            candidates: &[fixture::VERSION_COMPAT],
-            ..Default::default()
-        },
-    )
-    .await?;
-    let (source, pinned, _) = ctx.step("publish the module bundle", publish(ctx)).await?;
+    let (before, pin) = fleet_and_pinned_bundle(ctx).await?;
+    let pinned = pin.digest.clone();
     let layer = crate::registry::content_digest(&bundle(ctx, false));
     let other_digest = crate::registry::content_digest(&other_layer_bytes(ctx));
     ctx.step(
@@ -224,12 +234,6 @@ pub async fn candidate_module_layer_other_bytes(ctx: &CaseContext<'_>) -> Result
         serve_other_layer_bytes(ctx),
     )
     .await?;
-    let pin = ModulePin {
-        source,
-        module: MODULE.into(),
-        version: BUNDLE_VERSION.into(),
-        digest: pinned.clone(),
-    };
     let mut plan = fleet::plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
     plan.module = Some(pin.clone());
     let q = fleet::run(ctx, &plan).await?;
