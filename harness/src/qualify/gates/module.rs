@@ -183,8 +183,15 @@ async fn observe(
         .map_err(|e| format!("the operator never judged the canary Module: {e}"))?;
     let status = judged.status.unwrap_or_default();
     let ready = conditions::find(&status.conditions, conditions::types::READY);
+    // The template is read from the manifest the gate compares with: the pinned one (under
+    // the `harness-module-gate-trusts-tag` defect, whatever the tag serves).
+    let compared = if ctx.harness_mutant(HarnessMutant::ModuleGateTrustsTag) {
+        served.clone().unwrap_or_default()
+    } else {
+        pin.digest.clone()
+    };
     let pinned_manifest = manifest
-        .filter(|(digest, _)| *digest == pin.digest)
+        .filter(|(digest, _)| *digest == compared)
         .map(|(_, bytes)| bytes);
     let template = compare_template(ctx, &addr, &repository, pinned_manifest, &name).await?;
     Ok(ModuleEvidence {
