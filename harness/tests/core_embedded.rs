@@ -479,7 +479,7 @@ async fn the_operator_is_killed_restarted_stopped_and_started_through_the_backen
 /// the executable it is mapped to; before the mapping the node cannot pull it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_mapped_to_an_executable_runs_where_the_node_could_not_pull_it() {
-    use rehearsal::deploy::embedded::{ImageMapping, set_image_mappings};
+    use rehearsal::backend::images::{ImageMapping, set_image_mappings};
     const AGENT: &str = "ghcr.io/example/gameplane-agent:v0.9.1";
     let pod = |name: &str| -> Pod {
         serde_json::from_value(json!({

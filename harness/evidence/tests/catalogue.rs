@@ -56,8 +56,18 @@ fn each_operation_has_the_faults_that_can_act_on_it() {
     }
     assert!(Operation::Backup.faults().contains(&GameRestart));
     assert!(!Operation::Backup.faults().contains(&ServerStarted));
+    // The module qualification also has its registry serving other bytes for the pinned layer.
     assert_eq!(
         Operation::QualifyModule.faults(),
+        [
+            OperatorRestart,
+            WriteConflict,
+            StaleView,
+            RegistryOtherBytes
+        ]
+    );
+    assert_eq!(
+        Operation::QualifyModuleMoved.faults(),
         [OperatorRestart, WriteConflict, StaleView]
     );
     // Every fault acts on some operation; the operator's restart (also onto a stale view) and

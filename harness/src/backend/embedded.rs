@@ -212,7 +212,7 @@ impl Embedded {
             .await
             .map_err(|e| BackendError::Setup(format!("embedded cluster: {e}")))?;
         // Your operator's images (`--image REF=EXECUTABLE`), before anything pulls them.
-        crate::deploy::embedded::map_images(&cluster)?;
+        super::images::map_images(&cluster)?;
         let cluster_up = started.elapsed();
         let kubeconfig = cluster.kubeconfig_path().to_path_buf();
         let name = cluster

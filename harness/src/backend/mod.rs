@@ -24,6 +24,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 pub mod embedded;
 pub mod existing;
 pub mod hold;
+pub mod images;
 pub mod kind;
 pub mod kubeconfig;
 pub mod node_engine;

@@ -67,7 +67,7 @@ pub struct UpArgs {
     pub mutant: Option<String>,
     /// Embedded: your operator instead of the reference operator.
     #[command(flatten)]
-    pub operator: super::run::OperatorArgs,
+    pub operator: super::operator::OperatorArgs,
     /// Embedded: do not start the reference operator.
     #[arg(long)]
     pub no_operator: bool,

@@ -71,7 +71,7 @@ pub struct ExploreArgs {
     pub shard: Option<crate::evidence::place::Shard>,
     /// Your operator instead of the reference operator.
     #[command(flatten)]
-    pub operator: super::run::OperatorArgs,
+    pub operator: super::operator::OperatorArgs,
 }
 
 /// Runs `rehearse explore`.
@@ -82,7 +82,7 @@ pub async fn run(args: ExploreArgs) -> Result<(), CliError> {
         )));
     }
     args.operator.apply(true)?;
-    super::run::preflight_operator().await?;
+    super::operator::preflight_operator().await?;
     if let Some(bundle) = &args.rejudge {
         return rejudge(bundle);
     }

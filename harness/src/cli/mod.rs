@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod contract;
 pub mod explore;
 pub mod fleet_bench;
+pub mod operator;
 pub mod output;
 pub mod probe;
 pub mod profile;

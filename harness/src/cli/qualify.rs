@@ -77,9 +77,6 @@ pub struct QualifyArgs {
     /// (An interrupted batch is always put back.)
     #[arg(long)]
     pub no_rollback: bool,
-    /// The operator under test as NAME@VERSION (default: read from --operator-deployment).
-    #[arg(long)]
-    pub operator: Option<String>,
     /// The operator's Deployment as NAMESPACE/NAME, whose image and running digest the bundle
     /// records.
     #[arg(long, default_value = "gameplane-system/reference-operator")]
@@ -102,7 +99,8 @@ pub async fn run(args: QualifyArgs) -> Result<(), CliError> {
     check_reports_dir(&args.target.reports)?;
     let run_id = args.run_id.clone().unwrap_or_else(run::new_run_id);
     tidy::check_run_id(&run_id).map_err(CliError::usage)?;
-    let given_operator = args.operator.as_deref().map(identity::parse_operator);
+    let named = args.target.operator.operator_named.as_deref();
+    let given_operator = named.map(identity::parse_operator);
     let given_operator = given_operator.transpose().map_err(CliError::usage)?;
     let cluster = cluster(&args.target)?;
     let backend = run::start_backend(&cluster, None)
