@@ -45,15 +45,8 @@ pub async fn candidate_module_digest_mismatch(ctx: &CaseContext<'_>) -> Result<(
             move_tag(ctx).await
         })
         .await?;
-    let mut plan = fleet::plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
-    plan.module = Some(pin.clone());
-    let q = fleet::run(ctx, &plan).await?;
-    ctx.uses("Module status (phase, Ready reason, appliedDigest)");
+    let (plan, q, mut checks, halted) = qualify_pinned(ctx, &members, &before, &pin).await?;
     ctx.uses("registry manifest digests");
-    let mut checks = Checks::new();
-    let halted =
-        rollout::check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::MODULE)
-            .await?;
     let canary = canary_module(&plan.run_id, &pin);
     let control_module = canary_module(&control_run, &pin);
     let modules: Api<Module> = Api::all(ctx.client.clone());
@@ -115,6 +108,34 @@ async fn fleet_and_pinned_bundle(
         digest: pinned,
     };
     Ok((before, pin))
+}
+
+/// Qualifies the compatible candidate with `pin` and checks that it halted at the module
+/// bundle gate with the fleet as it was `before`: the plan, the record, the checks so far and
+/// the halt's observation.
+async fn qualify_pinned(
+    ctx: &CaseContext<'_>,
+    members: &[&str],
+    before: &std::collections::BTreeMap<String, Option<String>>,
+    pin: &ModulePin,
+) -> Result<
+    (
+        crate::qualify::Plan,
+        crate::qualify::Qualification,
+        Checks,
+        Value,
+    ),
+    CaseError,
+> {
+    let mut plan = fleet::plan(ctx, members, fixture::VERSION_COMPAT, Rollback::Compatible);
+    plan.module = Some(pin.clone());
+    let q = fleet::run(ctx, &plan).await?;
+    ctx.uses("Module status (phase, Ready reason, appliedDigest)");
+    let mut checks = Checks::new();
+    let halted =
+        rollout::check_halted_untouched(ctx, &mut checks, &q, members, before, gates::MODULE)
+            .await?;
+    Ok((plan, q, checks, halted))
 }
 
 /// What the checks read.
@@ -234,15 +255,8 @@ pub async fn candidate_module_layer_other_bytes(ctx: &CaseContext<'_>) -> Result
         serve_other_layer_bytes(ctx),
     )
     .await?;
-    let mut plan = fleet::plan(ctx, &members, fixture::VERSION_COMPAT, Rollback::Compatible);
-    plan.module = Some(pin.clone());
-    let q = fleet::run(ctx, &plan).await?;
-    ctx.uses("Module status (phase, Ready reason, appliedDigest)");
+    let (plan, _, mut checks, halted) = qualify_pinned(ctx, &members, &before, &pin).await?;
     ctx.uses("registry manifest and layer digests");
-    let mut checks = Checks::new();
-    let halted =
-        rollout::check_halted_untouched(ctx, &mut checks, &q, &members, &before, gates::MODULE)
-            .await?;
     let canary = canary_module(&plan.run_id, &pin);
     let refused = Api::<Module>::all(ctx.client.clone())
         .get_opt(&canary)
