@@ -2,7 +2,10 @@
 //! and started by a command Rehearsal did not build the path of, gives the verdicts the
 //! built-in path gives; a catalogue mutant passed as that command's own argument is caught by
 //! the exploration on its row; a command that exits at once or never serves is one line, exit
-//! 2, with nothing run. Each runs the real `rehearse` binary on the embedded cluster.
+//! 2, with nothing run. With `--operator-manifests` (your chart as `helm template` renders it)
+//! the command runs as the ServiceAccount those manifests name, held to their RBAC: writes only
+//! through the games-namespace Role copied into each case namespace. Each runs the real
+//! `rehearse` binary on the embedded cluster.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,6 +30,7 @@ fn rehearse(reports: &Path, args: &[&str]) -> Output {
         .arg("--reports")
         .arg(reports)
         .env_remove("REHEARSAL_OPERATOR_COMMAND")
+        .env_remove("REHEARSAL_OPERATOR_MANIFESTS")
         .env_remove("REHEARSAL_REFERENCE_OPERATOR")
         .output()
         .expect("run rehearse")
@@ -173,4 +177,146 @@ fn a_command_that_exits_at_once_or_never_serves_is_one_line_and_nothing_runs() {
         &["run", "--operator-command", "./no/such/manager"],
     );
     refused(&out, reports.path(), &["\"./no/such/manager\" not found"]);
+}
+
+/// Manifests shaped as Gameplane's chart renders its operator's: cluster-wide reads, writes only
+/// through a Role in its games namespace, a Deployment, a CRD and a Service the embedded cluster
+/// skips.
+const CHART_SHAPED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/operator_manifests/chart-shaped.yaml"
+);
+
+#[test]
+fn every_case_passes_as_the_service_account_of_your_manifests_held_to_their_rbac() {
+    let (_dir, op) = operator_outside_target();
+    let reports = tempfile::tempdir().unwrap();
+    let command = format!("{} --kubeconfig {{kubeconfig}}", op.display());
+    let out = rehearse(
+        reports.path(),
+        &[
+            "run",
+            "--operator-command",
+            &command,
+            "--operator",
+            "reference-operator@1.2.3",
+            "--operator-manifests",
+            CHART_SHAPED,
+        ],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains(&format!(
+            "{} passed, 0 failed",
+            rehearsal::cases::CASES.len()
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "the operator runs as ServiceAccount gameplane-system/gameplane-operator, gameplane-games/gameplane-operator-manage copied into each case namespace; 9 objects created; skipped (the command or the embedded cluster stands in for them): Deployment gameplane-system/gameplane-operator, CustomResourceDefinition networkcaptures.gameplane.local, Service gameplane-system/gameplane-operator-metrics"
+        ),
+        "{all}"
+    );
+}
+
+#[test]
+fn a_write_your_manifests_do_not_grant_is_forbidden_to_your_operator() {
+    let (_dir, op) = operator_outside_target();
+    let reports = tempfile::tempdir().unwrap();
+    let text_of = std::fs::read_to_string(CHART_SHAPED).unwrap();
+    let jobs = "resources: [jobs]\n    verbs: [create, delete]";
+    assert!(text_of.contains(jobs));
+    let withheld = reports.path().join("no-job-create.yaml");
+    std::fs::write(
+        &withheld,
+        text_of.replace(jobs, "resources: [jobs]\n    verbs: [delete]"),
+    )
+    .unwrap();
+    let reports = reports.path().join("reports");
+    let command = format!("{} --kubeconfig {{kubeconfig}}", op.display());
+    let out = rehearse(
+        &reports,
+        &[
+            "run",
+            "--case",
+            "live_backup_agent_restart",
+            "--operator-command",
+            &command,
+            "--operator",
+            "reference-operator@1.2.3",
+            "--operator-manifests",
+            withheld.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let b = bundle(&reports);
+    let dir = std::fs::read_dir(&reports)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("bundle.json").is_file())
+        .unwrap();
+    let log = std::fs::read_to_string(
+        dir.join("cases/live_backup_agent_restart/artifacts/backend/operator.log"),
+    )
+    .expect("the failed case's artifacts hold the operator's log");
+    assert!(
+        log.contains(
+            "User \"system:serviceaccount:gameplane-system:gameplane-operator\" cannot create resource \"jobs\" in API group \"batch\""
+        ),
+        "{b:#}"
+    );
+}
+
+#[test]
+fn an_operator_taken_for_gameplanes_without_manifests_or_with_bad_ones_is_one_line() {
+    let (_dir, op) = operator_outside_target();
+    let command = format!("{} --kubeconfig {{kubeconfig}}", op.display());
+    let reports = tempfile::tempdir().unwrap();
+    let out = rehearse(
+        reports.path(),
+        &[
+            "run",
+            "--operator-command",
+            &command,
+            "--operator",
+            "gameplane@v0.9.1",
+        ],
+    );
+    refused(
+        &out,
+        reports.path(),
+        &[
+            "gameplane",
+            "taken for Gameplane's",
+            "pass --operator-manifests FILE",
+        ],
+    );
+
+    let out = rehearse(
+        reports.path(),
+        &[
+            "run",
+            "--operator-command",
+            &command,
+            "--operator-manifests",
+            "/no/such/chart.yaml",
+        ],
+    );
+    refused(
+        &out,
+        reports.path(),
+        &[
+            "--operator-manifests /no/such/chart.yaml: cannot read it",
+            "helm template",
+        ],
+    );
+
+    let out = rehearse(
+        reports.path(),
+        &["run", "--operator-manifests", CHART_SHAPED],
+    );
+    refused(&out, reports.path(), &["pass --operator-command too"]);
 }

@@ -417,8 +417,12 @@ where
                 ))
             })?,
         };
-        if profile == crate::deploy::profile::OperatorProfile::Gameplane {
-            crate::deploy::profile::grant_gameplane(&client, &ns)
+        // An operator that writes only where a Role lets it (Gameplane's chart, your
+        // manifests) gets that Role in the case namespace, as the chart grants more namespaces.
+        let grants = crate::deploy::profile::write_grants(backend.kind(), profile)
+            .map_err(CaseError::Setup)?;
+        for grant in &grants {
+            crate::deploy::profile::grant_writes(&client, &ns, grant)
                 .await
                 .map_err(|e| CaseError::Setup(e.to_string()))?;
         }

@@ -1,6 +1,6 @@
-//! Your operator instead of the reference operator: `--operator-command`, `--operator` and
-//! `--image`, shared by the commands that start embedded clusters (docs/clusters.md, "Your own
-//! operator").
+//! Your operator instead of the reference operator: `--operator-command`, `--operator`,
+//! `--operator-manifests` and `--image`, shared by the commands that start embedded clusters
+//! (docs/clusters.md, "Your own operator").
 
 use std::path::PathBuf;
 
@@ -30,6 +30,12 @@ pub struct OperatorArgs {
     /// A file of `REF=EXECUTABLE` lines (`#` comments), as `--image` each.
     #[arg(long = "images", value_name = "FILE")]
     pub images_file: Option<PathBuf>,
+    /// Your operator's install manifests as `helm template` renders them: your command runs as
+    /// the ServiceAccount your operator's Deployment names, with the RBAC they grant (each
+    /// case namespace gets a copy of the Role it holds in its games namespace). See
+    /// docs/clusters.md, "Your own operator".
+    #[arg(long, env = "REHEARSAL_OPERATOR_MANIFESTS", value_name = "FILE")]
+    pub operator_manifests: Option<PathBuf>,
 }
 
 impl OperatorArgs {
@@ -57,6 +63,11 @@ impl OperatorArgs {
         crate::backend::images::set_image_mappings(images);
         let Some(command) = &self.operator_command else {
             crate::deploy::embedded::set_operator_command(None);
+            if self.operator_manifests.is_some() {
+                return Err(CliError::usage(
+                    "--operator-manifests gives your operator command its identity and RBAC: pass --operator-command too",
+                ));
+            }
             return Ok(());
         };
         if !embedded {
@@ -70,6 +81,23 @@ impl OperatorArgs {
         )
         .map_err(CliError::usage)?;
         check_program(&command.argv[0])?;
+        let mut command = command;
+        if let Some(path) = &self.operator_manifests {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                CliError::usage(format!(
+                    "--operator-manifests {}: cannot read it ({e}): render your chart with `helm template … > FILE` and give that file",
+                    path.display()
+                ))
+            })?;
+            let manifests = crate::deploy::manifests::OperatorManifests::parse(
+                &text,
+                &path.display().to_string(),
+                crate::deploy::SYSTEM_NAMESPACE,
+            )
+            .map_err(CliError::usage)?;
+            eprintln!("{}", manifests.summary());
+            command.manifests = Some(manifests);
+        }
         crate::deploy::embedded::set_operator_command(Some(command));
         Ok(())
     }
@@ -79,9 +107,9 @@ impl OperatorArgs {
 /// it is ready, so a command that exits at once or never serves is one line naming it, exit 2,
 /// before anything runs.
 pub async fn preflight_operator() -> Result<(), CliError> {
-    if crate::deploy::embedded::operator_command().is_none() {
+    let Some(command) = crate::deploy::embedded::operator_command() else {
         return Ok(());
-    }
+    };
     let deploy = crate::deploy::embedded::EmbeddedDeploy::chosen(None)
         .map_err(|e| CliError::usage(e.to_string()))?;
     let backend =
@@ -92,6 +120,12 @@ pub async fn preflight_operator() -> Result<(), CliError> {
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
     let _ = crate::backend::Backend::teardown(Box::new(backend), false).await;
+    // An operator taken for Gameplane's needs its chart's RBAC: said before any case runs.
+    let named = crate::deploy::profile::detect_command(&command)
+        .await
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    crate::deploy::profile::write_grants(crate::backend::BackendKind::Embedded, named.profile)
+        .map_err(|e| CliError::usage(format!("{} ({}): {e}", named.name, named.source)))?;
     Ok(())
 }
 

@@ -24,6 +24,9 @@ pub struct OperatorCommand {
     /// Its name and version as `--operator NAME@VERSION` gave them; else asked with
     /// `PROGRAM --version`.
     pub named: Option<(String, String)>,
+    /// Your install manifests (`--operator-manifests`): the ServiceAccount and RBAC it runs
+    /// with; `None`: the reference operator's.
+    pub manifests: Option<super::manifests::OperatorManifests>,
 }
 
 /// Where `{kubeconfig}` in an operator command stands for the operator's kubeconfig.
@@ -53,7 +56,11 @@ impl OperatorCommand {
                 )),
             })
             .transpose()?;
-        Ok(Self { argv, named })
+        Ok(Self {
+            argv,
+            named,
+            manifests: None,
+        })
     }
 
     /// The argv to run, `{kubeconfig}` replaced by `kubeconfig`.
@@ -150,21 +157,37 @@ impl EmbeddedDeployment for EmbeddedDeploy {
         log: &'a ProcessLog,
     ) -> BoxFuture<'a, Result<ChildGuard, BackendError>> {
         Box::pin(async move {
-            // The operator runs as its own ServiceAccount, held to the RBAC of its manifests.
+            // The operator runs as its own ServiceAccount, held to the RBAC of its manifests:
+            // yours (`--operator-manifests`) or the reference operator's.
+            let manifests = self.command.as_ref().and_then(|c| c.manifests.as_ref());
+            let identity = match manifests {
+                Some(m) => reference_operator::Identity::from_manifests(m),
+                None => reference_operator::Identity::reference(self.rules.clone())
+                    .map_err(|e| BackendError::Setup(format!("operator identity: {e}")))?,
+            };
             let operator_kubeconfig = reference_operator::grant_identity(
                 &cluster.client(),
                 &cluster.api_url(),
                 Some(&cluster.ca_pem()),
                 CONTEXT,
-                &cluster.state_dir().join("reference-operator.kubeconfig"),
-                self.rules.clone(),
+                &cluster
+                    .state_dir()
+                    .join(format!("{}.kubeconfig", identity.service_account)),
+                &identity,
                 Duration::from_secs(24 * 3600),
             )
             .await
-            .map_err(|e| BackendError::Setup(format!("reference operator identity: {e}")))?;
+            .map_err(|e| BackendError::Setup(format!("operator identity: {e}")))?;
             if let Some(command) = &self.command {
-                return start_command(command, cluster, &operator_kubeconfig, self.ready, log)
-                    .await;
+                return start_command(
+                    command,
+                    cluster,
+                    &operator_kubeconfig,
+                    &identity.namespace,
+                    self.ready,
+                    log,
+                )
+                .await;
             }
             reference_operator::start_process(
                 &operator_kubeconfig,
@@ -183,13 +206,15 @@ impl EmbeddedDeployment for EmbeddedDeploy {
 
 /// Starts `command` as the embedded cluster's operator, as the reference operator is started:
 /// its kubeconfig (the operator's own ServiceAccount, held to its manifests' RBAC) as
-/// `{kubeconfig}` and `KUBECONFIG`, the cluster's DNS server, its output in
+/// `{kubeconfig}` and `KUBECONFIG`, that ServiceAccount's namespace as `POD_NAMESPACE` (as a
+/// Deployment's downward API gives it), the cluster's DNS server, its output in
 /// `<state_dir>/operator.log`. Ready when it writes its ready file or, as an informer-based
 /// operator shows it, once it watches GameServers, Backups and Restores.
 async fn start_command(
     command: &OperatorCommand,
     cluster: &EmbeddedCluster,
     kubeconfig: &std::path::Path,
+    namespace: &str,
     bound: Duration,
     log: &ProcessLog,
 ) -> Result<ChildGuard, BackendError> {
@@ -198,6 +223,7 @@ async fn start_command(
     let cmd = crate::process::Cmd::new(argv[0].clone())
         .args(argv[1..].iter().cloned())
         .env("KUBECONFIG", kubeconfig)
+        .env("POD_NAMESPACE", namespace)
         .env(
             reference_operator::CLUSTER_DNS_ENV,
             cluster.dns_address().to_string(),

@@ -7,6 +7,7 @@ pub mod embedded;
 pub mod helm;
 pub mod images;
 pub mod kind;
+pub mod manifests;
 pub mod profile;
 pub mod reference_operator;
 

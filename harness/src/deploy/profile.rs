@@ -14,9 +14,9 @@
 //! what the caller expects: a mismatch is an error, never a label.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
-use kube::api::{ListParams, ObjectMeta, PostParams};
+use kube::api::{ListParams, PostParams};
 
 use crate::backend::{Backend, BackendError, BackendKind};
 
@@ -296,67 +296,76 @@ pub fn check_expected(
     }
 }
 
-/// Gameplane's write Role copied into case namespace `namespace`, bound to its operator's
-/// ServiceAccount: `rules` are those of the chart's [`GAMEPLANE_MANAGE_ROLE`].
-pub fn gameplane_write_grant(namespace: &str, rules: Vec<PolicyRule>) -> (Role, RoleBinding) {
-    let meta = ObjectMeta {
-        name: Some(GAMEPLANE_MANAGE_ROLE.into()),
-        namespace: Some(namespace.into()),
-        ..Default::default()
-    };
-    let role = Role {
-        metadata: meta.clone(),
-        rules: Some(rules),
-    };
-    let binding = RoleBinding {
-        metadata: meta,
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            kind: "Role".into(),
-            name: GAMEPLANE_MANAGE_ROLE.into(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".into(),
-            name: GAMEPLANE_SERVICE_ACCOUNT.into(),
-            namespace: Some(super::SYSTEM_NAMESPACE.into()),
-            ..Default::default()
-        }]),
-    };
-    (role, binding)
+pub use super::manifests::WriteGrant;
+
+/// What Gameplane's chart installs: [`GAMEPLANE_MANAGE_ROLE`] in [`GAMEPLANE_GAMES_NAMESPACE`],
+/// bound to [`GAMEPLANE_SERVICE_ACCOUNT`].
+pub fn gameplane_chart_grant() -> WriteGrant {
+    WriteGrant {
+        namespace: GAMEPLANE_GAMES_NAMESPACE.into(),
+        role: GAMEPLANE_MANAGE_ROLE.into(),
+        service_account: (
+            super::SYSTEM_NAMESPACE.into(),
+            GAMEPLANE_SERVICE_ACCOUNT.into(),
+        ),
+    }
 }
 
-/// Lets Gameplane write in case namespace `namespace`: reads the chart's Role in the games
-/// namespace and creates its copy and binding there.
-pub async fn grant_gameplane(client: &kube::Client, namespace: &str) -> Result<(), BackendError> {
-    let source: Api<Role> = Api::namespaced(client.clone(), GAMEPLANE_GAMES_NAMESPACE);
-    let chart_role = source.get(GAMEPLANE_MANAGE_ROLE).await.map_err(|e| {
+/// The write grants a case namespace needs on a cluster of `kind` whose operator is `profile`:
+/// on the embedded cluster those of `--operator-manifests` (none without them); elsewhere, for
+/// Gameplane, its chart's.
+pub fn write_grants(
+    kind: BackendKind,
+    profile: OperatorProfile,
+) -> Result<Vec<WriteGrant>, String> {
+    if kind == BackendKind::Embedded {
+        let manifests = super::embedded::operator_command().and_then(|c| c.manifests);
+        return match manifests {
+            Some(m) => Ok(m.grants.clone()),
+            None if profile == OperatorProfile::Gameplane => Err(NEEDS_MANIFESTS.into()),
+            None => Ok(Vec::new()),
+        };
+    }
+    Ok(if profile == OperatorProfile::Gameplane {
+        vec![gameplane_chart_grant()]
+    } else {
+        Vec::new()
+    })
+}
+
+/// Why an operator taken for Gameplane's cannot run on the embedded cluster without its
+/// chart's manifests.
+pub const NEEDS_MANIFESTS: &str = "an operator other than reference-operator is taken for Gameplane's, which writes only where its chart's Role lets it: pass --operator-manifests FILE (helm template gameplane charts/gameplane --namespace gameplane-system > FILE), or name it reference-operator@VERSION to run under the reference operator's RBAC";
+
+/// Lets the operator write in case namespace `namespace`: reads `grant`'s Role and creates its
+/// copy and binding there.
+pub async fn grant_writes(
+    client: &kube::Client,
+    namespace: &str,
+    grant: &WriteGrant,
+) -> Result<(), BackendError> {
+    let source: Api<Role> = Api::namespaced(client.clone(), &grant.namespace);
+    let chart_role = source.get(&grant.role).await.map_err(|e| {
         BackendError::kube(
             format!(
-                "read Gameplane's Role {GAMEPLANE_GAMES_NAMESPACE}/{GAMEPLANE_MANAGE_ROLE} (installed by its chart)"
+                "read the operator's Role {}/{} (installed by its chart)",
+                grant.namespace, grant.role
             ),
             e,
         )
     })?;
-    let (role, binding) = gameplane_write_grant(namespace, chart_role.rules.unwrap_or_default());
+    let (role, binding) = grant.copy_into(namespace, chart_role.rules.unwrap_or_default());
     let roles: Api<Role> = Api::namespaced(client.clone(), namespace);
     roles
         .create(&PostParams::default(), &role)
         .await
-        .map_err(|e| {
-            BackendError::kube(
-                format!("create Role {namespace}/{GAMEPLANE_MANAGE_ROLE}"),
-                e,
-            )
-        })?;
+        .map_err(|e| BackendError::kube(format!("create Role {namespace}/{}", grant.role), e))?;
     let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), namespace);
     bindings
         .create(&PostParams::default(), &binding)
         .await
         .map_err(|e| {
-            BackendError::kube(
-                format!("create RoleBinding {namespace}/{GAMEPLANE_MANAGE_ROLE}"),
-                e,
-            )
+            BackendError::kube(format!("create RoleBinding {namespace}/{}", grant.role), e)
         })?;
     Ok(())
 }
@@ -465,14 +474,48 @@ mod tests {
     }
 
     #[test]
+    fn case_namespaces_get_the_chart_role_on_kind_and_your_manifests_roles_on_embedded() {
+        use crate::backend::BackendKind::{Embedded, Existing, Kind};
+        use OperatorProfile::{Gameplane, Reference};
+        super::super::embedded::set_operator_command(None);
+        assert_eq!(
+            write_grants(Kind, Gameplane).unwrap(),
+            vec![gameplane_chart_grant()]
+        );
+        assert_eq!(write_grants(Existing, Reference).unwrap(), vec![]);
+        assert_eq!(write_grants(Embedded, Reference).unwrap(), vec![]);
+        // Taken for Gameplane's on the embedded cluster, with no manifests to say its RBAC.
+        let e = write_grants(Embedded, Gameplane).unwrap_err();
+        assert!(e.contains("pass --operator-manifests FILE"), "{e}");
+
+        let mut command =
+            super::super::embedded::OperatorCommand::parse("/bin/op", Some("gameplane@1")).unwrap();
+        let text = "kind: ServiceAccount\napiVersion: v1\nmetadata: {name: op, namespace: sys}\n---\n\
+                    kind: Role\napiVersion: rbac.authorization.k8s.io/v1\nmetadata: {name: w, namespace: games}\n---\n\
+                    kind: RoleBinding\napiVersion: rbac.authorization.k8s.io/v1\nmetadata: {name: w, namespace: games}\n\
+                    roleRef: {kind: Role, name: w}\nsubjects: [{kind: ServiceAccount, name: op, namespace: sys}]\n";
+        command.manifests =
+            Some(super::super::manifests::OperatorManifests::parse(text, "f", "sys").unwrap());
+        super::super::embedded::set_operator_command(Some(command));
+        let want = vec![WriteGrant {
+            namespace: "games".into(),
+            role: "w".into(),
+            service_account: ("sys".into(), "op".into()),
+        }];
+        assert_eq!(write_grants(Embedded, Gameplane).unwrap(), want);
+        assert_eq!(write_grants(Embedded, Reference).unwrap(), want);
+        super::super::embedded::set_operator_command(None);
+    }
+
+    #[test]
     fn the_write_grant_binds_the_charts_rules_to_gameplanes_service_account() {
-        let rules = vec![PolicyRule {
+        let rules = vec![k8s_openapi::api::rbac::v1::PolicyRule {
             api_groups: Some(vec!["batch".into()]),
             resources: Some(vec!["jobs".into()]),
             verbs: vec!["create".into()],
             ..Default::default()
         }];
-        let (role, binding) = gameplane_write_grant("rh-case-1", rules.clone());
+        let (role, binding) = gameplane_chart_grant().copy_into("rh-case-1", rules.clone());
         assert_eq!(role.metadata.namespace.as_deref(), Some("rh-case-1"));
         assert_eq!(role.rules, Some(rules));
         assert_eq!(binding.role_ref.name, role.metadata.name.unwrap());

@@ -511,6 +511,14 @@ pub enum IdentityError {
         /// serde_yaml's error.
         source: serde_yaml::Error,
     },
+    /// An object to create is not a Kubernetes object kube can send.
+    #[error("{what} is not a Kubernetes object: {reason}")]
+    Object {
+        /// The object and where it was read.
+        what: String,
+        /// serde's error.
+        reason: String,
+    },
     #[error("cannot {what}: {}", crate::kube_error::line(source))]
     /// Creating an identity object or requesting the ServiceAccount's token failed.
     Kube {
@@ -529,68 +537,107 @@ pub enum IdentityError {
     },
 }
 
-/// Creates the operator's namespace, ServiceAccount and RBAC from [`IDENTITY_MANIFESTS`]
-/// (objects that exist are left as they are), with `rules` replacing the ClusterRole's rules
-/// when given (a test takes one away), then requests a token for the ServiceAccount
-/// (TokenRequest, `expiration`) and writes a kubeconfig at `path` that authenticates with it
-/// against `server` (trusting `ca_pem`, the cluster's CA, when given). The operator then holds
-/// exactly the RBAC its manifests grant.
+/// Who an operator runs as on the embedded cluster, and the objects that make it so.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// Where the objects were read, for messages (`10-rbac.yaml`, your manifests' path).
+    pub source: String,
+    /// The objects to create, in order: namespace, ServiceAccount, RBAC.
+    pub objects: Vec<serde_json::Value>,
+    /// The ServiceAccount's namespace.
+    pub namespace: String,
+    /// The ServiceAccount the operator runs as.
+    pub service_account: String,
+}
+
+impl Identity {
+    /// The reference operator's, from [`IDENTITY_MANIFESTS`], with `rules` replacing its
+    /// ClusterRole's rules when given (a test takes one away).
+    pub fn reference(rules: Option<serde_json::Value>) -> Result<Self, IdentityError> {
+        use serde::Deserialize;
+        let mut objects = Vec::new();
+        for (file, text) in IDENTITY_MANIFESTS {
+            let docs = serde_yaml::Deserializer::from_str(text)
+                .map(serde_json::Value::deserialize)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|source| IdentityError::Parse { file, source })?;
+            for mut obj in docs.into_iter().filter(|d| !d.is_null()) {
+                if let (Some(rules), Some("ClusterRole")) = (&rules, obj["kind"].as_str()) {
+                    obj["rules"] = rules.clone();
+                }
+                objects.push(obj);
+            }
+        }
+        Ok(Self {
+            source: "images/reference-operator/deploy".into(),
+            objects,
+            namespace: super::SYSTEM_NAMESPACE.into(),
+            service_account: SERVICE_ACCOUNT.into(),
+        })
+    }
+
+    /// Yours, from `--operator-manifests`.
+    pub fn from_manifests(m: &super::manifests::OperatorManifests) -> Self {
+        Self {
+            source: m.source.clone(),
+            objects: m.objects.clone(),
+            namespace: m.identity.namespace.clone(),
+            service_account: m.identity.name.clone(),
+        }
+    }
+}
+
+/// Creates `identity`'s objects (those that exist are left as they are), then requests a token
+/// for its ServiceAccount (TokenRequest, `expiration`) and writes a kubeconfig at `path` that
+/// authenticates with it against `server` (trusting `ca_pem`, the cluster's CA, when given).
+/// The operator then holds exactly the RBAC those objects grant.
 pub async fn grant_identity(
     admin: &kube::Client,
     server: &str,
     ca_pem: Option<&str>,
     context: &str,
     path: &Path,
-    rules: Option<serde_json::Value>,
+    identity: &Identity,
     expiration: Duration,
 ) -> Result<PathBuf, IdentityError> {
     use kube::api::{Api, DynamicObject, PostParams};
-    use serde::Deserialize;
     let kube_err = |what: String| move |source| IdentityError::Kube { what, source };
-    for (file, text) in IDENTITY_MANIFESTS {
-        // Parsed before the first await: the YAML deserializer is not `Send`.
-        let docs = serde_yaml::Deserializer::from_str(text)
-            .map(serde_json::Value::deserialize)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|source| IdentityError::Parse { file, source })?;
-        for mut obj in docs {
-            if obj.is_null() {
-                continue;
+    let file = &identity.source;
+    for obj in &identity.objects {
+        let described = format!(
+            "{} {}",
+            obj["kind"].as_str().unwrap_or("?"),
+            obj["metadata"]["name"].as_str().unwrap_or("?")
+        );
+        let obj: DynamicObject =
+            serde_json::from_value(obj.clone()).map_err(|e| IdentityError::Object {
+                what: format!("{described} from {file}"),
+                reason: e.to_string(),
+            })?;
+        let types = obj.types.clone().unwrap_or_default();
+        let what = format!("create {described} from {file}");
+        let (group, version) = match types.api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), types.api_version.clone()),
+        };
+        let gvk = kube::api::GroupVersionKind::gvk(&group, &version, &types.kind);
+        let (resource, caps) = kube::discovery::pinned_kind(admin, &gvk)
+            .await
+            .map_err(kube_err(what.clone()))?;
+        let api: Api<DynamicObject> = match (&obj.metadata.namespace, caps.scope) {
+            (Some(ns), kube::discovery::Scope::Namespaced) => {
+                Api::namespaced_with(admin.clone(), ns, &resource)
             }
-            if let (Some(rules), Some("ClusterRole")) = (&rules, obj["kind"].as_str()) {
-                obj["rules"] = rules.clone();
-            }
-            let obj: DynamicObject =
-                serde_json::from_value(obj).map_err(|e| IdentityError::Parse {
-                    file,
-                    source: serde::de::Error::custom(e),
-                })?;
-            let types = obj.types.clone().unwrap_or_default();
-            let name = obj.metadata.name.clone().unwrap_or_default();
-            let what = format!("create {} {name} from {file}", types.kind);
-            let (group, version) = match types.api_version.split_once('/') {
-                Some((g, v)) => (g.to_string(), v.to_string()),
-                None => (String::new(), types.api_version.clone()),
-            };
-            let gvk = kube::api::GroupVersionKind::gvk(&group, &version, &types.kind);
-            let (resource, caps) = kube::discovery::pinned_kind(admin, &gvk)
-                .await
-                .map_err(kube_err(what.clone()))?;
-            let api: Api<DynamicObject> = match (&obj.metadata.namespace, caps.scope) {
-                (Some(ns), kube::discovery::Scope::Namespaced) => {
-                    Api::namespaced_with(admin.clone(), ns, &resource)
-                }
-                _ => Api::all_with(admin.clone(), &resource),
-            };
-            match api.create(&PostParams::default(), &obj).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 409 => {}
-                Err(e) => return Err(kube_err(what)(e)),
-            }
+            _ => Api::all_with(admin.clone(), &resource),
+        };
+        match api.create(&PostParams::default(), &obj).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(kube_err(what)(e)),
         }
     }
     let sa: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(admin.clone(), super::SYSTEM_NAMESPACE);
+        Api::namespaced(admin.clone(), &identity.namespace);
     let request = k8s_openapi::api::authentication::v1::TokenRequest {
         spec: Some(k8s_openapi::api::authentication::v1::TokenRequestSpec {
             expiration_seconds: Some(expiration.as_secs() as i64),
@@ -599,14 +646,14 @@ pub async fn grant_identity(
         ..Default::default()
     };
     let answer = sa
-        .create_token_request(SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .create_token_request(&identity.service_account, &PostParams::default(), &request)
         .await
         .map_err(kube_err(format!(
-            "request a token for ServiceAccount {}/{SERVICE_ACCOUNT}",
-            super::SYSTEM_NAMESPACE
+            "request a token for ServiceAccount {}/{}",
+            identity.namespace, identity.service_account
         )))?;
     let token = answer.status.and_then(|s| s.token).unwrap_or_default();
-    let user = format!("{}-{SERVICE_ACCOUNT}", context);
+    let user = format!("{}-{}", context, identity.service_account);
     let ca = ca_pem
         .map(|pem| {
             use base64::Engine as _;
@@ -620,7 +667,7 @@ pub async fn grant_identity(
         "apiVersion: v1\nkind: Config\npreferences: {{}}\nclusters:\n- name: {context}\n  cluster:\n    server: {server}\n{ca}\
          contexts:\n- name: {context}\n  context:\n    cluster: {context}\n    user: {user}\n    namespace: {ns}\n\
          current-context: {context}\nusers:\n- name: {user}\n  user:\n    token: {token}\n",
-        ns = super::SYSTEM_NAMESPACE,
+        ns = identity.namespace,
     );
     std::fs::write(path, text).map_err(|source| IdentityError::Write {
         path: path.to_path_buf(),
