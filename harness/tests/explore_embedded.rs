@@ -478,7 +478,12 @@ async fn a_rejudged_exploration_draws_the_same_matrix() {
     let drawn: Vec<(String, String)> = again
         .matrices()
         .iter()
-        .map(|m| (m.operation.clone(), m.markdown("operator write", false)))
+        .map(|m| {
+            (
+                m.operation.clone(),
+                m.markdown(rehearsal::evidence::report::matrix::LABEL_HEADER, false),
+            )
+        })
         .collect();
     let run: Vec<(String, String)> = [Operation::Qualify, Operation::Restore]
         .iter()

@@ -45,15 +45,36 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// The one bundle under `reports`.
-fn bundle(reports: &Path) -> serde_json::Value {
-    let dir = std::fs::read_dir(reports)
+/// The directory of the one bundle under `reports`.
+fn bundle_dir(reports: &Path) -> PathBuf {
+    std::fs::read_dir(reports)
         .expect("reports")
         .filter_map(Result::ok)
         .map(|e| e.path())
         .find(|p| p.join("bundle.json").is_file())
-        .expect("a bundle");
+        .expect("a bundle")
+}
+
+/// The one bundle under `reports`.
+fn bundle(reports: &Path) -> serde_json::Value {
+    let dir = bundle_dir(reports);
     serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).expect("read")).expect("json")
+}
+
+/// `rehearse run` of the reference operator copied out of `target/`, started by a command and
+/// named `reference-operator@1.2.3`, with `extra` arguments.
+fn run_my_operator(reports: &Path, extra: &[&str]) -> Output {
+    let (_dir, op) = operator_outside_target();
+    let command = format!("{} --kubeconfig {{kubeconfig}}", op.display());
+    let mut args = vec![
+        "run",
+        "--operator-command",
+        &command,
+        "--operator",
+        "reference-operator@1.2.3",
+    ];
+    args.extend_from_slice(extra);
+    rehearse(reports, &args)
 }
 
 #[test]
@@ -189,21 +210,8 @@ const CHART_SHAPED: &str = concat!(
 
 #[test]
 fn every_case_passes_as_the_service_account_of_your_manifests_held_to_their_rbac() {
-    let (_dir, op) = operator_outside_target();
     let reports = tempfile::tempdir().unwrap();
-    let command = format!("{} --kubeconfig {{kubeconfig}}", op.display());
-    let out = rehearse(
-        reports.path(),
-        &[
-            "run",
-            "--operator-command",
-            &command,
-            "--operator",
-            "reference-operator@1.2.3",
-            "--operator-manifests",
-            CHART_SHAPED,
-        ],
-    );
+    let out = run_my_operator(reports.path(), &["--operator-manifests", CHART_SHAPED]);
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(
@@ -223,50 +231,34 @@ fn every_case_passes_as_the_service_account_of_your_manifests_held_to_their_rbac
 
 #[test]
 fn a_write_your_manifests_do_not_grant_is_forbidden_to_your_operator() {
-    let (_dir, op) = operator_outside_target();
-    let reports = tempfile::tempdir().unwrap();
-    let text_of = std::fs::read_to_string(CHART_SHAPED).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let chart = std::fs::read_to_string(CHART_SHAPED).unwrap();
     let jobs = "resources: [jobs]\n    verbs: [create, delete]";
-    assert!(text_of.contains(jobs));
-    let withheld = reports.path().join("no-job-create.yaml");
-    std::fs::write(
-        &withheld,
-        text_of.replace(jobs, "resources: [jobs]\n    verbs: [delete]"),
-    )
-    .unwrap();
-    let reports = reports.path().join("reports");
-    let command = format!("{} --kubeconfig {{kubeconfig}}", op.display());
-    let out = rehearse(
+    assert!(chart.contains(jobs));
+    let withheld = scratch.path().join("no-job-create.yaml");
+    let chart = chart.replace(jobs, "resources: [jobs]\n    verbs: [delete]");
+    std::fs::write(&withheld, chart).unwrap();
+    let reports = scratch.path().join("reports");
+    let out = run_my_operator(
         &reports,
         &[
-            "run",
             "--case",
             "live_backup_agent_restart",
-            "--operator-command",
-            &command,
-            "--operator",
-            "reference-operator@1.2.3",
             "--operator-manifests",
             withheld.to_str().unwrap(),
         ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let b = bundle(&reports);
-    let dir = std::fs::read_dir(&reports)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.join("bundle.json").is_file())
-        .unwrap();
-    let log = std::fs::read_to_string(
-        dir.join("cases/live_backup_agent_restart/artifacts/backend/operator.log"),
-    )
-    .expect("the failed case's artifacts hold the operator's log");
+    let log =
+        bundle_dir(&reports).join("cases/live_backup_agent_restart/artifacts/backend/operator.log");
+    let log =
+        std::fs::read_to_string(log).expect("the failed case's artifacts hold the operator's log");
     assert!(
         log.contains(
             "User \"system:serviceaccount:gameplane-system:gameplane-operator\" cannot create resource \"jobs\" in API group \"batch\""
         ),
-        "{b:#}"
+        "{}",
+        text(&out)
     );
 }
 

@@ -209,7 +209,10 @@ fn rejudge(bundle: &std::path::Path) -> Result<(), CliError> {
     let rejudged = explore::rejudge::rejudge(bundle).map_err(CliError::usage)?;
     for m in rejudged.matrices() {
         println!("\n{}: point × fault\n", m.operation);
-        println!("{}", m.markdown("operator write", false));
+        println!(
+            "{}",
+            m.markdown(crate::evidence::report::matrix::LABEL_HEADER, false)
+        );
     }
     if !rejudged.as_recorded.is_empty() {
         println!(

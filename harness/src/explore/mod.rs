@@ -417,7 +417,7 @@ impl ExploreOutcome {
                 })
                 .map(|r| (r.id.as_str(), &r.ended)),
             labels,
-            "operator write",
+            crate::evidence::report::matrix::LABEL_HEADER,
         )
     }
 }

@@ -92,7 +92,11 @@ fn explore_matrix(out: &mut String, report: &Report) {
     );
     for m in &all {
         let _ = writeln!(out, "### `{}`\n", m.operation);
-        let _ = writeln!(out, "{}", m.markdown("point's label", true));
+        let _ = writeln!(
+            out,
+            "{}",
+            m.markdown(crate::report::matrix::LABEL_HEADER, true)
+        );
     }
 }
 

@@ -93,6 +93,10 @@ pub fn closing_line(noun: &str, standings: impl Iterator<Item = Standing>) -> St
     format!("{total} {noun}: {}", parts.join(", "))
 }
 
+/// The header of the matrix's label column: the operator's request a schedule's fault is placed
+/// before (a write, or a read such as `get bundle …`), by its label.
+pub const LABEL_HEADER: &str = "held request";
+
 /// One schedule as its case recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
