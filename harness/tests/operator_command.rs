@@ -223,7 +223,7 @@ fn every_case_passes_as_the_service_account_of_your_manifests_held_to_their_rbac
     );
     assert!(
         all.contains(
-            "the operator runs as ServiceAccount gameplane-system/gameplane-operator, gameplane-games/gameplane-operator-manage copied into each case namespace; 9 objects created; skipped (the command or the embedded cluster stands in for them): Deployment gameplane-system/gameplane-operator, CustomResourceDefinition networkcaptures.gameplane.local, Service gameplane-system/gameplane-operator-metrics"
+            "the operator runs as ServiceAccount gameplane-system/gameplane-operator, gameplane-games/gameplane-operator-manage copied into each case namespace; its Deployment's volumes at /etc/gameplane/agent-ca; 10 objects created; skipped (the command or the embedded cluster stands in for them): Deployment gameplane-system/gameplane-operator, CustomResourceDefinition networkcaptures.gameplane.local, Service gameplane-system/gameplane-operator-metrics"
         ),
         "{all}"
     );
@@ -311,4 +311,38 @@ fn an_operator_taken_for_gameplanes_without_manifests_or_with_bad_ones_is_one_li
         &["run", "--operator-manifests", CHART_SHAPED],
     );
     refused(&out, reports.path(), &["pass --operator-command too"]);
+}
+
+/// The command runs sandboxed as its Deployment's container: the Secret the Deployment mounts is
+/// at its mount path (a directory the host lacks), the host is read-only, and it is PID 1's
+/// child in a PID namespace of its own. A wrapper checks all three, then becomes the operator:
+/// the case passes only if they hold.
+#[test]
+fn your_command_runs_sandboxed_with_its_deployments_secret_at_its_mount_path() {
+    let (_dir, op) = operator_outside_target();
+    let reports = tempfile::tempdir().unwrap();
+    let check = format!(
+        "test \"$(cat /etc/gameplane/agent-ca/ca.crt)\" = 'REHEARSAL TEST CA' || {{ echo no agent CA >&2; exit 4; }}; \
+         if touch /usr/rehearsal-operator-wrote-here 2>/dev/null; then echo host writable >&2; exit 5; fi; \
+         test $$ -lt 10 || {{ echo not in its own PID namespace: $$ >&2; exit 6; }}; \
+         exec {} --kubeconfig {{kubeconfig}}",
+        op.display()
+    );
+    let command = shlex::try_join(["sh", "-c", check.as_str()]).unwrap();
+    let out = rehearse(
+        reports.path(),
+        &[
+            "run",
+            "--case",
+            "live_backup_agent_restart",
+            "--operator-command",
+            &command,
+            "--operator",
+            "reference-operator@1.2.3",
+            "--operator-manifests",
+            CHART_SHAPED,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("1 passed, 0 failed"), "{}", text(&out));
 }

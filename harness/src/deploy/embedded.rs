@@ -220,14 +220,40 @@ async fn start_command(
 ) -> Result<ChildGuard, BackendError> {
     const USERS: &str = "system:serviceaccount:";
     let argv = command.argv_for(kubeconfig);
-    let cmd = crate::process::Cmd::new(argv[0].clone())
-        .args(argv[1..].iter().cloned())
+    // Sandboxed as its Deployment's container: the host read-only, its state writable, its
+    // Deployment's volumes (from your manifests) at their mount paths.
+    let manifests = command.manifests.as_ref();
+    let state = cluster.state_dir();
+    let sandbox = (|| {
+        let binds = super::sandbox::materialize(
+            manifests.map_or(&[][..], |m| &m.mounts),
+            &state.join("operator-volumes"),
+        )?;
+        let tmp = state.join("operator-tmp");
+        std::fs::create_dir_all(&tmp)?;
+        let cwd = std::env::current_dir()?;
+        super::sandbox::bwrap_args(state, &cwd, &binds).map(|args| (args, tmp))
+    })()
+    .map_err(|e| {
+        BackendError::Setup(format!(
+            "cannot prepare the sandbox of {} in {}: {e}",
+            command.describe(),
+            state.display()
+        ))
+    })?;
+    let mut cmd = crate::process::Cmd::new("bwrap")
+        .args(sandbox.0)
+        .args(argv.iter().cloned())
+        .env("TMPDIR", &sandbox.1)
         .env("KUBECONFIG", kubeconfig)
-        .env("POD_NAMESPACE", namespace)
-        .env(
-            reference_operator::CLUSTER_DNS_ENV,
-            cluster.dns_address().to_string(),
-        );
+        .env("POD_NAMESPACE", namespace);
+    for (k, v) in manifests.map_or(&[][..], |m| &m.env) {
+        cmd = cmd.env(k, v);
+    }
+    let cmd = cmd.env(
+        reference_operator::CLUSTER_DNS_ENV,
+        cluster.dns_address().to_string(),
+    );
     let wanted: Vec<(String, u64)> = WATCHED_WHEN_READY
         .iter()
         .map(|r| (r.to_string(), cluster.watches_opened(USERS, r)))

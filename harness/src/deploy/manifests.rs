@@ -55,6 +55,30 @@ impl std::fmt::Display for ServiceAccountRef {
     }
 }
 
+/// A volume of the operator's Deployment, mounted into the command's sandbox at its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// The volume's name.
+    pub volume: String,
+    /// Where the container mounts it.
+    pub mount_path: String,
+    /// Mounted read-only (Secrets and ConfigMaps always are).
+    pub read_only: bool,
+    /// The volume's file or directory mounted instead of its root.
+    pub sub_path: Option<String>,
+    /// What it holds.
+    pub content: MountContent,
+}
+
+/// What a mounted volume holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MountContent {
+    /// A Secret's or ConfigMap's keys as files (path within the volume, bytes).
+    Files(Vec<(String, Vec<u8>)>),
+    /// An `emptyDir`.
+    Empty,
+}
+
 /// Your operator's manifests as the embedded cluster uses them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorManifests {
@@ -68,6 +92,12 @@ pub struct OperatorManifests {
     pub identity: ServiceAccountRef,
     /// The Roles the identity is bound to outside its own namespace.
     pub grants: Vec<WriteGrant>,
+    /// The volumes the operator's container mounts (Secrets, ConfigMaps, `emptyDir`s).
+    pub mounts: Vec<Mount>,
+    /// Its container's plain `env` values.
+    pub env: Vec<(String, String)>,
+    /// Its volume mounts the sandbox cannot give it, as `mountPath (kind)`.
+    pub unmounted: Vec<String>,
 }
 
 /// A Role the operator may write with in one namespace, copied into each case namespace and
@@ -135,7 +165,13 @@ impl OperatorManifests {
                 .filter(|d| d["kind"].as_str() == Some(kind))
                 .collect()
         };
-        let identity = identity(&of_kind("Deployment"), &of_kind("ServiceAccount"), source)?;
+        let deployment = operator_deployment(&of_kind("Deployment"));
+        let identity = identity(deployment, &of_kind("ServiceAccount"), source)?;
+        let (mounts, unmounted) = match deployment {
+            Some(d) => mounts_of(d, &docs, source)?,
+            None => (Vec::new(), Vec::new()),
+        };
+        let env = deployment.map(env_of).unwrap_or_default();
         let mut grants: Vec<WriteGrant> = Vec::new();
         for binding in of_kind("RoleBinding") {
             let ns = binding["metadata"]["namespace"]
@@ -202,6 +238,9 @@ impl OperatorManifests {
             skipped: skipped.iter().map(describe).collect(),
             identity,
             grants,
+            mounts,
+            env,
+            unmounted,
         })
     }
 
@@ -226,8 +265,19 @@ impl OperatorManifests {
                 .collect();
             format!("{} copied into each case namespace", roles.join(", "))
         };
+        let mut mounted = String::new();
+        if !self.mounts.is_empty() {
+            let paths: Vec<&str> = self.mounts.iter().map(|m| m.mount_path.as_str()).collect();
+            mounted = format!("; its Deployment's volumes at {}", paths.join(", "));
+        }
+        if !self.unmounted.is_empty() {
+            mounted.push_str(&format!(
+                "; not mounted (the sandbox holds Secrets, ConfigMaps and emptyDirs): {}",
+                self.unmounted.join(", ")
+            ));
+        }
         format!(
-            "--operator-manifests {}: the operator runs as ServiceAccount {}, {grants}; {} objects created{skipped}",
+            "--operator-manifests {}: the operator runs as ServiceAccount {}, {grants}{mounted}; {} objects created{skipped}",
             self.source,
             self.identity,
             self.objects.len()
@@ -283,20 +333,188 @@ fn is_cluster_scoped(kind: &str) -> bool {
         )
 }
 
-/// The ServiceAccount the operator runs as: that of the Deployment Gameplane's chart names, else
-/// of the only Deployment, else the only ServiceAccount.
-fn identity(
-    deployments: &[&Value],
-    accounts: &[&Value],
-    source: &str,
-) -> Result<ServiceAccountRef, String> {
+/// The operator's Deployment: the one Gameplane's chart names, else the file's only one.
+fn operator_deployment<'a>(deployments: &[&'a Value]) -> Option<&'a Value> {
     let named = |d: &Value| {
         d["metadata"]["name"].as_str() == Some(crate::backend::operator_pod::GAMEPLANE_DEPLOYMENT)
     };
-    let deployment = deployments
+    deployments
         .iter()
         .find(|d| named(d))
-        .or_else(|| (deployments.len() == 1).then(|| &deployments[0]));
+        .or_else(|| (deployments.len() == 1).then(|| &deployments[0]))
+        .copied()
+}
+
+/// The operator's container in `deployment`: `manager` (the chart's), else the first.
+fn container_of(deployment: &Value) -> &Value {
+    let containers = &deployment["spec"]["template"]["spec"]["containers"];
+    containers
+        .as_array()
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c["name"] == "manager")
+                .or_else(|| cs.first())
+        })
+        .unwrap_or(&Value::Null)
+}
+
+/// The plain `env` values of the operator's container (`valueFrom` ones are the sandbox's own:
+/// `POD_NAMESPACE`).
+fn env_of(deployment: &Value) -> Vec<(String, String)> {
+    container_of(deployment)["env"]
+        .as_array()
+        .map(|env| {
+            env.iter()
+                .filter_map(|e| {
+                    Some((
+                        e["name"].as_str()?.to_string(),
+                        e["value"].as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The volumes the operator's container mounts that the sandbox can give it (Secrets and
+/// ConfigMaps the file creates, `emptyDir`s), and the mounts it cannot (other kinds).
+fn mounts_of(
+    deployment: &Value,
+    docs: &[Value],
+    source: &str,
+) -> Result<(Vec<Mount>, Vec<String>), String> {
+    let pod = &deployment["spec"]["template"]["spec"];
+    let ns = deployment["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default();
+    let volumes = pod["volumes"].as_array().cloned().unwrap_or_default();
+    let mut mounts = Vec::new();
+    let mut unmounted = Vec::new();
+    let empty = Vec::new();
+    for vm in container_of(deployment)["volumeMounts"]
+        .as_array()
+        .unwrap_or(&empty)
+    {
+        let (Some(name), Some(path)) = (vm["name"].as_str(), vm["mountPath"].as_str()) else {
+            continue;
+        };
+        let Some(volume) = volumes.iter().find(|v| v["name"].as_str() == Some(name)) else {
+            return Err(format!(
+                "--operator-manifests {source}: the operator's container mounts volume {name:?}, which its Deployment does not declare: render the chart again"
+            ));
+        };
+        let object = |kind: &str, field: &str| -> Result<Option<Value>, String> {
+            let Some(wanted) = volume[field][if kind == "Secret" {
+                "secretName"
+            } else {
+                "name"
+            }]
+            .as_str() else {
+                return Ok(None);
+            };
+            docs.iter()
+                .find(|d| {
+                    d["kind"].as_str() == Some(kind)
+                        && d["metadata"]["name"].as_str() == Some(wanted)
+                        && d["metadata"]["namespace"].as_str() == Some(ns)
+                })
+                .cloned()
+                .map(Some)
+                .ok_or_else(|| format!(
+                    "--operator-manifests {source}: the operator mounts {kind} {ns}/{wanted} at {path}, which the file does not create: render the chart's templates together, or create it in the file"
+                ))
+        };
+        let content = if let Some(secret) = object("Secret", "secret")? {
+            MountContent::Files(files_of(
+                &secret,
+                &volume["secret"],
+                "data",
+                "stringData",
+                source,
+            )?)
+        } else if let Some(map) = object("ConfigMap", "configMap")? {
+            MountContent::Files(files_of(
+                &map,
+                &volume["configMap"],
+                "binaryData",
+                "data",
+                source,
+            )?)
+        } else if volume.get("emptyDir").is_some() {
+            MountContent::Empty
+        } else {
+            let kind = volume
+                .as_object()
+                .and_then(|o| o.keys().find(|k| *k != "name").cloned())
+                .unwrap_or_else(|| "?".into());
+            unmounted.push(format!("{path} ({kind})"));
+            continue;
+        };
+        let read_only =
+            vm["readOnly"].as_bool().unwrap_or(false) || matches!(content, MountContent::Files(_));
+        mounts.push(Mount {
+            volume: name.to_string(),
+            mount_path: path.to_string(),
+            read_only,
+            sub_path: vm["subPath"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            content,
+        });
+    }
+    Ok((mounts, unmounted))
+}
+
+/// A Secret's or ConfigMap's keys as files: `encoded` values are base64, `plain` ones text;
+/// `volume.items` picks keys and their paths.
+fn files_of(
+    object: &Value,
+    volume: &Value,
+    encoded: &str,
+    plain: &str,
+    source: &str,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    use base64::Engine as _;
+    let mut all: Vec<(String, Vec<u8>)> = Vec::new();
+    for (key, value) in object[encoded].as_object().into_iter().flatten() {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(value.as_str().unwrap_or_default())
+            .map_err(|e| {
+                format!(
+                    "--operator-manifests {source}: {} key {key:?} is not base64 ({e}): give the output of `helm template`",
+                    describe(object)
+                )
+            })?;
+        all.push((key.clone(), bytes));
+    }
+    for (key, value) in object[plain].as_object().into_iter().flatten() {
+        all.push((
+            key.clone(),
+            value.as_str().unwrap_or_default().as_bytes().to_vec(),
+        ));
+    }
+    let Some(items) = volume["items"].as_array() else {
+        return Ok(all);
+    };
+    Ok(items
+        .iter()
+        .filter_map(|i| {
+            let key = i["key"].as_str()?;
+            let path = i["path"].as_str().unwrap_or(key);
+            let bytes = all.iter().find(|(k, _)| k == key)?.1.clone();
+            Some((path.to_string(), bytes))
+        })
+        .collect())
+}
+
+/// The ServiceAccount the operator runs as: its Deployment's ([`operator_deployment`]), else
+/// the file's only ServiceAccount.
+fn identity(
+    deployment: Option<&Value>,
+    accounts: &[&Value],
+    source: &str,
+) -> Result<ServiceAccountRef, String> {
     let account = match deployment {
         Some(d) => {
             let spec = &d["spec"]["template"]["spec"];
@@ -463,6 +681,79 @@ metadata: {name: gameplane-api}
         assert!(m.summary().contains(
             "runs as ServiceAccount gameplane-system/gameplane-operator, gameplane-games/gameplane-operator-manage copied into each case namespace"
         ), "{}", m.summary());
+    }
+
+    #[test]
+    fn the_operators_secret_configmap_and_emptydir_mounts_are_read_with_their_files() {
+        let text = r#"
+kind: ServiceAccount
+apiVersion: v1
+metadata: {name: op, namespace: sys}
+---
+kind: Secret
+apiVersion: v1
+metadata: {name: ca, namespace: sys}
+data: {ca.crt: Q0VSVA==, ca.key: S0VZ}
+---
+kind: ConfigMap
+apiVersion: v1
+metadata: {name: cfg, namespace: sys}
+data: {app.yaml: "a: 1"}
+---
+kind: Deployment
+apiVersion: apps/v1
+metadata: {name: op, namespace: sys}
+spec:
+  template:
+    spec:
+      serviceAccountName: op
+      containers:
+        - name: sidecar
+        - name: manager
+          env: [{name: LOG, value: debug}, {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}]
+          volumeMounts:
+            - {name: ca, mountPath: /etc/op/ca}
+            - {name: cfg, mountPath: /etc/op/app.yaml, subPath: app.yaml}
+            - {name: scratch, mountPath: /work}
+            - {name: data, mountPath: /data}
+      volumes:
+        - {name: ca, secret: {secretName: ca, items: [{key: ca.crt, path: bundle.pem}]}}
+        - {name: cfg, configMap: {name: cfg}}
+        - {name: scratch, emptyDir: {}}
+        - {name: data, persistentVolumeClaim: {claimName: d}}
+"#;
+        let m = OperatorManifests::parse(text, "f", "sys").unwrap();
+        assert_eq!(m.env, vec![("LOG".to_string(), "debug".to_string())]);
+        let files = |i: usize| match &m.mounts[i].content {
+            MountContent::Files(f) => f.clone(),
+            MountContent::Empty => vec![],
+        };
+        assert_eq!(m.mounts.len(), 3, "{:?}", m.mounts);
+        assert_eq!(
+            (m.mounts[0].mount_path.as_str(), m.mounts[0].read_only),
+            ("/etc/op/ca", true)
+        );
+        assert_eq!(files(0), vec![("bundle.pem".to_string(), b"CERT".to_vec())]);
+        assert_eq!(m.mounts[1].sub_path.as_deref(), Some("app.yaml"));
+        assert_eq!(files(1), vec![("app.yaml".to_string(), b"a: 1".to_vec())]);
+        assert_eq!(
+            (&m.mounts[2].content, m.mounts[2].read_only),
+            (&MountContent::Empty, false)
+        );
+        assert_eq!(m.unmounted, vec!["/data (persistentVolumeClaim)"]);
+        assert!(m.summary().contains("its Deployment's volumes at /etc/op/ca, /etc/op/app.yaml, /work; not mounted (the sandbox holds Secrets, ConfigMaps and emptyDirs): /data (persistentVolumeClaim)"), "{}", m.summary());
+
+        let missing = text.replace(
+            "name: ca, namespace: sys}\ndata",
+            "name: other, namespace: sys}\ndata",
+        );
+        let e = OperatorManifests::parse(&missing, "f", "sys").unwrap_err();
+        assert!(
+            e.contains(
+                "the operator mounts Secret sys/ca at /etc/op/ca, which the file does not create"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod kind;
 pub mod manifests;
 pub mod profile;
 pub mod reference_operator;
+pub mod sandbox;
 
 /// The namespace the operator is installed into (the chart's and the reference operator's).
 pub const SYSTEM_NAMESPACE: &str = crate::backend::operator_pod::SYSTEM_NAMESPACE;
