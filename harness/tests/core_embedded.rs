@@ -389,9 +389,16 @@ async fn reference_operator_is_deployed_ready_and_stopped_with_the_cluster() {
     let started = backend.process_records();
     let argv = &started
         .iter()
-        .find(|r| r.argv[0].ends_with("reference-operator"))
+        .find(|r| r.argv.iter().any(|a| a.ends_with("reference-operator")))
         .unwrap_or_else(|| panic!("the operator among the started processes: {started:?}"))
         .argv;
+    // In its sandbox: bwrap, then the operator after `--`.
+    assert_eq!(argv[0], "bwrap", "{argv:?}");
+    let program = argv.iter().position(|a| a == "--").map(|i| &argv[i + 1]);
+    assert!(
+        program.is_some_and(|p| p.ends_with("reference-operator")),
+        "{argv:?}"
+    );
     let pinned = argv
         .windows(2)
         .any(|w| w[0] == "--context" && w[1] == "rehearsal-embedded");

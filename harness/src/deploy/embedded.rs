@@ -1,6 +1,7 @@
 //! What `rehearse` starts on the embedded cluster once the backend brought it up: the reference
-//! operator as a host process, running as its own ServiceAccount (a TokenRequest token in a
-//! kubeconfig of its own) and held to the RBAC of its deploy manifests. The `run` layer puts an
+//! operator (or your command) as a sandboxed host process ([`super::sandbox`]), running as its
+//! own ServiceAccount (a TokenRequest token in a kubeconfig of its own) and held to the RBAC of
+//! its deploy manifests (or yours). The `run` layer puts an
 //! [`EmbeddedDeploy`] into
 //! [`EmbeddedOptions::deploy`](crate::backend::embedded::EmbeddedOptions::deploy).
 
@@ -224,27 +225,14 @@ async fn start_command(
     // Deployment's volumes (from your manifests) at their mount paths.
     let manifests = command.manifests.as_ref();
     let state = cluster.state_dir();
-    let sandbox = (|| {
-        let binds = super::sandbox::materialize(
-            manifests.map_or(&[][..], |m| &m.mounts),
-            &state.join("operator-volumes"),
-        )?;
-        let tmp = state.join("operator-tmp");
-        std::fs::create_dir_all(&tmp)?;
-        let cwd = std::env::current_dir()?;
-        super::sandbox::bwrap_args(state, &cwd, &binds).map(|args| (args, tmp))
-    })()
-    .map_err(|e| {
-        BackendError::Setup(format!(
-            "cannot prepare the sandbox of {} in {}: {e}",
-            command.describe(),
-            state.display()
-        ))
-    })?;
-    let mut cmd = crate::process::Cmd::new("bwrap")
-        .args(sandbox.0)
-        .args(argv.iter().cloned())
-        .env("TMPDIR", &sandbox.1)
+    let mut cmd = super::sandbox::command(&argv, state, manifests.map_or(&[][..], |m| &m.mounts))
+        .map_err(|e| {
+            BackendError::Setup(format!(
+                "cannot prepare the sandbox of {} in {}: {e}",
+                command.describe(),
+                state.display()
+            ))
+        })?
         .env("KUBECONFIG", kubeconfig)
         .env("POD_NAMESPACE", namespace);
     for (k, v) in manifests.map_or(&[][..], |m| &m.env) {

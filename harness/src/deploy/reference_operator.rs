@@ -1,5 +1,5 @@
 //! The reference operator, deployed two ways:
-//! - on the embedded cluster as a host process (`reference-operator --kubeconfig P --context C
+//! - on the embedded cluster as a sandboxed host process (`reference-operator --kubeconfig P --context C
 //!   [--mutant M]`)
 //!   held by a [`ChildGuard`]; it is ready when it has written the file named by
 //!   `REHEARSAL_READY_FILE` (it does so once its watches are established);
@@ -44,6 +44,16 @@ pub enum DeployError {
         log: PathBuf,
         /// The last lines of that log.
         tail: String,
+    },
+    /// The operator's sandbox could not be prepared.
+    #[error(
+        "cannot prepare the operator's sandbox in {state_dir}: {source}; the cluster's state directory must be writable"
+    )]
+    Sandbox {
+        /// The cluster's state directory.
+        state_dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
     },
     /// The pipe the operator signals readiness on could not be made.
     #[error(
@@ -136,7 +146,12 @@ pub async fn start_process(
     log: &ProcessLog,
 ) -> Result<ChildGuard, DeployError> {
     let argv = process_argv(&program(), kubeconfig, context, mutant);
-    let mut cmd = Cmd::new(argv[0].clone()).args(argv[1..].iter().cloned());
+    // Sandboxed as your operator command is: the host read-only, its state writable.
+    let mut cmd =
+        super::sandbox::command(&argv, state_dir, &[]).map_err(|source| DeployError::Sandbox {
+            state_dir: state_dir.to_path_buf(),
+            source,
+        })?;
     if let Some(dns) = cluster_dns {
         cmd = cmd.env(CLUSTER_DNS_ENV, dns.to_string());
     }

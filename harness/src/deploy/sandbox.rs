@@ -104,6 +104,25 @@ pub fn bwrap_args(writable: &Path, cwd: &Path, binds: &[Bound]) -> std::io::Resu
     Ok(args)
 }
 
+/// `argv` as a command run in the sandbox of an operator whose state is `state`: `mounts`
+/// (its Deployment's volumes) written under `<state>/operator-volumes` and bound at their
+/// paths, `TMPDIR` at `<state>/operator-tmp`, started in this process' working directory.
+pub fn command(
+    argv: &[String],
+    state: &Path,
+    mounts: &[Mount],
+) -> std::io::Result<crate::process::Cmd> {
+    let binds = materialize(mounts, &state.join("operator-volumes"))?;
+    let tmp = state.join("operator-tmp");
+    std::fs::create_dir_all(&tmp)?;
+    let cwd = std::env::current_dir()?;
+    let args = bwrap_args(state, &cwd, &binds)?;
+    Ok(crate::process::Cmd::new("bwrap")
+        .args(args)
+        .args(argv.iter().cloned())
+        .env("TMPDIR", tmp))
+}
+
 fn display(p: &Path) -> String {
     p.display().to_string()
 }
