@@ -265,9 +265,11 @@ async fn up_embedded(args: UpArgs) -> Result<(), CliError> {
         ))
     })?;
     println!(
-        "embedded cluster up: kubeconfig {} context {context}; restic repositories {}/<name>; reference operator {}; stop with Ctrl-C",
+        "embedded cluster up: kubeconfig {} context {context}; restic repositories {}/<name>; {} {}; stop with Ctrl-C",
         target.display(),
         backend.rest_server().base(),
+        crate::deploy::embedded::operator_command()
+            .map_or_else(|| "reference operator".to_string(), |c| c.describe()),
         if args.no_operator {
             "not started".to_string()
         } else {
