@@ -143,6 +143,15 @@ fn refused(out: &Output, reports: &Path, needles: &[&str]) {
     for n in needles {
         assert!(lines[0].contains(n), "{:?} does not name {n:?}", lines[0]);
     }
+    // The log it names outlives the cluster that failed to come up.
+    if let Some((_, rest)) = lines[0].split_once("its log ") {
+        let path = rest.split(' ').next().unwrap_or_default();
+        assert!(
+            std::path::Path::new(path).is_file(),
+            "{path} is gone: {}",
+            lines[0]
+        );
+    }
     let bundles = std::fs::read_dir(reports).map_or(0, |d| d.count());
     assert_eq!(bundles, 0, "nothing run: {}", text(out));
 }

@@ -179,8 +179,8 @@ impl EmbeddedDeployment for EmbeddedDeploy {
             )
             .await
             .map_err(|e| BackendError::Setup(format!("operator identity: {e}")))?;
-            if let Some(command) = &self.command {
-                return start_command(
+            let started = if let Some(command) = &self.command {
+                start_command(
                     command,
                     cluster,
                     &operator_kubeconfig,
@@ -188,21 +188,48 @@ impl EmbeddedDeployment for EmbeddedDeploy {
                     self.ready,
                     log,
                 )
-                .await;
-            }
-            reference_operator::start_process(
-                &operator_kubeconfig,
-                CONTEXT,
-                self.mutant.as_deref(),
-                Some(cluster.dns_address()),
-                cluster.state_dir(),
-                self.ready,
-                log,
-            )
-            .await
-            .map_err(|e| BackendError::Setup(e.to_string()))
+                .await
+            } else {
+                reference_operator::start_process(
+                    &operator_kubeconfig,
+                    CONTEXT,
+                    self.mutant.as_deref(),
+                    Some(cluster.dns_address()),
+                    cluster.state_dir(),
+                    self.ready,
+                    log,
+                )
+                .await
+                .map_err(|e| BackendError::Setup(e.to_string()))
+            };
+            started.map_err(|e| log_kept(e, cluster.state_dir()))
         })
     }
+}
+
+/// An operator that did not start names its log, which lives in the cluster's state directory:
+/// a cluster that fails to come up removes that directory, so the log is kept beside it
+/// (`<tmp>/rehearsal-<cluster>-<log>`) and the error names the copy. Nothing the operator wrote
+/// is lost with the cluster.
+fn log_kept(error: BackendError, state: &std::path::Path) -> BackendError {
+    let BackendError::Setup(mut message) = error else {
+        return error;
+    };
+    let cluster = state
+        .file_name()
+        .map_or_else(|| "cluster".into(), |n| n.to_string_lossy().into_owned());
+    for name in ["operator.log", "reference-operator.log"] {
+        let log = state.join(name);
+        let shown = log.display().to_string();
+        if !message.contains(&shown) {
+            continue;
+        }
+        let kept = std::env::temp_dir().join(format!("rehearsal-{cluster}-{name}"));
+        if std::fs::copy(&log, &kept).is_ok() {
+            message = message.replace(&shown, &kept.display().to_string());
+        }
+    }
+    BackendError::Setup(message)
 }
 
 /// Starts `command` as the embedded cluster's operator, as the reference operator is started:
